@@ -1,0 +1,138 @@
+//! Time: millisecond timestamps, their ISO 8601 rendering, and the clock port.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+/// Milliseconds since the Unix epoch, UTC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Timestamp(pub i64);
+
+impl Timestamp {
+    pub fn millis(self) -> i64 {
+        self.0
+    }
+
+    pub fn plus_millis(self, ms: i64) -> Self {
+        Self(self.0.saturating_add(ms))
+    }
+
+    /// RFC 3339 / ISO 8601 in UTC with millisecond precision, e.g. `2026-11-21T10:00:00.123Z`.
+    pub fn to_iso8601(self) -> String {
+        let dt = self.datetime();
+        format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+            dt.year(),
+            u8::from(dt.month()),
+            dt.day(),
+            dt.hour(),
+            dt.minute(),
+            dt.second(),
+            dt.millisecond()
+        )
+    }
+
+    /// The calendar month (UTC) this instant falls in, as `YYYY-MM`; usage is counted per month.
+    pub fn month(self) -> String {
+        let dt = self.datetime();
+        format!("{:04}-{:02}", dt.year(), u8::from(dt.month()))
+    }
+
+    /// The first instant of the next calendar month (UTC), when monthly usage resets.
+    pub fn next_month_start(self) -> Timestamp {
+        let dt = self.datetime();
+        let (y, m) = match dt.month() {
+            time::Month::December => (dt.year() + 1, time::Month::January),
+            m => (dt.year(), m.next()),
+        };
+        let start = time::Date::from_calendar_date(y, m, 1)
+            .expect("first of a month is a valid date")
+            .midnight()
+            .assume_utc();
+        Timestamp((start.unix_timestamp_nanos() / 1_000_000) as i64)
+    }
+
+    fn datetime(self) -> OffsetDateTime {
+        OffsetDateTime::from_unix_timestamp_nanos(i128::from(self.0) * 1_000_000)
+            .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+    }
+}
+
+/// Whole seconds from `now` until `later`, rounded up and at least 1: the value of `Retry-After`.
+pub fn whole_seconds_until(now: Timestamp, later: Timestamp) -> u64 {
+    let ms = (later.0 - now.0).max(1);
+    (ms as u64).div_ceil(1000)
+}
+
+/// Where use cases read the time from; tests substitute a clock they can move forward.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> Timestamp;
+}
+
+/// The machine's wall clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        let d = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        Timestamp(d.as_millis() as i64)
+    }
+}
+
+/// The wall clock shifted by an offset that only grows, so that hour-long windows can be tried
+/// without waiting for them while time still flows.
+#[derive(Debug, Default)]
+pub struct ShiftedClock {
+    offset_ms: AtomicI64,
+}
+
+impl ShiftedClock {
+    pub fn advance(&self, ms: i64) {
+        self.offset_ms.fetch_add(ms.max(0), Ordering::SeqCst);
+    }
+}
+
+impl Clock for ShiftedClock {
+    fn now(&self) -> Timestamp {
+        SystemClock
+            .now()
+            .plus_millis(self.offset_ms.load(Ordering::SeqCst))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_iso8601_with_milliseconds() {
+        assert_eq!(
+            Timestamp(1_700_000_000_123).to_iso8601(),
+            "2023-11-14T22:13:20.123Z"
+        );
+    }
+
+    #[test]
+    fn next_month_start_rolls_over_the_year() {
+        let dec = Timestamp(1_702_000_000_000); // 2023-12-08
+        assert_eq!(dec.month(), "2023-12");
+        assert_eq!(
+            dec.next_month_start().to_iso8601(),
+            "2024-01-01T00:00:00.000Z"
+        );
+    }
+
+    #[test]
+    fn retry_after_rounds_up_and_is_never_zero() {
+        assert_eq!(whole_seconds_until(Timestamp(0), Timestamp(1)), 1);
+        assert_eq!(whole_seconds_until(Timestamp(0), Timestamp(1000)), 1);
+        assert_eq!(whole_seconds_until(Timestamp(0), Timestamp(1001)), 2);
+        assert_eq!(whole_seconds_until(Timestamp(5), Timestamp(0)), 1);
+    }
+}

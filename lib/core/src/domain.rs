@@ -1,0 +1,292 @@
+//! The domain: organisations, members, sessions, their event log, and usage.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::clock::Timestamp;
+use crate::ids::{EventId, OrgId, RunId, SessionKey, UserId};
+
+/// Characters of the first message that form a session's title.
+pub const TITLE_CHARS: usize = 60;
+/// Events returned by one transcript poll at most.
+pub const TRANSCRIPT_PAGE: usize = 100;
+/// Sessions returned by the list at most.
+pub const SESSION_LIST_LIMIT: usize = 50;
+
+/// The organisation's subscription tier; SCIM needs `Business`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Plan {
+    Free,
+    Pro,
+    Business,
+}
+
+/// Whether the organisation may use the service; a suspended one keeps its data but may not start
+/// sessions or send messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OrgStatus {
+    Active,
+    Suspended,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Admin,
+    Viewer,
+}
+
+macro_rules! text_enum {
+    ($ty:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        impl $ty {
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$variant => $text),+ }
+            }
+        }
+
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $ty {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($text => Ok(Self::$variant),)+
+                    _ => Err(format!(concat!("expected one of: ", $($text, " "),+))),
+                }
+            }
+        }
+    };
+}
+
+text_enum!(Plan { Free => "free", Pro => "pro", Business => "business" });
+text_enum!(OrgStatus { Active => "active", Suspended => "suspended" });
+text_enum!(Role { Admin => "admin", Viewer => "viewer" });
+
+/// An organisation (tenant) and its limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Org {
+    pub id: OrgId,
+    pub name: String,
+    pub plan: Plan,
+    pub status: OrgStatus,
+    pub sso_enabled: bool,
+    /// Queries (opening and follow-up messages) allowed per calendar month; `None` is unlimited.
+    pub monthly_query_quota: Option<u64>,
+    /// Spend allowed per calendar month, in millionths of a US dollar; `None` is unlimited.
+    pub cost_cap_micros: Option<u64>,
+    pub created_at: Timestamp,
+}
+
+impl Org {
+    /// Whether members may start sessions and send messages.
+    pub fn allows_sessions(&self) -> bool {
+        self.status == OrgStatus::Active
+    }
+}
+
+/// A user's membership of an organisation; without it the user's cookie for that organisation
+/// is refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Member {
+    pub org: OrgId,
+    pub user: UserId,
+    pub role: Role,
+    pub created_at: Timestamp,
+}
+
+/// The kinds of event in a session's log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    UserMessage,
+    AgentMessage,
+    ToolUse,
+    ToolResult,
+    StatusIdle,
+    StatusTerminated,
+    Error,
+}
+
+text_enum!(EventKind {
+    UserMessage => "user_message",
+    AgentMessage => "agent_message",
+    ToolUse => "tool_use",
+    ToolResult => "tool_result",
+    StatusIdle => "status_idle",
+    StatusTerminated => "status_terminated",
+    Error => "error",
+});
+
+/// One entry of a session's log. `seq` numbers the log from 1 without gaps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub seq: u64,
+    pub kind: EventKind,
+    pub payload: Value,
+    pub occurred_at: Timestamp,
+}
+
+impl Event {
+    pub fn id(&self) -> EventId {
+        EventId::from_seq(self.seq)
+    }
+}
+
+/// An event not yet given its place in the log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    pub kind: EventKind,
+    pub payload: Value,
+}
+
+impl NewEvent {
+    pub fn user_message(text: &str) -> Self {
+        Self {
+            kind: EventKind::UserMessage,
+            payload: serde_json::json!({ "text": text }),
+        }
+    }
+    pub fn agent_message(text: &str) -> Self {
+        Self {
+            kind: EventKind::AgentMessage,
+            payload: serde_json::json!({ "text": text }),
+        }
+    }
+    pub fn status_idle() -> Self {
+        Self {
+            kind: EventKind::StatusIdle,
+            payload: serde_json::json!({}),
+        }
+    }
+    pub fn status_terminated(reason: &str) -> Self {
+        Self {
+            kind: EventKind::StatusTerminated,
+            payload: serde_json::json!({ "reason": reason }),
+        }
+    }
+    pub fn error(code: &str, message: &str) -> Self {
+        Self {
+            kind: EventKind::Error,
+            payload: serde_json::json!({ "code": code, "message": message }),
+        }
+    }
+}
+
+/// The session record. Every change goes through [`crate::ports::Store::commit_session`], which
+/// checks `version`, so concurrent writers (the message endpoint and the workflow) never lose an
+/// update and the log stays gap-free.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    pub key: SessionKey,
+    pub title: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    /// Stamped by cancel (and by delete of a running session); cleared when a new run starts.
+    pub cancelled_at: Option<Timestamp>,
+    /// The active workflow run, if any.
+    pub run_id: Option<RunId>,
+    /// Sequence numbers of user messages waiting for their turn, oldest first.
+    pub pending: Vec<u64>,
+    /// Sequence number the next appended event gets.
+    pub next_seq: u64,
+    /// Incremented by every commit; the optimistic-concurrency token.
+    pub version: u64,
+}
+
+impl Session {
+    /// The title for an opening message: its first [`TITLE_CHARS`] Unicode scalar values.
+    pub fn title_for(text: &str) -> String {
+        text.chars().take(TITLE_CHARS).collect()
+    }
+
+    /// Gives `new` their places after the existing log: consecutive sequence numbers and
+    /// timestamps that never go backwards, so the log is ordered by both. Moves `updated_at`.
+    pub fn place(&mut self, now: Timestamp, new: Vec<NewEvent>) -> Vec<Event> {
+        let at = now.max(self.updated_at);
+        self.updated_at = at;
+        new.into_iter()
+            .map(|e| {
+                let seq = self.next_seq;
+                self.next_seq += 1;
+                Event {
+                    seq,
+                    kind: e.kind,
+                    payload: e.payload,
+                    occurred_at: at,
+                }
+            })
+            .collect()
+    }
+}
+
+/// A line of the session list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSummary {
+    pub id: crate::ids::SessionId,
+    pub title: String,
+    pub updated_at: Timestamp,
+}
+
+/// An organisation's usage in one calendar month.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub queries: u64,
+    pub cost_micros: u64,
+}
+
+/// Renders millionths of a dollar as dollars.
+pub fn micros_to_usd(micros: u64) -> f64 {
+    micros as f64 / 1_000_000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn title_keeps_sixty_characters_without_splitting_any() {
+        let text = "é".repeat(70);
+        let title = Session::title_for(&text);
+        assert_eq!(title.chars().count(), 60);
+        assert_eq!(title, "é".repeat(60));
+        assert_eq!(Session::title_for("short"), "short");
+    }
+
+    #[test]
+    fn placed_events_are_consecutive_and_never_go_back_in_time() {
+        let mut s = Session {
+            key: SessionKey {
+                user: UserId::generate(),
+                org: OrgId::generate(),
+                session: crate::ids::SessionId::generate(),
+            },
+            title: String::new(),
+            created_at: Timestamp(100),
+            updated_at: Timestamp(500),
+            cancelled_at: None,
+            run_id: None,
+            pending: vec![],
+            next_seq: 4,
+            version: 1,
+        };
+        let placed = s.place(
+            Timestamp(300),
+            vec![NewEvent::status_idle(), NewEvent::status_idle()],
+        );
+        assert_eq!(placed.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![4, 5]);
+        assert!(placed.iter().all(|e| e.occurred_at == Timestamp(500)));
+        assert_eq!(s.next_seq, 6);
+    }
+}

@@ -1,0 +1,14 @@
+//! Core of the conversational knowledge service: identifiers, domain, use cases and ports.
+//! Nothing here knows of HTTP or AWS; adapters live in the other crates.
+
+pub mod agent;
+pub mod clock;
+pub mod domain;
+pub mod error;
+pub mod ids;
+pub mod limits;
+pub mod ports;
+pub mod service;
+pub mod turns;
+
+pub use error::CoreError;

@@ -1,0 +1,206 @@
+//! Exact sliding-window rate limits per user, kept in the store so every process shares them.
+
+use crate::clock::{Timestamp, whole_seconds_until};
+use crate::ids::UserId;
+use crate::ports::{Store, StoreError};
+
+/// At most `max` admitted requests in any window of `window_ms`.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    pub window_ms: i64,
+    pub max: usize,
+}
+
+const MINUTE: i64 = 60_000;
+const HOUR: i64 = 3_600_000;
+
+/// The rate-limited actions and their rules, from the interface's limits table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    CreateSession,
+    Message,
+    Cancel,
+}
+
+impl Action {
+    pub fn rules(self) -> &'static [Rule] {
+        match self {
+            Action::CreateSession => &[
+                Rule {
+                    window_ms: MINUTE,
+                    max: 10,
+                },
+                Rule {
+                    window_ms: HOUR,
+                    max: 20,
+                },
+            ],
+            Action::Message => &[Rule {
+                window_ms: MINUTE,
+                max: 60,
+            }],
+            Action::Cancel => &[Rule {
+                window_ms: MINUTE,
+                max: 30,
+            }],
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Action::CreateSession => "create",
+            Action::Message => "message",
+            Action::Cancel => "cancel",
+        }
+    }
+
+    fn longest_window(self) -> i64 {
+        self.rules().iter().map(|r| r.window_ms).max().unwrap_or(0)
+    }
+
+    /// The store key of the user's window for this action.
+    pub fn key(self, user: &UserId) -> String {
+        format!("{}#{}", self.name(), user)
+    }
+}
+
+/// Decides one request against the recorded hits (ascending). On admission returns the hits to
+/// store (pruned to the longest window, with `now` added); on refusal the instant a slot frees.
+pub fn decide(
+    action: Action,
+    hits: &[Timestamp],
+    now: Timestamp,
+) -> Result<Vec<Timestamp>, Timestamp> {
+    let mut free_at: Option<Timestamp> = None;
+    for rule in action.rules() {
+        let start = now.millis() - rule.window_ms;
+        let inside: Vec<Timestamp> = hits
+            .iter()
+            .copied()
+            .filter(|t| t.millis() > start)
+            .collect();
+        if inside.len() >= rule.max {
+            // The slot frees when enough of the oldest hits have left the window.
+            let leaving = inside[inside.len() - rule.max];
+            let at = leaving.plus_millis(rule.window_ms);
+            free_at = Some(free_at.map_or(at, |f| f.max(at)));
+        }
+    }
+    if let Some(at) = free_at {
+        return Err(at);
+    }
+    let horizon = now.millis() - action.longest_window();
+    let mut kept: Vec<Timestamp> = hits
+        .iter()
+        .copied()
+        .filter(|t| t.millis() > horizon)
+        .collect();
+    kept.push(now);
+    kept.sort();
+    Ok(kept)
+}
+
+/// Outcome of [`acquire`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum Admission {
+    Admitted,
+    /// Refused; retry after this many whole seconds.
+    Refused {
+        retry_after_secs: u64,
+    },
+}
+
+/// Attempts on a contended window before giving up. Each failed attempt means another request
+/// was admitted or refused meanwhile, so this bounds the wait, never fairness.
+const MAX_ATTEMPTS: usize = 64;
+
+/// Admits one `action` by `user` at `now`, or refuses it. Race-free: the record is replaced with
+/// a version check, and a lost race re-reads and decides again.
+pub async fn acquire(
+    store: &dyn Store,
+    action: Action,
+    user: &UserId,
+    now: Timestamp,
+) -> Result<Admission, StoreError> {
+    let key = action.key(user);
+    for _ in 0..MAX_ATTEMPTS {
+        let window = store.get_rate_window(&key).await?;
+        match decide(action, &window.hits, now) {
+            Err(free_at) => {
+                return Ok(Admission::Refused {
+                    retry_after_secs: whole_seconds_until(now, free_at),
+                });
+            }
+            Ok(hits) => {
+                let expires = now.plus_millis(action.longest_window());
+                match store
+                    .put_rate_window(&key, &hits, window.version, expires)
+                    .await
+                {
+                    Ok(()) => return Ok(Admission::Admitted),
+                    Err(StoreError::Conflict) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+    Err(StoreError::Backend(format!(
+        "rate window {key} stayed contended"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(action: Action, times: &[i64]) -> (usize, Vec<Result<(), i64>>) {
+        let mut hits = vec![];
+        let mut admitted = 0;
+        let mut outcomes = vec![];
+        for &t in times {
+            match decide(action, &hits, Timestamp(t)) {
+                Ok(h) => {
+                    hits = h;
+                    admitted += 1;
+                    outcomes.push(Ok(()));
+                }
+                Err(at) => outcomes.push(Err(at.millis())),
+            }
+        }
+        (admitted, outcomes)
+    }
+
+    #[test]
+    fn the_eleventh_creation_within_a_minute_waits_for_the_first_to_leave() {
+        let times: Vec<i64> = (0..11).map(|i| 1_000 + i * 100).collect();
+        let (admitted, outcomes) = run(Action::CreateSession, &times);
+        assert_eq!(admitted, 10);
+        assert_eq!(outcomes[10], Err(1_000 + MINUTE));
+    }
+
+    #[test]
+    fn the_window_slides_rather_than_resetting() {
+        // 10 at t=0..0.9s, then at t=60.0s exactly one slot has freed (the hit at t=0 left).
+        let mut times: Vec<i64> = (0..10).map(|i| i * 100).collect();
+        times.push(MINUTE);
+        times.push(MINUTE + 1);
+        let (_, outcomes) = run(Action::CreateSession, &times);
+        assert_eq!(outcomes[10], Ok(()));
+        assert_eq!(outcomes[11], Err(100 + MINUTE));
+    }
+
+    #[test]
+    fn twenty_creations_an_hour_hold_even_when_spread_over_minutes() {
+        let times: Vec<i64> = (0..21).map(|i| i * 2 * MINUTE).collect();
+        let (admitted, outcomes) = run(Action::CreateSession, &times);
+        assert_eq!(admitted, 20);
+        assert_eq!(outcomes[20], Err(HOUR));
+    }
+
+    #[test]
+    fn hits_older_than_the_longest_window_are_dropped() {
+        let hits = vec![Timestamp(0), Timestamp(10)];
+        let kept = decide(Action::Message, &hits, Timestamp(MINUTE + 5)).unwrap();
+        assert_eq!(kept, vec![Timestamp(10), Timestamp(MINUTE + 5)]);
+    }
+}

@@ -1,0 +1,164 @@
+//! Ports: what the use cases need from storage, the workflow engine and the agent.
+//!
+//! The storage port is shaped for DynamoDB: every method is at most one request there (a
+//! GetItem, a Query on one partition with a key range, a conditional UpdateItem, or a
+//! TransactWriteItems of at most 100 items). Nothing needs a scan or a join, and every session
+//! method takes a [`SessionKey`], so another tenant's data cannot even be addressed.
+
+use async_trait::async_trait;
+
+use crate::clock::Timestamp;
+use crate::domain::{Event, Member, Org, Session, SessionSummary, Usage};
+use crate::ids::{OrgId, RunId, SessionKey, UserId};
+
+/// Failures of a storage adapter.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A conditional write found another version than expected: re-read and try again.
+    #[error("the record changed concurrently")]
+    Conflict,
+    /// The record to change does not exist (a session deleted meanwhile, say).
+    #[error("the record does not exist")]
+    Gone,
+    /// The record to create exists already.
+    #[error("the record exists already")]
+    AlreadyExists,
+    /// The backend failed; the text is for logs, never for clients.
+    #[error("storage backend: {0}")]
+    Backend(String),
+}
+
+/// Events written per commit at most, so that a commit fits one transaction of 100 items with
+/// the session record and a step marker.
+pub const MAX_EVENTS_PER_COMMIT: usize = 90;
+
+/// A sliding-window rate-limit record: the instants of the admitted requests still inside the
+/// longest window, oldest first, and its optimistic-concurrency version (0 when absent).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RateWindow {
+    pub hits: Vec<Timestamp>,
+    pub version: u64,
+}
+
+/// The monthly usage counters refused a query; carries the counters as they stood.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UsageRefused(pub Usage);
+
+/// Durable storage of organisations, members, sessions, events and limit counters.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Creates or replaces an organisation.
+    async fn put_org(&self, org: &Org) -> Result<(), StoreError>;
+    async fn get_org(&self, org: &OrgId) -> Result<Option<Org>, StoreError>;
+    /// Creates or replaces a membership.
+    async fn put_member(&self, member: &Member) -> Result<(), StoreError>;
+    async fn get_member(&self, org: &OrgId, user: &UserId) -> Result<Option<Member>, StoreError>;
+    /// Removes a membership; `Ok(false)` when there was none.
+    async fn remove_member(&self, org: &OrgId, user: &UserId) -> Result<bool, StoreError>;
+
+    /// Writes a new session with its first events in one transaction.
+    /// Errors: `AlreadyExists` when the key is taken.
+    async fn create_session(&self, session: &Session, events: &[Event]) -> Result<(), StoreError>;
+    async fn get_session(&self, key: &SessionKey) -> Result<Option<Session>, StoreError>;
+    /// Writes `session` (whose `version` must be `expected_version + 1`) and appends `events`, all
+    /// or nothing, only if the stored version is still `expected_version`.
+    /// Errors: `Gone` when the session no longer exists, `Conflict` when its version moved.
+    async fn commit_session(
+        &self,
+        session: &Session,
+        expected_version: u64,
+        events: &[Event],
+    ) -> Result<(), StoreError>;
+    /// Events with `seq > after`, ascending, at most `limit` of them.
+    async fn list_events(
+        &self,
+        key: &SessionKey,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError>;
+    /// The user's sessions in an organisation, most recently updated first.
+    async fn list_sessions(
+        &self,
+        user: &UserId,
+        org: &OrgId,
+        limit: usize,
+    ) -> Result<Vec<SessionSummary>, StoreError>;
+    /// Removes the session and every event of it; `Ok(false)` when it did not exist. The DynamoDB
+    /// adapter pages through the events, so callers stamp the cancellation first.
+    async fn delete_session(&self, key: &SessionKey) -> Result<bool, StoreError>;
+
+    /// The rate-limit record under `key` (empty, version 0, when absent).
+    async fn get_rate_window(&self, key: &str) -> Result<RateWindow, StoreError>;
+    /// Replaces the record if its version is still `expected_version`; the stored version becomes
+    /// `expected_version + 1`. Errors: `Conflict`.
+    async fn put_rate_window(
+        &self,
+        key: &str,
+        hits: &[Timestamp],
+        expected_version: u64,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError>;
+
+    /// Counts one query against the organisation's month if the month is under both `quota`
+    /// queries and `cap_micros` spend (`None` is unlimited). Atomic: concurrent callers cannot
+    /// together pass a limit. Returns the usage after counting, or the usage that refused it.
+    async fn consume_query(
+        &self,
+        org: &OrgId,
+        month: &str,
+        quota: Option<u64>,
+        cap_micros: Option<u64>,
+    ) -> Result<Result<Usage, UsageRefused>, StoreError>;
+    /// Adds spend to the organisation's month; returns the usage after adding.
+    async fn add_cost(&self, org: &OrgId, month: &str, micros: u64) -> Result<Usage, StoreError>;
+    async fn get_usage(&self, org: &OrgId, month: &str) -> Result<Usage, StoreError>;
+}
+
+/// Starts and signals workflow runs. Narrow on purpose: the engine behind it can change without
+/// touching the use cases.
+#[async_trait]
+pub trait Workflow: Send + Sync {
+    /// Starts processing the session's pending turns under `run`. Idempotent per run id: a
+    /// retried start of the same run does not start a second one.
+    async fn start(&self, key: &SessionKey, run: &RunId) -> Result<(), WorkflowError>;
+    /// Tells the engine that `run` was cancelled, so that an in-flight step can be abandoned
+    /// early. The cancellation itself is already durable in the store; this is only a hint.
+    async fn cancelled(&self, key: &SessionKey, run: &RunId);
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("workflow engine: {0}")]
+pub struct WorkflowError(pub String);
+
+/// What the agent is asked for one step of a turn.
+#[derive(Debug, Clone)]
+pub struct AgentRequest {
+    pub org: OrgId,
+    /// The session's log so far, oldest first, ending with the user message being answered.
+    pub history: Vec<Event>,
+}
+
+/// The agent's answer to one step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentReply {
+    /// Markdown.
+    pub text: String,
+    /// What the step cost, in millionths of a US dollar.
+    pub cost_micros: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("agent provider unreachable: {0}")]
+    Unreachable(String),
+    #[error("agent provider failed: {0}")]
+    Failed(String),
+}
+
+/// The AI agent that answers questions.
+#[async_trait]
+pub trait Agent: Send + Sync {
+    /// Whether the provider can be reached now; create session answers 502 when it cannot.
+    async fn health(&self) -> Result<(), AgentError>;
+    async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError>;
+}

@@ -1,0 +1,362 @@
+//! Use cases of the session endpoints: create, message, transcript, list, cancel, delete, and
+//! the organisation switch. They speak only to ports.
+
+use std::sync::Arc;
+
+use crate::clock::{Clock, Timestamp, whole_seconds_until};
+use crate::domain::{
+    Event, Member, NewEvent, Org, Role, SESSION_LIST_LIMIT, Session, SessionSummary,
+    TRANSCRIPT_PAGE,
+};
+use crate::error::CoreError;
+use crate::ids::{EventId, OrgId, RunId, SessionId, SessionKey, UserId};
+use crate::limits::{self, Action, Admission};
+use crate::ports::{Agent, Store, StoreError, UsageRefused, Workflow};
+
+/// A signed-in user acting in their active organisation, whose membership has been checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Principal {
+    pub user: UserId,
+    pub org: OrgId,
+    pub role: Role,
+}
+
+impl Principal {
+    fn key(&self, session: &SessionId) -> SessionKey {
+        SessionKey {
+            user: self.user.clone(),
+            org: self.org.clone(),
+            session: session.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreatedSession {
+    pub id: SessionId,
+    pub run_id: RunId,
+    pub no_connectors: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transcript {
+    pub title: String,
+    pub workflow_run_id: Option<RunId>,
+    pub events: Vec<Event>,
+    pub has_more: bool,
+}
+
+/// The ports the use cases run on.
+#[derive(Clone)]
+pub struct Deps {
+    pub store: Arc<dyn Store>,
+    pub workflow: Arc<dyn Workflow>,
+    pub agent: Arc<dyn Agent>,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// The session use cases.
+#[derive(Clone)]
+pub struct Service {
+    deps: Deps,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum CancelStamp {
+    Stamped,
+    AlreadyCancelled,
+    NotRunning,
+}
+
+/// Attempts of an optimistic commit before the request fails; each lost race means another
+/// writer made progress, so this is reached only under pathological contention.
+const MAX_COMMIT_ATTEMPTS: usize = 64;
+
+/// Returns `text` when it has a non-whitespace character.
+fn non_empty<'a>(field: &'static str, text: &'a str) -> Result<&'a str, CoreError> {
+    if text.trim().is_empty() {
+        Err(CoreError::invalid(
+            "empty_field",
+            format!("{field} must not be empty"),
+        ))
+    } else {
+        Ok(text)
+    }
+}
+
+impl Service {
+    pub fn new(deps: Deps) -> Self {
+        Self { deps }
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.deps.store
+    }
+
+    fn now(&self) -> Timestamp {
+        self.deps.clock.now()
+    }
+
+    /// Checks that `user` is still a member of `org`. Errors: `Unauthenticated` otherwise, so a
+    /// removed member's cookie stops working at once.
+    pub async fn authenticate(&self, user: UserId, org: OrgId) -> Result<Principal, CoreError> {
+        match self.deps.store.get_member(&org, &user).await? {
+            Some(Member { role, .. }) => Ok(Principal { user, org, role }),
+            None => Err(CoreError::Unauthenticated),
+        }
+    }
+
+    /// The principal `user` would be in `target`. Errors: `NotFound` when not a member, so the
+    /// existence of an organisation is not revealed.
+    pub async fn switch_org(&self, user: UserId, target: OrgId) -> Result<Principal, CoreError> {
+        self.authenticate(user, target).await.map_err(|e| match e {
+            CoreError::Unauthenticated => CoreError::NotFound("organisation"),
+            e => e,
+        })
+    }
+
+    /// Creates a session with its opening message and starts a run for it.
+    /// Errors: `InvalidInput` (empty text), `PlanForbidden`, `ProviderUnavailable` (nothing is
+    /// written), `RateLimited`, `QuotaExhausted`, `CostCapReached`.
+    pub async fn create_session(
+        &self,
+        p: &Principal,
+        text: &str,
+    ) -> Result<CreatedSession, CoreError> {
+        let text = non_empty("text", text)?;
+        let org = self.active_org(p).await?;
+        self.deps.agent.health().await?;
+        let now = self.now();
+        self.admit(Action::CreateSession, p, now).await?;
+        self.count_query(&org, now).await?;
+
+        let key = p.key(&SessionId::generate());
+        let run = RunId::generate();
+        let mut session = Session {
+            key: key.clone(),
+            title: Session::title_for(text),
+            created_at: now,
+            updated_at: now,
+            cancelled_at: None,
+            run_id: Some(run.clone()),
+            pending: vec![],
+            next_seq: 1,
+            version: 1,
+        };
+        let events = session.place(now, vec![NewEvent::user_message(text)]);
+        session.pending.push(events[0].seq);
+        self.deps.store.create_session(&session, &events).await?;
+        self.deps.workflow.start(&key, &run).await?;
+        Ok(CreatedSession {
+            id: key.session,
+            run_id: run,
+            no_connectors: true,
+        })
+    }
+
+    /// Appends a follow-up to the log. When no run is active, or the active one is being
+    /// cancelled, it starts a fresh run (writing the cancelled run's `status_terminated` first if
+    /// that run has not yet); otherwise the message queues behind the in-flight turn.
+    /// Errors: `InvalidInput`, `NotFound`, `PlanForbidden`, `RateLimited`, `QuotaExhausted`,
+    /// `CostCapReached`.
+    pub async fn post_message(
+        &self,
+        p: &Principal,
+        session: &SessionId,
+        text: &str,
+    ) -> Result<(), CoreError> {
+        let text = non_empty("text", text)?;
+        let key = p.key(session);
+        let mut current = self.load(&key).await?;
+        let org = self.active_org(p).await?;
+        let now = self.now();
+        self.admit(Action::Message, p, now).await?;
+        self.count_query(&org, now).await?;
+
+        for _ in 0..MAX_COMMIT_ATTEMPTS {
+            let expected = current.version;
+            let mut next = current.clone();
+            next.version += 1;
+            let mut new = vec![];
+            let mut started = None;
+            match (&current.run_id, current.cancelled_at) {
+                (Some(_), None) => {}
+                (Some(_), Some(_)) => {
+                    // The cancelled run has not finished yet: finish it here, atomically.
+                    new.push(NewEvent::status_terminated("cancelled"));
+                    next.pending.clear();
+                    started = Some(RunId::generate());
+                }
+                (None, _) => started = Some(RunId::generate()),
+            }
+            if let Some(run) = &started {
+                next.run_id = Some(run.clone());
+                next.cancelled_at = None;
+            }
+            new.push(NewEvent::user_message(text));
+            let events = next.place(self.now(), new);
+            next.pending
+                .push(events.last().expect("a user message was placed").seq);
+            match self
+                .deps
+                .store
+                .commit_session(&next, expected, &events)
+                .await
+            {
+                Ok(()) => {
+                    if let Some(run) = started {
+                        self.deps.workflow.start(&key, &run).await?;
+                    }
+                    return Ok(());
+                }
+                Err(StoreError::Conflict) => current = self.load(&key).await?,
+                Err(StoreError::Gone) => return Err(CoreError::NotFound("session")),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(CoreError::Internal(
+            "message commit stayed contended".into(),
+        ))
+    }
+
+    /// One page of the log after `since` (from the start when `None`), at most
+    /// [`TRANSCRIPT_PAGE`] events. Errors: `NotFound`.
+    pub async fn transcript(
+        &self,
+        p: &Principal,
+        session: &SessionId,
+        since: Option<EventId>,
+    ) -> Result<Transcript, CoreError> {
+        let key = p.key(session);
+        let s = self.load(&key).await?;
+        let after = since.map_or(0, EventId::seq);
+        let mut events = self
+            .deps
+            .store
+            .list_events(&key, after, TRANSCRIPT_PAGE + 1)
+            .await?;
+        let has_more = events.len() > TRANSCRIPT_PAGE;
+        events.truncate(TRANSCRIPT_PAGE);
+        Ok(Transcript {
+            title: s.title,
+            workflow_run_id: s.run_id,
+            events,
+            has_more,
+        })
+    }
+
+    /// The user's most recently updated sessions in the active organisation.
+    pub async fn list_sessions(&self, p: &Principal) -> Result<Vec<SessionSummary>, CoreError> {
+        Ok(self
+            .deps
+            .store
+            .list_sessions(&p.user, &p.org, SESSION_LIST_LIMIT)
+            .await?)
+    }
+
+    /// Stamps the cancellation of the in-flight run. Idempotent: returns `true` (already
+    /// cancelled) without changing anything when the run was already cancelled, or when no run is
+    /// active and the last one was cancelled; `false` when it cancelled a run now or none was
+    /// ever cancelled. Errors: `NotFound`, `RateLimited`.
+    pub async fn cancel(&self, p: &Principal, session: &SessionId) -> Result<bool, CoreError> {
+        let key = p.key(session);
+        let current = self.load(&key).await?;
+        self.admit(Action::Cancel, p, self.now()).await?;
+        Ok(self.stamp_cancel(&key, current).await? == CancelStamp::AlreadyCancelled)
+    }
+
+    /// Removes the session and its whole log, stamping the cancellation first when a run is
+    /// active so that the workflow exits without writing. Errors: `NotFound`.
+    pub async fn delete(&self, p: &Principal, session: &SessionId) -> Result<(), CoreError> {
+        let key = p.key(session);
+        let current = self.load(&key).await?;
+        self.stamp_cancel(&key, current).await?;
+        if self.deps.store.delete_session(&key).await? {
+            Ok(())
+        } else {
+            Err(CoreError::NotFound("session"))
+        }
+    }
+
+    /// Stamps `cancelled_at` if a run is active and not yet cancelled, and tells the workflow.
+    async fn stamp_cancel(
+        &self,
+        key: &SessionKey,
+        mut current: Session,
+    ) -> Result<CancelStamp, CoreError> {
+        for _ in 0..MAX_COMMIT_ATTEMPTS {
+            let run = match (&current.run_id, current.cancelled_at) {
+                (_, Some(_)) => return Ok(CancelStamp::AlreadyCancelled),
+                (None, None) => return Ok(CancelStamp::NotRunning),
+                (Some(run), None) => run.clone(),
+            };
+            let expected = current.version;
+            let mut next = current.clone();
+            next.version += 1;
+            next.cancelled_at = Some(self.now());
+            match self.deps.store.commit_session(&next, expected, &[]).await {
+                Ok(()) => {
+                    self.deps.workflow.cancelled(key, &run).await;
+                    return Ok(CancelStamp::Stamped);
+                }
+                Err(StoreError::Conflict) => current = self.load(key).await?,
+                Err(StoreError::Gone) => return Err(CoreError::NotFound("session")),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(CoreError::Internal("cancel commit stayed contended".into()))
+    }
+
+    async fn load(&self, key: &SessionKey) -> Result<Session, CoreError> {
+        self.deps
+            .store
+            .get_session(key)
+            .await?
+            .ok_or(CoreError::NotFound("session"))
+    }
+
+    /// The principal's organisation, if it may start sessions. Errors: `PlanForbidden`.
+    async fn active_org(&self, p: &Principal) -> Result<Org, CoreError> {
+        match self.deps.store.get_org(&p.org).await? {
+            Some(org) if org.allows_sessions() => Ok(org),
+            Some(_) => Err(CoreError::PlanForbidden),
+            None => Err(CoreError::Unauthenticated),
+        }
+    }
+
+    async fn admit(&self, action: Action, p: &Principal, now: Timestamp) -> Result<(), CoreError> {
+        match limits::acquire(self.deps.store.as_ref(), action, &p.user, now).await? {
+            Admission::Admitted => Ok(()),
+            Admission::Refused { retry_after_secs } => {
+                Err(CoreError::RateLimited { retry_after_secs })
+            }
+        }
+    }
+
+    /// Counts one query against the organisation's monthly quota and cost cap.
+    async fn count_query(&self, org: &Org, now: Timestamp) -> Result<(), CoreError> {
+        let month = now.month();
+        let refused = self
+            .deps
+            .store
+            .consume_query(
+                &org.id,
+                &month,
+                org.monthly_query_quota,
+                org.cost_cap_micros,
+            )
+            .await?;
+        let Err(UsageRefused(usage)) = refused else {
+            return Ok(());
+        };
+        let retry_after_secs = whole_seconds_until(now, now.next_month_start());
+        match org.cost_cap_micros {
+            Some(cap) if usage.cost_micros >= cap => Err(CoreError::CostCapReached {
+                retry_after_secs,
+                month_to_date_micros: usage.cost_micros,
+                cap_micros: cap,
+            }),
+            _ => Err(CoreError::QuotaExhausted { retry_after_secs }),
+        }
+    }
+}

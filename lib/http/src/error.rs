@@ -1,0 +1,108 @@
+//! The HTTP layer's error type and its mapping to status codes and the documented error body,
+//! `{"error": {"code", "message"}}`. This is the one place where errors become responses.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use knowledge_core::CoreError;
+use knowledge_core::domain::micros_to_usd;
+use serde_json::{Value, json};
+
+/// Every failure a request can end in.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error(transparent)]
+    Core(#[from] CoreError),
+    #[error("the request body is not valid JSON")]
+    InvalidJson,
+    #[error("the request body is not valid UTF-8")]
+    InvalidEncoding,
+    #[error("{0}")]
+    MissingField(String),
+    #[error("{0}")]
+    InvalidField(String),
+    #[error("the request body is larger than {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    #[error("the request body must be sent as application/json")]
+    UnsupportedMediaType,
+    #[error("the Origin header is missing or not this application's origin")]
+    OriginForbidden,
+    #[error("no such route")]
+    RouteNotFound,
+    #[error("method not allowed on this route")]
+    MethodNotAllowed,
+}
+
+impl ApiError {
+    fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            ApiError::Core(e) => match e {
+                CoreError::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
+                CoreError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+                CoreError::InvalidInput { code, .. } => (StatusCode::BAD_REQUEST, code),
+                CoreError::PlanForbidden => (StatusCode::FORBIDDEN, "plan_forbidden"),
+                CoreError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+                CoreError::QuotaExhausted { .. } => {
+                    (StatusCode::TOO_MANY_REQUESTS, "quota_exhausted")
+                }
+                CoreError::CostCapReached { .. } => {
+                    (StatusCode::TOO_MANY_REQUESTS, "cost_cap_reached")
+                }
+                CoreError::ProviderUnavailable => (StatusCode::BAD_GATEWAY, "provider_unavailable"),
+                CoreError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+            },
+            ApiError::InvalidJson => (StatusCode::BAD_REQUEST, "invalid_json"),
+            ApiError::InvalidEncoding => (StatusCode::BAD_REQUEST, "invalid_encoding"),
+            ApiError::MissingField(_) => (StatusCode::BAD_REQUEST, "missing_field"),
+            ApiError::InvalidField(_) => (StatusCode::BAD_REQUEST, "invalid_field"),
+            ApiError::PayloadTooLarge { .. } => {
+                (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large")
+            }
+            ApiError::UnsupportedMediaType => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+            }
+            ApiError::OriginForbidden => (StatusCode::FORBIDDEN, "origin_forbidden"),
+            ApiError::RouteNotFound => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        let message = match &self {
+            ApiError::Core(CoreError::Internal(detail)) => {
+                tracing::error!(error = %detail, "internal error");
+                "internal error".to_owned()
+            }
+            other => other.to_string(),
+        };
+        let mut body = json!({ "error": { "code": code, "message": message } });
+        let retry_after = match &self {
+            ApiError::Core(CoreError::RateLimited { retry_after_secs })
+            | ApiError::Core(CoreError::QuotaExhausted { retry_after_secs }) => {
+                Some(*retry_after_secs)
+            }
+            ApiError::Core(CoreError::CostCapReached {
+                retry_after_secs,
+                month_to_date_micros,
+                cap_micros,
+            }) => {
+                body["monthToDateUsd"] = Value::from(micros_to_usd(*month_to_date_micros));
+                body["capUsd"] = Value::from(micros_to_usd(*cap_micros));
+                Some(*retry_after_secs)
+            }
+            _ => None,
+        };
+        if let Some(secs) = retry_after {
+            body["retryAfterSeconds"] = Value::from(secs);
+        }
+        let mut response = (status, axum::Json(body)).into_response();
+        if let Some(secs) = retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}

@@ -1,0 +1,170 @@
+//! What every request passes before its handler: the cookie check (401), the membership
+//! re-check, the `Origin` check on POST and DELETE (403), and the body rules (415, 413, 400).
+
+use axum::body::Body;
+use axum::extract::{FromRequest, Request, State};
+use axum::http::header::{CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, ORIGIN, TRANSFER_ENCODING};
+use axum::http::{HeaderMap, HeaderValue, Method};
+use axum::middleware::Next;
+use axum::response::Response;
+use knowledge_core::CoreError;
+use knowledge_core::ids::SessionId;
+use serde_json::{Map, Value};
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// Request bodies larger than this are refused with 413.
+pub const BODY_LIMIT: usize = 256 * 1024;
+
+/// Session routes: a valid cookie of a current member, then the origin and body-type checks.
+/// Puts the [`knowledge_core::service::Principal`] into the request's extensions.
+pub async fn member(
+    State(app): State<AppState>,
+    mut req: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let claims = app
+        .signer
+        .from_headers(req.headers())
+        .ok_or(CoreError::Unauthenticated)?;
+    let principal = app.service.authenticate(claims.user, claims.org).await?;
+    check_mutation(&app, req.method(), req.headers())?;
+    req.extensions_mut().insert(principal);
+    Ok(no_store(next.run(req).await))
+}
+
+/// The organisation switch: a valid cookie (membership is checked against the target), then the
+/// origin and body-type checks. Puts the [`crate::cookie::CookieClaims`] into the extensions.
+pub async fn signed_in(
+    State(app): State<AppState>,
+    mut req: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let claims = app
+        .signer
+        .from_headers(req.headers())
+        .ok_or(CoreError::Unauthenticated)?;
+    check_mutation(&app, req.method(), req.headers())?;
+    req.extensions_mut().insert(claims);
+    Ok(no_store(next.run(req).await))
+}
+
+fn no_store(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// POST and DELETE must come from the application's origin (the CSRF guard) and send any body
+/// as JSON.
+fn check_mutation(app: &AppState, method: &Method, headers: &HeaderMap) -> Result<(), ApiError> {
+    if method != Method::POST && method != Method::DELETE {
+        return Ok(());
+    }
+    let origin_ok = headers
+        .get(ORIGIN)
+        .and_then(|o| o.to_str().ok())
+        .is_some_and(|o| o == app.config.app_origin);
+    if !origin_ok {
+        return Err(ApiError::OriginForbidden);
+    }
+    if has_body(headers) && !is_json(headers) {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    Ok(())
+}
+
+fn has_body(headers: &HeaderMap) -> bool {
+    headers.contains_key(TRANSFER_ENCODING)
+        || headers
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim() != "0")
+}
+
+/// `application/json`, with or without parameters such as `charset=utf-8`.
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// A request body that is a JSON object of at most [`BODY_LIMIT`] bytes.
+#[derive(Debug)]
+pub struct JsonObject(pub Map<String, Value>);
+
+impl<S: Send + Sync> FromRequest<S> for JsonObject {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request<Body>, _: &S) -> Result<Self, ApiError> {
+        if !is_json(req.headers()) {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        let bytes = axum::body::to_bytes(req.into_body(), BODY_LIMIT)
+            .await
+            .map_err(|e| {
+                let inner = e.into_inner();
+                if inner
+                    .downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some()
+                {
+                    ApiError::PayloadTooLarge { limit: BODY_LIMIT }
+                } else {
+                    ApiError::InvalidJson
+                }
+            })?;
+        let text = std::str::from_utf8(&bytes).map_err(|_| ApiError::InvalidEncoding)?;
+        match serde_json::from_str(text) {
+            Ok(Value::Object(map)) => Ok(Self(map)),
+            _ => Err(ApiError::InvalidJson),
+        }
+    }
+}
+
+impl JsonObject {
+    /// The string field `name`. Errors: missing (or null), or not a string.
+    pub fn string(&self, name: &str) -> Result<&str, ApiError> {
+        match self.0.get(name) {
+            None | Some(Value::Null) => Err(ApiError::MissingField(format!(
+                "field '{name}' is required"
+            ))),
+            Some(Value::String(s)) => Ok(s),
+            Some(_) => Err(ApiError::InvalidField(format!(
+                "field '{name}' must be a string"
+            ))),
+        }
+    }
+}
+
+/// The query string's parameters; the first occurrence of a name wins.
+pub struct QueryParams(Vec<(String, String)>);
+
+impl QueryParams {
+    pub fn parse(raw: Option<&str>) -> Self {
+        Self(
+            form_urlencoded::parse(raw.unwrap_or("").as_bytes())
+                .into_owned()
+                .collect(),
+        )
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A `sessionId` given as `value`. Errors: missing, empty, or not of the session-id form.
+pub fn session_id(value: Option<&str>) -> Result<SessionId, ApiError> {
+    match value {
+        None => Err(ApiError::MissingField("sessionId is required".into())),
+        Some("") => Err(CoreError::invalid("empty_field", "sessionId must not be empty").into()),
+        Some(s) => SessionId::parse(s).map_err(|e| ApiError::InvalidField(e.to_string())),
+    }
+}

@@ -1,0 +1,152 @@
+//! The local service: the HTTP router over the embedded SQLite store and the in-process workflow,
+//! assembled in one process. The `knowledge` binary and the integration tests both build it here.
+
+pub mod admin;
+pub mod sqlite;
+pub mod workflow;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use knowledge_core::clock::Clock;
+use knowledge_core::ports::{Agent, Store, Workflow};
+use knowledge_core::service::{Deps, Service};
+use knowledge_core::turns::Turns;
+use knowledge_http::cookie::{CookieSigner, MIN_KEY_BYTES};
+use knowledge_http::{AppState, HttpConfig};
+use tokio::net::TcpListener;
+
+pub use crate::sqlite::SqliteStore;
+pub use crate::workflow::LocalWorkflow;
+
+/// Environment variable that supplies the cookie-signing key (hex, at least 32 bytes) instead of
+/// the key file in the data directory.
+pub const SIGNING_KEY_ENV: &str = "KNOWLEDGE_SIGNING_KEY";
+const SIGNING_KEY_FILE: &str = "signing.key";
+
+/// Errors of assembling or running the local service.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalError {
+    #[error("store: {0}")]
+    Store(#[from] knowledge_core::ports::StoreError),
+    #[error("signing key: {0}")]
+    Key(String),
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The cookie-signing key: from [`SIGNING_KEY_ENV`] when set, else from `signing.key` in the
+/// data directory, created (random, mode 0600) on first use.
+pub fn signing_key(data_dir: &Path) -> Result<Vec<u8>, LocalError> {
+    let decode = |hex_text: &str, from: &str| {
+        let key = hex::decode(hex_text.trim())
+            .map_err(|_| LocalError::Key(format!("{from} is not hex")))?;
+        if key.len() < MIN_KEY_BYTES {
+            return Err(LocalError::Key(format!(
+                "{from} must hold at least {MIN_KEY_BYTES} bytes"
+            )));
+        }
+        Ok(key)
+    };
+    if let Ok(value) = std::env::var(SIGNING_KEY_ENV) {
+        return decode(&value, SIGNING_KEY_ENV);
+    }
+    let path = data_dir.join(SIGNING_KEY_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => decode(&text, SIGNING_KEY_FILE),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(data_dir)?;
+            let mut key = [0u8; 32];
+            getrandom::fill(&mut key).map_err(|e| LocalError::Key(e.to_string()))?;
+            write_private(&path, &hex::encode(key))?;
+            Ok(key.to_vec())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)?.write_all(text.as_bytes())
+}
+
+/// The parts of a running local service, kept by whoever built it.
+#[derive(Clone)]
+pub struct LocalService {
+    pub store: SqliteStore,
+    pub workflow: LocalWorkflow,
+    pub state: AppState,
+}
+
+/// What the local service is built from.
+pub struct Parts {
+    pub store: SqliteStore,
+    pub agent: Arc<dyn Agent>,
+    pub clock: Arc<dyn Clock>,
+    pub signing_key: Vec<u8>,
+    pub app_origin: String,
+}
+
+impl LocalService {
+    pub fn new(parts: Parts) -> Result<Self, LocalError> {
+        let store: Arc<dyn Store> = Arc::new(parts.store.clone());
+        let workflow = LocalWorkflow::new(Turns::new(
+            store.clone(),
+            parts.agent.clone(),
+            parts.clock.clone(),
+        ));
+        let service = Service::new(Deps {
+            store,
+            workflow: Arc::new(workflow.clone()) as Arc<dyn Workflow>,
+            agent: parts.agent,
+            clock: parts.clock,
+        });
+        let signer =
+            CookieSigner::new(&parts.signing_key).map_err(|e| LocalError::Key(e.to_string()))?;
+        let config = HttpConfig {
+            app_origin: parts.app_origin.trim_end_matches('/').to_owned(),
+        };
+        let state = AppState {
+            service,
+            signer: Arc::new(signer),
+            config: Arc::new(config),
+        };
+        Ok(Self {
+            store: parts.store,
+            workflow,
+            state,
+        })
+    }
+
+    /// Restarts the runs that were in flight when the previous process stopped.
+    pub async fn resume_runs(&self) -> Result<usize, LocalError> {
+        let running = self.store.running_sessions().await?;
+        for (key, run) in &running {
+            if let Err(e) = self.workflow.start(key, run).await {
+                tracing::error!(error = %e, session = %key.session, "could not resume run");
+            }
+        }
+        Ok(running.len())
+    }
+
+    /// Serves the API on `listener` until `shutdown` resolves, then waits for in-flight requests.
+    pub async fn serve(
+        &self,
+        listener: TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), LocalError> {
+        let router = knowledge_http::router(self.state.clone());
+        axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown)
+        .await?;
+        Ok(())
+    }
+}

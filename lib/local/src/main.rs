@@ -1,0 +1,278 @@
+//! `knowledge`: the local service (`serve`) and its admin commands, on one data directory.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::clock::SystemClock;
+use knowledge_core::domain::{OrgStatus, Plan, Role};
+use knowledge_core::ids::{OrgId, UserId};
+use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
+use knowledge_local::admin::{Admin, org_json};
+use knowledge_local::{LocalService, Parts, SqliteStore, signing_key};
+use serde_json::json;
+
+#[derive(Parser)]
+#[command(
+    name = "knowledge",
+    version,
+    about = "Conversational knowledge service, local edition"
+)]
+struct Cli {
+    /// Where the embedded store and the signing key live.
+    #[arg(
+        long,
+        global = true,
+        env = "KNOWLEDGE_DATA_DIR",
+        default_value = "knowledge-data"
+    )]
+    data_dir: PathBuf,
+    /// Print admin results as JSON.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the API (the default command).
+    Serve {
+        #[arg(long, env = "KNOWLEDGE_ADDR", default_value = "127.0.0.1:3000")]
+        addr: String,
+        /// The application's origin that POST and DELETE must carry; default `http://<addr>`.
+        #[arg(long, env = "KNOWLEDGE_APP_ORIGIN")]
+        origin: Option<String>,
+    },
+    /// Organisations.
+    #[command(subcommand)]
+    Org(OrgCommand),
+    /// Members of organisations.
+    #[command(subcommand)]
+    Member(MemberCommand),
+    /// Print a `Cookie` header value for a user acting in an organisation.
+    Cookie {
+        #[arg(long)]
+        org: OrgId,
+        #[arg(long)]
+        user: UserId,
+        /// Lifetime in seconds.
+        #[arg(long, default_value_t = 12 * 3600)]
+        ttl: u64,
+    },
+}
+
+#[derive(Subcommand)]
+enum OrgCommand {
+    /// Create an organisation; prints its id.
+    Create {
+        #[arg(long)]
+        name: String,
+        #[arg(long, default_value = "pro")]
+        plan: Plan,
+        /// Choose the id instead of generating one.
+        #[arg(long)]
+        id: Option<OrgId>,
+        /// Mark enterprise SSO as enabled.
+        #[arg(long)]
+        sso: bool,
+    },
+    /// Change an organisation's limits, plan or status; prints it.
+    Set {
+        #[arg(long)]
+        org: OrgId,
+        /// Queries per calendar month, or `unlimited`.
+        #[arg(long, value_parser = parse_quota)]
+        query_quota: Option<Limit>,
+        /// Spend cap per calendar month in US dollars, or `unlimited`.
+        #[arg(long, value_parser = parse_usd)]
+        cost_cap_usd: Option<Limit>,
+        #[arg(long)]
+        plan: Option<Plan>,
+        #[arg(long)]
+        status: Option<OrgStatus>,
+    },
+    /// Show an organisation and its usage this month.
+    Show {
+        #[arg(long)]
+        org: OrgId,
+    },
+}
+
+#[derive(Subcommand)]
+enum MemberCommand {
+    /// Add a member (or change their role); prints the user id.
+    Add {
+        #[arg(long)]
+        org: OrgId,
+        /// Choose the user id instead of generating one.
+        #[arg(long)]
+        user: Option<UserId>,
+        #[arg(long, default_value = "viewer")]
+        role: Role,
+    },
+    /// Remove a member; their cookies stop working at once.
+    Remove {
+        #[arg(long)]
+        org: OrgId,
+        #[arg(long)]
+        user: UserId,
+    },
+}
+
+/// A limit: a number, or unlimited (`None`).
+#[derive(Clone, Copy)]
+struct Limit(Option<u64>);
+
+fn parse_quota(s: &str) -> Result<Limit, String> {
+    if s == "unlimited" {
+        return Ok(Limit(None));
+    }
+    s.parse()
+        .map(|n| Limit(Some(n)))
+        .map_err(|_| "a whole number or 'unlimited'".into())
+}
+
+fn parse_usd(s: &str) -> Result<Limit, String> {
+    if s == "unlimited" {
+        return Ok(Limit(None));
+    }
+    match s.parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd >= 0.0 => {
+            Ok(Limit(Some((usd * 1_000_000.0).round() as u64)))
+        }
+        _ => Err("an amount in dollars such as 25.50, or 'unlimited'".into()),
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    let store = SqliteStore::open(&cli.data_dir)?;
+    let admin = Admin { store: &store };
+    let print = |id: String, full: serde_json::Value| {
+        println!("{}", if cli.json { full.to_string() } else { id });
+    };
+    let command = cli.command.unwrap_or(Command::Serve {
+        addr: "127.0.0.1:3000".into(),
+        origin: None,
+    });
+    match command {
+        Command::Serve { addr, origin } => {
+            serve(&cli.data_dir, store.clone(), &addr, origin).await?
+        }
+        Command::Org(OrgCommand::Create {
+            name,
+            plan,
+            id,
+            sso,
+        }) => {
+            let org = admin.create_org(id, &name, plan, sso).await?;
+            print(org.id.to_string(), org_json(&org, None));
+        }
+        Command::Org(OrgCommand::Set {
+            org,
+            query_quota,
+            cost_cap_usd,
+            plan,
+            status,
+        }) => {
+            let org = admin
+                .update_org(
+                    &org,
+                    query_quota.map(|l| l.0),
+                    cost_cap_usd.map(|l| l.0),
+                    plan,
+                    status,
+                )
+                .await?;
+            print(org.id.to_string(), org_json(&org, None));
+        }
+        Command::Org(OrgCommand::Show { org }) => {
+            let org = admin.org(&org).await?;
+            let usage = admin.usage(&org.id).await?;
+            println!("{}", org_json(&org, Some(usage)));
+        }
+        Command::Member(MemberCommand::Add { org, user, role }) => {
+            let m = admin.add_member(&org, user, role).await?;
+            print(
+                m.user.to_string(),
+                json!({ "orgId": m.org.to_string(), "userId": m.user.to_string(), "role": m.role.as_str() }),
+            );
+        }
+        Command::Member(MemberCommand::Remove { org, user }) => {
+            admin.remove_member(&org, &user).await?;
+            print(
+                user.to_string(),
+                json!({ "orgId": org.to_string(), "userId": user.to_string(), "removed": true }),
+            );
+        }
+        Command::Cookie { org, user, ttl } => {
+            let signer = CookieSigner::new(&signing_key(&cli.data_dir)?)?;
+            let cookie = format!("{COOKIE_NAME}={}", signer.mint(&user, &org, ttl)?);
+            print(
+                cookie.clone(),
+                json!({ "cookie": cookie, "ttlSeconds": ttl }),
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn serve(
+    data_dir: &std::path::Path,
+    store: SqliteStore,
+    addr: &str,
+    origin: Option<String>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let created = Admin { store: &store }.bootstrap().await?;
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let origin = origin.unwrap_or_else(|| format!("http://{bound}"));
+    let service = LocalService::new(Parts {
+        store,
+        agent: Arc::new(BuiltinAgent),
+        clock: Arc::new(SystemClock),
+        signing_key: signing_key(data_dir)?,
+        app_origin: origin.clone(),
+    })?;
+    let resumed = service.resume_runs().await?;
+    println!(
+        "knowledge service listening on http://{bound} (origin {origin}, data in {})",
+        data_dir.display()
+    );
+    if resumed > 0 {
+        println!("resumed {resumed} run(s) left in flight by the previous process");
+    }
+    if let Some((org, user)) = created {
+        println!(
+            "created organisation {org} with admin {user}; get a cookie with:\n  \
+             knowledge --data-dir {} cookie --org {org} --user {user}",
+            data_dir.display()
+        );
+    }
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    service.serve(listener, shutdown).await?;
+    service.workflow.idle().await;
+    Ok(())
+}
