@@ -1,6 +1,6 @@
 //! Exact sliding-window rate limits per user, kept in the store so every process shares them.
 
-use crate::clock::{Timestamp, whole_seconds_until};
+use crate::clock::{Clock, Timestamp, whole_seconds_until};
 use crate::ids::UserId;
 use crate::ports::{Store, StoreError};
 
@@ -114,17 +114,18 @@ pub enum Admission {
 /// was admitted or refused meanwhile, so this bounds the wait, never fairness.
 const MAX_ATTEMPTS: usize = 64;
 
-/// Admits one `action` by `user` at `now`, or refuses it. Race-free: the record is replaced with
-/// a version check, and a lost race re-reads and decides again.
+/// Admits one `action` by `user` now, or refuses it. Race-free: the record is replaced with a
+/// version check, and a lost race re-reads (the record and the clock) and decides again.
 pub async fn acquire(
     store: &dyn Store,
+    clock: &dyn Clock,
     action: Action,
     user: &UserId,
-    now: Timestamp,
 ) -> Result<Admission, StoreError> {
     let key = action.key(user);
     for _ in 0..MAX_ATTEMPTS {
         let window = store.get_rate_window(&key).await?;
+        let now = clock.now();
         match decide(action, &window.hits, now) {
             Err(free_at) => {
                 return Ok(Admission::Refused {
@@ -195,6 +196,15 @@ mod tests {
         let (admitted, outcomes) = run(Action::CreateSession, &times);
         assert_eq!(admitted, 20);
         assert_eq!(outcomes[20], Err(HOUR));
+    }
+
+    #[test]
+    fn a_clock_behind_the_latest_hit_never_asks_to_wait_longer_than_the_window() {
+        let hits: Vec<Timestamp> = (0..10).map(|i| Timestamp(1_000 + i)).collect();
+        let free_at = decide(Action::CreateSession, &hits, Timestamp(500)).unwrap_err();
+        assert_eq!(whole_seconds_until(Timestamp(1_009), free_at), 60);
+        let admitted = decide(Action::Message, &hits, Timestamp(500)).unwrap();
+        assert!(admitted.windows(2).all(|w| w[0] <= w[1]));
     }
 
     #[test]

@@ -127,7 +127,7 @@ impl Service {
         let org = self.active_org(p).await?;
         self.deps.agent.health().await?;
         let now = self.now();
-        self.admit(Action::CreateSession, p, now).await?;
+        self.admit(Action::CreateSession, p).await?;
         self.count_query(&org, now).await?;
 
         let key = p.key(&SessionId::generate());
@@ -170,7 +170,7 @@ impl Service {
         let mut current = self.load(&key).await?;
         let org = self.active_org(p).await?;
         let now = self.now();
-        self.admit(Action::Message, p, now).await?;
+        self.admit(Action::Message, p).await?;
         self.count_query(&org, now).await?;
 
         for _ in 0..MAX_COMMIT_ATTEMPTS {
@@ -261,7 +261,7 @@ impl Service {
     pub async fn cancel(&self, p: &Principal, session: &SessionId) -> Result<bool, CoreError> {
         let key = p.key(session);
         let current = self.load(&key).await?;
-        self.admit(Action::Cancel, p, self.now()).await?;
+        self.admit(Action::Cancel, p).await?;
         Ok(self.stamp_cancel(&key, current).await? == CancelStamp::AlreadyCancelled)
     }
 
@@ -324,8 +324,15 @@ impl Service {
         }
     }
 
-    async fn admit(&self, action: Action, p: &Principal, now: Timestamp) -> Result<(), CoreError> {
-        match limits::acquire(self.deps.store.as_ref(), action, &p.user, now).await? {
+    async fn admit(&self, action: Action, p: &Principal) -> Result<(), CoreError> {
+        match limits::acquire(
+            self.deps.store.as_ref(),
+            self.deps.clock.as_ref(),
+            action,
+            &p.user,
+        )
+        .await?
+        {
             Admission::Admitted => Ok(()),
             Admission::Refused { retry_after_secs } => {
                 Err(CoreError::RateLimited { retry_after_secs })

@@ -1,0 +1,334 @@
+//! The `knowledge` binary as a user runs it: first start, admin commands, restarts, and a
+//! `kill -9` that must lose nothing the service acknowledged.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+
+use knowledge_core::agent::BuiltinAgent;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::support::{Api, WAIT, kinds};
+
+const BIN: &str = env!("CARGO_BIN_EXE_knowledge");
+
+/// Runs an admin command to completion; returns its standard output, trimmed.
+async fn admin(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(args)
+        .env_remove("KNOWLEDGE_SIGNING_KEY")
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// Starts `knowledge serve` on an ephemeral port; returns the child, its base URL and what it
+/// printed up to the listening line and any lines right after it.
+async fn serve(dir: &Path) -> (Child, String, String) {
+    let mut child = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .env_remove("KNOWLEDGE_SIGNING_KEY")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut printed = String::new();
+    let base = tokio::time::timeout(WAIT, async {
+        loop {
+            let line = lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("serve prints its address");
+            printed.push_str(&line);
+            printed.push('\n');
+            if let Some(rest) = line.strip_prefix("knowledge service listening on ") {
+                return rest.split_whitespace().next().unwrap().to_owned();
+            }
+        }
+    })
+    .await
+    .expect("serve starts");
+    // The bootstrap hint follows the listening line on a fresh data directory.
+    if let Ok(Ok(Some(l))) =
+        tokio::time::timeout(std::time::Duration::from_millis(500), lines.next_line()).await
+    {
+        printed.push_str(&l);
+        printed.push('\n');
+        while let Ok(Ok(Some(l))) =
+            tokio::time::timeout(std::time::Duration::from_millis(100), lines.next_line()).await
+        {
+            printed.push_str(&l);
+            printed.push('\n');
+        }
+    }
+    (child, base, printed)
+}
+
+async fn call(
+    method: reqwest::Method,
+    base: &str,
+    path: &str,
+    cookie: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = reqwest::Client::new()
+        .request(method, format!("{base}{path}"))
+        .header("cookie", cookie)
+        .header("origin", base);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    let bytes = r.bytes().await.unwrap();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+#[tokio::test]
+async fn serve_on_an_empty_data_dir_creates_a_default_org_and_prints_how_to_get_a_cookie() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, base, printed) = serve(dir.path()).await;
+    assert!(
+        printed.contains("cookie --org org_default --user usr_default"),
+        "{printed}"
+    );
+    let cookie = admin(
+        dir.path(),
+        &["cookie", "--org", "org_default", "--user", "usr_default"],
+    )
+    .await;
+    assert!(cookie.starts_with("ks_session="));
+    let (status, body) = call(
+        reqwest::Method::POST,
+        &base,
+        "/api/managed-agents/session",
+        &cookie,
+        Some(json!({ "text": "hi" })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    child.kill().await.unwrap();
+}
+
+#[tokio::test]
+async fn admin_commands_print_ids_or_json_that_scripts_can_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let org = admin(
+        d,
+        &["org", "create", "--name", "Acme", "--plan", "business"],
+    )
+    .await;
+    assert!(org.starts_with("org_"), "{org}");
+    let user = admin(d, &["member", "add", "--org", &org, "--role", "admin"]).await;
+    assert!(user.starts_with("usr_"), "{user}");
+    let set: Value = serde_json::from_str(
+        &admin(
+            d,
+            &[
+                "--json",
+                "org",
+                "set",
+                "--org",
+                &org,
+                "--query-quota",
+                "100",
+                "--cost-cap-usd",
+                "12.5",
+            ],
+        )
+        .await,
+    )
+    .unwrap();
+    assert_eq!(set["monthlyQueryQuota"], json!(100));
+    assert_eq!(set["costCapUsd"], json!(12.5));
+    let shown: Value =
+        serde_json::from_str(&admin(d, &["org", "show", "--org", &org]).await).unwrap();
+    assert_eq!(shown["plan"], "business");
+    assert_eq!(shown["usage"]["queries"], json!(0));
+    let unlimited: Value = serde_json::from_str(
+        &admin(
+            d,
+            &[
+                "--json",
+                "org",
+                "set",
+                "--org",
+                &org,
+                "--query-quota",
+                "unlimited",
+            ],
+        )
+        .await,
+    )
+    .unwrap();
+    assert_eq!(unlimited["monthlyQueryQuota"], json!(null));
+    let removed: Value = serde_json::from_str(
+        &admin(
+            d,
+            &["--json", "member", "remove", "--org", &org, "--user", &user],
+        )
+        .await,
+    )
+    .unwrap();
+    assert_eq!(removed["removed"], json!(true));
+    let failed = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(d)
+        .args(["member", "remove", "--org", &org, "--user", &user])
+        .output()
+        .await
+        .unwrap();
+    assert!(!failed.status.success());
+    assert!(String::from_utf8_lossy(&failed.stderr).contains("not a member"));
+}
+
+#[tokio::test]
+async fn a_minted_cookie_expires_after_its_lifetime() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, base, _) = serve(dir.path()).await;
+    let cookie = admin(
+        dir.path(),
+        &[
+            "cookie",
+            "--org",
+            "org_default",
+            "--user",
+            "usr_default",
+            "--ttl",
+            "1",
+        ],
+    )
+    .await;
+    let (first, _) = call(
+        reqwest::Method::GET,
+        &base,
+        "/api/managed-agents/sessions",
+        &cookie,
+        None,
+    )
+    .await;
+    assert_eq!(first, 200);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let (status, body) = call(
+            reqwest::Method::GET,
+            &base,
+            "/api/managed-agents/sessions",
+            &cookie,
+            None,
+        )
+        .await;
+        if status == 401 {
+            assert_eq!(body["error"]["code"], "unauthenticated");
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the cookie outlived its lifetime"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    child.kill().await.unwrap();
+}
+
+#[tokio::test]
+async fn sessions_survive_a_restart_of_the_service() {
+    let first = Api::start().await;
+    let id = first.create("remember me").await;
+    first.settle().await;
+    let before = first.all_events(&id).await;
+    let dir = first.dir.clone();
+    drop(first);
+    let second = Api::start_on(dir, Arc::new(BuiltinAgent)).await;
+    assert_eq!(second.all_events(&id).await, before);
+    assert_eq!(second.message(&id, "still there?").await.status, 200);
+}
+
+#[tokio::test]
+async fn kill_9_loses_nothing_acknowledged_and_the_restarted_service_finishes_the_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, base, _) = serve(dir.path()).await;
+    let cookie = admin(
+        dir.path(),
+        &["cookie", "--org", "org_default", "--user", "usr_default"],
+    )
+    .await;
+    let mut acknowledged = vec![];
+    for i in 0..10 {
+        let (status, body) = call(
+            reqwest::Method::POST,
+            &base,
+            "/api/managed-agents/session",
+            &cookie,
+            Some(json!({ "text": format!("q{i}") })),
+        )
+        .await;
+        assert_eq!(status, 200);
+        acknowledged.push(body["id"].as_str().unwrap().to_owned());
+    }
+    child.start_kill().unwrap(); // SIGKILL
+    child.wait().await.unwrap();
+
+    let (mut child, base, _) = serve(dir.path()).await;
+    let (_, list) = call(
+        reqwest::Method::GET,
+        &base,
+        "/api/managed-agents/sessions",
+        &cookie,
+        None,
+    )
+    .await;
+    let listed: Vec<&str> = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    for id in &acknowledged {
+        assert!(listed.contains(&id.as_str()), "{id} lost");
+    }
+    // Runs in flight at the kill are resumed: every session gets its answer.
+    for id in &acknowledged {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let (_, t) = call(
+                reqwest::Method::GET,
+                &base,
+                &format!("/api/managed-agents/transcript?sessionId={id}"),
+                &cookie,
+                None,
+            )
+            .await;
+            let k = kinds(t["events"].as_array().unwrap());
+            if t["workflowRunId"].is_null() {
+                assert_eq!(k, ["user_message", "agent_message", "status_idle"], "{id}");
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{id} never finished: {k:?}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+    child.kill().await.unwrap();
+}

@@ -1,0 +1,211 @@
+//! The limits table: sliding-window rate limits, the monthly quota and the cost cap, all kept in
+//! the store, plus transcript paging.
+
+use std::sync::Arc;
+
+use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::clock::Timestamp;
+use knowledge_core::domain::{EventKind, NewEvent, Session};
+use knowledge_core::ids::{EventId, RunId, SessionId, SessionKey};
+use knowledge_core::ports::Store;
+use serde_json::json;
+
+use crate::support::Api;
+
+const SESSION: &str = "/api/managed-agents/session";
+
+#[tokio::test]
+async fn the_eleventh_session_within_a_minute_is_429_with_retry_after() {
+    let api = Api::start().await;
+    for i in 0..10 {
+        api.create(&format!("q{i}")).await;
+    }
+    let r = api.post(SESSION, json!({ "text": "one too many" })).await;
+    assert_eq!(r.status, 429);
+    assert_eq!(r.code(), "rate_limited");
+    let retry = r.retry_after().expect("Retry-After header");
+    assert!((1..=60).contains(&retry), "{retry}");
+    assert_eq!(r.body["retryAfterSeconds"], json!(retry));
+    // Once the window has slid past the first creation, a slot is free again.
+    api.clock.advance(60_001);
+    assert_eq!(
+        api.post(SESSION, json!({ "text": "later" })).await.status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn the_twenty_first_session_within_an_hour_is_429_until_the_hour_slides() {
+    let api = Api::start().await;
+    for round in 0..2 {
+        for i in 0..10 {
+            api.create(&format!("r{round} q{i}")).await;
+        }
+        api.clock.advance(61_000);
+    }
+    let r = api.post(SESSION, json!({ "text": "21st" })).await;
+    assert_eq!((r.status, r.code()), (429, "rate_limited"));
+    let retry = r.retry_after().unwrap();
+    assert!(retry > 60 && retry <= 3600 - 122 + 1, "{retry}");
+    api.clock.advance(retry as i64 * 1000);
+    assert_eq!(
+        api.post(SESSION, json!({ "text": "after the hour" }))
+            .await
+            .status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn the_sixty_first_message_within_a_minute_is_429() {
+    let api = Api::start().await;
+    let id = api.create("start").await;
+    for i in 0..60 {
+        assert_eq!(
+            api.message(&id, &format!("m{i}")).await.status,
+            200,
+            "message {i}"
+        );
+    }
+    let r = api.message(&id, "61st").await;
+    assert_eq!((r.status, r.code()), (429, "rate_limited"));
+    assert!(r.retry_after().is_some());
+    api.settle().await;
+    let users = api
+        .all_events(&id)
+        .await
+        .iter()
+        .filter(|e| e["type"] == "user_message")
+        .count();
+    assert_eq!(users, 61, "the refused message was not logged");
+}
+
+#[tokio::test]
+async fn the_thirty_first_cancel_within_a_minute_is_429() {
+    let api = Api::start().await;
+    let id = api.create("start").await;
+    for _ in 0..30 {
+        assert_eq!(api.cancel(&id).await.status, 200);
+    }
+    let r = api.cancel(&id).await;
+    assert_eq!((r.status, r.code()), (429, "rate_limited"));
+    assert!(r.retry_after().is_some());
+}
+
+#[tokio::test]
+async fn rate_limits_hold_across_two_processes_sharing_the_store() {
+    let first = Api::start().await;
+    let second = Api::start_on(first.dir.clone(), Arc::new(BuiltinAgent)).await;
+    for i in 0..5 {
+        first.create(&format!("a{i}")).await;
+        second.create(&format!("b{i}")).await;
+    }
+    assert_eq!(
+        first.post(SESSION, json!({ "text": "x" })).await.status,
+        429
+    );
+    assert_eq!(
+        second.post(SESSION, json!({ "text": "x" })).await.status,
+        429
+    );
+}
+
+#[tokio::test]
+async fn an_exhausted_monthly_quota_is_429_with_retry_after_and_counts_opening_messages() {
+    let api = Api::start().await;
+    api.admin()
+        .update_org(&api.user.org, Some(Some(2)), None, None, None)
+        .await
+        .unwrap();
+    let id = api.create("first query").await;
+    assert_eq!(api.message(&id, "second query").await.status, 200);
+    let r = api.message(&id, "third query").await;
+    assert_eq!((r.status, r.code()), (429, "quota_exhausted"));
+    let retry = r.retry_after().unwrap();
+    let now = api.clock_now();
+    assert_eq!(
+        retry,
+        knowledge_core::clock::whole_seconds_until(now, now.next_month_start())
+    );
+    assert!(r.body.get("capUsd").is_none());
+    let c = api.post(SESSION, json!({ "text": "new session" })).await;
+    assert_eq!((c.status, c.code()), (429, "quota_exhausted"));
+    assert_eq!(api.admin().usage(&api.user.org).await.unwrap().queries, 2);
+}
+
+#[tokio::test]
+async fn a_reached_cost_cap_is_429_with_month_to_date_and_cap_in_dollars() {
+    let api = Api::start().await;
+    api.admin()
+        .update_org(&api.user.org, None, Some(Some(5_000_000)), None, None)
+        .await
+        .unwrap();
+    let id = api.create("cheap so far").await;
+    api.settle().await;
+    let month = api.clock_now().month();
+    api.svc
+        .store
+        .add_cost(&api.user.org, &month, 5_250_000)
+        .await
+        .unwrap();
+    let r = api.message(&id, "over the cap").await;
+    assert_eq!((r.status, r.code()), (429, "cost_cap_reached"));
+    assert_eq!(r.body["monthToDateUsd"], json!(5.25));
+    assert_eq!(r.body["capUsd"], json!(5.0));
+    assert!(r.retry_after().is_some());
+    let c = api.post(SESSION, json!({ "text": "new session" })).await;
+    assert_eq!((c.status, c.code()), (429, "cost_cap_reached"));
+}
+
+#[tokio::test]
+async fn transcript_pages_hold_a_hundred_events_and_has_more_leads_to_the_rest() {
+    let api = Api::start().await;
+    let key = SessionKey {
+        user: api.user.id.clone(),
+        org: api.user.org.clone(),
+        session: SessionId::generate(),
+    };
+    let mut session = Session {
+        key: key.clone(),
+        title: "long".into(),
+        created_at: Timestamp(1),
+        updated_at: Timestamp(1),
+        cancelled_at: None,
+        run_id: None::<RunId>,
+        pending: vec![],
+        next_seq: 1,
+        version: 1,
+    };
+    let events = session.place(
+        api.clock_now(),
+        (0..250)
+            .map(|i| NewEvent::user_message(&format!("m{i}")))
+            .collect(),
+    );
+    api.svc
+        .store
+        .create_session(&session, &events)
+        .await
+        .unwrap();
+    let id = key.session.to_string();
+
+    let first = api.transcript(&id).await;
+    assert_eq!(first.body["events"].as_array().unwrap().len(), 100);
+    assert_eq!(first.body["hasMore"], json!(true));
+    assert_eq!(first.body["backfillFailed"], json!(false));
+    let all = api.all_events(&id).await;
+    assert_eq!(all.len(), 250);
+    for (i, e) in all.iter().enumerate() {
+        assert_eq!(e["id"], EventId::from_seq(i as u64 + 1).to_string());
+        assert_eq!(e["type"], EventKind::UserMessage.as_str());
+        assert_eq!(e["payload"]["text"], format!("m{i}"));
+    }
+    let last = all.last().unwrap()["id"].as_str().unwrap();
+    let tail = api
+        .get(&format!(
+            "/api/managed-agents/transcript?sessionId={id}&sinceEventId={last}"
+        ))
+        .await;
+    assert_eq!(tail.body["events"], json!([]));
+    assert_eq!(tail.body["hasMore"], json!(false));
+}

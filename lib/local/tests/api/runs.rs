@@ -1,0 +1,245 @@
+//! The run rules of DESIGN.md, driven step by step: the use cases and the workflow steps over the
+//! real SQLite store, with a workflow port that only records the runs it is asked to start, so
+//! that each interleaving of a race can be forced rather than hoped for.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::clock::SystemClock;
+use knowledge_core::ids::{OrgId, RunId, SessionKey, UserId};
+use knowledge_core::ports::{Store, Workflow, WorkflowError};
+use knowledge_core::service::{Deps, Principal, Service};
+use knowledge_core::turns::{Next, Turns};
+use knowledge_local::SqliteStore;
+use knowledge_local::admin::Admin;
+
+#[derive(Default)]
+struct RecordingWorkflow {
+    started: Mutex<Vec<RunId>>,
+}
+
+#[async_trait]
+impl Workflow for RecordingWorkflow {
+    async fn start(&self, _: &SessionKey, run: &RunId) -> Result<(), WorkflowError> {
+        self.started.lock().unwrap().push(run.clone());
+        Ok(())
+    }
+    async fn cancelled(&self, _: &SessionKey, _: &RunId) {}
+}
+
+struct Rig {
+    service: Service,
+    turns: Turns,
+    store: SqliteStore,
+    workflow: Arc<RecordingWorkflow>,
+    p: Principal,
+    _dir: tempfile::TempDir,
+}
+
+impl Rig {
+    async fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path()).unwrap();
+        Admin { store: &store }.bootstrap().await.unwrap();
+        let workflow = Arc::new(RecordingWorkflow::default());
+        let shared: Arc<dyn Store> = Arc::new(store.clone());
+        let service = Service::new(Deps {
+            store: shared.clone(),
+            workflow: workflow.clone(),
+            agent: Arc::new(BuiltinAgent),
+            clock: Arc::new(SystemClock),
+        });
+        let turns = Turns::new(shared, Arc::new(BuiltinAgent), Arc::new(SystemClock));
+        let p = service
+            .authenticate(
+                UserId::parse("usr_default").unwrap(),
+                OrgId::parse("org_default").unwrap(),
+            )
+            .await
+            .unwrap();
+        Self {
+            service,
+            turns,
+            store,
+            workflow,
+            p,
+            _dir: dir,
+        }
+    }
+
+    fn started(&self) -> Vec<RunId> {
+        self.workflow.started.lock().unwrap().clone()
+    }
+
+    async fn kinds(&self, key: &SessionKey) -> Vec<&'static str> {
+        self.store
+            .list_events(key, 0, 1000)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.kind.as_str())
+            .collect()
+    }
+
+    /// Answers turns of `run` until it ends.
+    async fn drive(&self, key: &SessionKey, run: &RunId) {
+        while let Next::Turn(turn) = self.turns.next(key, run).await.unwrap() {
+            let reply = self.turns.ask(key, &turn).await.unwrap();
+            self.turns
+                .answer(key, run, turn.user_seq, &reply)
+                .await
+                .unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_message_after_cancel_finishes_the_cancelled_run_itself_when_the_workflow_has_not_yet() {
+    let rig = Rig::new().await;
+    let created = rig.service.create_session(&rig.p, "one").await.unwrap();
+    let key = SessionKey {
+        user: rig.p.user.clone(),
+        org: rig.p.org.clone(),
+        session: created.id.clone(),
+    };
+    assert!(!rig.service.cancel(&rig.p, &created.id).await.unwrap());
+    rig.service
+        .post_message(&rig.p, &created.id, "two")
+        .await
+        .unwrap();
+
+    assert_eq!(
+        rig.kinds(&key).await,
+        ["user_message", "status_terminated", "user_message"]
+    );
+    let started = rig.started();
+    assert_eq!(started.len(), 2);
+    assert_eq!(started[0], created.run_id);
+    let s = rig.store.get_session(&key).await.unwrap().unwrap();
+    assert_eq!(
+        (s.run_id.as_ref(), s.cancelled_at, s.pending.clone()),
+        (Some(&started[1]), None, vec![3])
+    );
+
+    // The cancelled run, when it finally looks, finds it no longer owns the session.
+    assert!(matches!(
+        rig.turns.next(&key, &started[0]).await.unwrap(),
+        Next::Finished
+    ));
+    assert_eq!(rig.kinds(&key).await.len(), 3);
+    rig.drive(&key, &started[1]).await;
+    assert_eq!(
+        rig.kinds(&key).await,
+        [
+            "user_message",
+            "status_terminated",
+            "user_message",
+            "agent_message",
+            "status_idle"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_step_delivered_twice_commits_its_events_once() {
+    let rig = Rig::new().await;
+    let created = rig.service.create_session(&rig.p, "one").await.unwrap();
+    let key = SessionKey {
+        user: rig.p.user.clone(),
+        org: rig.p.org.clone(),
+        session: created.id,
+    };
+    let Next::Turn(turn) = rig.turns.next(&key, &created.run_id).await.unwrap() else {
+        panic!("a turn is pending")
+    };
+    let reply = rig.turns.ask(&key, &turn).await.unwrap();
+    rig.turns
+        .answer(&key, &created.run_id, turn.user_seq, &reply)
+        .await
+        .unwrap();
+    rig.turns
+        .answer(&key, &created.run_id, turn.user_seq, &reply)
+        .await
+        .unwrap();
+    rig.turns
+        .fail(
+            &key,
+            &created.run_id,
+            turn.user_seq,
+            "late",
+            "a late duplicate",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        rig.kinds(&key).await,
+        ["user_message", "agent_message", "status_idle"]
+    );
+}
+
+#[tokio::test]
+async fn a_message_arriving_as_the_run_ends_is_answered_by_that_run() {
+    let rig = Rig::new().await;
+    let created = rig.service.create_session(&rig.p, "one").await.unwrap();
+    let key = SessionKey {
+        user: rig.p.user.clone(),
+        org: rig.p.org.clone(),
+        session: created.id.clone(),
+    };
+    let Next::Turn(turn) = rig.turns.next(&key, &created.run_id).await.unwrap() else {
+        panic!()
+    };
+    let reply = rig.turns.ask(&key, &turn).await.unwrap();
+    rig.turns
+        .answer(&key, &created.run_id, turn.user_seq, &reply)
+        .await
+        .unwrap();
+    // The run has answered everything but not yet ended: the message joins it.
+    rig.service
+        .post_message(&rig.p, &created.id, "two")
+        .await
+        .unwrap();
+    assert_eq!(rig.started().len(), 1, "no second run");
+    rig.drive(&key, &created.run_id).await;
+    assert_eq!(
+        rig.kinds(&key).await,
+        [
+            "user_message",
+            "agent_message",
+            "status_idle",
+            "user_message",
+            "agent_message",
+            "status_idle"
+        ]
+    );
+    assert_eq!(
+        rig.store.get_session(&key).await.unwrap().unwrap().run_id,
+        None
+    );
+}
+
+#[tokio::test]
+async fn two_concurrent_messages_on_an_idle_session_start_exactly_one_run() {
+    let rig = Rig::new().await;
+    let created = rig.service.create_session(&rig.p, "one").await.unwrap();
+    let key = SessionKey {
+        user: rig.p.user.clone(),
+        org: rig.p.org.clone(),
+        session: created.id.clone(),
+    };
+    rig.drive(&key, &created.run_id).await;
+    for round in 0..10 {
+        let (a, b) = tokio::join!(
+            rig.service.post_message(&rig.p, &created.id, "a"),
+            rig.service.post_message(&rig.p, &created.id, "b")
+        );
+        a.unwrap();
+        b.unwrap();
+        let started = rig.started();
+        assert_eq!(started.len(), round + 2, "exactly one new run per round");
+        rig.drive(&key, started.last().unwrap()).await;
+    }
+    let kinds = rig.kinds(&key).await;
+    assert_eq!(kinds.iter().filter(|k| **k == "agent_message").count(), 21);
+}

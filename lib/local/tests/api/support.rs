@@ -1,0 +1,385 @@
+//! Test harness: the real local service on an ephemeral loopback port, over a fresh data
+//! directory, with a clock the tests can move forward and agents whose timing they control.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::clock::ShiftedClock;
+use knowledge_core::domain::Role;
+use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
+use knowledge_core::ports::{Agent, AgentError, AgentReply, AgentRequest, Store};
+use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
+use knowledge_local::admin::Admin;
+use knowledge_local::{LocalService, Parts, SqliteStore};
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+use tokio::sync::{Semaphore, mpsc};
+
+pub const KEY: [u8; 32] = [42; 32];
+/// Bound on every wait for the service to reach a state; reaching it is signalled, not slept on.
+pub const WAIT: Duration = Duration::from_secs(20);
+
+pub struct Reply {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl Reply {
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("")
+    }
+    pub fn retry_after(&self) -> Option<u64> {
+        self.headers.get("retry-after")?.to_str().ok()?.parse().ok()
+    }
+}
+
+/// A signed-in user of an organisation.
+#[derive(Clone)]
+pub struct User {
+    pub id: UserId,
+    pub org: OrgId,
+    pub cookie: String,
+}
+
+pub struct Api {
+    pub base: String,
+    pub origin: String,
+    pub http: reqwest::Client,
+    pub svc: LocalService,
+    pub clock: Arc<ShiftedClock>,
+    pub signer: CookieSigner,
+    pub user: User,
+    pub dir: Arc<tempfile::TempDir>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Api {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl Api {
+    pub async fn start() -> Self {
+        Self::start_with(Arc::new(BuiltinAgent)).await
+    }
+
+    pub async fn start_with(agent: Arc<dyn Agent>) -> Self {
+        Self::start_on(Arc::new(tempfile::tempdir().unwrap()), agent).await
+    }
+
+    /// A service over `dir`, which may already hold another service's data.
+    pub async fn start_on(dir: Arc<tempfile::TempDir>, agent: Arc<dyn Agent>) -> Self {
+        let store = SqliteStore::open(dir.path()).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let clock = Arc::new(ShiftedClock::default());
+        let svc = LocalService::new(Parts {
+            store: store.clone(),
+            agent,
+            clock: clock.clone(),
+            signing_key: KEY.to_vec(),
+            app_origin: base.clone(),
+        })
+        .unwrap();
+        let server = {
+            let svc = svc.clone();
+            tokio::spawn(async move { svc.serve(listener, std::future::pending()).await.unwrap() })
+        };
+        let signer = CookieSigner::new(&KEY).unwrap();
+        let admin = Admin { store: &store };
+        let org = OrgId::parse("org_default").unwrap();
+        if store.is_empty().await.unwrap() {
+            admin.bootstrap().await.unwrap();
+        }
+        let id = UserId::parse("usr_default").unwrap();
+        let cookie = format!("{COOKIE_NAME}={}", signer.mint(&id, &org, 3600).unwrap());
+        Self {
+            origin: base.clone(),
+            base,
+            http: reqwest::Client::new(),
+            svc,
+            clock,
+            signer,
+            user: User { id, org, cookie },
+            dir,
+            server,
+        }
+    }
+
+    pub fn clock_now(&self) -> knowledge_core::clock::Timestamp {
+        knowledge_core::clock::Clock::now(self.clock.as_ref())
+    }
+
+    pub fn admin(&self) -> Admin<'_> {
+        Admin {
+            store: &self.svc.store,
+        }
+    }
+
+    pub fn cookie(&self, user: &UserId, org: &OrgId) -> String {
+        format!(
+            "{COOKIE_NAME}={}",
+            self.signer.mint(user, org, 3600).unwrap()
+        )
+    }
+
+    /// A new member of `org` (created when absent) with its cookie.
+    pub async fn new_user(&self, org: &OrgId) -> User {
+        if Store::get_org(&self.svc.store, org)
+            .await
+            .unwrap()
+            .is_none()
+        {
+            self.admin()
+                .create_org(
+                    Some(org.clone()),
+                    "other",
+                    knowledge_core::domain::Plan::Pro,
+                    false,
+                )
+                .await
+                .unwrap();
+        }
+        let m = self
+            .admin()
+            .add_member(org, None, Role::Viewer)
+            .await
+            .unwrap();
+        User {
+            cookie: self.cookie(&m.user, org),
+            id: m.user,
+            org: org.clone(),
+        }
+    }
+
+    pub fn key(&self, session: &str) -> SessionKey {
+        SessionKey {
+            user: self.user.id.clone(),
+            org: self.user.org.clone(),
+            session: SessionId::parse(session).unwrap(),
+        }
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder) -> Reply {
+        let resp = req.send().await.expect("request reaches the server");
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let bytes = resp.bytes().await.unwrap();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).expect("JSON body")
+        };
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// A POST as a browser of the application sends it: cookie, Origin, JSON.
+    pub async fn post_as(&self, user: &User, path: &str, body: Value) -> Reply {
+        self.send(
+            self.http
+                .post(format!("{}{path}", self.base))
+                .header("cookie", &user.cookie)
+                .header("origin", &self.origin)
+                .json(&body),
+        )
+        .await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Reply {
+        self.post_as(&self.user, path, body).await
+    }
+
+    /// A POST with the given headers and raw body, for request-rule tests.
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<reqwest::Body>,
+    ) -> Reply {
+        let mut req = self.http.post(format!("{}{path}", self.base)).body(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        self.send(req).await
+    }
+
+    pub async fn get_as(&self, user: &User, path: &str) -> Reply {
+        self.send(
+            self.http
+                .get(format!("{}{path}", self.base))
+                .header("cookie", &user.cookie),
+        )
+        .await
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        self.get_as(&self.user, path).await
+    }
+
+    pub async fn delete_as(&self, user: &User, session: &str) -> Reply {
+        self.send(
+            self.http
+                .delete(format!(
+                    "{}/api/managed-agents/session?sessionId={session}",
+                    self.base
+                ))
+                .header("cookie", &user.cookie)
+                .header("origin", &self.origin),
+        )
+        .await
+    }
+
+    /// A DELETE of the session route with cookie and Origin, for request-rule tests.
+    pub async fn send_delete(&self, path_and_query: &str) -> Reply {
+        self.send(
+            self.http
+                .delete(format!("{}{path_and_query}", self.base))
+                .header("cookie", &self.user.cookie)
+                .header("origin", &self.origin),
+        )
+        .await
+    }
+
+    pub async fn create(&self, text: &str) -> String {
+        let r = self
+            .post("/api/managed-agents/session", json!({ "text": text }))
+            .await;
+        assert_eq!(r.status, 200, "create failed: {}", r.body);
+        r.body["id"].as_str().unwrap().to_owned()
+    }
+
+    pub async fn message(&self, session: &str, text: &str) -> Reply {
+        self.post(
+            "/api/managed-agents/message",
+            json!({ "sessionId": session, "text": text }),
+        )
+        .await
+    }
+
+    pub async fn cancel(&self, session: &str) -> Reply {
+        self.post(
+            "/api/managed-agents/cancel",
+            json!({ "sessionId": session }),
+        )
+        .await
+    }
+
+    pub async fn transcript(&self, session: &str) -> Reply {
+        self.get(&format!(
+            "/api/managed-agents/transcript?sessionId={session}"
+        ))
+        .await
+    }
+
+    /// Every event of the session, following cursors across pages.
+    pub async fn all_events(&self, session: &str) -> Vec<Value> {
+        let mut events: Vec<Value> = vec![];
+        loop {
+            let path = match events.last() {
+                None => format!("/api/managed-agents/transcript?sessionId={session}"),
+                Some(e) => format!(
+                    "/api/managed-agents/transcript?sessionId={session}&sinceEventId={}",
+                    e["id"].as_str().unwrap()
+                ),
+            };
+            let r = self.get(&path).await;
+            assert_eq!(r.status, 200, "{}", r.body);
+            events.extend(r.body["events"].as_array().unwrap().iter().cloned());
+            if !r.body["hasMore"].as_bool().unwrap() {
+                return events;
+            }
+        }
+    }
+
+    /// Waits (bounded) until no workflow run is in flight.
+    pub async fn settle(&self) {
+        tokio::time::timeout(WAIT, self.svc.workflow.idle())
+            .await
+            .expect("workflow runs finish");
+    }
+}
+
+/// The `type` of each event.
+pub fn kinds(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// An agent that answers like the built-in one, but only when the test lets it: each call
+/// announces itself on `entered` and then waits for a permit.
+pub struct GatedAgent {
+    entered_tx: mpsc::UnboundedSender<String>,
+    pub entered: tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>,
+    gate: Semaphore,
+}
+
+impl GatedAgent {
+    pub fn new() -> Arc<Self> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Arc::new(Self {
+            entered_tx: tx,
+            entered: tokio::sync::Mutex::new(rx),
+            gate: Semaphore::new(0),
+        })
+    }
+
+    /// Waits (bounded) for the agent to be asked a question; returns the question.
+    pub async fn asked(&self) -> String {
+        let mut rx = self.entered.lock().await;
+        tokio::time::timeout(WAIT, rx.recv())
+            .await
+            .expect("the agent is asked")
+            .unwrap()
+    }
+
+    /// Lets `n` calls answer.
+    pub fn release(&self, n: usize) {
+        self.gate.add_permits(n);
+    }
+}
+
+#[async_trait]
+impl Agent for GatedAgent {
+    async fn health(&self) -> Result<(), AgentError> {
+        Ok(())
+    }
+
+    async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError> {
+        let question = request
+            .history
+            .last()
+            .and_then(|e| e.payload["text"].as_str())
+            .unwrap_or("")
+            .to_owned();
+        let _ = self.entered_tx.send(question.clone());
+        self.gate.acquire().await.expect("gate open").forget();
+        Ok(AgentReply {
+            text: format!("answer to: {question}"),
+            cost_micros: 0,
+        })
+    }
+}
+
+/// A provider that cannot be reached.
+pub struct UnreachableAgent;
+
+#[async_trait]
+impl Agent for UnreachableAgent {
+    async fn health(&self) -> Result<(), AgentError> {
+        Err(AgentError::Unreachable("connection refused".into()))
+    }
+
+    async fn respond(&self, _: AgentRequest) -> Result<AgentReply, AgentError> {
+        Err(AgentError::Unreachable("connection refused".into()))
+    }
+}
