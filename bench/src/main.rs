@@ -1,1 +1,189 @@
-fn main() {}
+//! Transcript-poll benchmark: the real local service on a loopback port, polled over HTTP by a
+//! keep-alive client. Prints a Markdown table for `docs/performance.md`.
+//!
+//! Run: `cargo run --release -p knowledge-bench -- [requests per scenario] [concurrency]`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::clock::{Clock, SystemClock};
+use knowledge_core::domain::{NewEvent, Session};
+use knowledge_core::ids::{EventId, OrgId, SessionId, SessionKey, UserId};
+use knowledge_core::ports::Store;
+use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
+use knowledge_local::admin::Admin;
+use knowledge_local::{LocalService, Parts, SqliteStore};
+
+const KEY: [u8; 32] = [7; 32];
+
+struct Scenario {
+    name: String,
+    path: String,
+}
+
+struct Figures {
+    rps: f64,
+    p50: Duration,
+    p99: Duration,
+}
+
+/// Creates a session holding `events` user messages; returns its id.
+async fn seed(store: &SqliteStore, user: &UserId, org: &OrgId, events: usize) -> SessionId {
+    let key = SessionKey {
+        user: user.clone(),
+        org: org.clone(),
+        session: SessionId::generate(),
+    };
+    let now = SystemClock.now();
+    let mut session = Session {
+        key: key.clone(),
+        title: format!("{events} events"),
+        created_at: now,
+        updated_at: now,
+        cancelled_at: None,
+        run_id: None,
+        pending: vec![],
+        next_seq: 1,
+        version: 1,
+    };
+    let text = "A question of ordinary length, about eighty characters, as users tend to ask.";
+    let placed = session.place(
+        now,
+        (0..events).map(|_| NewEvent::user_message(text)).collect(),
+    );
+    store.create_session(&session, &placed).await.expect("seed");
+    key.session
+}
+
+async fn measure(
+    client: &reqwest::Client,
+    url: &str,
+    cookie: &str,
+    requests: usize,
+    concurrency: usize,
+) -> Figures {
+    for _ in 0..200 {
+        let r = client
+            .get(url)
+            .header("cookie", cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        r.bytes().await.unwrap();
+    }
+    let started = Instant::now();
+    let per_task = requests / concurrency;
+    let tasks: Vec<_> = (0..concurrency)
+        .map(|_| {
+            let (client, url, cookie) = (client.clone(), url.to_owned(), cookie.to_owned());
+            tokio::spawn(async move {
+                let mut latencies = Vec::with_capacity(per_task);
+                for _ in 0..per_task {
+                    let t = Instant::now();
+                    let r = client
+                        .get(&url)
+                        .header("cookie", &cookie)
+                        .send()
+                        .await
+                        .unwrap();
+                    assert_eq!(r.status(), 200);
+                    r.bytes().await.unwrap();
+                    latencies.push(t.elapsed());
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut all = vec![];
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let elapsed = started.elapsed();
+    all.sort();
+    let pct = |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)];
+    Figures {
+        rps: all.len() as f64 / elapsed.as_secs_f64(),
+        p50: pct(0.50),
+        p99: pct(0.99),
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let requests: usize = args.next().map_or(5_000, |a| a.parse().expect("requests"));
+    let concurrency: usize = args.next().map_or(8, |a| a.parse().expect("concurrency"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let (org, user) = Admin { store: &store }
+        .bootstrap()
+        .await
+        .unwrap()
+        .expect("fresh store");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let service = LocalService::new(Parts {
+        store: store.clone(),
+        agent: Arc::new(BuiltinAgent),
+        clock: Arc::new(SystemClock),
+        signing_key: KEY.to_vec(),
+        app_origin: base.clone(),
+    })
+    .unwrap();
+    let server = service.clone();
+    tokio::spawn(async move {
+        server
+            .serve(listener, std::future::pending())
+            .await
+            .unwrap()
+    });
+    let signer = CookieSigner::new(&KEY).unwrap();
+    let cookie = format!("{COOKIE_NAME}={}", signer.mint(&user, &org, 3600).unwrap());
+
+    let transcript = |s: &SessionId, since: Option<u64>| match since {
+        None => format!("{base}/api/managed-agents/transcript?sessionId={s}"),
+        Some(seq) => format!(
+            "{base}/api/managed-agents/transcript?sessionId={s}&sinceEventId={}",
+            EventId::from_seq(seq)
+        ),
+    };
+    let mut scenarios = vec![];
+    for n in [10usize, 1_000, 10_000] {
+        let s = seed(&store, &user, &org, n).await;
+        scenarios.push(Scenario {
+            name: format!("{n} events, poll at the tail (nothing new)"),
+            path: transcript(&s, Some(n as u64)),
+        });
+        scenarios.push(Scenario {
+            name: format!("{n} events, 10 new since the cursor"),
+            path: transcript(&s, Some(n as u64 - 10)),
+        });
+        if n >= 1_000 {
+            scenarios.push(Scenario {
+                name: format!("{n} events, first page (100 events)"),
+                path: transcript(&s, None),
+            });
+        }
+    }
+
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(concurrency)
+        .build()
+        .unwrap();
+    println!("{requests} requests per scenario, {concurrency} concurrent keep-alive connections\n");
+    println!("| scenario | requests/s | p50 | p99 |");
+    println!("|---|---:|---:|---:|");
+    for s in &scenarios {
+        let f = measure(&client, &s.path, &cookie, requests, concurrency).await;
+        println!(
+            "| {} | {:.0} | {:.2} ms | {:.2} ms |",
+            s.name,
+            f.rps,
+            f.p50.as_secs_f64() * 1e3,
+            f.p99.as_secs_f64() * 1e3
+        );
+    }
+}
