@@ -14,6 +14,22 @@ use serde_json::{Map, Value};
 use crate::AppState;
 use crate::error::ApiError;
 
+/// Logs every request's method, path (never the query or headers, which can carry cursors and
+/// cookies), status and latency.
+pub async fn log(req: Request, next: Next) -> Response {
+    let (method, path) = (req.method().clone(), req.uri().path().to_owned());
+    let started = std::time::Instant::now();
+    let response = next.run(req).await;
+    tracing::info!(
+        %method,
+        path,
+        status = response.status().as_u16(),
+        ms = started.elapsed().as_secs_f64() * 1e3,
+        "request"
+    );
+    response
+}
+
 /// Request bodies larger than this are refused with 413.
 pub const BODY_LIMIT: usize = 256 * 1024;
 

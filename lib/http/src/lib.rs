@@ -56,5 +56,6 @@ pub fn router(state: AppState) -> Router {
         .merge(auth)
         .fallback(routes::route_not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)
+        .layer(axum::middleware::from_fn(guard::log))
         .with_state(state)
 }

@@ -59,13 +59,20 @@ pub fn signing_key(data_dir: &Path) -> Result<Vec<u8>, LocalError> {
             std::fs::create_dir_all(data_dir)?;
             let mut key = [0u8; 32];
             getrandom::fill(&mut key).map_err(|e| LocalError::Key(e.to_string()))?;
-            write_private(&path, &hex::encode(key))?;
-            Ok(key.to_vec())
+            match write_private(&path, &hex::encode(key)) {
+                Ok(()) => Ok(key.to_vec()),
+                // Another process created it first: use theirs.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    decode(&std::fs::read_to_string(&path)?, SIGNING_KEY_FILE)
+                }
+                Err(e) => Err(e.into()),
+            }
         }
         Err(e) => Err(e.into()),
     }
 }
 
+/// Creates a file readable by its owner only; fails if it exists.
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();

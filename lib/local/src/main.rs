@@ -154,6 +154,7 @@ async fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     match run(cli).await {
@@ -171,10 +172,13 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let print = |id: String, full: serde_json::Value| {
         println!("{}", if cli.json { full.to_string() } else { id });
     };
-    let command = cli.command.unwrap_or(Command::Serve {
-        addr: "127.0.0.1:3000".into(),
-        origin: None,
-    });
+    // With no subcommand, run `serve` exactly as if it had been typed (flags from the environment).
+    let command = match cli.command {
+        Some(c) => c,
+        None => Cli::parse_from(["knowledge", "serve"])
+            .command
+            .expect("serve parses"),
+    };
     match command {
         Command::Serve { addr, origin } => {
             serve(&cli.data_dir, store.clone(), &addr, origin).await?
