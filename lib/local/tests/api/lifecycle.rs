@@ -312,3 +312,22 @@ async fn deleting_an_idle_session_removes_it_and_all_its_events() {
     let list = api.get("/api/managed-agents/sessions").await;
     assert_eq!(list.body["sessions"], json!([]));
 }
+
+#[tokio::test]
+async fn an_agent_failure_ends_the_turn_with_an_error_event_and_the_session_stays_usable() {
+    let api = Api::start_with(std::sync::Arc::new(crate::support::FailingAgent)).await;
+    let id = api.create("will fail").await;
+    api.settle().await;
+    let events = api.all_events(&id).await;
+    assert_eq!(kinds(&events), ["user_message", "error", "status_idle"]);
+    assert_eq!(events[1]["payload"]["code"], "agent_failed");
+    let message = events[1]["payload"]["message"].as_str().unwrap();
+    assert!(
+        !message.is_empty() && !message.contains("secret"),
+        "internal detail leaked: {message}"
+    );
+    assert_eq!(api.transcript(&id).await.body["workflowRunId"], json!(null));
+    assert_eq!(api.message(&id, "try again").await.status, 200);
+    api.settle().await;
+    assert_eq!(kinds(&api.all_events(&id).await).len(), 6);
+}

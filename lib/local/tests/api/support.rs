@@ -383,3 +383,19 @@ impl Agent for UnreachableAgent {
         Err(AgentError::Unreachable("connection refused".into()))
     }
 }
+
+/// A provider that is reachable but fails every answer.
+pub struct FailingAgent;
+
+#[async_trait]
+impl Agent for FailingAgent {
+    async fn health(&self) -> Result<(), AgentError> {
+        Ok(())
+    }
+
+    async fn respond(&self, _: AgentRequest) -> Result<AgentReply, AgentError> {
+        Err(AgentError::Failed(
+            "upstream answered 500 with secret detail".into(),
+        ))
+    }
+}
