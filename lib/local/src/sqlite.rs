@@ -47,7 +47,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     version INTEGER NOT NULL,
     PRIMARY KEY (user_id, org_id, session_id)
 ) STRICT, WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS sessions_by_update ON sessions (user_id, org_id, updated_at DESC);
+CREATE INDEX IF NOT EXISTS sessions_recent ON sessions (user_id, org_id, updated_at DESC, session_id DESC);
 CREATE INDEX IF NOT EXISTS sessions_running ON sessions (run_id) WHERE run_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS events (
     user_id TEXT NOT NULL,
