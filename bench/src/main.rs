@@ -42,6 +42,7 @@ async fn seed(store: &SqliteStore, user: &UserId, org: &OrgId, events: usize) ->
         created_at: now,
         updated_at: now,
         cancelled_at: None,
+        deleting: false,
         run_id: None,
         pending: vec![],
         next_seq: 1,

@@ -196,6 +196,8 @@ pub struct Session {
     pub cancelled_at: Option<Timestamp>,
     /// The active workflow run, if any.
     pub run_id: Option<RunId>,
+    /// Set by delete before it removes anything; from then on the session is gone to everyone.
+    pub deleting: bool,
     /// Sequence numbers of user messages waiting for their turn, oldest first.
     pub pending: Vec<u64>,
     /// Sequence number the next appended event gets.
@@ -277,6 +279,7 @@ mod tests {
             updated_at: Timestamp(500),
             cancelled_at: None,
             run_id: None,
+            deleting: false,
             pending: vec![],
             next_seq: 4,
             version: 1,

@@ -65,12 +65,14 @@ impl Action {
 }
 
 /// Decides one request against the recorded hits (ascending). On admission returns the hits to
-/// store (pruned to the longest window, with `now` added); on refusal the instant a slot frees.
-pub fn decide(
-    action: Action,
-    hits: &[Timestamp],
-    now: Timestamp,
-) -> Result<Vec<Timestamp>, Timestamp> {
+/// store (pruned to the longest window, with the request's instant added); on refusal the whole
+/// seconds until a slot frees (the `Retry-After`).
+///
+/// A window's time never goes back: a `now` earlier than the latest hit (a clock read before a
+/// concurrent request was admitted, or another process's clock running behind) counts as that
+/// hit's instant, so hits stay sorted and the wait never exceeds the window.
+pub fn decide(action: Action, hits: &[Timestamp], now: Timestamp) -> Result<Vec<Timestamp>, u64> {
+    let now = hits.last().map_or(now, |&latest| now.max(latest));
     let mut free_at: Option<Timestamp> = None;
     for rule in action.rules() {
         let start = now.millis() - rule.window_ms;
@@ -87,7 +89,7 @@ pub fn decide(
         }
     }
     if let Some(at) = free_at {
-        return Err(at);
+        return Err(whole_seconds_until(now, at));
     }
     let horizon = now.millis() - action.longest_window();
     let mut kept: Vec<Timestamp> = hits
@@ -96,7 +98,6 @@ pub fn decide(
         .filter(|t| t.millis() > horizon)
         .collect();
     kept.push(now);
-    kept.sort();
     Ok(kept)
 }
 
@@ -127,11 +128,7 @@ pub async fn acquire(
         let window = store.get_rate_window(&key).await?;
         let now = clock.now();
         match decide(action, &window.hits, now) {
-            Err(free_at) => {
-                return Ok(Admission::Refused {
-                    retry_after_secs: whole_seconds_until(now, free_at),
-                });
-            }
+            Err(retry_after_secs) => return Ok(Admission::Refused { retry_after_secs }),
             Ok(hits) => {
                 let expires = now.plus_millis(action.longest_window());
                 match store
@@ -154,7 +151,7 @@ pub async fn acquire(
 mod tests {
     use super::*;
 
-    fn run(action: Action, times: &[i64]) -> (usize, Vec<Result<(), i64>>) {
+    fn run(action: Action, times: &[i64]) -> (usize, Vec<Result<(), u64>>) {
         let mut hits = vec![];
         let mut admitted = 0;
         let mut outcomes = vec![];
@@ -165,7 +162,7 @@ mod tests {
                     admitted += 1;
                     outcomes.push(Ok(()));
                 }
-                Err(at) => outcomes.push(Err(at.millis())),
+                Err(wait) => outcomes.push(Err(wait)),
             }
         }
         (admitted, outcomes)
@@ -176,7 +173,8 @@ mod tests {
         let times: Vec<i64> = (0..11).map(|i| 1_000 + i * 100).collect();
         let (admitted, outcomes) = run(Action::CreateSession, &times);
         assert_eq!(admitted, 10);
-        assert_eq!(outcomes[10], Err(1_000 + MINUTE));
+        // The first hit (t=1.0 s) leaves at 61.0 s; asked at 2.0 s, that is 59 s away.
+        assert_eq!(outcomes[10], Err(59));
     }
 
     #[test]
@@ -187,7 +185,8 @@ mod tests {
         times.push(MINUTE + 1);
         let (_, outcomes) = run(Action::CreateSession, &times);
         assert_eq!(outcomes[10], Ok(()));
-        assert_eq!(outcomes[11], Err(100 + MINUTE));
+        // The next slot frees at 60.1 s, 99 ms later: rounded up to a whole second.
+        assert_eq!(outcomes[11], Err(1));
     }
 
     #[test]
@@ -195,14 +194,18 @@ mod tests {
         let times: Vec<i64> = (0..21).map(|i| i * 2 * MINUTE).collect();
         let (admitted, outcomes) = run(Action::CreateSession, &times);
         assert_eq!(admitted, 20);
-        assert_eq!(outcomes[20], Err(HOUR));
+        // Asked at 40 min; the first hit leaves the hour at 60 min.
+        assert_eq!(outcomes[20], Err(20 * 60));
     }
 
     #[test]
     fn a_clock_behind_the_latest_hit_never_asks_to_wait_longer_than_the_window() {
         let hits: Vec<Timestamp> = (0..10).map(|i| Timestamp(1_000 + i)).collect();
-        let free_at = decide(Action::CreateSession, &hits, Timestamp(500)).unwrap_err();
-        assert_eq!(whole_seconds_until(Timestamp(1_009), free_at), 60);
+        // Measured from the raw clock the wait would be 61 s (61.0 s - 0.5 s, rounded up).
+        assert_eq!(
+            decide(Action::CreateSession, &hits, Timestamp(500)),
+            Err(60)
+        );
         let admitted = decide(Action::Message, &hits, Timestamp(500)).unwrap();
         assert!(admitted.windows(2).all(|w| w[0] <= w[1]));
     }

@@ -28,9 +28,15 @@ pub enum StoreError {
     Backend(String),
 }
 
-/// Events written per commit at most, so that a commit fits one transaction of 100 items with
-/// the session record and a step marker.
-pub const MAX_EVENTS_PER_COMMIT: usize = 90;
+/// Spend to add to the session's organisation in the same transaction as a commit, so that a
+/// turn's cost is recorded exactly when its answer is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Charge {
+    /// Calendar month (`YYYY-MM`, UTC) the spend counts against.
+    pub month: String,
+    /// Millionths of a US dollar.
+    pub micros: u64,
+}
 
 /// A sliding-window rate-limit record: the instants of the admitted requests still inside the
 /// longest window, oldest first, and its optimistic-concurrency version (0 when absent).
@@ -60,14 +66,17 @@ pub trait Store: Send + Sync {
     /// Errors: `AlreadyExists` when the key is taken.
     async fn create_session(&self, session: &Session, events: &[Event]) -> Result<(), StoreError>;
     async fn get_session(&self, key: &SessionKey) -> Result<Option<Session>, StoreError>;
-    /// Writes `session` (whose `version` must be `expected_version + 1`) and appends `events`, all
-    /// or nothing, only if the stored version is still `expected_version`.
+    /// Writes `session` (whose `version` must be `expected_version + 1`), appends `events` and
+    /// adds `charge` to the organisation's usage, all or nothing, only if the stored version is
+    /// still `expected_version`. Callers write at most a few events a commit (use cases write
+    /// three at most), so the DynamoDB transaction stays far under its 100 items.
     /// Errors: `Gone` when the session no longer exists, `Conflict` when its version moved.
     async fn commit_session(
         &self,
         session: &Session,
         expected_version: u64,
         events: &[Event],
+        charge: Option<&Charge>,
     ) -> Result<(), StoreError>;
     /// Events with `seq > after`, ascending, at most `limit` of them.
     async fn list_events(
@@ -84,7 +93,8 @@ pub trait Store: Send + Sync {
         limit: usize,
     ) -> Result<Vec<SessionSummary>, StoreError>;
     /// Removes the session and every event of it; `Ok(false)` when it did not exist. The DynamoDB
-    /// adapter pages through the events, so callers stamp the cancellation first.
+    /// adapter pages through the events, so callers first commit the session as `deleting`,
+    /// which every writer treats as gone, and the adapter removes the record last.
     async fn delete_session(&self, key: &SessionKey) -> Result<bool, StoreError>;
 
     /// The rate-limit record under `key` (empty, version 0, when absent).

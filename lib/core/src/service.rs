@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::clock::{Clock, Timestamp, whole_seconds_until};
 use crate::domain::{
     Event, Member, NewEvent, Org, Role, SESSION_LIST_LIMIT, Session, SessionSummary,
-    TRANSCRIPT_PAGE,
+    TRANSCRIPT_PAGE, Usage,
 };
 use crate::error::CoreError;
 use crate::ids::{EventId, OrgId, RunId, SessionId, SessionKey, UserId};
@@ -127,6 +127,7 @@ impl Service {
         let org = self.active_org(p).await?;
         self.deps.agent.health().await?;
         let now = self.now();
+        self.check_usage(&org, now).await?;
         self.admit(Action::CreateSession, p).await?;
         self.count_query(&org, now).await?;
 
@@ -139,6 +140,7 @@ impl Service {
             updated_at: now,
             cancelled_at: None,
             run_id: Some(run.clone()),
+            deleting: false,
             pending: vec![],
             next_seq: 1,
             version: 1,
@@ -170,6 +172,7 @@ impl Service {
         let mut current = self.load(&key).await?;
         let org = self.active_org(p).await?;
         let now = self.now();
+        self.check_usage(&org, now).await?;
         self.admit(Action::Message, p).await?;
         self.count_query(&org, now).await?;
 
@@ -200,7 +203,7 @@ impl Service {
             match self
                 .deps
                 .store
-                .commit_session(&next, expected, &events)
+                .commit_session(&next, expected, &events, None)
                 .await
             {
                 Ok(()) => {
@@ -262,15 +265,16 @@ impl Service {
         let key = p.key(session);
         let current = self.load(&key).await?;
         self.admit(Action::Cancel, p).await?;
-        Ok(self.stamp_cancel(&key, current).await? == CancelStamp::AlreadyCancelled)
+        Ok(self.stamp(&key, current, false).await? == CancelStamp::AlreadyCancelled)
     }
 
-    /// Removes the session and its whole log, stamping the cancellation first when a run is
-    /// active so that the workflow exits without writing. Errors: `NotFound`.
+    /// Removes the session and its whole log. It first commits the session as `deleting` (with
+    /// the cancellation stamped when a run is active), so that from then on every writer, the
+    /// workflow and concurrent messages alike, finds it gone. Errors: `NotFound`.
     pub async fn delete(&self, p: &Principal, session: &SessionId) -> Result<(), CoreError> {
         let key = p.key(session);
         let current = self.load(&key).await?;
-        self.stamp_cancel(&key, current).await?;
+        self.stamp(&key, current, true).await?;
         if self.deps.store.delete_session(&key).await? {
             Ok(())
         } else {
@@ -279,24 +283,37 @@ impl Service {
     }
 
     /// Stamps `cancelled_at` if a run is active and not yet cancelled, and tells the workflow.
-    async fn stamp_cancel(
+    /// With `delete`, also marks the session as being deleted, whatever its state.
+    async fn stamp(
         &self,
         key: &SessionKey,
         mut current: Session,
+        delete: bool,
     ) -> Result<CancelStamp, CoreError> {
         for _ in 0..MAX_COMMIT_ATTEMPTS {
             let run = match (&current.run_id, current.cancelled_at) {
-                (_, Some(_)) => return Ok(CancelStamp::AlreadyCancelled),
-                (None, None) => return Ok(CancelStamp::NotRunning),
-                (Some(run), None) => run.clone(),
+                (Some(run), None) => Some(run.clone()),
+                (_, Some(_)) if !delete => return Ok(CancelStamp::AlreadyCancelled),
+                (None, None) if !delete => return Ok(CancelStamp::NotRunning),
+                _ => None,
             };
             let expected = current.version;
             let mut next = current.clone();
             next.version += 1;
-            next.cancelled_at = Some(self.now());
-            match self.deps.store.commit_session(&next, expected, &[]).await {
+            next.deleting = delete;
+            if run.is_some() {
+                next.cancelled_at = Some(self.now());
+            }
+            match self
+                .deps
+                .store
+                .commit_session(&next, expected, &[], None)
+                .await
+            {
                 Ok(()) => {
-                    self.deps.workflow.cancelled(key, &run).await;
+                    if let Some(run) = &run {
+                        self.deps.workflow.cancelled(key, run).await;
+                    }
                     return Ok(CancelStamp::Stamped);
                 }
                 Err(StoreError::Conflict) => current = self.load(key).await?,
@@ -307,11 +324,13 @@ impl Service {
         Err(CoreError::Internal("cancel commit stayed contended".into()))
     }
 
+    /// The session, unless it does not exist or is being deleted. Errors: `NotFound`.
     async fn load(&self, key: &SessionKey) -> Result<Session, CoreError> {
         self.deps
             .store
             .get_session(key)
             .await?
+            .filter(|s| !s.deleting)
             .ok_or(CoreError::NotFound("session"))
     }
 
@@ -340,30 +359,52 @@ impl Service {
         }
     }
 
-    /// Counts one query against the organisation's monthly quota and cost cap.
+    /// Refuses early, without writing, when the month's usage is already at a limit, so that a
+    /// request the quota would refuse does not take a rate-limit slot.
+    async fn check_usage(&self, org: &Org, now: Timestamp) -> Result<(), CoreError> {
+        let usage = self.deps.store.get_usage(&org.id, &now.month()).await?;
+        match usage_refusal(org, usage, now) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Counts one query against the organisation's monthly quota and cost cap, atomically.
     async fn count_query(&self, org: &Org, now: Timestamp) -> Result<(), CoreError> {
-        let month = now.month();
         let refused = self
             .deps
             .store
             .consume_query(
                 &org.id,
-                &month,
+                &now.month(),
                 org.monthly_query_quota,
                 org.cost_cap_micros,
             )
             .await?;
-        let Err(UsageRefused(usage)) = refused else {
-            return Ok(());
-        };
-        let retry_after_secs = whole_seconds_until(now, now.next_month_start());
-        match org.cost_cap_micros {
-            Some(cap) if usage.cost_micros >= cap => Err(CoreError::CostCapReached {
-                retry_after_secs,
-                month_to_date_micros: usage.cost_micros,
-                cap_micros: cap,
-            }),
-            _ => Err(CoreError::QuotaExhausted { retry_after_secs }),
+        match refused {
+            Ok(_) => Ok(()),
+            // The limits moved between the read and the write: report the quota.
+            Err(UsageRefused(usage)) => Err(usage_refusal(org, usage, now).unwrap_or(
+                CoreError::QuotaExhausted {
+                    retry_after_secs: whole_seconds_until(now, now.next_month_start()),
+                },
+            )),
         }
+    }
+}
+
+/// The error for a month whose usage is at the organisation's cost cap or query quota, if it is.
+fn usage_refusal(org: &Org, usage: Usage, now: Timestamp) -> Option<CoreError> {
+    let retry_after_secs = whole_seconds_until(now, now.next_month_start());
+    match (org.cost_cap_micros, org.monthly_query_quota) {
+        (Some(cap), _) if usage.cost_micros >= cap => Some(CoreError::CostCapReached {
+            retry_after_secs,
+            month_to_date_micros: usage.cost_micros,
+            cap_micros: cap,
+        }),
+        (_, Some(quota)) if usage.queries >= quota => {
+            Some(CoreError::QuotaExhausted { retry_after_secs })
+        }
+        _ => None,
     }
 }

@@ -12,7 +12,7 @@ use crate::clock::Clock;
 use crate::domain::{Event, NewEvent, Session};
 use crate::error::CoreError;
 use crate::ids::{RunId, SessionKey};
-use crate::ports::{Agent, AgentError, AgentReply, AgentRequest, Store, StoreError};
+use crate::ports::{Agent, AgentError, AgentReply, AgentRequest, Charge, Store, StoreError};
 
 /// Events before the answered message that the agent sees at most.
 pub const HISTORY_WINDOW: u64 = 50;
@@ -66,7 +66,7 @@ impl Turns {
                 let mut next = s.clone();
                 next.version += 1;
                 next.run_id = None;
-                match self.commit(&next, s.version, vec![]).await? {
+                match self.commit(&next, s.version, vec![], None).await? {
                     Committed::Yes | Committed::Gone => return Ok(Next::Finished),
                     Committed::Conflict => continue,
                 }
@@ -90,9 +90,9 @@ impl Turns {
             .await
     }
 
-    /// Commits the answer to the turn at `user_seq` with `status_idle`, and records its cost.
-    /// Writes nothing when the turn was committed already, the run was cancelled or replaced, or
-    /// the session is gone.
+    /// Commits the answer to the turn at `user_seq` with `status_idle`, and its cost in the same
+    /// transaction. Writes nothing when the turn was committed already, the run was cancelled or
+    /// replaced, or the session is gone.
     pub async fn answer(
         &self,
         key: &SessionKey,
@@ -104,12 +104,12 @@ impl Turns {
             NewEvent::agent_message(&reply.text),
             NewEvent::status_idle(),
         ];
-        if self.end_turn(key, run, user_seq, events).await? && reply.cost_micros > 0 {
-            self.store
-                .add_cost(&key.org, &self.clock.now().month(), reply.cost_micros)
-                .await?;
-        }
-        Ok(())
+        let charge = (reply.cost_micros > 0).then(|| Charge {
+            month: self.clock.now().month(),
+            micros: reply.cost_micros,
+        });
+        self.end_turn(key, run, user_seq, events, charge.as_ref())
+            .await
     }
 
     /// Ends the turn at `user_seq` with an `error` event and `status_idle`, so the session stays
@@ -123,7 +123,7 @@ impl Turns {
         message: &str,
     ) -> Result<(), CoreError> {
         let events = vec![NewEvent::error(code, message), NewEvent::status_idle()];
-        self.end_turn(key, run, user_seq, events).await.map(|_| ())
+        self.end_turn(key, run, user_seq, events, None).await
     }
 
     /// Ends `run` with one `status_terminated` and drops its pending turns (their messages stay
@@ -142,8 +142,34 @@ impl Turns {
             next.version += 1;
             next.run_id = None;
             next.pending.clear();
+            let events = vec![NewEvent::status_terminated(reason)];
+            match self.commit(&next, s.version, events, None).await? {
+                Committed::Yes | Committed::Gone => return Ok(()),
+                Committed::Conflict => continue,
+            }
+        }
+    }
+
+    async fn end_turn(
+        &self,
+        key: &SessionKey,
+        run: &RunId,
+        user_seq: u64,
+        events: Vec<NewEvent>,
+        charge: Option<&Charge>,
+    ) -> Result<(), CoreError> {
+        loop {
+            let Some(s) = self.owned(key, run).await? else {
+                return Ok(());
+            };
+            if s.cancelled_at.is_some() || s.pending.first() != Some(&user_seq) {
+                return Ok(());
+            }
+            let mut next = s.clone();
+            next.version += 1;
+            next.pending.remove(0);
             match self
-                .commit(&next, s.version, vec![NewEvent::status_terminated(reason)])
+                .commit(&next, s.version, events.clone(), charge)
                 .await?
             {
                 Committed::Yes | Committed::Gone => return Ok(()),
@@ -152,39 +178,13 @@ impl Turns {
         }
     }
 
-    /// Returns whether this call committed the events.
-    async fn end_turn(
-        &self,
-        key: &SessionKey,
-        run: &RunId,
-        user_seq: u64,
-        events: Vec<NewEvent>,
-    ) -> Result<bool, CoreError> {
-        loop {
-            let Some(s) = self.owned(key, run).await? else {
-                return Ok(false);
-            };
-            if s.cancelled_at.is_some() || s.pending.first() != Some(&user_seq) {
-                return Ok(false);
-            }
-            let mut next = s.clone();
-            next.version += 1;
-            next.pending.remove(0);
-            match self.commit(&next, s.version, events.clone()).await? {
-                Committed::Yes => return Ok(true),
-                Committed::Gone => return Ok(false),
-                Committed::Conflict => continue,
-            }
-        }
-    }
-
-    /// The session, if it exists and `run` is its active run.
+    /// The session, if it exists, is not being deleted, and `run` is its active run.
     async fn owned(&self, key: &SessionKey, run: &RunId) -> Result<Option<Session>, CoreError> {
         Ok(self
             .store
             .get_session(key)
             .await?
-            .filter(|s| s.run_id.as_ref() == Some(run)))
+            .filter(|s| !s.deleting && s.run_id.as_ref() == Some(run)))
     }
 
     async fn commit(
@@ -192,10 +192,15 @@ impl Turns {
         next: &Session,
         expected: u64,
         new: Vec<NewEvent>,
+        charge: Option<&Charge>,
     ) -> Result<Committed, CoreError> {
         let mut next = next.clone();
         let events = next.place(self.clock.now(), new);
-        match self.store.commit_session(&next, expected, &events).await {
+        match self
+            .store
+            .commit_session(&next, expected, &events, charge)
+            .await
+        {
             Ok(()) => Ok(Committed::Yes),
             Err(StoreError::Conflict) => Ok(Committed::Conflict),
             Err(StoreError::Gone) => Ok(Committed::Gone),

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{Event, EventKind, Member, Org, Session, SessionSummary, Usage};
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
-use knowledge_core::ports::{RateWindow, Store, StoreError, UsageRefused};
+use knowledge_core::ports::{Charge, RateWindow, Store, StoreError, UsageRefused};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 
 const SCHEMA: &str = r#"
@@ -42,11 +42,13 @@ CREATE TABLE IF NOT EXISTS sessions (
     updated_at INTEGER NOT NULL,
     cancelled_at INTEGER,
     run_id TEXT,
+    deleting INTEGER NOT NULL DEFAULT 0,
     pending TEXT NOT NULL,
     next_seq INTEGER NOT NULL,
     version INTEGER NOT NULL,
     PRIMARY KEY (user_id, org_id, session_id)
 ) STRICT, WITHOUT ROWID;
+DROP INDEX IF EXISTS sessions_by_update;
 CREATE INDEX IF NOT EXISTS sessions_recent ON sessions (user_id, org_id, updated_at DESC, session_id DESC);
 CREATE INDEX IF NOT EXISTS sessions_running ON sessions (run_id) WHERE run_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS events (
@@ -261,6 +263,7 @@ fn session_from(key: SessionKey, r: &Row<'_>) -> rusqlite::Result<Session> {
         pending: serde_json::from_str(&pending).map_err(conversion)?,
         next_seq: r.get(6)?,
         version: r.get(7)?,
+        deleting: r.get(8)?,
     })
 }
 
@@ -399,8 +402,8 @@ impl Store for SqliteStore {
                 .execute(
                     "INSERT OR IGNORE INTO sessions
                      (user_id, org_id, session_id, title, created_at, updated_at, cancelled_at, run_id,
-                      pending, next_seq, version)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                      pending, next_seq, version, deleting)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                     params![
                         k.user.as_str(),
                         k.org.as_str(),
@@ -412,7 +415,8 @@ impl Store for SqliteStore {
                         s.run_id.as_ref().map(RunId::as_str),
                         pending_json(&s),
                         s.next_seq,
-                        s.version
+                        s.version,
+                        s.deleting
                     ],
                 )
                 .map_err(backend)?;
@@ -428,8 +432,8 @@ impl Store for SqliteStore {
         let k = key.clone();
         self.read(move |c| {
             c.query_row(
-                "SELECT title, created_at, updated_at, cancelled_at, run_id, pending, next_seq, version
-                 FROM sessions WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3",
+                "SELECT title, created_at, updated_at, cancelled_at, run_id, pending, next_seq, version,
+                 deleting FROM sessions WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3",
                 [k.user.as_str(), k.org.as_str(), k.session.as_str()],
                 |r| session_from(k.clone(), r),
             )
@@ -443,14 +447,15 @@ impl Store for SqliteStore {
         session: &Session,
         expected_version: u64,
         events: &[Event],
+        charge: Option<&Charge>,
     ) -> Result<(), StoreError> {
-        let (s, events) = (session.clone(), events.to_vec());
+        let (s, events, charge) = (session.clone(), events.to_vec(), charge.cloned());
         self.write(move |tx| {
             let k = &s.key;
             let updated = tx
                 .execute(
                     "UPDATE sessions SET title = ?4, updated_at = ?5, cancelled_at = ?6, run_id = ?7,
-                     pending = ?8, next_seq = ?9, version = ?10
+                     pending = ?8, next_seq = ?9, version = ?10, deleting = ?12
                      WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3 AND version = ?11",
                     params![
                         k.user.as_str(),
@@ -463,7 +468,8 @@ impl Store for SqliteStore {
                         pending_json(&s),
                         s.next_seq,
                         s.version,
-                        expected_version
+                        expected_version,
+                        s.deleting
                     ],
                 )
                 .map_err(backend)?;
@@ -478,7 +484,13 @@ impl Store for SqliteStore {
                     .map_err(backend)?;
                 return Err(if exists { StoreError::Conflict } else { StoreError::Gone });
             }
-            insert_events(tx, k, &events)
+            insert_events(tx, k, &events)?;
+            if let Some(charge) = charge {
+                let usage = read_usage(tx, &k.org, &charge.month).map_err(backend)?;
+                let after = Usage { cost_micros: usage.cost_micros.saturating_add(charge.micros), ..usage };
+                write_usage(tx, &k.org, &charge.month, after).map_err(backend)?;
+            }
+            Ok(())
         })
         .await
     }

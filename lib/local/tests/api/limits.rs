@@ -171,6 +171,7 @@ async fn transcript_pages_hold_a_hundred_events_and_has_more_leads_to_the_rest()
         created_at: Timestamp(1),
         updated_at: Timestamp(1),
         cancelled_at: None,
+        deleting: false,
         run_id: None::<RunId>,
         pending: vec![],
         next_seq: 1,

@@ -153,7 +153,8 @@ async fn a_step_delivered_twice_commits_its_events_once() {
     let Next::Turn(turn) = rig.turns.next(&key, &created.run_id).await.unwrap() else {
         panic!("a turn is pending")
     };
-    let reply = rig.turns.ask(&key, &turn).await.unwrap();
+    let mut reply = rig.turns.ask(&key, &turn).await.unwrap();
+    reply.cost_micros = 1_500_000;
     rig.turns
         .answer(&key, &created.run_id, turn.user_seq, &reply)
         .await
@@ -176,6 +177,54 @@ async fn a_step_delivered_twice_commits_its_events_once() {
         rig.kinds(&key).await,
         ["user_message", "agent_message", "status_idle"]
     );
+    // The cost was recorded with the answer, once.
+    let month = knowledge_core::clock::Clock::now(&SystemClock).month();
+    let usage = rig.store.get_usage(&rig.p.org, &month).await.unwrap();
+    assert_eq!(usage.cost_micros, 1_500_000);
+}
+
+#[tokio::test]
+async fn a_session_marked_for_deletion_is_gone_to_every_writer() {
+    let rig = Rig::new().await;
+    let created = rig.service.create_session(&rig.p, "one").await.unwrap();
+    let key = SessionKey {
+        user: rig.p.user.clone(),
+        org: rig.p.org.clone(),
+        session: created.id.clone(),
+    };
+    // The first half of a delete: the tombstone is committed, the rows are still there.
+    let mut s = rig.store.get_session(&key).await.unwrap().unwrap();
+    let expected = s.version;
+    s.version += 1;
+    s.deleting = true;
+    rig.store
+        .commit_session(&s, expected, &[], None)
+        .await
+        .unwrap();
+
+    let gone = |r: Result<(), knowledge_core::CoreError>| {
+        assert!(
+            matches!(r, Err(knowledge_core::CoreError::NotFound(_))),
+            "{r:?}"
+        )
+    };
+    gone(rig.service.post_message(&rig.p, &created.id, "two").await);
+    gone(rig.service.cancel(&rig.p, &created.id).await.map(|_| ()));
+    gone(
+        rig.service
+            .transcript(&rig.p, &created.id, None)
+            .await
+            .map(|_| ()),
+    );
+    assert!(matches!(
+        rig.turns.next(&key, &created.run_id).await.unwrap(),
+        Next::Finished
+    ));
+    assert_eq!(rig.kinds(&key).await, ["user_message"]);
+    // The second half removes what is left.
+    rig.service.delete(&rig.p, &created.id).await.unwrap_err();
+    assert!(rig.store.delete_session(&key).await.unwrap());
+    assert_eq!(rig.store.rows_for(&key).await.unwrap(), (0, 0));
 }
 
 #[tokio::test]
