@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::middleware::from_fn_with_state;
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use knowledge_core::service::Service;
 
 use crate::cookie::CookieSigner;
@@ -37,22 +37,30 @@ pub struct AppState {
     pub config: Arc<HttpConfig>,
 }
 
-/// The session endpoints and the organisation switch.
+/// The session endpoints and the organisation switch. Every request under
+/// `/api/managed-agents/` passes the member guard first, unknown paths and methods included, so
+/// without a valid cookie the answer is always 401.
 pub fn router(state: AppState) -> Router {
     let sessions = Router::new()
         .route(
-            "/api/managed-agents/session",
+            "/session",
             post(routes::create_session).delete(routes::delete_session),
         )
-        .route("/api/managed-agents/message", post(routes::post_message))
-        .route("/api/managed-agents/transcript", get(routes::transcript))
-        .route("/api/managed-agents/sessions", get(routes::list_sessions))
-        .route("/api/managed-agents/cancel", post(routes::cancel))
-        .route_layer(from_fn_with_state(state.clone(), guard::member));
+        .route("/message", post(routes::post_message))
+        .route("/transcript", get(routes::transcript))
+        .route("/sessions", get(routes::list_sessions))
+        .route("/cancel", post(routes::cancel))
+        .fallback(routes::route_not_found)
+        .method_not_allowed_fallback(routes::method_not_allowed)
+        .layer(from_fn_with_state(state.clone(), guard::member));
     let auth = Router::new()
         .route("/api/auth/switch-org", post(routes::switch_org))
         .route_layer(from_fn_with_state(state.clone(), guard::signed_in));
-    sessions
+    // The nested router's fallback does not see the prefix with a bare trailing slash.
+    let bare = any(routes::route_not_found).layer(from_fn_with_state(state.clone(), guard::member));
+    Router::new()
+        .nest("/api/managed-agents", sessions)
+        .route("/api/managed-agents/", bare)
         .merge(auth)
         .fallback(routes::route_not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)

@@ -72,14 +72,23 @@ pub fn signing_key(data_dir: &Path) -> Result<Vec<u8>, LocalError> {
     }
 }
 
-/// Creates a file readable by its owner only; fails if it exists.
+/// Publishes `text` at `path`, readable by its owner only, atomically: it is written and synced
+/// under a temporary name, then hard-linked into place, which fails if `path` exists. A reader
+/// never sees a partial file, and a crash leaves no empty one.
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
+    options.write(true).create(true).truncate(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)?.write_all(text.as_bytes())
+    let written = options.open(&tmp).and_then(|mut f| {
+        f.write_all(text.as_bytes())?;
+        f.sync_all()
+    });
+    let published = written.and_then(|()| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    published
 }
 
 /// The parts of a running local service, kept by whoever built it.

@@ -277,6 +277,7 @@ async fn serve(
         let _ = tokio::signal::ctrl_c().await;
     };
     service.serve(listener, shutdown).await?;
-    service.workflow.idle().await;
+    // Give turns in flight a moment to finish; any still running are resumed at the next start.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(3), service.workflow.idle()).await;
     Ok(())
 }

@@ -264,7 +264,7 @@ async fn sessions_survive_a_restart_of_the_service() {
 }
 
 #[tokio::test]
-async fn kill_9_loses_nothing_acknowledged_and_the_restarted_service_finishes_the_turns() {
+async fn kill_9_loses_nothing_acknowledged() {
     let dir = tempfile::tempdir().unwrap();
     let (mut child, base, _) = serve(dir.path()).await;
     let cookie = admin(
@@ -306,7 +306,7 @@ async fn kill_9_loses_nothing_acknowledged_and_the_restarted_service_finishes_th
     for id in &acknowledged {
         assert!(listed.contains(&id.as_str()), "{id} lost");
     }
-    // Runs in flight at the kill are resumed: every session gets its answer.
+    // Every session is answered, whether its run finished before the kill or was resumed.
     for id in &acknowledged {
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
@@ -329,6 +329,69 @@ async fn kill_9_loses_nothing_acknowledged_and_the_restarted_service_finishes_th
             );
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
+    }
+    child.kill().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_run_left_in_flight_by_a_dead_process_is_resumed_and_answered_at_start() {
+    use knowledge_core::clock::{Clock, SystemClock};
+    use knowledge_core::domain::{NewEvent, Session};
+    use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
+    use knowledge_core::ports::Store;
+
+    let dir = tempfile::tempdir().unwrap();
+    // What a process killed mid-turn leaves behind: a claimed run and an unanswered message.
+    let key = {
+        let store = knowledge_local::SqliteStore::open(dir.path()).unwrap();
+        knowledge_local::admin::Admin { store: &store }
+            .bootstrap()
+            .await
+            .unwrap();
+        let key = SessionKey {
+            user: UserId::parse("usr_default").unwrap(),
+            org: OrgId::parse("org_default").unwrap(),
+            session: SessionId::generate(),
+        };
+        let now = SystemClock.now();
+        let mut session = Session {
+            key: key.clone(),
+            title: "interrupted".into(),
+            created_at: now,
+            updated_at: now,
+            cancelled_at: None,
+            run_id: Some(RunId::generate()),
+            deleting: false,
+            pending: vec![],
+            next_seq: 1,
+            version: 1,
+        };
+        let events = session.place(now, vec![NewEvent::user_message("interrupted")]);
+        session.pending.push(events[0].seq);
+        store.create_session(&session, &events).await.unwrap();
+        key
+    };
+    let (mut child, base, printed) = serve(dir.path()).await;
+    assert!(printed.contains("resumed 1 run"), "{printed}");
+    let cookie = admin(
+        dir.path(),
+        &["cookie", "--org", "org_default", "--user", "usr_default"],
+    )
+    .await;
+    let path = format!("/api/managed-agents/transcript?sessionId={}", key.session);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (_, t) = call(reqwest::Method::GET, &base, &path, &cookie, None).await;
+        if t["workflowRunId"].is_null() {
+            let k = kinds(t["events"].as_array().unwrap());
+            assert_eq!(k, ["user_message", "agent_message", "status_idle"]);
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the run was not resumed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     child.kill().await.unwrap();
 }

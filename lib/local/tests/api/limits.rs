@@ -93,7 +93,7 @@ async fn the_thirty_first_cancel_within_a_minute_is_429() {
 }
 
 #[tokio::test]
-async fn rate_limits_hold_across_two_processes_sharing_the_store() {
+async fn rate_limits_hold_across_two_services_sharing_one_data_directory() {
     let first = Api::start().await;
     let second = Api::start_on(first.dir.clone(), Arc::new(BuiltinAgent)).await;
     for i in 0..5 {

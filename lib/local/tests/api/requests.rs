@@ -645,6 +645,21 @@ async fn unknown_routes_are_404_and_wrong_methods_405_with_the_error_body() {
     let api = Api::start().await;
     assert_error(&api.get("/api/managed-agents/nope").await, 404, "not_found");
     assert_error(&api.get(MESSAGE).await, 405, "method_not_allowed");
+    assert_error(&api.get("/elsewhere").await, 404, "not_found");
+}
+
+#[tokio::test]
+async fn every_request_under_managed_agents_needs_the_cookie_even_unknown_ones() {
+    let api = Api::start().await;
+    let anonymous = User {
+        cookie: String::new(),
+        ..api.user.clone()
+    };
+    for path in ["/api/managed-agents/nope", MESSAGE, "/api/managed-agents/"] {
+        let r = api.get_as(&anonymous, path).await;
+        assert_eq!(r.status, 401, "{path}: {}", r.body);
+        assert_error(&r, 401, "unauthenticated");
+    }
 }
 
 #[tokio::test]
