@@ -32,6 +32,38 @@ fn is_token(s: &str, max: usize) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
+/// The conversions every identifier has: from and into `String` (validated), `FromStr`, and
+/// `Display`.
+macro_rules! id_traits {
+    ($name:ident) => {
+        impl TryFrom<String> for $name {
+            type Error = InvalidId;
+            fn try_from(s: String) -> Result<Self, InvalidId> {
+                Self::parse(&s)
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = InvalidId;
+            fn from_str(s: &str) -> Result<Self, InvalidId> {
+                Self::parse(s)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
 macro_rules! token_id {
     ($(#[$doc:meta])* $name:ident, $what:literal, $prefix:literal) => {
         $(#[$doc])*
@@ -59,31 +91,7 @@ macro_rules! token_id {
             }
         }
 
-        impl TryFrom<String> for $name {
-            type Error = InvalidId;
-            fn try_from(s: String) -> Result<Self, InvalidId> {
-                Self::parse(&s)
-            }
-        }
-
-        impl std::str::FromStr for $name {
-            type Err = InvalidId;
-            fn from_str(s: &str) -> Result<Self, InvalidId> {
-                Self::parse(s)
-            }
-        }
-
-        impl From<$name> for String {
-            fn from(id: $name) -> String {
-                id.0
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
+        id_traits!($name);
     };
 }
 
@@ -128,31 +136,7 @@ macro_rules! random_id {
             }
         }
 
-        impl TryFrom<String> for $name {
-            type Error = InvalidId;
-            fn try_from(s: String) -> Result<Self, InvalidId> {
-                Self::parse(&s)
-            }
-        }
-
-        impl std::str::FromStr for $name {
-            type Err = InvalidId;
-            fn from_str(s: &str) -> Result<Self, InvalidId> {
-                Self::parse(s)
-            }
-        }
-
-        impl From<$name> for String {
-            fn from(id: $name) -> String {
-                id.0
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
+        id_traits!($name);
     };
 }
 

@@ -102,6 +102,23 @@ async fn call(
     )
 }
 
+/// Polls (bounded) until the session has no run in flight; returns the event types.
+async fn wait_answered(base: &str, cookie: &str, session: &str) -> Vec<String> {
+    let path = format!("/api/managed-agents/transcript?sessionId={session}");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (_, t) = call(reqwest::Method::GET, base, &path, cookie, None).await;
+        if t["workflowRunId"].is_null() {
+            return kinds(t["events"].as_array().unwrap());
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{session} never finished"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
 async fn serve_on_an_empty_data_dir_creates_a_default_org_and_prints_how_to_get_a_cookie() {
     let dir = tempfile::tempdir().unwrap();
@@ -308,27 +325,8 @@ async fn kill_9_loses_nothing_acknowledged() {
     }
     // Every session is answered, whether its run finished before the kill or was resumed.
     for id in &acknowledged {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            let (_, t) = call(
-                reqwest::Method::GET,
-                &base,
-                &format!("/api/managed-agents/transcript?sessionId={id}"),
-                &cookie,
-                None,
-            )
-            .await;
-            let k = kinds(t["events"].as_array().unwrap());
-            if t["workflowRunId"].is_null() {
-                assert_eq!(k, ["user_message", "agent_message", "status_idle"], "{id}");
-                break;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{id} never finished: {k:?}"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        let k = wait_answered(&base, &cookie, id).await;
+        assert_eq!(k, ["user_message", "agent_message", "status_idle"], "{id}");
     }
     child.kill().await.unwrap();
 }
@@ -378,20 +376,7 @@ async fn a_run_left_in_flight_by_a_dead_process_is_resumed_and_answered_at_start
         &["cookie", "--org", "org_default", "--user", "usr_default"],
     )
     .await;
-    let path = format!("/api/managed-agents/transcript?sessionId={}", key.session);
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let (_, t) = call(reqwest::Method::GET, &base, &path, &cookie, None).await;
-        if t["workflowRunId"].is_null() {
-            let k = kinds(t["events"].as_array().unwrap());
-            assert_eq!(k, ["user_message", "agent_message", "status_idle"]);
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the run was not resumed"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let k = wait_answered(&base, &cookie, key.session.as_str()).await;
+    assert_eq!(k, ["user_message", "agent_message", "status_idle"]);
     child.kill().await.unwrap();
 }

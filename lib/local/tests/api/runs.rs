@@ -68,6 +68,14 @@ impl Rig {
         }
     }
 
+    fn key(&self, session: &knowledge_core::ids::SessionId) -> SessionKey {
+        SessionKey {
+            user: self.p.user.clone(),
+            org: self.p.org.clone(),
+            session: session.clone(),
+        }
+    }
+
     fn started(&self) -> Vec<RunId> {
         self.workflow.started.lock().unwrap().clone()
     }
@@ -98,11 +106,7 @@ impl Rig {
 async fn a_message_after_cancel_finishes_the_cancelled_run_itself_when_the_workflow_has_not_yet() {
     let rig = Rig::new().await;
     let created = rig.service.create_session(&rig.p, "one").await.unwrap();
-    let key = SessionKey {
-        user: rig.p.user.clone(),
-        org: rig.p.org.clone(),
-        session: created.id.clone(),
-    };
+    let key = rig.key(&created.id);
     assert!(!rig.service.cancel(&rig.p, &created.id).await.unwrap());
     rig.service
         .post_message(&rig.p, &created.id, "two")
@@ -145,11 +149,7 @@ async fn a_message_after_cancel_finishes_the_cancelled_run_itself_when_the_workf
 async fn a_step_delivered_twice_commits_its_events_once() {
     let rig = Rig::new().await;
     let created = rig.service.create_session(&rig.p, "one").await.unwrap();
-    let key = SessionKey {
-        user: rig.p.user.clone(),
-        org: rig.p.org.clone(),
-        session: created.id,
-    };
+    let key = rig.key(&created.id);
     let Next::Turn(turn) = rig.turns.next(&key, &created.run_id).await.unwrap() else {
         panic!("a turn is pending")
     };
@@ -187,11 +187,7 @@ async fn a_step_delivered_twice_commits_its_events_once() {
 async fn a_session_marked_for_deletion_is_gone_to_every_writer() {
     let rig = Rig::new().await;
     let created = rig.service.create_session(&rig.p, "one").await.unwrap();
-    let key = SessionKey {
-        user: rig.p.user.clone(),
-        org: rig.p.org.clone(),
-        session: created.id.clone(),
-    };
+    let key = rig.key(&created.id);
     // The first half of a delete: the tombstone is committed, the rows are still there.
     let mut s = rig.store.get_session(&key).await.unwrap().unwrap();
     let expected = s.version;
@@ -231,11 +227,7 @@ async fn a_session_marked_for_deletion_is_gone_to_every_writer() {
 async fn a_message_arriving_as_the_run_ends_is_answered_by_that_run() {
     let rig = Rig::new().await;
     let created = rig.service.create_session(&rig.p, "one").await.unwrap();
-    let key = SessionKey {
-        user: rig.p.user.clone(),
-        org: rig.p.org.clone(),
-        session: created.id.clone(),
-    };
+    let key = rig.key(&created.id);
     let Next::Turn(turn) = rig.turns.next(&key, &created.run_id).await.unwrap() else {
         panic!()
     };
@@ -272,11 +264,7 @@ async fn a_message_arriving_as_the_run_ends_is_answered_by_that_run() {
 async fn two_concurrent_messages_on_an_idle_session_start_exactly_one_run() {
     let rig = Rig::new().await;
     let created = rig.service.create_session(&rig.p, "one").await.unwrap();
-    let key = SessionKey {
-        user: rig.p.user.clone(),
-        org: rig.p.org.clone(),
-        session: created.id.clone(),
-    };
+    let key = rig.key(&created.id);
     rig.drive(&key, &created.run_id).await;
     for round in 0..10 {
         let (a, b) = tokio::join!(
