@@ -223,7 +223,9 @@ impl Service {
     }
 
     /// One page of the log after `since` (from the start when `None`), at most
-    /// [`TRANSCRIPT_PAGE`] events. Errors: `NotFound`.
+    /// [`TRANSCRIPT_PAGE`] events. The session is read before the events, so a page that shows
+    /// `workflowRunId` as null also holds (or is followed by) every event of the run that ended.
+    /// Errors: `NotFound`.
     pub async fn transcript(
         &self,
         p: &Principal,
