@@ -119,8 +119,6 @@ pub trait Store: Send + Sync {
         quota: Option<u64>,
         cap_micros: Option<u64>,
     ) -> Result<Result<Usage, UsageRefused>, StoreError>;
-    /// Adds spend to the organisation's month; returns the usage after adding.
-    async fn add_cost(&self, org: &OrgId, month: &str, micros: u64) -> Result<Usage, StoreError>;
     async fn get_usage(&self, org: &OrgId, month: &str) -> Result<Usage, StoreError>;
 }
 

@@ -259,10 +259,7 @@ async fn serve(
         app_origin: origin.clone(),
     })?;
     let resumed = service.resume_runs().await?;
-    println!(
-        "knowledge service listening on http://{bound} (origin {origin}, data in {})",
-        data_dir.display()
-    );
+    // The listening line comes last: scripts may read up to it and know the rest is printed.
     if resumed > 0 {
         println!("resumed {resumed} run(s) left in flight by the previous process");
     }
@@ -273,6 +270,10 @@ async fn serve(
             data_dir.display()
         );
     }
+    println!(
+        "knowledge service listening on http://{bound} (origin {origin}, data in {})",
+        data_dir.display()
+    );
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -641,20 +641,6 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn add_cost(&self, org: &OrgId, month: &str, micros: u64) -> Result<Usage, StoreError> {
-        let (o, m) = (org.clone(), month.to_owned());
-        self.write(move |tx| {
-            let usage = read_usage(tx, &o, &m).map_err(backend)?;
-            let after = Usage {
-                cost_micros: usage.cost_micros.saturating_add(micros),
-                ..usage
-            };
-            write_usage(tx, &o, &m, after).map_err(backend)?;
-            Ok(after)
-        })
-        .await
-    }
-
     async fn get_usage(&self, org: &OrgId, month: &str) -> Result<Usage, StoreError> {
         let (o, m) = (org.clone(), month.to_owned());
         self.read(move |c| read_usage(c, &o, &m)).await

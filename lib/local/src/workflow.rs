@@ -43,11 +43,6 @@ impl LocalWorkflow {
         let mut rx = self.inner.active.subscribe();
         let _ = rx.wait_for(|n| *n == 0).await;
     }
-
-    /// Runs in flight now.
-    pub fn active_runs(&self) -> usize {
-        *self.inner.active.borrow()
-    }
 }
 
 #[async_trait]

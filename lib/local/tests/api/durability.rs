@@ -32,8 +32,15 @@ async fn admin(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
+/// Runs an admin command with `--json`; returns what it printed, parsed.
+async fn admin_json(dir: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&admin(dir, &all).await).expect("JSON output")
+}
+
 /// Starts `knowledge serve` on an ephemeral port; returns the child, its base URL and what it
-/// printed up to the listening line and any lines right after it.
+/// printed up to the listening line, which the binary prints last.
 async fn serve(dir: &Path) -> (Child, String, String) {
     let mut child = Command::new(BIN)
         .arg("--data-dir")
@@ -63,19 +70,6 @@ async fn serve(dir: &Path) -> (Child, String, String) {
     })
     .await
     .expect("serve starts");
-    // The bootstrap hint follows the listening line on a fresh data directory.
-    if let Ok(Ok(Some(l))) =
-        tokio::time::timeout(std::time::Duration::from_millis(500), lines.next_line()).await
-    {
-        printed.push_str(&l);
-        printed.push('\n');
-        while let Ok(Ok(Some(l))) =
-            tokio::time::timeout(std::time::Duration::from_millis(100), lines.next_line()).await
-        {
-            printed.push_str(&l);
-            printed.push('\n');
-        }
-    }
     (child, base, printed)
 }
 
@@ -157,55 +151,32 @@ async fn admin_commands_print_ids_or_json_that_scripts_can_use() {
     assert!(org.starts_with("org_"), "{org}");
     let user = admin(d, &["member", "add", "--org", &org, "--role", "admin"]).await;
     assert!(user.starts_with("usr_"), "{user}");
-    let set: Value = serde_json::from_str(
-        &admin(
-            d,
-            &[
-                "--json",
-                "org",
-                "set",
-                "--org",
-                &org,
-                "--query-quota",
-                "100",
-                "--cost-cap-usd",
-                "12.5",
-            ],
-        )
-        .await,
+    let set: Value = admin_json(
+        d,
+        &[
+            "org",
+            "set",
+            "--org",
+            &org,
+            "--query-quota",
+            "100",
+            "--cost-cap-usd",
+            "12.5",
+        ],
     )
-    .unwrap();
+    .await;
     assert_eq!(set["monthlyQueryQuota"], json!(100));
     assert_eq!(set["costCapUsd"], json!(12.5));
-    let shown: Value =
-        serde_json::from_str(&admin(d, &["org", "show", "--org", &org]).await).unwrap();
+    let shown: Value = admin_json(d, &["org", "show", "--org", &org]).await;
     assert_eq!(shown["plan"], "business");
     assert_eq!(shown["usage"]["queries"], json!(0));
-    let unlimited: Value = serde_json::from_str(
-        &admin(
-            d,
-            &[
-                "--json",
-                "org",
-                "set",
-                "--org",
-                &org,
-                "--query-quota",
-                "unlimited",
-            ],
-        )
-        .await,
+    let unlimited: Value = admin_json(
+        d,
+        &["org", "set", "--org", &org, "--query-quota", "unlimited"],
     )
-    .unwrap();
+    .await;
     assert_eq!(unlimited["monthlyQueryQuota"], json!(null));
-    let removed: Value = serde_json::from_str(
-        &admin(
-            d,
-            &["--json", "member", "remove", "--org", &org, "--user", &user],
-        )
-        .await,
-    )
-    .unwrap();
+    let removed: Value = admin_json(d, &["member", "remove", "--org", &org, "--user", &user]).await;
     assert_eq!(removed["removed"], json!(true));
     let failed = Command::new(BIN)
         .arg("--data-dir")

@@ -10,7 +10,7 @@ use knowledge_core::ids::{EventId, RunId, SessionId, SessionKey};
 use knowledge_core::ports::Store;
 use serde_json::json;
 
-use crate::support::Api;
+use crate::support::{Api, PricedAgent};
 
 const SESSION: &str = "/api/managed-agents/session";
 
@@ -135,19 +135,17 @@ async fn an_exhausted_monthly_quota_is_429_with_retry_after_and_counts_opening_m
 
 #[tokio::test]
 async fn a_reached_cost_cap_is_429_with_month_to_date_and_cap_in_dollars() {
-    let api = Api::start().await;
+    // One answer costs $5.25: the turn under way when the $5 cap is crossed finishes, and
+    // is charged; the next query is refused.
+    let api = Api::start_with(Arc::new(PricedAgent { micros: 5_250_000 })).await;
     api.admin()
         .update_org(&api.user.org, None, Some(Some(5_000_000)), None, None)
         .await
         .unwrap();
-    let id = api.create("cheap so far").await;
+    let id = api.create("expensive question").await;
     api.settle().await;
-    let month = api.clock_now().month();
-    api.svc
-        .store
-        .add_cost(&api.user.org, &month, 5_250_000)
-        .await
-        .unwrap();
+    let k = crate::support::kinds(&api.all_events(&id).await);
+    assert_eq!(k, ["user_message", "agent_message", "status_idle"]);
     let r = api.message(&id, "over the cap").await;
     assert_eq!((r.status, r.code()), (429, "cost_cap_reached"));
     assert_eq!(r.body["monthToDateUsd"], json!(5.25));

@@ -399,3 +399,22 @@ impl Agent for FailingAgent {
         ))
     }
 }
+
+/// A provider whose every answer costs `micros` millionths of a dollar.
+pub struct PricedAgent {
+    pub micros: u64,
+}
+
+#[async_trait]
+impl Agent for PricedAgent {
+    async fn health(&self) -> Result<(), AgentError> {
+        Ok(())
+    }
+
+    async fn respond(&self, _: AgentRequest) -> Result<AgentReply, AgentError> {
+        Ok(AgentReply {
+            text: "a priced answer".into(),
+            cost_micros: self.micros,
+        })
+    }
+}
