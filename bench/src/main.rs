@@ -10,6 +10,7 @@ use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{NewEvent, Session};
 use knowledge_core::ids::{EventId, OrgId, SessionId, SessionKey, UserId};
+use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::Store;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::admin::Admin;
@@ -45,6 +46,7 @@ async fn seed(store: &SqliteStore, user: &UserId, org: &OrgId, events: usize) ->
         deleting: false,
         run_id: None,
         pending: vec![],
+        turn: None,
         next_seq: 1,
         version: 1,
     };
@@ -129,6 +131,7 @@ async fn main() {
     let service = LocalService::new(Parts {
         store: store.clone(),
         agent: Arc::new(BuiltinAgent),
+        integrations: Arc::new(FixedIntegrations::new()),
         clock: Arc::new(SystemClock),
         signing_key: KEY.to_vec(),
         app_origin: base.clone(),

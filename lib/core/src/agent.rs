@@ -1,13 +1,28 @@
-//! The built-in agent: deterministic, offline, no LLM. It answers every question the same way
-//! for the same input, so the service can be tried and tested without a provider.
+//! The built-in agent: deterministic, offline, no LLM. It searches every connected search tool
+//! with the question, then answers in Markdown with the best passages and their sources; with
+//! nothing connected it says so plainly. Same input, same answer, so the service can be tried
+//! and tested without a provider.
+
+use std::fmt::Write as _;
 
 use async_trait::async_trait;
+use serde_json::{Value, json};
 
 use crate::domain::EventKind;
-use crate::ports::{Agent, AgentError, AgentReply, AgentRequest};
+use crate::ports::{Agent, AgentAction, AgentError, AgentReply, AgentRequest, ToolCall, ToolSpec};
+
+/// Passages quoted in an answer at most.
+const PASSAGES: usize = 3;
+/// Characters of a passage quoted at most.
+const PASSAGE_CHARS: usize = 600;
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct BuiltinAgent;
+
+/// Whether `tool` takes a free-text `query`, which is what the built-in agent can fill in.
+fn is_search(tool: &ToolSpec) -> bool {
+    tool.input_schema["properties"]["query"]["type"] == "string"
+}
 
 #[async_trait]
 impl Agent for BuiltinAgent {
@@ -17,20 +32,197 @@ impl Agent for BuiltinAgent {
 
     async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError> {
         let question = request
-            .history
-            .iter()
-            .rev()
-            .find(|e| e.kind == EventKind::UserMessage)
-            .and_then(|e| e.payload.get("text"))
-            .and_then(|t| t.as_str())
+            .question()
             .ok_or_else(|| AgentError::Failed("no user message to answer".into()))?;
-        let quoted: String = question.lines().map(|l| format!("> {l}\n")).collect();
+        let searched = request
+            .steps
+            .iter()
+            .any(|e| e.kind == EventKind::ToolResult);
+        let searches: Vec<&ToolSpec> = request.tools.iter().filter(|t| is_search(t)).collect();
+        let action = if !searched && !searches.is_empty() {
+            AgentAction::UseTools(
+                searches
+                    .iter()
+                    .map(|t| ToolCall {
+                        tool: t.name.clone(),
+                        input: json!({ "query": question }),
+                    })
+                    .collect(),
+            )
+        } else if !searched {
+            AgentAction::Answer(format!(
+                "{}No integrations are connected to your organisation, so I have nothing to \
+                 search. Connect one (the local service takes `--docs DIR`) and ask again.",
+                quote(question)
+            ))
+        } else {
+            AgentAction::Answer(answer(question, &request))
+        };
         Ok(AgentReply {
-            text: format!(
-                "You asked:\n\n{quoted}\nNo integrations are connected to your organisation yet, \
-                 so I have nothing to search. Connect one and ask again."
-            ),
+            action,
             cost_micros: 0,
         })
+    }
+}
+
+fn quote(question: &str) -> String {
+    let quoted: String = question.lines().map(|l| format!("> {l}\n")).collect();
+    format!("You asked:\n\n{quoted}\n")
+}
+
+/// A passage a search tool returned, in the shape the docs integration uses.
+struct Passage<'a> {
+    source: &'a str,
+    heading: &'a str,
+    text: &'a str,
+    score: f64,
+}
+
+fn passages(output: &Value) -> impl Iterator<Item = Passage<'_>> {
+    output.as_array().into_iter().flatten().filter_map(|hit| {
+        Some(Passage {
+            source: hit.get("source")?.as_str()?,
+            heading: hit.get("heading").and_then(Value::as_str).unwrap_or(""),
+            text: hit.get("text")?.as_str()?,
+            score: hit.get("score").and_then(Value::as_f64).unwrap_or(0.0),
+        })
+    })
+}
+
+/// The Markdown answer from the turn's tool results: the best passages over all tools, each
+/// quoted with its source.
+fn answer(question: &str, request: &AgentRequest) -> String {
+    let mut found: Vec<Passage<'_>> = request
+        .steps
+        .iter()
+        .filter(|e| e.kind == EventKind::ToolResult)
+        .flat_map(|e| passages(&e.payload["output"]))
+        .collect();
+    found.sort_by(|a, b| b.score.total_cmp(&a.score));
+    let mut text = quote(question);
+    if found.is_empty() {
+        text.push_str(
+            "I searched the connected documents and found nothing that matches. Try other \
+             words, or check that the documents you need are in the connected folder.",
+        );
+        return text;
+    }
+    text.push_str("Here is what I found in your documents:\n");
+    for p in found.iter().take(PASSAGES) {
+        let title = if p.heading.is_empty() {
+            p.source
+        } else {
+            p.heading
+        };
+        let _ = write!(text, "\n**{title}** (`{}`)\n\n", p.source);
+        let mut body: String = p.text.chars().take(PASSAGE_CHARS).collect();
+        if body.len() < p.text.len() {
+            body.push('…');
+        }
+        for line in body.lines() {
+            let _ = writeln!(text, "> {line}");
+        }
+    }
+    text.push_str("\nSources: ");
+    let mut sources: Vec<&str> = vec![];
+    for p in found.iter().take(PASSAGES) {
+        if !sources.contains(&p.source) {
+            sources.push(p.source);
+        }
+    }
+    let listed: Vec<String> = sources.iter().map(|s| format!("`{s}`")).collect();
+    text.push_str(&listed.join(", "));
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Timestamp;
+    use crate::domain::Event;
+    use crate::ids::OrgId;
+
+    fn event(seq: u64, kind: EventKind, payload: Value) -> Event {
+        Event {
+            seq,
+            kind,
+            payload,
+            occurred_at: Timestamp(0),
+        }
+    }
+
+    fn search_tool() -> ToolSpec {
+        ToolSpec {
+            name: "search_docs".into(),
+            description: "Search".into(),
+            input_schema: json!({"type": "object", "properties": {"query": {"type": "string"}}}),
+        }
+    }
+
+    fn request(steps: Vec<Event>, tools: Vec<ToolSpec>) -> AgentRequest {
+        AgentRequest {
+            org: OrgId::parse("org_a").unwrap(),
+            history: vec![event(
+                1,
+                EventKind::UserMessage,
+                json!({"text": "How to cancel?"}),
+            )],
+            steps,
+            tools,
+        }
+    }
+
+    #[tokio::test]
+    async fn with_a_search_tool_it_searches_first_with_the_question() {
+        let reply = BuiltinAgent
+            .respond(request(vec![], vec![search_tool()]))
+            .await
+            .unwrap();
+        assert_eq!(
+            reply.action,
+            AgentAction::UseTools(vec![ToolCall {
+                tool: "search_docs".into(),
+                input: json!({"query": "How to cancel?"}),
+            }])
+        );
+    }
+
+    #[tokio::test]
+    async fn after_searching_it_quotes_the_best_passages_with_their_sources() {
+        let steps = vec![
+            event(2, EventKind::ToolUse, json!({"tool": "search_docs"})),
+            event(
+                3,
+                EventKind::ToolResult,
+                json!({"tool": "search_docs", "output": [
+                    {"source": "low.md", "heading": "Low", "text": "weak match", "score": 0.5},
+                    {"source": "cancel.md", "heading": "Cancelling", "text": "POST cancel", "score": 2.0},
+                ]}),
+            ),
+        ];
+        let reply = BuiltinAgent
+            .respond(request(steps, vec![search_tool()]))
+            .await
+            .unwrap();
+        let AgentAction::Answer(text) = reply.action else {
+            panic!("expected an answer")
+        };
+        let best = text
+            .find("**Cancelling** (`cancel.md`)")
+            .expect("best passage");
+        let weak = text.find("**Low** (`low.md`)").expect("second passage");
+        assert!(best < weak, "{text}");
+        assert!(text.contains("> POST cancel"), "{text}");
+        assert!(text.ends_with("Sources: `cancel.md`, `low.md`\n"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn with_nothing_connected_it_says_so() {
+        let reply = BuiltinAgent.respond(request(vec![], vec![])).await.unwrap();
+        let AgentAction::Answer(text) = reply.action else {
+            panic!("expected an answer")
+        };
+        assert!(text.contains("No integrations are connected"), "{text}");
     }
 }

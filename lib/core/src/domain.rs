@@ -175,6 +175,18 @@ impl NewEvent {
             payload: serde_json::json!({ "reason": reason }),
         }
     }
+    pub fn tool_use(tool: &str, input: &Value) -> Self {
+        Self {
+            kind: EventKind::ToolUse,
+            payload: serde_json::json!({ "tool": tool, "input": input }),
+        }
+    }
+    pub fn tool_result(tool: &str, output: &Value) -> Self {
+        Self {
+            kind: EventKind::ToolResult,
+            payload: serde_json::json!({ "tool": tool, "output": output }),
+        }
+    }
     pub fn error(code: &str, message: &str) -> Self {
         Self {
             kind: EventKind::Error,
@@ -198,8 +210,11 @@ pub struct Session {
     pub run_id: Option<RunId>,
     /// Set by delete before it removes anything; from then on the session is gone to everyone.
     pub deleting: bool,
-    /// Sequence numbers of user messages waiting for their turn, oldest first.
+    /// Sequence numbers of user messages waiting for their turn, oldest first. The first is the
+    /// turn in progress while a run is active.
     pub pending: Vec<u64>,
+    /// How far the turn at the head of `pending` has gone; `None` before its first step commits.
+    pub turn: Option<TurnProgress>,
     /// Sequence number the next appended event gets.
     pub next_seq: u64,
     /// Incremented by every commit; the optimistic-concurrency token.
@@ -230,6 +245,33 @@ impl Session {
             })
             .collect()
     }
+}
+
+/// Progress of the turn in flight, committed with every step's events. `step` is the step
+/// marker: a step commits only if the marker is still the one it started from, so a step that
+/// runs twice commits once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnProgress {
+    /// Steps committed in this turn.
+    pub step: u32,
+    /// Agent calls committed in this turn.
+    pub agent_calls: u32,
+    /// Sequence number of the turn's first own event; earlier ones are its history.
+    pub from_seq: u64,
+    pub awaiting: Awaiting,
+}
+
+/// What the turn in flight needs next.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "kind", content = "toolUses")]
+pub enum Awaiting {
+    /// The agent, to answer or to ask for tools.
+    Agent,
+    /// The results of these `tool_use` events (sequence numbers, in call order).
+    Tools(Vec<u64>),
+    /// Its `status_idle`: the answer is written.
+    Finish,
 }
 
 /// A line of the session list.
@@ -281,6 +323,7 @@ mod tests {
             run_id: None,
             deleting: false,
             pending: vec![],
+            turn: None,
             next_seq: 4,
             version: 1,
         };

@@ -6,9 +6,10 @@ pub mod clock;
 pub mod domain;
 pub mod error;
 pub mod ids;
+pub mod integrations;
 pub mod limits;
 pub mod ports;
 pub mod service;
-pub mod turns;
+pub mod steps;
 
 pub use error::CoreError;

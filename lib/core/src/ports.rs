@@ -5,10 +5,14 @@
 //! TransactWriteItems of at most 100 items). Nothing needs a scan or a join, and every session
 //! method takes a [`SessionKey`], so another tenant's data cannot even be addressed.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::clock::Timestamp;
-use crate::domain::{Event, Member, Org, Session, SessionSummary, Usage};
+use crate::domain::{Event, EventKind, Member, Org, Session, SessionSummary, Usage};
 use crate::ids::{OrgId, RunId, SessionKey, UserId};
 
 /// Failures of a storage adapter.
@@ -138,19 +142,92 @@ pub trait Workflow: Send + Sync {
 #[error("workflow engine: {0}")]
 pub struct WorkflowError(pub String);
 
+/// A tool an integration offers the agent.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolSpec {
+    /// Unique among the organisation's tools; `[A-Za-z0-9_-]`, at most 64 characters, so that
+    /// every provider's tool-calling API accepts it.
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the tool's input object.
+    pub input_schema: Value,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IntegrationError {
+    /// The tool refused the input or failed on it; the text is shown to the agent as the tool's
+    /// result, so it must not hold secrets.
+    #[error("{0}")]
+    Invalid(String),
+    /// The integration cannot be reached now; the workflow retries the step.
+    #[error("integration unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// A connected source of tools: the built-in docs search, later remote MCP servers.
+#[async_trait]
+pub trait Integration: Send + Sync {
+    /// Short name for logs and answers, such as `docs`.
+    fn name(&self) -> &str;
+    async fn tools(&self) -> Result<Vec<ToolSpec>, IntegrationError>;
+    /// Runs `tool` with `input`. Side effects are the integration's own; the workflow records
+    /// the result once however often this runs.
+    async fn call(&self, tool: &str, input: &Value) -> Result<Value, IntegrationError>;
+}
+
+/// Which integrations each organisation has connected.
+#[async_trait]
+pub trait Integrations: Send + Sync {
+    async fn connected(&self, org: &OrgId) -> Result<Vec<Arc<dyn Integration>>, IntegrationError>;
+}
+
 /// What the agent is asked for one step of a turn.
 #[derive(Debug, Clone)]
 pub struct AgentRequest {
     pub org: OrgId,
-    /// The session's log so far, oldest first, ending with the user message being answered.
+    /// The conversation before this turn's own events, oldest first, ending with the user message
+    /// being answered; messages queued behind it are left out.
     pub history: Vec<Event>,
+    /// This turn's `tool_use` and `tool_result` events so far, in order.
+    pub steps: Vec<Event>,
+    /// The tools the agent may call now; empty when none are connected or the turn has used its
+    /// steps, and then the agent must answer.
+    pub tools: Vec<ToolSpec>,
+}
+
+impl AgentRequest {
+    /// The text of the user message being answered.
+    pub fn question(&self) -> Option<&str> {
+        self.history
+            .iter()
+            .rev()
+            .find(|e| e.kind == EventKind::UserMessage)
+            .and_then(|e| e.payload.get("text"))
+            .and_then(Value::as_str)
+    }
+}
+
+/// A tool call the agent asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub tool: String,
+    pub input: Value,
+}
+
+/// What the agent decided in one step.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentAction {
+    /// The final answer of the turn, in Markdown.
+    Answer(String),
+    /// Calls to run before the agent is asked again.
+    UseTools(Vec<ToolCall>),
 }
 
 /// The agent's answer to one step.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentReply {
-    /// Markdown.
-    pub text: String,
+    pub action: AgentAction,
     /// What the step cost, in millionths of a US dollar.
     pub cost_micros: u64,
 }
@@ -168,5 +245,6 @@ pub enum AgentError {
 pub trait Agent: Send + Sync {
     /// Whether the provider can be reached now; create session answers 502 when it cannot.
     async fn health(&self) -> Result<(), AgentError>;
+    /// One step of a turn. Side-effect free: the workflow may abandon or repeat it.
     async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError>;
 }

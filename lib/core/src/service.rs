@@ -11,7 +11,7 @@ use crate::domain::{
 use crate::error::CoreError;
 use crate::ids::{EventId, OrgId, RunId, SessionId, SessionKey, UserId};
 use crate::limits::{self, Action, Admission};
-use crate::ports::{Agent, Store, StoreError, UsageRefused, Workflow};
+use crate::ports::{Agent, Integrations, Store, StoreError, UsageRefused, Workflow};
 
 /// A signed-in user acting in their active organisation, whose membership has been checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +52,7 @@ pub struct Deps {
     pub store: Arc<dyn Store>,
     pub workflow: Arc<dyn Workflow>,
     pub agent: Arc<dyn Agent>,
+    pub integrations: Arc<dyn Integrations>,
     pub clock: Arc<dyn Clock>,
 }
 
@@ -126,6 +127,13 @@ impl Service {
         let text = non_empty("text", text)?;
         let org = self.active_org(p).await?;
         self.deps.agent.health().await?;
+        let no_connectors = self
+            .deps
+            .integrations
+            .connected(&org.id)
+            .await
+            .map_err(|e| CoreError::Internal(e.to_string()))?
+            .is_empty();
         let now = self.now();
         self.check_usage(&org, now).await?;
         self.admit(Action::CreateSession, p).await?;
@@ -142,6 +150,7 @@ impl Service {
             run_id: Some(run.clone()),
             deleting: false,
             pending: vec![],
+            turn: None,
             next_seq: 1,
             version: 1,
         };
@@ -152,7 +161,7 @@ impl Service {
         Ok(CreatedSession {
             id: key.session,
             run_id: run,
-            no_connectors: true,
+            no_connectors,
         })
     }
 
@@ -188,6 +197,7 @@ impl Service {
                     // The cancelled run has not finished yet: finish it here, atomically.
                     new.push(NewEvent::status_terminated("cancelled"));
                     next.pending.clear();
+                    next.turn = None;
                     started = Some(RunId::generate());
                 }
                 (None, _) => started = Some(RunId::generate()),

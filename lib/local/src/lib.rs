@@ -2,6 +2,7 @@
 //! assembled in one process. The `knowledge` binary and the integration tests both build it here.
 
 pub mod admin;
+pub mod asl;
 pub mod sqlite;
 pub mod workflow;
 
@@ -10,15 +11,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 use knowledge_core::clock::Clock;
-use knowledge_core::ports::{Agent, Store, Workflow};
+use knowledge_core::ports::{Agent, Integrations, Store, Workflow};
 use knowledge_core::service::{Deps, Service};
-use knowledge_core::turns::Turns;
+use knowledge_core::steps::Steps;
 use knowledge_http::cookie::{CookieSigner, MIN_KEY_BYTES};
 use knowledge_http::{AppState, HttpConfig};
 use tokio::net::TcpListener;
 
 pub use crate::sqlite::SqliteStore;
-pub use crate::workflow::LocalWorkflow;
+pub use crate::workflow::{LocalWorkflow, StepTasks};
 
 /// Environment variable that supplies the cookie-signing key (hex, at least 32 bytes) instead of
 /// the key file in the data directory.
@@ -34,6 +35,8 @@ pub enum LocalError {
     Key(String),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    StateMachine(#[from] asl::LoadError),
 }
 
 /// The cookie-signing key: from [`SIGNING_KEY_ENV`] when set, else from `signing.key` in the
@@ -103,23 +106,42 @@ pub struct LocalService {
 pub struct Parts {
     pub store: SqliteStore,
     pub agent: Arc<dyn Agent>,
+    pub integrations: Arc<dyn Integrations>,
     pub clock: Arc<dyn Clock>,
     pub signing_key: Vec<u8>,
     pub app_origin: String,
 }
 
 impl LocalService {
+    /// The local service with the agent state machine run by the local engine.
     pub fn new(parts: Parts) -> Result<Self, LocalError> {
+        Self::with_workflow(parts, |steps| {
+            LocalWorkflow::new(
+                Arc::new(StepTasks(steps)),
+                Arc::new(asl::TracingObserver),
+                asl::Options::default(),
+            )
+        })
+    }
+
+    /// The local service with the workflow `make` builds over the workflow steps; tests use it
+    /// to observe the engine's transitions or to deliver steps twice.
+    pub fn with_workflow(
+        parts: Parts,
+        make: impl FnOnce(Steps) -> Result<LocalWorkflow, asl::LoadError>,
+    ) -> Result<Self, LocalError> {
         let store: Arc<dyn Store> = Arc::new(parts.store.clone());
-        let workflow = LocalWorkflow::new(Turns::new(
+        let workflow = make(Steps::new(
             store.clone(),
             parts.agent.clone(),
+            parts.integrations.clone(),
             parts.clock.clone(),
-        ));
+        ))?;
         let service = Service::new(Deps {
             store,
             workflow: Arc::new(workflow.clone()) as Arc<dyn Workflow>,
             agent: parts.agent,
+            integrations: parts.integrations,
             clock: parts.clock,
         });
         let signer =

@@ -9,10 +9,15 @@ use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::SystemClock;
 use knowledge_core::domain::{OrgStatus, Plan, Role};
 use knowledge_core::ids::{OrgId, UserId};
+use knowledge_core::integrations::FixedIntegrations;
+use knowledge_docs::TantivyDocs;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
-use knowledge_local::admin::{Admin, org_json};
+use knowledge_local::admin::{Admin, DEFAULT_ORG, org_json};
 use knowledge_local::{LocalService, Parts, SqliteStore, signing_key};
 use serde_json::json;
+
+/// The sample folder the default run searches, relative to the working directory.
+const SAMPLE_DOCS: &str = "docs/guide";
 
 #[derive(Parser)]
 #[command(
@@ -45,6 +50,10 @@ enum Command {
         /// The application's origin that POST and DELETE must carry; default `http://<addr>`.
         #[arg(long, env = "KNOWLEDGE_APP_ORIGIN")]
         origin: Option<String>,
+        /// A folder of Markdown and text files to connect to the default organisation as its
+        /// `docs` search integration; default `docs/guide` when that folder exists.
+        #[arg(long, env = "KNOWLEDGE_DOCS")]
+        docs: Option<PathBuf>,
     },
     /// Organisations.
     #[command(subcommand)]
@@ -180,8 +189,8 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             .expect("serve parses"),
     };
     match command {
-        Command::Serve { addr, origin } => {
-            serve(&cli.data_dir, store.clone(), &addr, origin).await?
+        Command::Serve { addr, origin, docs } => {
+            serve(&cli.data_dir, store.clone(), &addr, origin, docs).await?
         }
         Command::Org(OrgCommand::Create {
             name,
@@ -246,14 +255,32 @@ async fn serve(
     store: SqliteStore,
     addr: &str,
     origin: Option<String>,
+    docs: Option<PathBuf>,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let created = Admin { store: &store }.bootstrap().await?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     let origin = origin.unwrap_or_else(|| format!("http://{bound}"));
+    let docs = match docs {
+        Some(dir) => Some(dir),
+        None => Some(PathBuf::from(SAMPLE_DOCS)).filter(|d| d.is_dir()),
+    };
+    let mut integrations = FixedIntegrations::new();
+    let mut connected = None;
+    if let Some(dir) = &docs {
+        let index = TantivyDocs::open(dir)?;
+        connected = Some(format!(
+            "docs: {} passages from {} files in {} (organisation {DEFAULT_ORG})",
+            index.passages(),
+            index.files(),
+            dir.display()
+        ));
+        integrations = integrations.connect(OrgId::parse(DEFAULT_ORG)?, Arc::new(index));
+    }
     let service = LocalService::new(Parts {
         store,
         agent: Arc::new(BuiltinAgent),
+        integrations: Arc::new(integrations),
         clock: Arc::new(SystemClock),
         signing_key: signing_key(data_dir)?,
         app_origin: origin.clone(),
@@ -262,6 +289,10 @@ async fn serve(
     // The listening line comes last: scripts may read up to it and know the rest is printed.
     if resumed > 0 {
         println!("resumed {resumed} run(s) left in flight by the previous process");
+    }
+    match connected {
+        Some(line) => println!("{line}"),
+        None => println!("no integrations connected; serve --docs DIR connects a folder"),
     }
     if let Some((org, user)) = created {
         println!(

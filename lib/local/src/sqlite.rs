@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     run_id TEXT,
     deleting INTEGER NOT NULL DEFAULT 0,
     pending TEXT NOT NULL,
+    turn TEXT,
     next_seq INTEGER NOT NULL,
     version INTEGER NOT NULL,
     PRIMARY KEY (user_id, org_id, session_id)
@@ -116,6 +117,7 @@ impl SqliteStore {
         let path = dir.join("store.db");
         let writer = open_connection(&path).map_err(backend)?;
         writer.execute_batch(SCHEMA).map_err(backend)?;
+        migrate(&writer).map_err(backend)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 path,
@@ -247,8 +249,22 @@ fn org_from(r: &Row<'_>) -> rusqlite::Result<Org> {
     })
 }
 
+/// Brings a data directory written by an earlier version up to the current schema.
+fn migrate(c: &Connection) -> rusqlite::Result<()> {
+    let has_turn: bool = c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'turn')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_turn {
+        c.execute_batch("ALTER TABLE sessions ADD COLUMN turn TEXT")?;
+    }
+    Ok(())
+}
+
 fn session_from(key: SessionKey, r: &Row<'_>) -> rusqlite::Result<Session> {
     let pending: String = r.get(5)?;
+    let turn: Option<String> = r.get(9)?;
     Ok(Session {
         key,
         title: r.get(0)?,
@@ -261,6 +277,10 @@ fn session_from(key: SessionKey, r: &Row<'_>) -> rusqlite::Result<Session> {
             .transpose()
             .map_err(conversion)?,
         pending: serde_json::from_str(&pending).map_err(conversion)?,
+        turn: turn
+            .map(|t| serde_json::from_str(&t))
+            .transpose()
+            .map_err(conversion)?,
         next_seq: r.get(6)?,
         version: r.get(7)?,
         deleting: r.get(8)?,
@@ -305,6 +325,12 @@ fn insert_events(
 
 fn pending_json(s: &Session) -> String {
     serde_json::to_string(&s.pending).expect("a list of integers serialises")
+}
+
+fn turn_json(s: &Session) -> Option<String> {
+    s.turn
+        .as_ref()
+        .map(|t| serde_json::to_string(t).expect("turn progress serialises"))
 }
 
 #[async_trait]
@@ -402,8 +428,8 @@ impl Store for SqliteStore {
                 .execute(
                     "INSERT OR IGNORE INTO sessions
                      (user_id, org_id, session_id, title, created_at, updated_at, cancelled_at, run_id,
-                      pending, next_seq, version, deleting)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                      pending, next_seq, version, deleting, turn)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                     params![
                         k.user.as_str(),
                         k.org.as_str(),
@@ -416,7 +442,8 @@ impl Store for SqliteStore {
                         pending_json(&s),
                         s.next_seq,
                         s.version,
-                        s.deleting
+                        s.deleting,
+                        turn_json(&s)
                     ],
                 )
                 .map_err(backend)?;
@@ -433,7 +460,7 @@ impl Store for SqliteStore {
         self.read(move |c| {
             c.query_row(
                 "SELECT title, created_at, updated_at, cancelled_at, run_id, pending, next_seq, version,
-                 deleting FROM sessions WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3",
+                 deleting, turn FROM sessions WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3",
                 [k.user.as_str(), k.org.as_str(), k.session.as_str()],
                 |r| session_from(k.clone(), r),
             )
@@ -455,7 +482,7 @@ impl Store for SqliteStore {
             let updated = tx
                 .execute(
                     "UPDATE sessions SET title = ?4, updated_at = ?5, cancelled_at = ?6, run_id = ?7,
-                     pending = ?8, next_seq = ?9, version = ?10, deleting = ?12
+                     pending = ?8, next_seq = ?9, version = ?10, deleting = ?12, turn = ?13
                      WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3 AND version = ?11",
                     params![
                         k.user.as_str(),
@@ -469,7 +496,8 @@ impl Store for SqliteStore {
                         s.next_seq,
                         s.version,
                         expected_version,
-                        s.deleting
+                        s.deleting,
+                        turn_json(&s)
                     ],
                 )
                 .map_err(backend)?;

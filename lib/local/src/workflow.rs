@@ -1,22 +1,44 @@
-//! `LocalWorkflow`: the workflow port run in-process on tokio. Each run is a task that drives
-//! the core's turn steps until the run ends; a cancel aborts the in-flight agent call at once.
+//! `LocalWorkflow`: the workflow port run by the local ASL engine. Each run is one execution of
+//! the agent state machine on its own tokio task; its Tasks are the core's workflow steps,
+//! called in-process, and a cancel fires the run's signal so that an agent or tool call in
+//! flight is abandoned at once.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use knowledge_core::ids::{RunId, SessionKey};
 use knowledge_core::ports::{Workflow, WorkflowError};
-use knowledge_core::turns::{Next, Turns};
+use knowledge_core::steps::{HANDLERS, StepInput, Steps};
+use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// Consecutive failed steps (store errors) after which a run gives up and terminates.
-const MAX_STEP_FAILURES: u32 = 5;
+use crate::asl::{AGENT_DEFINITION, LoadError, Observer, Options, StateMachine, TaskError, Tasks};
+
+/// The core's workflow steps as the engine's Task handlers.
+pub struct StepTasks(pub Steps);
+
+#[async_trait]
+impl Tasks for StepTasks {
+    async fn invoke(
+        &self,
+        handler: &str,
+        input: Value,
+        signal: CancellationToken,
+    ) -> Result<Value, TaskError> {
+        self.0
+            .invoke(handler, input, signal.cancelled_owned())
+            .await
+            .map_err(|e| TaskError::new(e.name, e.message))
+    }
+}
 
 struct Inner {
-    turns: Turns,
+    machine: StateMachine,
+    tasks: Arc<dyn Tasks>,
+    observer: Arc<dyn Observer>,
+    options: Options,
     runs: Mutex<HashMap<RunId, CancellationToken>>,
     active: watch::Sender<usize>,
 }
@@ -28,14 +50,24 @@ pub struct LocalWorkflow {
 }
 
 impl LocalWorkflow {
-    pub fn new(turns: Turns) -> Self {
-        Self {
+    /// Loads the agent state machine over `tasks`. Errors: the definition uses a feature the
+    /// engine does not run, or a Task whose handler `tasks` does not have.
+    pub fn new(
+        tasks: Arc<dyn Tasks>,
+        observer: Arc<dyn Observer>,
+        options: Options,
+    ) -> Result<Self, LoadError> {
+        let machine = StateMachine::load(AGENT_DEFINITION, &HANDLERS)?;
+        Ok(Self {
             inner: Arc::new(Inner {
-                turns,
+                machine,
+                tasks,
+                observer,
+                options,
                 runs: Mutex::new(HashMap::new()),
                 active: watch::channel(0).0,
             }),
-        }
+        })
     }
 
     /// Resolves once no run is in flight.
@@ -57,10 +89,24 @@ impl Workflow for LocalWorkflow {
             runs.insert(run.clone(), token.clone());
             self.inner.active.send_modify(|n| *n += 1);
         }
+        let input = serde_json::to_value(StepInput::start(key, run))
+            .map_err(|e| WorkflowError(e.to_string()))?;
         let inner = self.inner.clone();
-        let (key, run) = (key.clone(), run.clone());
+        let (session, run) = (key.session.clone(), run.clone());
         tokio::spawn(async move {
-            drive(&inner.turns, &key, &run, &token).await;
+            let ended = inner
+                .machine
+                .run(
+                    input,
+                    inner.tasks.clone(),
+                    token,
+                    inner.observer.as_ref(),
+                    inner.options,
+                )
+                .await;
+            if let Err(e) = ended {
+                tracing::error!(%session, %run, error = %e, "workflow run failed");
+            }
             inner.runs.lock().expect("runs lock").remove(&run);
             inner.active.send_modify(|n| *n -= 1);
         });
@@ -70,55 +116,6 @@ impl Workflow for LocalWorkflow {
     async fn cancelled(&self, _key: &SessionKey, run: &RunId) {
         if let Some(token) = self.inner.runs.lock().expect("runs lock").get(run) {
             token.cancel();
-        }
-    }
-}
-
-/// Drives one run to its end.
-async fn drive(turns: &Turns, key: &SessionKey, run: &RunId, cancel: &CancellationToken) {
-    let mut failures = 0;
-    loop {
-        let step = async {
-            let Next::Turn(turn) = turns.next(key, run).await? else {
-                return Ok(false);
-            };
-            let reply = tokio::select! {
-                biased;
-                // The store already holds the cancellation; the next step terminates the run.
-                _ = cancel.cancelled() => return Ok(true),
-                reply = turns.ask(key, &turn) => reply,
-            };
-            match reply {
-                Ok(reply) => turns.answer(key, run, turn.user_seq, &reply).await?,
-                Err(e) => {
-                    tracing::warn!(error = %e, session = %key.session, "agent failed");
-                    turns
-                        .fail(
-                            key,
-                            run,
-                            turn.user_seq,
-                            "agent_failed",
-                            "The agent could not answer this message.",
-                        )
-                        .await?
-                }
-            }
-            Ok::<_, knowledge_core::CoreError>(true)
-        };
-        match step.await {
-            Ok(true) => failures = 0,
-            Ok(false) => return,
-            Err(e) => {
-                failures += 1;
-                tracing::error!(error = %e, session = %key.session, failures, "workflow step failed");
-                if failures >= MAX_STEP_FAILURES {
-                    if let Err(e) = turns.terminate(key, run, "workflow_failed").await {
-                        tracing::error!(error = %e, session = %key.session, "could not terminate failed run");
-                    }
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(50 << failures)).await;
-            }
         }
     }
 }

@@ -332,6 +332,7 @@ async fn a_run_left_in_flight_by_a_dead_process_is_resumed_and_answered_at_start
             run_id: Some(RunId::generate()),
             deleting: false,
             pending: vec![],
+            turn: None,
             next_seq: 1,
             version: 1,
         };

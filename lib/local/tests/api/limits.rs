@@ -172,6 +172,7 @@ async fn transcript_pages_hold_a_hundred_events_and_has_more_leads_to_the_rest()
         deleting: false,
         run_id: None::<RunId>,
         pending: vec![],
+        turn: None,
         next_seq: 1,
         version: 1,
     };

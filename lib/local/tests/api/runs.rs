@@ -1,6 +1,7 @@
 //! The run rules of DESIGN.md, driven step by step: the use cases and the workflow steps over the
 //! real SQLite store, with a workflow port that only records the runs it is asked to start, so
-//! that each interleaving of a race can be forced rather than hoped for.
+//! that each interleaving of a race can be forced rather than hoped for. Where a run is driven
+//! to its end, the local engine runs the real state machine over the steps.
 
 use std::sync::{Arc, Mutex};
 
@@ -8,11 +9,16 @@ use async_trait::async_trait;
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::SystemClock;
 use knowledge_core::ids::{OrgId, RunId, SessionKey, UserId};
-use knowledge_core::ports::{Store, Workflow, WorkflowError};
+use knowledge_core::integrations::FixedIntegrations;
+use knowledge_core::ports::{
+    Agent, AgentAction, AgentError, AgentReply, AgentRequest, Store, Workflow, WorkflowError,
+};
 use knowledge_core::service::{Deps, Principal, Service};
-use knowledge_core::turns::{Next, Turns};
-use knowledge_local::SqliteStore;
+use knowledge_core::steps::{Next, StepInput, StepOutput, Steps, TurnRef};
 use knowledge_local::admin::Admin;
+use knowledge_local::asl::{AGENT_DEFINITION, Options, StateMachine, TracingObserver};
+use knowledge_local::{SqliteStore, StepTasks};
+use tokio_util::sync::CancellationToken;
 
 #[derive(Default)]
 struct RecordingWorkflow {
@@ -28,9 +34,25 @@ impl Workflow for RecordingWorkflow {
     async fn cancelled(&self, _: &SessionKey, _: &RunId) {}
 }
 
+/// Answers "priced" at a fixed cost per step.
+struct PricedAnswer(u64);
+
+#[async_trait]
+impl Agent for PricedAnswer {
+    async fn health(&self) -> Result<(), AgentError> {
+        Ok(())
+    }
+    async fn respond(&self, _: AgentRequest) -> Result<AgentReply, AgentError> {
+        Ok(AgentReply {
+            action: AgentAction::Answer("priced".into()),
+            cost_micros: self.0,
+        })
+    }
+}
+
 struct Rig {
     service: Service,
-    turns: Turns,
+    steps: Steps,
     store: SqliteStore,
     workflow: Arc<RecordingWorkflow>,
     p: Principal,
@@ -39,18 +61,24 @@ struct Rig {
 
 impl Rig {
     async fn new() -> Self {
+        Self::with_agent(Arc::new(BuiltinAgent)).await
+    }
+
+    async fn with_agent(agent: Arc<dyn Agent>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(dir.path()).unwrap();
         Admin { store: &store }.bootstrap().await.unwrap();
         let workflow = Arc::new(RecordingWorkflow::default());
         let shared: Arc<dyn Store> = Arc::new(store.clone());
+        let integrations = Arc::new(FixedIntegrations::new());
         let service = Service::new(Deps {
             store: shared.clone(),
             workflow: workflow.clone(),
-            agent: Arc::new(BuiltinAgent),
+            agent: agent.clone(),
+            integrations: integrations.clone(),
             clock: Arc::new(SystemClock),
         });
-        let turns = Turns::new(shared, Arc::new(BuiltinAgent), Arc::new(SystemClock));
+        let steps = Steps::new(shared, agent, integrations, Arc::new(SystemClock));
         let p = service
             .authenticate(
                 UserId::parse("usr_default").unwrap(),
@@ -60,7 +88,7 @@ impl Rig {
             .unwrap();
         Self {
             service,
-            turns,
+            steps,
             store,
             workflow,
             p,
@@ -90,15 +118,44 @@ impl Rig {
             .collect()
     }
 
-    /// Answers turns of `run` until it ends.
+    /// Runs one step handler directly, as a Task of the state machine would.
+    async fn step(
+        &self,
+        handler: &str,
+        key: &SessionKey,
+        run: &RunId,
+        turn: Option<TurnRef>,
+    ) -> StepOutput {
+        let input = StepInput {
+            turn,
+            ..StepInput::start(key, run)
+        };
+        let out = self
+            .steps
+            .invoke(
+                handler,
+                serde_json::to_value(input).unwrap(),
+                std::future::pending(),
+            )
+            .await
+            .unwrap();
+        serde_json::from_value(out).unwrap()
+    }
+
+    /// Runs `run` to its end on the local engine and the real state machine.
     async fn drive(&self, key: &SessionKey, run: &RunId) {
-        while let Next::Turn(turn) = self.turns.next(key, run).await.unwrap() {
-            let reply = self.turns.ask(key, &turn).await.unwrap();
-            self.turns
-                .answer(key, run, turn.user_seq, &reply)
-                .await
-                .unwrap();
-        }
+        let machine =
+            StateMachine::load(AGENT_DEFINITION, &knowledge_core::steps::HANDLERS).unwrap();
+        machine
+            .run(
+                serde_json::to_value(StepInput::start(key, run)).unwrap(),
+                Arc::new(StepTasks(self.steps.clone())),
+                CancellationToken::new(),
+                &TracingObserver,
+                Options::default(),
+            )
+            .await
+            .unwrap();
     }
 }
 
@@ -127,10 +184,8 @@ async fn a_message_after_cancel_finishes_the_cancelled_run_itself_when_the_workf
     );
 
     // The cancelled run, when it finally looks, finds it no longer owns the session.
-    assert!(matches!(
-        rig.turns.next(&key, &started[0]).await.unwrap(),
-        Next::Finished
-    ));
+    let out = rig.step("LoadTurn", &key, &started[0], None).await;
+    assert_eq!(out.next, Next::Done);
     assert_eq!(rig.kinds(&key).await.len(), 3);
     rig.drive(&key, &started[1]).await;
     assert_eq!(
@@ -147,32 +202,22 @@ async fn a_message_after_cancel_finishes_the_cancelled_run_itself_when_the_workf
 
 #[tokio::test]
 async fn a_step_delivered_twice_commits_its_events_once() {
-    let rig = Rig::new().await;
+    let rig = Rig::with_agent(Arc::new(PricedAnswer(1_500_000))).await;
     let created = rig.service.create_session(&rig.p, "one").await.unwrap();
     let key = rig.key(&created.id);
-    let Next::Turn(turn) = rig.turns.next(&key, &created.run_id).await.unwrap() else {
-        panic!("a turn is pending")
-    };
-    let mut reply = rig.turns.ask(&key, &turn).await.unwrap();
-    reply.cost_micros = 1_500_000;
-    rig.turns
-        .answer(&key, &created.run_id, turn.user_seq, &reply)
-        .await
-        .unwrap();
-    rig.turns
-        .answer(&key, &created.run_id, turn.user_seq, &reply)
-        .await
-        .unwrap();
-    rig.turns
-        .fail(
-            &key,
-            &created.run_id,
-            turn.user_seq,
-            "late",
-            "a late duplicate",
-        )
-        .await
-        .unwrap();
+    let run = &created.run_id;
+    let loaded = rig.step("LoadTurn", &key, run, None).await;
+    assert_eq!(loaded.next, Next::Agent);
+    let first = rig.step("CallAgent", &key, run, loaded.turn).await;
+    let again = rig.step("CallAgent", &key, run, loaded.turn).await;
+    assert_eq!(first.next, Next::Finish);
+    assert_eq!(again, first, "the duplicate routes where the first went");
+    let finished = rig.step("FinishTurn", &key, run, first.turn).await;
+    let again = rig.step("FinishTurn", &key, run, first.turn).await;
+    assert_eq!(finished.next, Next::Load);
+    assert_eq!(again.next, Next::Load);
+    // A late duplicate of the agent step, after the turn ended, writes nothing either.
+    rig.step("CallAgent", &key, run, loaded.turn).await;
     assert_eq!(
         rig.kinds(&key).await,
         ["user_message", "agent_message", "status_idle"]
@@ -212,10 +257,10 @@ async fn a_session_marked_for_deletion_is_gone_to_every_writer() {
             .await
             .map(|_| ()),
     );
-    assert!(matches!(
-        rig.turns.next(&key, &created.run_id).await.unwrap(),
-        Next::Finished
-    ));
+    for handler in knowledge_core::steps::HANDLERS {
+        let out = rig.step(handler, &key, &created.run_id, None).await;
+        assert_eq!(out.next, Next::Done, "{handler}");
+    }
     assert_eq!(rig.kinds(&key).await, ["user_message"]);
     // The second half removes what is left.
     rig.service.delete(&rig.p, &created.id).await.unwrap_err();
@@ -228,14 +273,13 @@ async fn a_message_arriving_as_the_run_ends_is_answered_by_that_run() {
     let rig = Rig::new().await;
     let created = rig.service.create_session(&rig.p, "one").await.unwrap();
     let key = rig.key(&created.id);
-    let Next::Turn(turn) = rig.turns.next(&key, &created.run_id).await.unwrap() else {
-        panic!()
-    };
-    let reply = rig.turns.ask(&key, &turn).await.unwrap();
-    rig.turns
-        .answer(&key, &created.run_id, turn.user_seq, &reply)
-        .await
-        .unwrap();
+    let run = &created.run_id;
+    let loaded = rig.step("LoadTurn", &key, run, None).await;
+    let answered = rig.step("CallAgent", &key, run, loaded.turn).await;
+    assert_eq!(
+        rig.step("FinishTurn", &key, run, answered.turn).await.next,
+        Next::Load
+    );
     // The run has answered everything but not yet ended: the message joins it.
     rig.service
         .post_message(&rig.p, &created.id, "two")

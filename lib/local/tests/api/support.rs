@@ -9,10 +9,14 @@ use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::ShiftedClock;
 use knowledge_core::domain::Role;
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
-use knowledge_core::ports::{Agent, AgentError, AgentReply, AgentRequest, Store};
+use knowledge_core::integrations::FixedIntegrations;
+use knowledge_core::ports::{
+    Agent, AgentAction, AgentError, AgentReply, AgentRequest, Integrations, Store,
+};
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::admin::Admin;
-use knowledge_local::{LocalService, Parts, SqliteStore};
+use knowledge_local::asl::{Observer, Options, Tasks, TracingObserver};
+use knowledge_local::{LocalService, LocalWorkflow, Parts, SqliteStore, StepTasks};
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
@@ -44,6 +48,34 @@ pub struct User {
     pub cookie: String,
 }
 
+/// Retry and Wait delays of the state machine, scaled down a thousandfold: the tests check how
+/// often a step is retried and what follows, not how long the backoff lasts.
+pub const FAST: Options = Options { delay_scale: 0.001 };
+
+/// What a test service is built from.
+pub struct Setup {
+    pub agent: Arc<dyn Agent>,
+    pub integrations: Arc<dyn Integrations>,
+    /// Sees every state transition of every run, before the state runs.
+    pub observer: Arc<dyn Observer>,
+    /// Wraps the step handlers, to deliver steps twice or make them fail.
+    pub wrap: fn(Arc<dyn Tasks>) -> Arc<dyn Tasks>,
+    /// A data directory that may hold another service's data.
+    pub dir: Option<Arc<tempfile::TempDir>>,
+}
+
+impl Setup {
+    pub fn new(agent: Arc<dyn Agent>) -> Self {
+        Self {
+            agent,
+            integrations: Arc::new(FixedIntegrations::new()),
+            observer: Arc::new(TracingObserver),
+            wrap: |tasks| tasks,
+            dir: None,
+        }
+    }
+}
+
 pub struct Api {
     pub base: String,
     pub origin: String,
@@ -68,22 +100,38 @@ impl Api {
     }
 
     pub async fn start_with(agent: Arc<dyn Agent>) -> Self {
-        Self::start_on(Arc::new(tempfile::tempdir().unwrap()), agent).await
+        Self::start_setup(Setup::new(agent)).await
     }
 
     /// A service over `dir`, which may already hold another service's data.
     pub async fn start_on(dir: Arc<tempfile::TempDir>, agent: Arc<dyn Agent>) -> Self {
+        Self::start_setup(Setup {
+            dir: Some(dir),
+            ..Setup::new(agent)
+        })
+        .await
+    }
+
+    pub async fn start_setup(setup: Setup) -> Self {
+        let dir = setup
+            .dir
+            .unwrap_or_else(|| Arc::new(tempfile::tempdir().unwrap()));
         let store = SqliteStore::open(dir.path()).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let clock = Arc::new(ShiftedClock::default());
-        let svc = LocalService::new(Parts {
-            store: store.clone(),
-            agent,
-            clock: clock.clone(),
-            signing_key: KEY.to_vec(),
-            app_origin: base.clone(),
-        })
+        let (observer, wrap) = (setup.observer, setup.wrap);
+        let svc = LocalService::with_workflow(
+            Parts {
+                store: store.clone(),
+                agent: setup.agent,
+                integrations: setup.integrations,
+                clock: clock.clone(),
+                signing_key: KEY.to_vec(),
+                app_origin: base.clone(),
+            },
+            move |steps| LocalWorkflow::new(wrap(Arc::new(StepTasks(steps))), observer, FAST),
+        )
         .unwrap();
         let server = {
             let svc = svc.clone();
@@ -355,16 +403,11 @@ impl Agent for GatedAgent {
     }
 
     async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError> {
-        let question = request
-            .history
-            .last()
-            .and_then(|e| e.payload["text"].as_str())
-            .unwrap_or("")
-            .to_owned();
+        let question = request.question().unwrap_or("").to_owned();
         let _ = self.entered_tx.send(question.clone());
         self.gate.acquire().await.expect("gate open").forget();
         Ok(AgentReply {
-            text: format!("answer to: {question}"),
+            action: AgentAction::Answer(format!("answer to: {question}")),
             cost_micros: 0,
         })
     }
@@ -413,7 +456,7 @@ impl Agent for PricedAgent {
 
     async fn respond(&self, _: AgentRequest) -> Result<AgentReply, AgentError> {
         Ok(AgentReply {
-            text: "a priced answer".into(),
+            action: AgentAction::Answer("a priced answer".into()),
             cost_micros: self.micros,
         })
     }

@@ -1,0 +1,49 @@
+//! Integrations connected per organisation, fixed when the process starts, and the lookup of
+//! the integration that offers a tool.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::ids::OrgId;
+use crate::ports::{Integration, IntegrationError, Integrations};
+
+/// A fixed map from organisation to its integrations; organisations not in it have none.
+#[derive(Clone, Default)]
+pub struct FixedIntegrations {
+    by_org: HashMap<OrgId, Vec<Arc<dyn Integration>>>,
+}
+
+impl FixedIntegrations {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Connects `integration` to `org`, after the ones connected before.
+    pub fn connect(mut self, org: OrgId, integration: Arc<dyn Integration>) -> Self {
+        self.by_org.entry(org).or_default().push(integration);
+        self
+    }
+}
+
+#[async_trait]
+impl Integrations for FixedIntegrations {
+    async fn connected(&self, org: &OrgId) -> Result<Vec<Arc<dyn Integration>>, IntegrationError> {
+        Ok(self.by_org.get(org).cloned().unwrap_or_default())
+    }
+}
+
+/// The first of `org`'s integrations that offers `tool`, if any.
+pub async fn find_tool(
+    integrations: &dyn Integrations,
+    org: &OrgId,
+    tool: &str,
+) -> Result<Option<Arc<dyn Integration>>, IntegrationError> {
+    for integration in integrations.connected(org).await? {
+        if integration.tools().await?.iter().any(|t| t.name == tool) {
+            return Ok(Some(integration));
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,642 @@
+//! The agent workflow's steps, one per Task state of `infra/statemachine/agent.asl.json`: load
+//! the turn, call the agent once, run one tool call, finish the turn, terminate the run. Step
+//! Functions runs them as Lambda functions; the local engine calls them in-process. Both pass
+//! the same JSON in and out.
+//!
+//! Every step re-reads the session and commits its events together with the turn's step marker
+//! ([`TurnProgress::step`]) in one version-checked write, conditional on the run still owning
+//! the session. So a step retried or delivered twice commits its events once, a cancelled run
+//! writes nothing more than its one `status_terminated`, and nothing is written after a delete.
+//! A step that finds its work done (or moot) returns where the workflow stands instead, so
+//! whichever copy of a step returns last still routes the workflow correctly.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::clock::Clock;
+use crate::domain::{Awaiting, Event, EventKind, NewEvent, Session, TurnProgress};
+use crate::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
+use crate::integrations::find_tool;
+use crate::ports::{
+    Agent, AgentAction, AgentRequest, Charge, IntegrationError, Integrations, Store, StoreError,
+};
+
+/// Events before the answered message that the agent sees at most.
+pub const HISTORY_WINDOW: u64 = 50;
+/// Agent calls per turn at most; the last one is offered no tools, so it must answer.
+pub const MAX_AGENT_CALLS: u32 = 6;
+/// Tool calls recorded from one agent step at most; further ones are dropped.
+pub const MAX_TOOL_CALLS_PER_STEP: usize = 8;
+
+/// The Task handlers, by the names the state machine's resources carry
+/// (`${LoadTurnFunctionArn}` is `LoadTurn`).
+pub const HANDLERS: [&str; 5] = [
+    "LoadTurn",
+    "CallAgent",
+    "RunTool",
+    "FinishTurn",
+    "Terminate",
+];
+
+/// Error names a step fails with, as Step Functions sees them (`ErrorEquals`).
+pub mod errors {
+    /// The agent provider could not be reached or failed; retried, then the turn fails.
+    pub const AGENT: &str = "AgentFailed";
+    /// An integration could not be reached; retried, then the turn fails.
+    pub const TOOL: &str = "ToolUnavailable";
+    /// The store failed; retried.
+    pub const STORE: &str = "StoreUnavailable";
+    /// The step's input is not what the state machine sends; never retried.
+    pub const INPUT: &str = "InvalidStepInput";
+}
+
+/// The session a run works on, as it travels in the execution's JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRef {
+    pub user: UserId,
+    pub org: OrgId,
+    pub session: SessionId,
+}
+
+impl From<&SessionKey> for SessionRef {
+    fn from(k: &SessionKey) -> Self {
+        Self {
+            user: k.user.clone(),
+            org: k.org.clone(),
+            session: k.session.clone(),
+        }
+    }
+}
+
+impl SessionRef {
+    pub fn key(&self) -> SessionKey {
+        SessionKey {
+            user: self.user.clone(),
+            org: self.org.clone(),
+            session: self.session.clone(),
+        }
+    }
+}
+
+/// Where a step expects the turn to be: the user message it answers and the step marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnRef {
+    pub user_seq: u64,
+    pub step: u32,
+}
+
+/// A caught failure, as a Catch with `ResultPath` hands it on (`Error`, `Cause`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    #[serde(rename = "Error")]
+    pub error: String,
+    #[serde(rename = "Cause", default)]
+    pub cause: Option<String>,
+}
+
+/// Every step's input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepInput {
+    pub session: SessionRef,
+    pub run_id: RunId,
+    #[serde(default)]
+    pub turn: Option<TurnRef>,
+    #[serde(default)]
+    pub failure: Option<Failure>,
+}
+
+impl StepInput {
+    /// The input of a run's first state.
+    pub fn start(key: &SessionKey, run: &RunId) -> Self {
+        Self {
+            session: key.into(),
+            run_id: run.clone(),
+            turn: None,
+            failure: None,
+        }
+    }
+}
+
+/// Which state the workflow goes to next; the Choice states route on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Next {
+    /// Load the next turn (or end the run).
+    Load,
+    Agent,
+    Tool,
+    Finish,
+    /// The run was cancelled: terminate it.
+    Terminate,
+    /// The run is over, or no longer owns the session (ended, replaced, or deleted).
+    Done,
+}
+
+/// Every step's output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepOutput {
+    pub cancelled: bool,
+    pub next: Next,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<TurnRef>,
+}
+
+impl StepOutput {
+    fn to(next: Next) -> Self {
+        Self {
+            cancelled: false,
+            next,
+            turn: None,
+        }
+    }
+
+    pub fn cancelled() -> Self {
+        Self {
+            cancelled: true,
+            next: Next::Terminate,
+            turn: None,
+        }
+    }
+
+    /// Where the run of `s` stands, for a step that the run owns.
+    fn of(s: &Session) -> Self {
+        if s.cancelled_at.is_some() {
+            return Self::cancelled();
+        }
+        let Some(&user_seq) = s.pending.first() else {
+            return Self::to(Next::Load);
+        };
+        let next = match s.turn.as_ref().map(|t| &t.awaiting) {
+            None | Some(Awaiting::Agent) => Next::Agent,
+            Some(Awaiting::Tools(_)) => Next::Tool,
+            Some(Awaiting::Finish) => Next::Finish,
+        };
+        Self {
+            cancelled: false,
+            next,
+            turn: Some(TurnRef {
+                user_seq,
+                step: s.turn.as_ref().map_or(0, |t| t.step),
+            }),
+        }
+    }
+}
+
+/// A step's failure: `name` is the error name the state machine's Retry and Catch match.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name}: {message}")]
+pub struct StepError {
+    pub name: &'static str,
+    /// For logs; never shown to clients.
+    pub message: String,
+}
+
+impl StepError {
+    fn new(name: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            name,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<StoreError> for StepError {
+    fn from(e: StoreError) -> Self {
+        Self::new(errors::STORE, e.to_string())
+    }
+}
+
+/// The client-facing `error` event for a failure the state machine caught: a stable code and a
+/// fixed message chosen by the error name. The cause is logged, never shown.
+fn error_event(failure: &Failure, turn: bool) -> NewEvent {
+    let (code, message) = match failure.error.as_str() {
+        _ if !turn => (
+            "workflow_failed",
+            "The workflow answering this session failed and has stopped.",
+        ),
+        errors::AGENT => ("agent_failed", "The agent could not answer this message."),
+        errors::TOOL => (
+            "tool_unavailable",
+            "A tool the agent needed could not be reached.",
+        ),
+        "States.Timeout" => ("step_timeout", "Answering this message took too long."),
+        _ => (
+            "step_failed",
+            "Something went wrong while answering this message.",
+        ),
+    };
+    NewEvent::error(code, message)
+}
+
+/// The workflow steps over the store, the agent and the integrations.
+#[derive(Clone)]
+pub struct Steps {
+    store: Arc<dyn Store>,
+    agent: Arc<dyn Agent>,
+    integrations: Arc<dyn Integrations>,
+    clock: Arc<dyn Clock>,
+}
+
+/// What a step found when it read the session.
+enum Found {
+    /// The step applies: the session as read.
+    Proceed(Box<Session>),
+    /// The step does not apply (done already, cancelled, or gone): return this instead.
+    Return(StepOutput),
+}
+
+impl Steps {
+    pub fn new(
+        store: Arc<dyn Store>,
+        agent: Arc<dyn Agent>,
+        integrations: Arc<dyn Integrations>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            store,
+            agent,
+            integrations,
+            clock,
+        }
+    }
+
+    /// Runs the handler `name` on a JSON input. `cancelled` resolves when the run is cancelled:
+    /// an agent or tool call in flight is then abandoned and the step returns `cancelled`
+    /// without committing. Errors: a [`StepError`] named for the state machine's Retry/Catch.
+    pub async fn invoke(
+        &self,
+        name: &str,
+        input: Value,
+        cancelled: impl Future<Output = ()> + Send,
+    ) -> Result<Value, StepError> {
+        let input: StepInput = serde_json::from_value(input)
+            .map_err(|e| StepError::new(errors::INPUT, e.to_string()))?;
+        let output = match name {
+            "LoadTurn" => self.load_turn(&input).await,
+            "CallAgent" => abortable(self.call_agent(&input), cancelled).await,
+            "RunTool" => abortable(self.run_tool(&input), cancelled).await,
+            "FinishTurn" => self.finish_turn(&input).await,
+            "Terminate" => self.terminate(&input).await,
+            _ => Err(StepError::new(errors::INPUT, format!("no step {name}"))),
+        }?;
+        Ok(serde_json::to_value(output).expect("step outputs serialise"))
+    }
+
+    /// Finds the turn to work on. With none pending the run ends quietly (`workflowRunId`
+    /// becomes null, no event); the commit is version-checked, so a message arriving meanwhile
+    /// is never left behind: the commit fails and the new turn is found.
+    pub async fn load_turn(&self, input: &StepInput) -> Result<StepOutput, StepError> {
+        let key = input.session.key();
+        loop {
+            let Some(s) = self.owned(&key, &input.run_id).await? else {
+                return Ok(StepOutput::to(Next::Done));
+            };
+            if s.cancelled_at.is_some() || !s.pending.is_empty() {
+                return Ok(StepOutput::of(&s));
+            }
+            let mut next = s.clone();
+            next.run_id = None;
+            next.turn = None;
+            match self.commit(next, s.version, vec![], None).await? {
+                Some(_) => return Ok(StepOutput::to(Next::Done)),
+                None => continue,
+            }
+        }
+    }
+
+    /// Asks the agent once. Commits either the `tool_use` events it asks for or its
+    /// `agent_message`, with the step's cost, in one write.
+    pub async fn call_agent(&self, input: &StepInput) -> Result<StepOutput, StepError> {
+        let key = input.session.key();
+        let mut s = match self.find(input, Next::Agent).await? {
+            Found::Proceed(s) => *s,
+            Found::Return(out) => return Ok(out),
+        };
+        let agent_calls = s.turn.as_ref().map_or(0, |t| t.agent_calls);
+        let tools = if agent_calls + 1 < MAX_AGENT_CALLS {
+            self.tools(&key.org).await?
+        } else {
+            vec![]
+        };
+        let (history, steps) = self.turn_log(&s).await?;
+        let reply = self
+            .agent
+            .respond(AgentRequest {
+                org: key.org.clone(),
+                history,
+                steps,
+                tools: tools.clone(),
+            })
+            .await
+            .map_err(|e| StepError::new(errors::AGENT, e.to_string()))?;
+        let events = match &reply.action {
+            AgentAction::Answer(text) => vec![NewEvent::agent_message(text)],
+            AgentAction::UseTools(calls) if !calls.is_empty() && !tools.is_empty() => calls
+                .iter()
+                .take(MAX_TOOL_CALLS_PER_STEP)
+                .map(|c| NewEvent::tool_use(&c.tool, &c.input))
+                .collect(),
+            AgentAction::UseTools(_) => {
+                return Err(StepError::new(
+                    errors::AGENT,
+                    "the agent asked for tools it was not offered",
+                ));
+            }
+        };
+        let charge = (reply.cost_micros > 0).then(|| Charge {
+            month: self.clock.now().month(),
+            micros: reply.cost_micros,
+        });
+        loop {
+            let mut next = s.clone();
+            let first = next.next_seq;
+            let tool_uses = match reply.action {
+                AgentAction::Answer(_) => None,
+                AgentAction::UseTools(_) => Some((first..first + events.len() as u64).collect()),
+            };
+            next.turn = Some(TurnProgress {
+                step: s.turn.as_ref().map_or(0, |t| t.step) + 1,
+                agent_calls: agent_calls + 1,
+                from_seq: s.turn.as_ref().map_or(first, |t| t.from_seq),
+                awaiting: tool_uses.map_or(Awaiting::Finish, Awaiting::Tools),
+            });
+            if let Some(out) = self
+                .step_commit(next, s.version, events.clone(), charge.as_ref())
+                .await?
+            {
+                return Ok(out);
+            }
+            s = match self.find(input, Next::Agent).await? {
+                Found::Proceed(s) => *s,
+                Found::Return(out) => return Ok(out),
+            };
+        }
+    }
+
+    /// Runs the turn's oldest tool call that has no result yet, and commits its `tool_result`.
+    /// A tool that refuses its input gets `{"error": ...}` as its result, for the agent to see;
+    /// an unreachable integration fails the step, to be retried.
+    pub async fn run_tool(&self, input: &StepInput) -> Result<StepOutput, StepError> {
+        let key = input.session.key();
+        let mut s = match self.find(input, Next::Tool).await? {
+            Found::Proceed(s) => *s,
+            Found::Return(out) => return Ok(out),
+        };
+        let Some(Awaiting::Tools(uses)) = s.turn.as_ref().map(|t| &t.awaiting) else {
+            unreachable!("find returns Proceed for Tool only while tools are awaited")
+        };
+        let use_seq = uses[0];
+        let call = self
+            .store
+            .list_events(&key, use_seq - 1, 1)
+            .await?
+            .into_iter()
+            .next()
+            .filter(|e| e.seq == use_seq && e.kind == EventKind::ToolUse)
+            .ok_or_else(|| StepError::new(errors::STORE, "the tool_use event is missing"))?;
+        let tool = call.payload["tool"].as_str().unwrap_or_default().to_owned();
+        let output = match find_tool(self.integrations.as_ref(), &key.org, &tool).await {
+            Ok(Some(integration)) => integration
+                .call(&tool, &call.payload["input"])
+                .await
+                .map(Ok),
+            Ok(None) => Ok(Err(format!("there is no tool named {tool:?}"))),
+            Err(e) => Err(e),
+        };
+        let output = match output {
+            Ok(Ok(value)) => value,
+            Ok(Err(message)) | Err(IntegrationError::Invalid(message)) => {
+                serde_json::json!({ "error": message })
+            }
+            Err(e @ IntegrationError::Unavailable(_)) => {
+                return Err(StepError::new(errors::TOOL, e.to_string()));
+            }
+        };
+        let events = vec![NewEvent::tool_result(&tool, &output)];
+        loop {
+            let mut next = s.clone();
+            let t = next.turn.as_mut().expect("a turn awaiting tools");
+            t.step += 1;
+            if let Awaiting::Tools(uses) = &mut t.awaiting {
+                uses.remove(0);
+                if uses.is_empty() {
+                    t.awaiting = Awaiting::Agent;
+                }
+            }
+            if let Some(out) = self
+                .step_commit(next, s.version, events.clone(), None)
+                .await?
+            {
+                return Ok(out);
+            }
+            s = match self.find(input, Next::Tool).await? {
+                Found::Proceed(s) => *s,
+                Found::Return(out) => return Ok(out),
+            };
+        }
+    }
+
+    /// Ends the turn with `status_idle`. With a caught `failure` in the input, it first writes an
+    /// `error` event, whatever stage the turn was at, so the session stays usable.
+    pub async fn finish_turn(&self, input: &StepInput) -> Result<StepOutput, StepError> {
+        let key = input.session.key();
+        loop {
+            let s = match &input.failure {
+                None => match self.find(input, Next::Finish).await? {
+                    Found::Proceed(s) => *s,
+                    Found::Return(out) => return Ok(out),
+                },
+                Some(failure) => {
+                    let Some(s) = self.owned(&key, &input.run_id).await? else {
+                        return Ok(StepOutput::to(Next::Done));
+                    };
+                    let current = StepOutput::of(&s);
+                    let same_turn =
+                        current.turn.map(|t| t.user_seq) == input.turn.map(|t| t.user_seq);
+                    if current.cancelled || !same_turn || input.turn.is_none() {
+                        return Ok(current);
+                    }
+                    tracing::warn!(
+                        session = %key.session,
+                        error = %failure.error,
+                        cause = failure.cause.as_deref().unwrap_or(""),
+                        "turn failed"
+                    );
+                    s
+                }
+            };
+            let mut events = vec![];
+            if let Some(failure) = &input.failure {
+                events.push(error_event(failure, true));
+            }
+            events.push(NewEvent::status_idle());
+            let mut next = s.clone();
+            next.pending.remove(0);
+            next.turn = None;
+            if self.commit(next, s.version, events, None).await?.is_some() {
+                return Ok(StepOutput::to(Next::Load));
+            }
+        }
+    }
+
+    /// Ends the run with one `status_terminated` and drops its pending turns (their messages stay
+    /// in the log). With a caught `failure`, an `error` event comes first. Writes nothing if the
+    /// run no longer owns the session.
+    pub async fn terminate(&self, input: &StepInput) -> Result<StepOutput, StepError> {
+        let key = input.session.key();
+        loop {
+            let Some(s) = self.owned(&key, &input.run_id).await? else {
+                return Ok(StepOutput::to(Next::Done));
+            };
+            let mut events = vec![];
+            let reason = match &input.failure {
+                Some(failure) => {
+                    tracing::error!(
+                        session = %key.session,
+                        error = %failure.error,
+                        cause = failure.cause.as_deref().unwrap_or(""),
+                        "workflow failed"
+                    );
+                    events.push(error_event(failure, false));
+                    "failed"
+                }
+                None => "cancelled",
+            };
+            events.push(NewEvent::status_terminated(reason));
+            let mut next = s.clone();
+            next.run_id = None;
+            next.pending.clear();
+            next.turn = None;
+            if self.commit(next, s.version, events, None).await?.is_some() {
+                return Ok(StepOutput::to(Next::Done));
+            }
+        }
+    }
+
+    /// Reads the session and decides whether the step `stage` applies to it: the run owns it,
+    /// it is not cancelled, and the turn is where the input says.
+    async fn find(&self, input: &StepInput, stage: Next) -> Result<Found, StepError> {
+        let Some(s) = self.owned(&input.session.key(), &input.run_id).await? else {
+            return Ok(Found::Return(StepOutput::to(Next::Done)));
+        };
+        let here = StepOutput::of(&s);
+        if here.next == stage && input.turn.is_some() && here.turn == input.turn {
+            Ok(Found::Proceed(Box::new(s)))
+        } else {
+            Ok(Found::Return(here))
+        }
+    }
+
+    /// Commits a step's write; `Ok(None)` when the session changed meanwhile and the step must
+    /// look again, `Ok(Some(output))` once written or once the session is gone.
+    async fn step_commit(
+        &self,
+        next: Session,
+        expected: u64,
+        events: Vec<NewEvent>,
+        charge: Option<&Charge>,
+    ) -> Result<Option<StepOutput>, StepError> {
+        Ok(self
+            .commit(next, expected, events, charge)
+            .await?
+            .map(|s| s.map_or(StepOutput::to(Next::Done), |s| StepOutput::of(&s))))
+    }
+
+    /// The conversation the agent sees: the history up to the answered message (without
+    /// messages queued behind it) and the turn's tool events so far.
+    async fn turn_log(&self, s: &Session) -> Result<(Vec<Event>, Vec<Event>), StepError> {
+        let user_seq = s.pending[0];
+        let from = user_seq.saturating_sub(HISTORY_WINDOW);
+        let mut log = Vec::new();
+        let mut after = from.saturating_sub(1);
+        while after + 1 < s.next_seq {
+            let page = self.store.list_events(&s.key, after, 100).await?;
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            log.extend(page);
+        }
+        let turn_from = s.turn.as_ref().map_or(s.next_seq, |t| t.from_seq);
+        let (history, own): (Vec<Event>, Vec<Event>) =
+            log.into_iter().partition(|e| e.seq < turn_from);
+        let history = history
+            .into_iter()
+            .filter(|e| e.kind != EventKind::UserMessage || e.seq <= user_seq)
+            .collect();
+        let steps = own
+            .into_iter()
+            .filter(|e| matches!(e.kind, EventKind::ToolUse | EventKind::ToolResult))
+            .collect();
+        Ok((history, steps))
+    }
+
+    async fn tools(&self, org: &OrgId) -> Result<Vec<crate::ports::ToolSpec>, StepError> {
+        let mut tools = vec![];
+        let connected = self
+            .integrations
+            .connected(org)
+            .await
+            .map_err(|e| StepError::new(errors::TOOL, e.to_string()))?;
+        for integration in connected {
+            match integration.tools().await {
+                Ok(list) => tools.extend(list),
+                // One integration down should not silence the others; the agent answers from
+                // what it can reach.
+                Err(e) => tracing::warn!(integration = integration.name(), error = %e,
+                    "could not list an integration's tools"),
+            }
+        }
+        Ok(tools)
+    }
+
+    /// The session, if it exists, is not being deleted, and `run` is its active run.
+    async fn owned(&self, key: &SessionKey, run: &RunId) -> Result<Option<Session>, StepError> {
+        Ok(self
+            .store
+            .get_session(key)
+            .await?
+            .filter(|s| !s.deleting && s.run_id.as_ref() == Some(run)))
+    }
+
+    /// Commits `next` (with its version moved on) and `new` events if the stored version is
+    /// still `expected`. `Ok(None)` on a lost race; `Ok(Some(None))` when the session is gone;
+    /// `Ok(Some(Some(session)))` as written.
+    async fn commit(
+        &self,
+        mut next: Session,
+        expected: u64,
+        new: Vec<NewEvent>,
+        charge: Option<&Charge>,
+    ) -> Result<Option<Option<Session>>, StepError> {
+        next.version = expected + 1;
+        let events = next.place(self.clock.now(), new);
+        match self
+            .store
+            .commit_session(&next, expected, &events, charge)
+            .await
+        {
+            Ok(()) => Ok(Some(Some(next))),
+            Err(StoreError::Conflict) => Ok(None),
+            Err(StoreError::Gone) => Ok(Some(None)),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// Runs `step` unless `cancelled` resolves first; then the step is dropped before it commits
+/// anything and the run is routed to its termination.
+async fn abortable(
+    step: impl Future<Output = Result<StepOutput, StepError>>,
+    cancelled: impl Future<Output = ()>,
+) -> Result<StepOutput, StepError> {
+    tokio::select! {
+        biased;
+        () = cancelled => Ok(StepOutput::cancelled()),
+        out = step => out,
+    }
+}

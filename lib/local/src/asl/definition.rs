@@ -1,0 +1,680 @@
+//! Loading a state machine: the Amazon States Language JSON parsed into states, with every
+//! feature the engine does not run refused at load time by the name of its state.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::{Map, Value};
+
+use super::path::{Path, Template};
+
+/// Why a definition was refused; the message names the state and the feature.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("state machine: {0}")]
+pub struct LoadError(pub String);
+
+fn at(state: &str, message: impl std::fmt::Display) -> LoadError {
+    LoadError(format!("state {state:?}: {message}"))
+}
+
+/// A loaded state machine.
+#[derive(Debug, Clone)]
+pub struct StateMachine {
+    pub(super) start_at: String,
+    pub(super) states: HashMap<String, State>,
+}
+
+/// Input and output processing shared by most states.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Io {
+    /// `None`: the whole input. `Some(None)`: JSON null, meaning `{}`.
+    pub input_path: Option<Option<Path>>,
+    pub output_path: Option<Option<Path>>,
+    pub parameters: Option<Template>,
+    /// `Some(None)`: JSON null, meaning the result is discarded.
+    pub result_path: Option<Option<Path>>,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Retrier {
+    pub errors: Vec<String>,
+    pub interval_secs: f64,
+    pub max_attempts: u32,
+    pub backoff_rate: f64,
+    pub max_delay_secs: Option<f64>,
+    pub full_jitter: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Catcher {
+    pub errors: Vec<String>,
+    pub result_path: Option<Option<Path>>,
+    pub next: String,
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum Comparison {
+    StringEquals(String),
+    BooleanEquals(bool),
+    NumericEquals(f64),
+    NumericLessThan(f64),
+    NumericLessThanEquals(f64),
+    NumericGreaterThan(f64),
+    NumericGreaterThanEquals(f64),
+    IsPresent(bool),
+    IsNull(bool),
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum Rule {
+    Test(Path, Comparison),
+    And(Vec<Rule>),
+    Or(Vec<Rule>),
+    Not(Box<Rule>),
+}
+
+/// Where a state goes when it completes: the named state, or the end of the execution.
+#[derive(Debug, Clone)]
+pub(super) enum Then {
+    Next(String),
+    End,
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum State {
+    Task {
+        handler: String,
+        io: Io,
+        timeout_secs: Option<u64>,
+        retry: Vec<Retrier>,
+        catch: Vec<Catcher>,
+        then: Then,
+    },
+    Pass {
+        io: Io,
+        result: Option<Value>,
+        then: Then,
+    },
+    Wait {
+        io: Io,
+        seconds: Option<u64>,
+        seconds_path: Option<Path>,
+        then: Then,
+    },
+    Choice {
+        io: Io,
+        choices: Vec<(Rule, String)>,
+        default: Option<String>,
+    },
+    Succeed {
+        io: Io,
+    },
+    Fail {
+        error: String,
+        cause: String,
+    },
+}
+
+// Raw shapes as written. `deny_unknown_fields` is what refuses unsupported features
+// (ResultSelector, HeartbeatSeconds, Credentials, Assign, ...) by name.
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+struct RawMachine {
+    #[serde(default, rename = "Comment")]
+    _comment: Option<IgnoredAny>,
+    start_at: String,
+    states: Map<String, Value>,
+    #[serde(default)]
+    version: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+struct RawTask {
+    #[serde(rename = "Type")]
+    _type: String,
+    #[serde(default, rename = "Comment")]
+    _comment: Option<IgnoredAny>,
+    resource: String,
+    #[serde(default, deserialize_with = "nullable")]
+    input_path: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    output_path: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    result_path: Option<Option<String>>,
+    #[serde(default)]
+    parameters: Option<Value>,
+    #[serde(default)]
+    timeout_seconds: Option<u64>,
+    #[serde(default)]
+    retry: Vec<RawRetrier>,
+    #[serde(default)]
+    catch: Vec<RawCatcher>,
+    #[serde(default)]
+    next: Option<String>,
+    #[serde(default)]
+    end: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+struct RawPass {
+    #[serde(rename = "Type")]
+    _type: String,
+    #[serde(default, rename = "Comment")]
+    _comment: Option<IgnoredAny>,
+    #[serde(default, deserialize_with = "nullable")]
+    input_path: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    output_path: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    result_path: Option<Option<String>>,
+    #[serde(default)]
+    parameters: Option<Value>,
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    next: Option<String>,
+    #[serde(default)]
+    end: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+struct RawWait {
+    #[serde(rename = "Type")]
+    _type: String,
+    #[serde(default, rename = "Comment")]
+    _comment: Option<IgnoredAny>,
+    #[serde(default, deserialize_with = "nullable")]
+    input_path: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    output_path: Option<Option<String>>,
+    #[serde(default)]
+    seconds: Option<u64>,
+    #[serde(default)]
+    seconds_path: Option<String>,
+    #[serde(default)]
+    next: Option<String>,
+    #[serde(default)]
+    end: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+struct RawChoice {
+    #[serde(rename = "Type")]
+    _type: String,
+    #[serde(default, rename = "Comment")]
+    _comment: Option<IgnoredAny>,
+    #[serde(default, deserialize_with = "nullable")]
+    input_path: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    output_path: Option<Option<String>>,
+    choices: Vec<Map<String, Value>>,
+    #[serde(default)]
+    default: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+struct RawSucceed {
+    #[serde(rename = "Type")]
+    _type: String,
+    #[serde(default, rename = "Comment")]
+    _comment: Option<IgnoredAny>,
+    #[serde(default, deserialize_with = "nullable")]
+    input_path: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    output_path: Option<Option<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+struct RawFail {
+    #[serde(rename = "Type")]
+    _type: String,
+    #[serde(default, rename = "Comment")]
+    _comment: Option<IgnoredAny>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    cause: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+struct RawRetrier {
+    error_equals: Vec<String>,
+    #[serde(default)]
+    interval_seconds: Option<f64>,
+    #[serde(default)]
+    max_attempts: Option<u32>,
+    #[serde(default)]
+    backoff_rate: Option<f64>,
+    #[serde(default)]
+    max_delay_seconds: Option<f64>,
+    #[serde(default)]
+    jitter_strategy: Option<String>,
+    #[serde(default, rename = "Comment")]
+    _comment: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+struct RawCatcher {
+    error_equals: Vec<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    result_path: Option<Option<String>>,
+    next: String,
+    #[serde(default, rename = "Comment")]
+    _comment: Option<IgnoredAny>,
+}
+
+/// Tells a field written as JSON null (`Some(None)`) from an absent one (`None`).
+fn nullable<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
+}
+
+fn optional_path(
+    state: &str,
+    p: Option<Option<String>>,
+) -> Result<Option<Option<Path>>, LoadError> {
+    p.map(|p| p.map(|p| Path::parse(&p)).transpose())
+        .transpose()
+        .map_err(|e| at(state, e))
+}
+
+fn then(state: &str, next: Option<String>, end: Option<bool>) -> Result<Then, LoadError> {
+    match (next, end) {
+        (Some(next), None | Some(false)) => Ok(Then::Next(next)),
+        (None, Some(true)) => Ok(Then::End),
+        (Some(_), Some(true)) => Err(at(state, "has both Next and End")),
+        (None, _) => Err(at(state, "needs Next or End: true")),
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(state: &str, raw: &Value) -> Result<T, LoadError> {
+    serde_json::from_value(raw.clone()).map_err(|e| at(state, e))
+}
+
+/// The handler a Task's resource names: `${LoadTurnFunctionArn}` is `LoadTurn`, the way SAM's
+/// `DefinitionSubstitutions` fills in the function's ARN.
+pub fn handler_of(resource: &str) -> Option<&str> {
+    resource
+        .strip_prefix("${")?
+        .strip_suffix("FunctionArn}")
+        .filter(|name| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric()))
+}
+
+fn comparison(state: &str, rule: &Map<String, Value>) -> Result<Option<Comparison>, LoadError> {
+    let ops: Vec<(&String, &Value)> = rule
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "Variable" | "Next" | "Comment"))
+        .collect();
+    let [(op, value)] = ops.as_slice() else {
+        return Ok(None);
+    };
+    let number = || {
+        value
+            .as_f64()
+            .ok_or_else(|| at(state, format!("{op} needs a number")))
+    };
+    let boolean = || {
+        value
+            .as_bool()
+            .ok_or_else(|| at(state, format!("{op} needs a boolean")))
+    };
+    Ok(Some(match op.as_str() {
+        "StringEquals" => Comparison::StringEquals(
+            value
+                .as_str()
+                .ok_or_else(|| at(state, "StringEquals needs a string"))?
+                .to_owned(),
+        ),
+        "BooleanEquals" => Comparison::BooleanEquals(boolean()?),
+        "NumericEquals" => Comparison::NumericEquals(number()?),
+        "NumericLessThan" => Comparison::NumericLessThan(number()?),
+        "NumericLessThanEquals" => Comparison::NumericLessThanEquals(number()?),
+        "NumericGreaterThan" => Comparison::NumericGreaterThan(number()?),
+        "NumericGreaterThanEquals" => Comparison::NumericGreaterThanEquals(number()?),
+        "IsPresent" => Comparison::IsPresent(boolean()?),
+        "IsNull" => Comparison::IsNull(boolean()?),
+        other => {
+            return Err(at(
+                state,
+                format!("choice operator {other} is not supported by the local engine"),
+            ));
+        }
+    }))
+}
+
+fn rule(state: &str, raw: &Map<String, Value>) -> Result<Rule, LoadError> {
+    let nested = |v: &Value| -> Result<Rule, LoadError> {
+        let map = v
+            .as_object()
+            .ok_or_else(|| at(state, "a nested choice rule must be an object"))?;
+        if map.contains_key("Next") {
+            return Err(at(state, "a nested choice rule cannot have Next"));
+        }
+        rule(state, map)
+    };
+    let list = |v: &Value| -> Result<Vec<Rule>, LoadError> {
+        v.as_array()
+            .ok_or_else(|| at(state, "And/Or need an array of rules"))?
+            .iter()
+            .map(nested)
+            .collect()
+    };
+    if let Some(v) = raw.get("And") {
+        return Ok(Rule::And(list(v)?));
+    }
+    if let Some(v) = raw.get("Or") {
+        return Ok(Rule::Or(list(v)?));
+    }
+    if let Some(v) = raw.get("Not") {
+        return Ok(Rule::Not(Box::new(nested(v)?)));
+    }
+    let variable = raw
+        .get("Variable")
+        .and_then(Value::as_str)
+        .ok_or_else(|| at(state, "a choice rule needs Variable (or And/Or/Not)"))?;
+    let path = Path::parse(variable).map_err(|e| at(state, e))?;
+    let comparison = comparison(state, raw)?
+        .ok_or_else(|| at(state, "a choice rule needs exactly one operator"))?;
+    Ok(Rule::Test(path, comparison))
+}
+
+fn retrier(state: &str, r: RawRetrier) -> Result<Retrier, LoadError> {
+    let full_jitter = match r.jitter_strategy.as_deref() {
+        None | Some("NONE") => false,
+        Some("FULL") => true,
+        Some(other) => return Err(at(state, format!("unknown JitterStrategy {other}"))),
+    };
+    Ok(Retrier {
+        errors: r.error_equals,
+        interval_secs: r.interval_seconds.unwrap_or(1.0),
+        max_attempts: r.max_attempts.unwrap_or(3),
+        backoff_rate: r.backoff_rate.unwrap_or(2.0),
+        max_delay_secs: r.max_delay_seconds,
+        full_jitter,
+    })
+}
+
+impl StateMachine {
+    /// Parses and checks a definition. `handlers` are the Task handlers available; a Task whose
+    /// resource names no handler is refused, as is any feature the engine does not run, and
+    /// every `Next` must name a state.
+    pub fn load(json: &str, handlers: &[&str]) -> Result<Self, LoadError> {
+        let raw: RawMachine = serde_json::from_str(json).map_err(|e| LoadError(e.to_string()))?;
+        let _ = raw.version;
+        let mut states = HashMap::new();
+        for (name, value) in &raw.states {
+            let kind = value
+                .get("Type")
+                .and_then(Value::as_str)
+                .ok_or_else(|| at(name, "has no Type"))?;
+            let state = match kind {
+                "Task" => {
+                    let t: RawTask = parse(name, value)?;
+                    let handler = handler_of(&t.resource)
+                        .filter(|h| handlers.contains(h))
+                        .ok_or_else(|| {
+                            at(
+                                name,
+                                format!("no local handler for resource {:?}", t.resource),
+                            )
+                        })?;
+                    State::Task {
+                        handler: handler.to_owned(),
+                        io: Io {
+                            input_path: optional_path(name, t.input_path)?,
+                            output_path: optional_path(name, t.output_path)?,
+                            parameters: t
+                                .parameters
+                                .as_ref()
+                                .map(Template::parse)
+                                .transpose()
+                                .map_err(|e| at(name, e))?,
+                            result_path: optional_path(name, t.result_path)?,
+                        },
+                        timeout_secs: t.timeout_seconds,
+                        retry: t
+                            .retry
+                            .into_iter()
+                            .map(|r| retrier(name, r))
+                            .collect::<Result<_, _>>()?,
+                        catch: t
+                            .catch
+                            .into_iter()
+                            .map(|c| {
+                                Ok(Catcher {
+                                    errors: c.error_equals,
+                                    result_path: optional_path(name, c.result_path)?,
+                                    next: c.next,
+                                })
+                            })
+                            .collect::<Result<_, LoadError>>()?,
+                        then: then(name, t.next, t.end)?,
+                    }
+                }
+                "Pass" => {
+                    let p: RawPass = parse(name, value)?;
+                    State::Pass {
+                        io: Io {
+                            input_path: optional_path(name, p.input_path)?,
+                            output_path: optional_path(name, p.output_path)?,
+                            parameters: p
+                                .parameters
+                                .as_ref()
+                                .map(Template::parse)
+                                .transpose()
+                                .map_err(|e| at(name, e))?,
+                            result_path: optional_path(name, p.result_path)?,
+                        },
+                        result: p.result,
+                        then: then(name, p.next, p.end)?,
+                    }
+                }
+                "Wait" => {
+                    let w: RawWait = parse(name, value)?;
+                    if w.seconds.is_some() == w.seconds_path.is_some() {
+                        return Err(at(
+                            name,
+                            "a Wait needs exactly one of Seconds and SecondsPath (Timestamp is not supported by the local engine)",
+                        ));
+                    }
+                    State::Wait {
+                        io: Io {
+                            input_path: optional_path(name, w.input_path)?,
+                            output_path: optional_path(name, w.output_path)?,
+                            ..Io::default()
+                        },
+                        seconds: w.seconds,
+                        seconds_path: w
+                            .seconds_path
+                            .map(|p| Path::parse(&p))
+                            .transpose()
+                            .map_err(|e| at(name, e))?,
+                        then: then(name, w.next, w.end)?,
+                    }
+                }
+                "Choice" => {
+                    let c: RawChoice = parse(name, value)?;
+                    if c.choices.is_empty() {
+                        return Err(at(name, "a Choice needs at least one rule"));
+                    }
+                    State::Choice {
+                        io: Io {
+                            input_path: optional_path(name, c.input_path)?,
+                            output_path: optional_path(name, c.output_path)?,
+                            ..Io::default()
+                        },
+                        choices: c
+                            .choices
+                            .iter()
+                            .map(|r| {
+                                let next =
+                                    r.get("Next").and_then(Value::as_str).ok_or_else(|| {
+                                        at(name, "a top-level choice rule needs Next")
+                                    })?;
+                                Ok((rule(name, r)?, next.to_owned()))
+                            })
+                            .collect::<Result<_, LoadError>>()?,
+                        default: c.default,
+                    }
+                }
+                "Succeed" => {
+                    let s: RawSucceed = parse(name, value)?;
+                    State::Succeed {
+                        io: Io {
+                            input_path: optional_path(name, s.input_path)?,
+                            output_path: optional_path(name, s.output_path)?,
+                            ..Io::default()
+                        },
+                    }
+                }
+                "Fail" => {
+                    let f: RawFail = parse(name, value)?;
+                    State::Fail {
+                        error: f.error.unwrap_or_else(|| "States.Fail".into()),
+                        cause: f.cause.unwrap_or_default(),
+                    }
+                }
+                other => {
+                    return Err(at(
+                        name,
+                        format!("type {other} is not supported by the local engine"),
+                    ));
+                }
+            };
+            states.insert(name.clone(), state);
+        }
+        let machine = Self {
+            start_at: raw.start_at,
+            states,
+        };
+        machine.check_targets()?;
+        Ok(machine)
+    }
+
+    /// The handlers the machine's Tasks use.
+    pub fn handlers(&self) -> HashSet<&str> {
+        self.states
+            .values()
+            .filter_map(|s| match s {
+                State::Task { handler, .. } => Some(handler.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn check_targets(&self) -> Result<(), LoadError> {
+        if !self.states.contains_key(&self.start_at) {
+            return Err(LoadError(format!(
+                "StartAt names no state: {:?}",
+                self.start_at
+            )));
+        }
+        for (name, state) in &self.states {
+            let mut targets: Vec<&String> = vec![];
+            match state {
+                State::Task { then, catch, .. } => {
+                    targets.extend(catch.iter().map(|c| &c.next));
+                    if let Then::Next(n) = then {
+                        targets.push(n);
+                    }
+                }
+                State::Pass { then, .. } | State::Wait { then, .. } => {
+                    if let Then::Next(n) = then {
+                        targets.push(n);
+                    }
+                }
+                State::Choice {
+                    choices, default, ..
+                } => {
+                    targets.extend(choices.iter().map(|(_, n)| n));
+                    targets.extend(default);
+                }
+                State::Succeed { .. } | State::Fail { .. } => {}
+            }
+            if let Some(missing) = targets
+                .iter()
+                .find(|t| !self.states.contains_key(t.as_str()))
+            {
+                return Err(at(
+                    name,
+                    format!("goes to {missing:?}, which is not a state"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(states: &str) -> Result<StateMachine, LoadError> {
+        StateMachine::load(
+            &format!(r#"{{"StartAt": "A", "States": {states}}}"#),
+            &["Step"],
+        )
+    }
+
+    #[test]
+    fn resources_name_their_handler_as_sam_substitutions_do() {
+        assert_eq!(handler_of("${LoadTurnFunctionArn}"), Some("LoadTurn"));
+        assert_eq!(handler_of("arn:aws:lambda:eu-west-1:1:function:x"), None);
+        assert_eq!(handler_of("${FunctionArn}"), None);
+    }
+
+    #[test]
+    fn a_task_without_a_handler_is_refused_by_state_name() {
+        let e = load(r#"{"A": {"Type": "Task", "Resource": "${OtherFunctionArn}", "End": true}}"#)
+            .unwrap_err();
+        assert!(
+            e.0.contains("\"A\"") && e.0.contains("no local handler"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unsupported_features_are_refused_by_state_name() {
+        let cases = [
+            (r#"{"A": {"Type": "Map", "End": true}}"#, "type Map"),
+            (
+                r#"{"A": {"Type": "Task", "Resource": "${StepFunctionArn}", "ResultSelector": {}, "End": true}}"#,
+                "ResultSelector",
+            ),
+            (
+                r#"{"A": {"Type": "Choice", "Choices": [{"Variable": "$.x", "StringMatches": "a*", "Next": "A"}]}}"#,
+                "StringMatches",
+            ),
+            (
+                r#"{"A": {"Type": "Pass", "Parameters": {"x.$": "$$.Execution.Id"}, "End": true}}"#,
+                "context object",
+            ),
+            (
+                r#"{"A": {"Type": "Wait", "Timestamp": "2026-01-01T00:00:00Z", "End": true}}"#,
+                "Timestamp",
+            ),
+        ];
+        for (states, feature) in cases {
+            let e = load(states).unwrap_err();
+            assert!(
+                e.0.contains("\"A\"") && e.0.contains(feature),
+                "{feature}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_next_that_names_no_state_is_refused() {
+        let e = load(r#"{"A": {"Type": "Pass", "Next": "B"}}"#).unwrap_err();
+        assert!(e.0.contains("\"B\""), "{e}");
+    }
+}

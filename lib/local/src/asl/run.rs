@@ -1,0 +1,411 @@
+//! Running a loaded state machine: one execution is one tokio future that walks the states,
+//! invoking Task handlers in-process with Step Functions' Retry, Catch and timeout semantics.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::definition::{Catcher, Comparison, Io, Retrier, Rule, State, StateMachine, Then};
+use super::path::Path;
+
+/// State transitions one execution may make at most, like Step Functions' history limit; a
+/// machine that loops past it fails with `States.Runtime`.
+pub const MAX_TRANSITIONS: usize = 25_000;
+
+/// A Task's failure: the error name Retry and Catch match, and its cause.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{error}: {cause}")]
+pub struct TaskError {
+    pub error: String,
+    pub cause: String,
+}
+
+impl TaskError {
+    pub fn new(error: impl Into<String>, cause: impl Into<String>) -> Self {
+        Self {
+            error: error.into(),
+            cause: cause.into(),
+        }
+    }
+}
+
+/// The in-process handlers behind the Task states.
+#[async_trait]
+pub trait Tasks: Send + Sync {
+    /// Runs `handler` on `input`. `signal` is the execution's signal (the run's cancellation):
+    /// a handler may return early when it fires.
+    async fn invoke(
+        &self,
+        handler: &str,
+        input: Value,
+        signal: CancellationToken,
+    ) -> Result<Value, TaskError>;
+}
+
+/// Sees every state an execution enters, before the state runs; the execution waits for it.
+#[async_trait]
+pub trait Observer: Send + Sync {
+    async fn entering(&self, state: &str, input: &Value);
+}
+
+/// Logs each transition at debug level.
+pub struct TracingObserver;
+
+#[async_trait]
+impl Observer for TracingObserver {
+    async fn entering(&self, state: &str, _input: &Value) {
+        tracing::debug!(state, "entering state");
+    }
+}
+
+/// How an execution runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Multiplies every Retry and Wait delay. 1.0 is the definition's own timing.
+    pub delay_scale: f64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self { delay_scale: 1.0 }
+    }
+}
+
+fn runtime(cause: impl Into<String>) -> TaskError {
+    TaskError::new("States.Runtime", cause)
+}
+
+/// Whether an `ErrorEquals` list matches `error`, with Step Functions' wildcards.
+fn matches(errors: &[String], error: &str) -> bool {
+    errors.iter().any(|e| {
+        e == "States.ALL"
+            || e == error
+            || (e == "States.TaskFailed" && error != "States.Timeout" && error != "States.Runtime")
+    })
+}
+
+impl Retrier {
+    /// The delay before retry number `attempt` (1-based), before jitter: the interval grown by
+    /// the backoff rate, capped by `MaxDelaySeconds`. Full jitter then takes `sample` (in
+    /// [0, 1)) of it.
+    pub(super) fn delay(&self, attempt: u32, sample: f64) -> Duration {
+        let mut secs = self.interval_secs * self.backoff_rate.powi(attempt as i32 - 1);
+        if let Some(max) = self.max_delay_secs {
+            secs = secs.min(max);
+        }
+        if self.full_jitter {
+            secs *= sample;
+        }
+        Duration::from_secs_f64(secs.max(0.0))
+    }
+}
+
+/// A uniform sample in [0, 1) for jitter.
+fn sample() -> f64 {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).expect("the OS provides randomness");
+    (u64::from_le_bytes(bytes) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn select(path: &Option<Option<Path>>, data: Value) -> Result<Value, TaskError> {
+    match path {
+        None => Ok(data),
+        Some(None) => Ok(json!({})),
+        Some(Some(p)) => p
+            .get(&data)
+            .cloned()
+            .ok_or_else(|| runtime(format!("the path {:?} selects nothing", p.as_str()))),
+    }
+}
+
+fn place(path: &Option<Option<Path>>, mut input: Value, result: Value) -> Result<Value, TaskError> {
+    match path {
+        None => Ok(result),
+        Some(None) => Ok(input),
+        Some(Some(p)) => {
+            p.set(&mut input, result).map_err(runtime)?;
+            Ok(input)
+        }
+    }
+}
+
+impl Io {
+    /// `InputPath`, then `Parameters`: what the state works on.
+    fn effective(&self, input: &Value) -> Result<Value, TaskError> {
+        let selected = select(&self.input_path, input.clone())?;
+        match &self.parameters {
+            Some(t) => t.render(&selected).map_err(runtime),
+            None => Ok(selected),
+        }
+    }
+
+    /// `ResultPath`, then `OutputPath`: what the state hands on.
+    fn output(&self, input: Value, result: Value) -> Result<Value, TaskError> {
+        select(&self.output_path, place(&self.result_path, input, result)?)
+    }
+}
+
+impl Rule {
+    fn holds(&self, data: &Value) -> Result<bool, TaskError> {
+        Ok(match self {
+            Rule::And(rules) => {
+                for r in rules {
+                    if !r.holds(data)? {
+                        return Ok(false);
+                    }
+                }
+                true
+            }
+            Rule::Or(rules) => {
+                for r in rules {
+                    if r.holds(data)? {
+                        return Ok(true);
+                    }
+                }
+                false
+            }
+            Rule::Not(rule) => !rule.holds(data)?,
+            Rule::Test(path, comparison) => {
+                let value = path.get(data);
+                match comparison {
+                    Comparison::IsPresent(want) => value.is_some() == *want,
+                    _ => {
+                        let value = value.ok_or_else(|| {
+                            runtime(format!(
+                                "the choice variable {:?} is missing",
+                                path.as_str()
+                            ))
+                        })?;
+                        match comparison {
+                            Comparison::IsNull(want) => value.is_null() == *want,
+                            Comparison::StringEquals(s) => value.as_str() == Some(s.as_str()),
+                            Comparison::BooleanEquals(b) => value.as_bool() == Some(*b),
+                            Comparison::NumericEquals(n) => value.as_f64() == Some(*n),
+                            Comparison::NumericLessThan(n) => {
+                                value.as_f64().is_some_and(|v| v < *n)
+                            }
+                            Comparison::NumericLessThanEquals(n) => {
+                                value.as_f64().is_some_and(|v| v <= *n)
+                            }
+                            Comparison::NumericGreaterThan(n) => {
+                                value.as_f64().is_some_and(|v| v > *n)
+                            }
+                            Comparison::NumericGreaterThanEquals(n) => {
+                                value.as_f64().is_some_and(|v| v >= *n)
+                            }
+                            Comparison::IsPresent(_) => unreachable!("handled above"),
+                        }
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// Where a state sends the execution.
+enum Step {
+    Goto(String, Value),
+    Succeeded(Value),
+    Failed(TaskError),
+}
+
+fn follow(then: &Then, output: Value) -> Step {
+    match then {
+        Then::Next(n) => Step::Goto(n.clone(), output),
+        Then::End => Step::Succeeded(output),
+    }
+}
+
+impl StateMachine {
+    /// Runs one execution to its end. Returns the output of the `Succeed` (or `End`) state it
+    /// reached, or the error of the `Fail` state, the uncaught Task failure, or the runtime error
+    /// (a path that selects nothing, no matching choice) that ended it.
+    pub async fn run(
+        &self,
+        input: Value,
+        tasks: Arc<dyn Tasks>,
+        signal: CancellationToken,
+        observer: &dyn Observer,
+        options: Options,
+    ) -> Result<Value, TaskError> {
+        let mut name = self.start_at.clone();
+        let mut data = input;
+        for _ in 0..MAX_TRANSITIONS {
+            observer.entering(&name, &data).await;
+            let state = &self.states[&name];
+            let step = match self.enter(state, data, &tasks, &signal, options).await {
+                Ok(step) => step,
+                Err(e) => return Err(e),
+            };
+            match step {
+                Step::Goto(next, output) => {
+                    name = next;
+                    data = output;
+                }
+                Step::Succeeded(output) => return Ok(output),
+                Step::Failed(e) => return Err(e),
+            }
+        }
+        Err(runtime(format!(
+            "the execution made more than {MAX_TRANSITIONS} transitions"
+        )))
+    }
+
+    async fn enter(
+        &self,
+        state: &State,
+        input: Value,
+        tasks: &Arc<dyn Tasks>,
+        signal: &CancellationToken,
+        options: Options,
+    ) -> Result<Step, TaskError> {
+        Ok(match state {
+            State::Pass { io, result, then } => {
+                let effective = io.effective(&input)?;
+                let result = result.clone().unwrap_or(effective);
+                follow(then, io.output(input, result)?)
+            }
+            State::Wait {
+                io,
+                seconds,
+                seconds_path,
+                then,
+            } => {
+                let selected = select(&io.input_path, input)?;
+                let secs = match (seconds, seconds_path) {
+                    (Some(s), _) => *s as f64,
+                    (None, Some(p)) => {
+                        p.get(&selected).and_then(Value::as_f64).ok_or_else(|| {
+                            runtime(format!("SecondsPath {:?} is not a number", p.as_str()))
+                        })?
+                    }
+                    (None, None) => 0.0,
+                };
+                tokio::time::sleep(Duration::from_secs_f64(secs.max(0.0) * options.delay_scale))
+                    .await;
+                follow(then, select(&io.output_path, selected)?)
+            }
+            State::Choice {
+                io,
+                choices,
+                default,
+            } => {
+                let selected = select(&io.input_path, input)?;
+                let mut next = None;
+                for (rule, target) in choices {
+                    if rule.holds(&selected)? {
+                        next = Some(target.clone());
+                        break;
+                    }
+                }
+                let next = next.or_else(|| default.clone()).ok_or_else(|| {
+                    TaskError::new("States.NoChoiceMatched", "no choice rule matched")
+                })?;
+                Step::Goto(next, select(&io.output_path, selected)?)
+            }
+            State::Succeed { io } => {
+                let selected = select(&io.input_path, input)?;
+                Step::Succeeded(select(&io.output_path, selected)?)
+            }
+            State::Fail { error, cause } => Step::Failed(TaskError::new(error, cause)),
+            State::Task {
+                handler,
+                io,
+                timeout_secs,
+                retry,
+                catch,
+                then,
+            } => {
+                let effective = io.effective(&input)?;
+                match invoke_with_retry(
+                    handler,
+                    &effective,
+                    *timeout_secs,
+                    retry,
+                    tasks,
+                    signal,
+                    options,
+                )
+                .await
+                {
+                    Ok(result) => follow(then, io.output(input, result)?),
+                    Err(e) => match catch.iter().find(|c| matches(&c.errors, &e.error)) {
+                        Some(Catcher {
+                            result_path, next, ..
+                        }) => {
+                            let error = json!({ "Error": e.error, "Cause": e.cause });
+                            Step::Goto(next.clone(), place(result_path, input, error)?)
+                        }
+                        None => Step::Failed(e),
+                    },
+                }
+            }
+        })
+    }
+}
+
+/// Invokes a Task until it succeeds or no retrier matches its error any more. Each retrier
+/// counts its own attempts, as in Step Functions.
+async fn invoke_with_retry(
+    handler: &str,
+    input: &Value,
+    timeout_secs: Option<u64>,
+    retry: &[Retrier],
+    tasks: &Arc<dyn Tasks>,
+    signal: &CancellationToken,
+    options: Options,
+) -> Result<Value, TaskError> {
+    let mut attempts = vec![0u32; retry.len()];
+    loop {
+        let error = match invoke_once(handler, input.clone(), timeout_secs, tasks, signal).await {
+            Ok(v) => return Ok(v),
+            Err(e) => e,
+        };
+        let Some(i) = retry.iter().position(|r| matches(&r.errors, &error.error)) else {
+            return Err(error);
+        };
+        attempts[i] += 1;
+        if attempts[i] > retry[i].max_attempts {
+            return Err(error);
+        }
+        tracing::warn!(handler, error = %error, attempt = attempts[i], "task failed; retrying");
+        let delay = retry[i].delay(attempts[i], sample());
+        tokio::time::sleep(delay.mul_f64(options.delay_scale)).await;
+    }
+}
+
+/// One attempt, on its own tokio task so that a panicking handler is a failed Task
+/// (`States.TaskFailed`) rather than a dead execution, and bounded by `TimeoutSeconds`
+/// (`States.Timeout`, the attempt is aborted).
+async fn invoke_once(
+    handler: &str,
+    input: Value,
+    timeout_secs: Option<u64>,
+    tasks: &Arc<dyn Tasks>,
+    signal: &CancellationToken,
+) -> Result<Value, TaskError> {
+    let (tasks, signal, name) = (tasks.clone(), signal.clone(), handler.to_owned());
+    let mut attempt = tokio::spawn(async move { tasks.invoke(&name, input, signal).await });
+    let joined = match timeout_secs {
+        Some(secs) => match tokio::time::timeout(Duration::from_secs(secs), &mut attempt).await {
+            Ok(joined) => joined,
+            Err(_) => {
+                attempt.abort();
+                return Err(TaskError::new(
+                    "States.Timeout",
+                    format!("{handler} ran longer than {secs} s"),
+                ));
+            }
+        },
+        None => attempt.await,
+    };
+    joined.unwrap_or_else(|e| {
+        Err(TaskError::new(
+            "States.TaskFailed",
+            format!("{handler} did not complete: {e}"),
+        ))
+    })
+}
