@@ -8,3 +8,4 @@ mod limits;
 mod requests;
 mod runs;
 mod support;
+mod workflow;

@@ -11,7 +11,8 @@ use knowledge_core::clock::SystemClock;
 use knowledge_core::ids::{OrgId, RunId, SessionKey, UserId};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{
-    Agent, AgentAction, AgentError, AgentReply, AgentRequest, Store, Workflow, WorkflowError,
+    Agent, AgentAction, AgentError, AgentReply, AgentRequest, Integrations, Store, Workflow,
+    WorkflowError,
 };
 use knowledge_core::service::{Deps, Principal, Service};
 use knowledge_core::steps::{Next, StepInput, StepOutput, Steps, TurnRef};
@@ -65,12 +66,15 @@ impl Rig {
     }
 
     async fn with_agent(agent: Arc<dyn Agent>) -> Self {
+        Self::with_parts(agent, Arc::new(FixedIntegrations::new())).await
+    }
+
+    async fn with_parts(agent: Arc<dyn Agent>, integrations: Arc<dyn Integrations>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(dir.path()).unwrap();
         Admin { store: &store }.bootstrap().await.unwrap();
         let workflow = Arc::new(RecordingWorkflow::default());
         let shared: Arc<dyn Store> = Arc::new(store.clone());
-        let integrations = Arc::new(FixedIntegrations::new());
         let service = Service::new(Deps {
             store: shared.clone(),
             workflow: workflow.clone(),
@@ -226,6 +230,31 @@ async fn a_step_delivered_twice_commits_its_events_once() {
     let month = knowledge_core::clock::Clock::now(&SystemClock).month();
     let usage = rig.store.get_usage(&rig.p.org, &month).await.unwrap();
     assert_eq!(usage.cost_micros, 1_500_000);
+}
+
+#[tokio::test]
+async fn a_late_duplicate_of_an_earlier_step_of_the_same_turn_commits_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.md"), "# Cancel\n\nPOST cancel.\n").unwrap();
+    let docs = knowledge_docs::TantivyDocs::open(dir.path()).unwrap();
+    let integrations =
+        FixedIntegrations::new().connect(OrgId::parse("org_default").unwrap(), Arc::new(docs));
+    let rig = Rig::with_parts(Arc::new(BuiltinAgent), Arc::new(integrations)).await;
+    let created = rig.service.create_session(&rig.p, "cancel").await.unwrap();
+    let key = rig.key(&created.id);
+    let run = &created.run_id;
+    let loaded = rig.step("LoadTurn", &key, run, None).await;
+    let searched = rig.step("CallAgent", &key, run, loaded.turn).await;
+    assert_eq!(searched.next, Next::Tool);
+    let found = rig.step("RunTool", &key, run, searched.turn).await;
+    // The turn waits for the agent again, as it did at step 0; only the marker tells them apart.
+    assert_eq!(found.next, Next::Agent);
+    let late = rig.step("CallAgent", &key, run, loaded.turn).await;
+    assert_eq!(late, found, "the late copy routes to where the turn stands");
+    assert_eq!(
+        rig.kinds(&key).await,
+        ["user_message", "tool_use", "tool_result"]
+    );
 }
 
 #[tokio::test]
