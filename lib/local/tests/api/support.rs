@@ -52,6 +52,9 @@ pub struct User {
 /// often a step is retried and what follows, not how long the backoff lasts.
 pub const FAST: Options = Options { delay_scale: 0.001 };
 
+/// Wraps the step handlers of a test service.
+pub type WrapTasks = fn(Arc<dyn Tasks>) -> Arc<dyn Tasks>;
+
 /// What a test service is built from.
 pub struct Setup {
     pub agent: Arc<dyn Agent>,
@@ -59,7 +62,7 @@ pub struct Setup {
     /// Sees every state transition of every run, before the state runs.
     pub observer: Arc<dyn Observer>,
     /// Wraps the step handlers, to deliver steps twice or make them fail.
-    pub wrap: fn(Arc<dyn Tasks>) -> Arc<dyn Tasks>,
+    pub wrap: WrapTasks,
     /// A data directory that may hold another service's data.
     pub dir: Option<Arc<tempfile::TempDir>>,
 }

@@ -19,7 +19,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{Api, GatedAgent, Setup, WAIT, kinds};
+use crate::support::{Api, GatedAgent, Setup, WAIT, WrapTasks, kinds};
 
 /// A docs folder connected to the default organisation.
 fn docs() -> Arc<dyn Integrations> {
@@ -419,7 +419,7 @@ impl Tasks for TwiceAtOnce {
 
 #[tokio::test]
 async fn every_step_delivered_twice_in_turn_or_at_once_commits_its_events_once() {
-    let wraps: [fn(Arc<dyn Tasks>) -> Arc<dyn Tasks>; 2] = [
+    let wraps: [WrapTasks; 2] = [
         |tasks| Arc::new(Twice(tasks)),
         |tasks| Arc::new(TwiceAtOnce(tasks)),
     ];
