@@ -358,3 +358,109 @@ impl Integration for TantivyDocs {
         Ok(Value::Array(found))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn folder(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn markdown_splits_at_headings_but_not_inside_code_fences() {
+        let passages = split(
+            "Intro line.\n\n# One\n\nFirst.\n\n```sh\n# not a heading\n```\n\n## Two\n\nSecond.\n",
+            true,
+        );
+        let headings: Vec<&str> = passages.iter().map(|p| p.heading.as_str()).collect();
+        assert_eq!(headings, ["", "One", "Two"]);
+        assert!(passages[1].text.contains("# not a heading"));
+    }
+
+    #[test]
+    fn text_files_split_at_paragraphs_under_their_first_line() {
+        let passages = split("Title\n\nFirst paragraph.\n\nSecond paragraph.\n", false);
+        assert_eq!(
+            passages,
+            [
+                Passage {
+                    heading: "Title".into(),
+                    text: "First paragraph.".into()
+                },
+                Passage {
+                    heading: "Title".into(),
+                    text: "Second paragraph.".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn search_finds_the_relevant_section_by_stem_and_names_its_source() {
+        let dir = folder(&[
+            (
+                "guide/cancel.md",
+                "# Cancelling\n\nPOST cancel stops a running answer.\n",
+            ),
+            ("limits.txt", "Limits\n\nTen sessions per minute.\n"),
+            (
+                ".hidden/secret.md",
+                "# Cancelling secrets\n\ncancel cancel cancel\n",
+            ),
+            ("image.png", "not text"),
+        ]);
+        let docs = TantivyDocs::open(dir.path()).unwrap();
+        assert_eq!(docs.files(), 2);
+        let hits = docs.search("How do I cancel sessions?", 5).unwrap();
+        assert_eq!(hits[0]["source"], "guide/cancel.md");
+        assert_eq!(hits[0]["heading"], "Cancelling");
+    }
+
+    #[test]
+    fn query_syntax_in_a_question_neither_fails_nor_matches_everything() {
+        let dir = folder(&[("a.md", "# A\n\nalpha\n"), ("b.md", "# B\n\nbeta\n")]);
+        let docs = TantivyDocs::open(dir.path()).unwrap();
+        for q in [
+            "a:b:c \\ {}",
+            "error: alpha!",
+            "\"unbalanced",
+            "*",
+            "AND OR NOT",
+        ] {
+            let hits = docs.search(q, 5).unwrap();
+            assert!(hits.len() <= 1, "{q}: {hits:?}");
+        }
+        assert_eq!(
+            docs.search("error: alpha!", 5).unwrap()[0]["source"],
+            "a.md"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_tool_refuses_input_that_breaks_its_schema() {
+        let dir = folder(&[("a.md", "# A\n\nalpha\n")]);
+        let docs = TantivyDocs::open(dir.path()).unwrap();
+        for input in [
+            json!({}),
+            json!({"query": " "}),
+            json!({"query": "a", "limit": 0}),
+        ] {
+            assert!(matches!(
+                docs.call(TOOL, &input).await,
+                Err(IntegrationError::Invalid(_))
+            ));
+        }
+        let found = docs
+            .call(TOOL, &json!({"query": "alpha", "limit": 1}))
+            .await
+            .unwrap();
+        assert_eq!(found.as_array().unwrap().len(), 1);
+    }
+}

@@ -409,3 +409,181 @@ async fn invoke_once(
         ))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// Handlers for inline definitions: `Echo` returns its input, `Flaky` fails with the errors
+    /// queued in it first, `Slow` never answers, `Panic` panics. Every call is recorded.
+    #[derive(Default)]
+    struct Script {
+        failures: Mutex<Vec<&'static str>>,
+        calls: Mutex<Vec<(String, Value)>>,
+    }
+
+    #[async_trait]
+    impl Tasks for Script {
+        async fn invoke(
+            &self,
+            handler: &str,
+            input: Value,
+            _: CancellationToken,
+        ) -> Result<Value, TaskError> {
+            self.calls
+                .lock()
+                .unwrap()
+                .push((handler.to_owned(), input.clone()));
+            match handler {
+                "Flaky" => match self.failures.lock().unwrap().pop() {
+                    Some(error) => Err(TaskError::new(error, "scripted")),
+                    None => Ok(json!({"ok": true})),
+                },
+                "Slow" => std::future::pending().await,
+                "Panic" => panic!("handler bug"),
+                _ => Ok(input),
+            }
+        }
+    }
+
+    const HANDLERS: [&str; 4] = ["Echo", "Flaky", "Slow", "Panic"];
+
+    async fn run(definition: Value, script: Arc<Script>, input: Value) -> Result<Value, TaskError> {
+        let machine = StateMachine::load(&definition.to_string(), &HANDLERS).unwrap();
+        machine
+            .run(
+                input,
+                script,
+                CancellationToken::new(),
+                &TracingObserver,
+                Options { delay_scale: 0.001 },
+            )
+            .await
+    }
+
+    #[tokio::test]
+    async fn paths_and_parameters_shape_what_a_task_sees_and_hands_on() {
+        let script = Arc::new(Script::default());
+        let out = run(
+            json!({"StartAt": "T", "States": {"T": {
+                "Type": "Task", "Resource": "${EchoFunctionArn}", "InputPath": "$.in",
+                "Parameters": {"x.$": "$.a", "fixed": 1}, "ResultPath": "$.in.result",
+                "OutputPath": "$.in", "End": true}}}),
+            script.clone(),
+            json!({"in": {"a": "A"}, "dropped": true}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            script.calls.lock().unwrap()[0].1,
+            json!({"x": "A", "fixed": 1})
+        );
+        assert_eq!(out, json!({"a": "A", "result": {"x": "A", "fixed": 1}}));
+    }
+
+    #[tokio::test]
+    async fn pass_wait_and_choice_route_on_the_data() {
+        let definition = json!({"StartAt": "P", "States": {
+            "P": {"Type": "Pass", "Result": {"n": 3}, "ResultPath": "$.r", "Next": "W"},
+            "W": {"Type": "Wait", "SecondsPath": "$.r.n", "Next": "C"},
+            "C": {"Type": "Choice", "Choices": [
+                {"And": [{"Variable": "$.r.n", "NumericGreaterThan": 2},
+                         {"Not": {"Variable": "$.flag", "IsPresent": true}}], "Next": "Big"}],
+                "Default": "Small"},
+            "Big": {"Type": "Pass", "Result": "big", "End": true},
+            "Small": {"Type": "Succeed", "OutputPath": null}}});
+        let out = run(definition.clone(), Arc::default(), json!({}))
+            .await
+            .unwrap();
+        assert_eq!(out, json!("big"));
+        let out = run(definition, Arc::default(), json!({"flag": 1}))
+            .await
+            .unwrap();
+        assert_eq!(out, json!({}));
+    }
+
+    #[tokio::test]
+    async fn each_retrier_counts_its_own_attempts_then_the_error_is_caught() {
+        let script = Arc::new(Script::default());
+        // Popped from the end: two A's (retried), one B (retried), then a third A: too many.
+        *script.failures.lock().unwrap() = vec!["A", "B", "A", "A"];
+        let out = run(
+            json!({"StartAt": "T", "States": {
+                "T": {"Type": "Task", "Resource": "${FlakyFunctionArn}",
+                      "Retry": [{"ErrorEquals": ["A"], "MaxAttempts": 2, "IntervalSeconds": 1},
+                                {"ErrorEquals": ["States.ALL"], "MaxAttempts": 1, "IntervalSeconds": 1}],
+                      "Catch": [{"ErrorEquals": ["States.TaskFailed"], "ResultPath": "$.failure", "Next": "Caught"}],
+                      "End": true},
+                "Caught": {"Type": "Succeed"}}}),
+            script.clone(),
+            json!({"keep": 1}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(script.calls.lock().unwrap().len(), 4);
+        assert_eq!(
+            out,
+            json!({"keep": 1, "failure": {"Error": "A", "Cause": "scripted"}})
+        );
+    }
+
+    #[tokio::test]
+    async fn a_task_past_its_timeout_fails_with_states_timeout_which_task_failed_does_not_match() {
+        let definition = json!({"StartAt": "T", "States": {
+            "T": {"Type": "Task", "Resource": "${SlowFunctionArn}", "TimeoutSeconds": 0,
+                  "Catch": [{"ErrorEquals": ["States.TaskFailed"], "Next": "Wrong"}], "End": true},
+            "Wrong": {"Type": "Succeed"}}});
+        let e = run(definition, Arc::default(), json!({}))
+            .await
+            .unwrap_err();
+        assert_eq!(e.error, "States.Timeout");
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_is_a_failed_task_not_a_dead_execution() {
+        let definition = json!({"StartAt": "T", "States": {
+            "T": {"Type": "Task", "Resource": "${PanicFunctionArn}",
+                  "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "F"}], "End": true},
+            "F": {"Type": "Fail", "Error": "Handled", "Cause": "caught"}}});
+        let e = run(definition, Arc::default(), json!({}))
+            .await
+            .unwrap_err();
+        assert_eq!((e.error.as_str(), e.cause.as_str()), ("Handled", "caught"));
+    }
+
+    #[tokio::test]
+    async fn a_path_that_selects_nothing_or_no_matching_choice_ends_the_execution() {
+        let missing = json!({"StartAt": "T", "States": {
+            "T": {"Type": "Task", "Resource": "${EchoFunctionArn}", "Parameters": {"x.$": "$.nope"},
+                  "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Ok"}], "End": true},
+            "Ok": {"Type": "Succeed"}}});
+        let e = run(missing, Arc::default(), json!({})).await.unwrap_err();
+        assert_eq!(e.error, "States.Runtime");
+        let unmatched = json!({"StartAt": "C", "States": {
+            "C": {"Type": "Choice", "Choices": [{"Variable": "$.x", "StringEquals": "y", "Next": "C"}]}}});
+        let e = run(unmatched, Arc::default(), json!({"x": "z"}))
+            .await
+            .unwrap_err();
+        assert_eq!(e.error, "States.NoChoiceMatched");
+    }
+
+    #[test]
+    fn retry_delays_grow_by_the_backoff_rate_up_to_the_cap_and_full_jitter_scales_them() {
+        let r = Retrier {
+            errors: vec![],
+            interval_secs: 1.0,
+            max_attempts: 5,
+            backoff_rate: 2.0,
+            max_delay_secs: Some(5.0),
+            full_jitter: false,
+        };
+        let secs: Vec<f64> = (1..=4).map(|a| r.delay(a, 0.5).as_secs_f64()).collect();
+        assert_eq!(secs, [1.0, 2.0, 4.0, 5.0]);
+        let jittered = Retrier {
+            full_jitter: true,
+            ..r
+        };
+        assert_eq!(jittered.delay(3, 0.5).as_secs_f64(), 2.0);
+    }
+}
