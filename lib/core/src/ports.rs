@@ -72,8 +72,8 @@ pub trait Store: Send + Sync {
     async fn get_session(&self, key: &SessionKey) -> Result<Option<Session>, StoreError>;
     /// Writes `session` (whose `version` must be `expected_version + 1`), appends `events` and
     /// adds `charge` to the organisation's usage, all or nothing, only if the stored version is
-    /// still `expected_version`. Callers write at most a few events a commit (use cases write
-    /// three at most), so the DynamoDB transaction stays far under its 100 items.
+    /// still `expected_version`. Callers write at most a few events a commit (an agent step's
+    /// tool calls, 8 at most), so the DynamoDB transaction stays far under its 100 items.
     /// Errors: `Gone` when the session no longer exists, `Conflict` when its version moved.
     async fn commit_session(
         &self,

@@ -1,0 +1,311 @@
+//! Workflow benchmarks of the local service: how long a cancel takes to reach the log, and what
+//! the ASL engine adds to a turn. Prints Markdown tables for `docs/performance.md`.
+//!
+//! Run from the repository root (the cancel benchmark searches `docs/guide`):
+//! `cargo build --release -p knowledge-bench && target/release/workflow [cancels] [turns]`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::clock::SystemClock;
+use knowledge_core::domain::{EventKind, Role};
+use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
+use knowledge_core::integrations::FixedIntegrations;
+use knowledge_core::ports::{
+    Agent, AgentError, AgentReply, AgentRequest, Integrations, Store, Workflow, WorkflowError,
+};
+use knowledge_core::service::{Deps, Service};
+use knowledge_core::steps::{Next, StepInput, StepOutput, Steps};
+use knowledge_docs::TantivyDocs;
+use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
+use knowledge_local::admin::Admin;
+use knowledge_local::{LocalService, Parts, SqliteStore};
+
+const KEY: [u8; 32] = [7; 32];
+/// How long the deliberately slow agent takes per step.
+const SLOW_STEP: Duration = Duration::from_millis(400);
+/// Sessions a benchmark user opens before the next user takes over (rate limits are per user).
+const SESSIONS_PER_USER: usize = 8;
+
+/// The built-in agent, slowed down to a provider's pace.
+struct SlowAgent;
+
+#[async_trait]
+impl Agent for SlowAgent {
+    async fn health(&self) -> Result<(), AgentError> {
+        Ok(())
+    }
+    async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError> {
+        tokio::time::sleep(SLOW_STEP).await;
+        BuiltinAgent.respond(request).await
+    }
+}
+
+fn random_below(bound: u64) -> u64 {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).unwrap();
+    u64::from_le_bytes(bytes) % bound
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+/// A user who may open a few more sessions: a new member every [`SESSIONS_PER_USER`] calls.
+struct Users {
+    org: OrgId,
+    current: Option<UserId>,
+    opened: usize,
+}
+
+impl Users {
+    async fn next(&mut self, store: &SqliteStore) -> UserId {
+        if self.opened.is_multiple_of(SESSIONS_PER_USER) || self.current.is_none() {
+            let member = Admin { store }
+                .add_member(&self.org, None, Role::Viewer)
+                .await
+                .unwrap();
+            self.current = Some(member.user);
+        }
+        self.opened += 1;
+        self.current.clone().unwrap()
+    }
+}
+
+/// Cancel request to `status_terminated` in the log, at random points of slow turns that search
+/// the docs; four clients at once.
+async fn cancel_latency(cancels: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let (org, _) = Admin { store: &store }.bootstrap().await.unwrap().unwrap();
+    let docs = TantivyDocs::open(Path::new("docs/guide")).expect("run from the repository root");
+    let integrations = FixedIntegrations::new().connect(org.clone(), Arc::new(docs));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let service = LocalService::new(Parts {
+        store: store.clone(),
+        agent: Arc::new(SlowAgent),
+        integrations: Arc::new(integrations),
+        clock: Arc::new(SystemClock),
+        signing_key: KEY.to_vec(),
+        app_origin: base.clone(),
+    })
+    .unwrap();
+    let server = service.clone();
+    tokio::spawn(async move {
+        server
+            .serve(listener, std::future::pending())
+            .await
+            .unwrap()
+    });
+
+    let workers = 4;
+    let tasks: Vec<_> = (0..workers)
+        .map(|_| {
+            let (store, base, org) = (store.clone(), base.clone(), org.clone());
+            tokio::spawn(async move {
+                let http = reqwest::Client::new();
+                let signer = CookieSigner::new(&KEY).unwrap();
+                let mut users = Users {
+                    org: org.clone(),
+                    current: None,
+                    opened: 0,
+                };
+                let mut samples = vec![];
+                for _ in 0..cancels / workers {
+                    let user = users.next(&store).await;
+                    let cookie =
+                        format!("{COOKIE_NAME}={}", signer.mint(&user, &org, 3600).unwrap());
+                    let created: serde_json::Value = http
+                        .post(format!("{base}/api/managed-agents/session"))
+                        .header("cookie", &cookie)
+                        .header("origin", &base)
+                        .json(&serde_json::json!({"text": "How do I cancel a running answer?"}))
+                        .send()
+                        .await
+                        .unwrap()
+                        .json()
+                        .await
+                        .unwrap();
+                    let id = created["id"].as_str().expect("session created").to_owned();
+                    let key = SessionKey {
+                        user: user.clone(),
+                        org: org.clone(),
+                        session: SessionId::parse(&id).unwrap(),
+                    };
+                    // A random point of the turn, which takes two slow agent steps and a search.
+                    tokio::time::sleep(Duration::from_millis(random_below(750))).await;
+                    let sent = Instant::now();
+                    let r = http
+                        .post(format!("{base}/api/managed-agents/cancel"))
+                        .header("cookie", &cookie)
+                        .header("origin", &base)
+                        .json(&serde_json::json!({"sessionId": id}))
+                        .send()
+                        .await
+                        .unwrap();
+                    assert_eq!(r.status(), 200);
+                    loop {
+                        let events = store.list_events(&key, 0, 100).await.unwrap();
+                        if events.iter().any(|e| e.kind == EventKind::StatusTerminated) {
+                            samples.push(sent.elapsed());
+                            break;
+                        }
+                        assert!(
+                            events.iter().all(|e| e.kind != EventKind::StatusIdle),
+                            "the turn ended before the cancel"
+                        );
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                }
+                samples
+            })
+        })
+        .collect();
+    let mut all = vec![];
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    all.sort();
+    println!(
+        "Cancel latency, {} cancels at random points of a search turn ({} ms per agent step):\n",
+        all.len(),
+        SLOW_STEP.as_millis()
+    );
+    println!("| p50 | p90 | p99 | max |");
+    println!("|---:|---:|---:|---:|");
+    println!(
+        "| {} | {} | {} | {} |\n",
+        ms(percentile(&all, 0.5)),
+        ms(percentile(&all, 0.9)),
+        ms(percentile(&all, 0.99)),
+        ms(*all.last().unwrap())
+    );
+}
+
+/// Runs a run's steps by plain function calls, following each step's `next`: the baseline the
+/// engine is compared with.
+struct DirectWorkflow(Steps);
+
+#[async_trait]
+impl Workflow for DirectWorkflow {
+    async fn start(&self, key: &SessionKey, run: &RunId) -> Result<(), WorkflowError> {
+        let mut input = StepInput::start(key, run);
+        let mut handler = "LoadTurn";
+        loop {
+            let out = self
+                .0
+                .invoke(
+                    handler,
+                    serde_json::to_value(&input).unwrap(),
+                    std::future::pending(),
+                )
+                .await
+                .map_err(|e| WorkflowError(e.to_string()))?;
+            let out: StepOutput = serde_json::from_value(out).unwrap();
+            handler = match out.next {
+                Next::Load => "LoadTurn",
+                Next::Agent => "CallAgent",
+                Next::Tool => "RunTool",
+                Next::Finish => "FinishTurn",
+                Next::Terminate => "Terminate",
+                Next::Done => return Ok(()),
+            };
+            input.turn = out.turn;
+        }
+    }
+    async fn cancelled(&self, _: &SessionKey, _: &RunId) {}
+}
+
+/// Time from the opening message to the end of its run with an instant agent, through the
+/// engine and through direct calls of the same steps.
+async fn turn_overhead(turns: usize) {
+    println!(
+        "Turn time with an instant agent, {turns} turns each (create session called to run ended):\n"
+    );
+    println!("| runner | p50 | p90 | p99 |");
+    println!("|---|---:|---:|---:|");
+    for engine in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path()).unwrap();
+        let (org, _) = Admin { store: &store }.bootstrap().await.unwrap().unwrap();
+        let shared: Arc<dyn Store> = Arc::new(store.clone());
+        let integrations: Arc<dyn Integrations> = Arc::new(FixedIntegrations::new());
+        let agent: Arc<dyn Agent> = Arc::new(BuiltinAgent);
+        let (service, local) = if engine {
+            let local = LocalService::new(Parts {
+                store: store.clone(),
+                agent,
+                integrations,
+                clock: Arc::new(SystemClock),
+                signing_key: KEY.to_vec(),
+                app_origin: "http://bench".into(),
+            })
+            .unwrap();
+            (local.state.service.clone(), Some(local))
+        } else {
+            let steps = Steps::new(
+                shared.clone(),
+                agent.clone(),
+                integrations.clone(),
+                Arc::new(SystemClock),
+            );
+            let service = Service::new(Deps {
+                store: shared,
+                workflow: Arc::new(DirectWorkflow(steps)),
+                agent,
+                integrations,
+                clock: Arc::new(SystemClock),
+            });
+            (service, None)
+        };
+        let mut users = Users {
+            org: org.clone(),
+            current: None,
+            opened: 0,
+        };
+        let warm_up = 50;
+        let mut samples = vec![];
+        for i in 0..turns + warm_up {
+            let user = users.next(&store).await;
+            let p = service.authenticate(user, org.clone()).await.unwrap();
+            let started = Instant::now();
+            service.create_session(&p, "hello").await.unwrap();
+            if let Some(local) = &local {
+                local.workflow.idle().await;
+            }
+            if i >= warm_up {
+                samples.push(started.elapsed());
+            }
+        }
+        samples.sort();
+        println!(
+            "| {} | {} | {} | {} |",
+            if engine {
+                "ASL engine (`LocalWorkflow`)"
+            } else {
+                "direct calls of the same steps"
+            },
+            ms(percentile(&samples, 0.5)),
+            ms(percentile(&samples, 0.9)),
+            ms(percentile(&samples, 0.99)),
+        );
+    }
+    println!();
+}
+
+#[tokio::main]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let cancels: usize = args.next().map_or(200, |a| a.parse().expect("cancels"));
+    let turns: usize = args.next().map_or(1000, |a| a.parse().expect("turns"));
+    cancel_latency(cancels).await;
+    turn_overhead(turns).await;
+}
