@@ -94,6 +94,24 @@ impl Observer for Pause {
     }
 }
 
+/// A service whose first session's run is paused as it enters its `at`-th state: the service,
+/// the session id, the state's name, and the sender that resumes the run.
+async fn paused_at(at: usize) -> (Api, String, String, oneshot::Sender<()>) {
+    let (pause, mut paused) = Pause::at(at);
+    let api = Api::start_setup(Setup {
+        integrations: docs(),
+        observer: pause,
+        ..Setup::new(Arc::new(BuiltinAgent))
+    })
+    .await;
+    let id = api.create("How do I cancel?").await;
+    let (state, resume) = tokio::time::timeout(WAIT, paused.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    (api, id, state, resume)
+}
+
 /// The states a turn with a docs search goes through, recorded from a run.
 async fn path_of_a_turn_with_a_search() -> Vec<String> {
     let recorder = Arc::new(Recorder::default());
@@ -210,18 +228,7 @@ async fn a_cancel_at_every_state_transition_ends_with_one_status_terminated_and_
     let path = path_of_a_turn_with_a_search().await;
     assert!(path.contains(&"RunTool".to_owned()), "{path:?}");
     for (at, expected) in path.iter().enumerate() {
-        let (pause, mut paused) = Pause::at(at);
-        let api = Api::start_setup(Setup {
-            integrations: docs(),
-            observer: pause,
-            ..Setup::new(Arc::new(BuiltinAgent))
-        })
-        .await;
-        let id = api.create("How do I cancel?").await;
-        let (state, resume) = tokio::time::timeout(WAIT, paused.recv())
-            .await
-            .unwrap()
-            .unwrap();
+        let (api, id, state, resume) = paused_at(at).await;
         assert_eq!(&state, expected);
         let running = !api.transcript(&id).await.body["workflowRunId"].is_null();
         assert_eq!(api.cancel(&id).await.status, 200);
@@ -244,18 +251,7 @@ async fn a_cancel_at_every_state_transition_ends_with_one_status_terminated_and_
 async fn a_delete_at_every_state_transition_leaves_nothing_written_after_it() {
     let path = path_of_a_turn_with_a_search().await;
     for (at, expected) in path.iter().enumerate() {
-        let (pause, mut paused) = Pause::at(at);
-        let api = Api::start_setup(Setup {
-            integrations: docs(),
-            observer: pause,
-            ..Setup::new(Arc::new(BuiltinAgent))
-        })
-        .await;
-        let id = api.create("How do I cancel?").await;
-        let (state, resume) = tokio::time::timeout(WAIT, paused.recv())
-            .await
-            .unwrap()
-            .unwrap();
+        let (api, id, state, resume) = paused_at(at).await;
         assert_eq!(&state, expected);
         assert_eq!(
             api.send_delete(&format!("/api/managed-agents/session?sessionId={id}"))
