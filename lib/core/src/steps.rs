@@ -243,6 +243,15 @@ pub struct Steps {
     clock: Arc<dyn Clock>,
 }
 
+/// How a version-checked commit went.
+enum Committed {
+    Written(Box<Session>),
+    /// The version moved: read again.
+    Lost,
+    /// The session no longer exists.
+    Gone,
+}
+
 /// What a step found when it read the session.
 enum Found {
     /// The step applies: the session as read.
@@ -303,9 +312,11 @@ impl Steps {
             let mut next = s.clone();
             next.run_id = None;
             next.turn = None;
-            match self.commit(next, s.version, vec![], None).await? {
-                Some(_) => return Ok(StepOutput::to(Next::Done)),
-                None => continue,
+            if !matches!(
+                self.commit(next, s.version, vec![], None).await?,
+                Committed::Lost
+            ) {
+                return Ok(StepOutput::to(Next::Done));
             }
         }
     }
@@ -314,7 +325,7 @@ impl Steps {
     /// `agent_message`, with the step's cost, in one write.
     pub async fn call_agent(&self, input: &StepInput) -> Result<StepOutput, StepError> {
         let key = input.session.key();
-        let mut s = match self.find(input, Next::Agent).await? {
+        let s = match self.find(input, Next::Agent).await? {
             Found::Proceed(s) => *s,
             Found::Return(out) => return Ok(out),
         };
@@ -353,30 +364,24 @@ impl Steps {
             month: self.clock.now().month(),
             micros: reply.cost_micros,
         });
-        loop {
+        let answered = matches!(reply.action, AgentAction::Answer(_));
+        let count = events.len() as u64;
+        self.commit_step(input, Next::Agent, s, events, charge.as_ref(), |s| {
+            let first = s.next_seq;
             let mut next = s.clone();
-            let first = next.next_seq;
-            let tool_uses = match reply.action {
-                AgentAction::Answer(_) => None,
-                AgentAction::UseTools(_) => Some((first..first + events.len() as u64).collect()),
-            };
             next.turn = Some(TurnProgress {
                 step: s.turn.as_ref().map_or(0, |t| t.step) + 1,
                 agent_calls: agent_calls + 1,
                 from_seq: s.turn.as_ref().map_or(first, |t| t.from_seq),
-                awaiting: tool_uses.map_or(Awaiting::Finish, Awaiting::Tools),
+                awaiting: if answered {
+                    Awaiting::Finish
+                } else {
+                    Awaiting::Tools((first..first + count).collect())
+                },
             });
-            if let Some(out) = self
-                .step_commit(next, s.version, events.clone(), charge.as_ref())
-                .await?
-            {
-                return Ok(out);
-            }
-            s = match self.find(input, Next::Agent).await? {
-                Found::Proceed(s) => *s,
-                Found::Return(out) => return Ok(out),
-            };
-        }
+            next
+        })
+        .await
     }
 
     /// Runs the turn's oldest tool call that has no result yet, and commits its `tool_result`.
@@ -384,7 +389,7 @@ impl Steps {
     /// an unreachable integration fails the step, to be retried.
     pub async fn run_tool(&self, input: &StepInput) -> Result<StepOutput, StepError> {
         let key = input.session.key();
-        let mut s = match self.find(input, Next::Tool).await? {
+        let s = match self.find(input, Next::Tool).await? {
             Found::Proceed(s) => *s,
             Found::Return(out) => return Ok(out),
         };
@@ -419,7 +424,7 @@ impl Steps {
             }
         };
         let events = vec![NewEvent::tool_result(&tool, &output)];
-        loop {
+        self.commit_step(input, Next::Tool, s, events, None, |s| {
             let mut next = s.clone();
             let t = next.turn.as_mut().expect("a turn awaiting tools");
             t.step += 1;
@@ -429,17 +434,9 @@ impl Steps {
                     t.awaiting = Awaiting::Agent;
                 }
             }
-            if let Some(out) = self
-                .step_commit(next, s.version, events.clone(), None)
-                .await?
-            {
-                return Ok(out);
-            }
-            s = match self.find(input, Next::Tool).await? {
-                Found::Proceed(s) => *s,
-                Found::Return(out) => return Ok(out),
-            };
-        }
+            next
+        })
+        .await
     }
 
     /// Ends the turn with `status_idle`. With a caught `failure` in the input, it first writes an
@@ -479,7 +476,10 @@ impl Steps {
             let mut next = s.clone();
             next.pending.remove(0);
             next.turn = None;
-            if self.commit(next, s.version, events, None).await?.is_some() {
+            if !matches!(
+                self.commit(next, s.version, events, None).await?,
+                Committed::Lost
+            ) {
                 return Ok(StepOutput::to(Next::Load));
             }
         }
@@ -513,7 +513,10 @@ impl Steps {
             next.run_id = None;
             next.pending.clear();
             next.turn = None;
-            if self.commit(next, s.version, events, None).await?.is_some() {
+            if !matches!(
+                self.commit(next, s.version, events, None).await?,
+                Committed::Lost
+            ) {
                 return Ok(StepOutput::to(Next::Done));
             }
         }
@@ -531,21 +534,6 @@ impl Steps {
         } else {
             Ok(Found::Return(here))
         }
-    }
-
-    /// Commits a step's write; `Ok(None)` when the session changed meanwhile and the step must
-    /// look again, `Ok(Some(output))` once written or once the session is gone.
-    async fn step_commit(
-        &self,
-        next: Session,
-        expected: u64,
-        events: Vec<NewEvent>,
-        charge: Option<&Charge>,
-    ) -> Result<Option<StepOutput>, StepError> {
-        Ok(self
-            .commit(next, expected, events, charge)
-            .await?
-            .map(|s| s.map_or(StepOutput::to(Next::Done), |s| StepOutput::of(&s))))
     }
 
     /// The conversation the agent sees: the history up to the answered message (without
@@ -604,15 +592,14 @@ impl Steps {
     }
 
     /// Commits `next` (with its version moved on) and `new` events if the stored version is
-    /// still `expected`. `Ok(None)` on a lost race; `Ok(Some(None))` when the session is gone;
-    /// `Ok(Some(Some(session)))` as written.
+    /// still `expected`.
     async fn commit(
         &self,
         mut next: Session,
         expected: u64,
         new: Vec<NewEvent>,
         charge: Option<&Charge>,
-    ) -> Result<Option<Option<Session>>, StepError> {
+    ) -> Result<Committed, StepError> {
         next.version = expected + 1;
         let events = next.place(self.clock.now(), new);
         match self
@@ -620,10 +607,39 @@ impl Steps {
             .commit_session(&next, expected, &events, charge)
             .await
         {
-            Ok(()) => Ok(Some(Some(next))),
-            Err(StoreError::Conflict) => Ok(None),
-            Err(StoreError::Gone) => Ok(Some(None)),
+            Ok(()) => Ok(Committed::Written(Box::new(next))),
+            Err(StoreError::Conflict) => Ok(Committed::Lost),
+            Err(StoreError::Gone) => Ok(Committed::Gone),
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Commits a work step's `events` with the session `advance` makes of the one read, and
+    /// returns where the run then stands. On a lost race it reads again and commits the same
+    /// events if the step still applies (a message arrived meanwhile), or returns where the run
+    /// stands if not (another copy of the step committed, or the run was cancelled).
+    async fn commit_step(
+        &self,
+        input: &StepInput,
+        stage: Next,
+        mut s: Session,
+        events: Vec<NewEvent>,
+        charge: Option<&Charge>,
+        advance: impl Fn(&Session) -> Session,
+    ) -> Result<StepOutput, StepError> {
+        loop {
+            match self
+                .commit(advance(&s), s.version, events.clone(), charge)
+                .await?
+            {
+                Committed::Written(s) => return Ok(StepOutput::of(&s)),
+                Committed::Gone => return Ok(StepOutput::to(Next::Done)),
+                Committed::Lost => {}
+            }
+            s = match self.find(input, stage).await? {
+                Found::Proceed(s) => *s,
+                Found::Return(out) => return Ok(out),
+            };
         }
     }
 }

@@ -130,41 +130,17 @@ struct RawMachine {
     version: Option<String>,
 }
 
+/// A state as written: every field any supported state type has. Which of them a type may
+/// carry is [`FIELDS`]'s business; a field no supported type has is refused by serde, by name.
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
-struct RawTask {
+struct RawState {
     #[serde(rename = "Type")]
-    _type: String,
+    kind: String,
     #[serde(default, rename = "Comment")]
     _comment: Option<IgnoredAny>,
-    resource: String,
-    #[serde(default, deserialize_with = "nullable")]
-    input_path: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
-    output_path: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
-    result_path: Option<Option<String>>,
     #[serde(default)]
-    parameters: Option<Value>,
-    #[serde(default)]
-    timeout_seconds: Option<u64>,
-    #[serde(default)]
-    retry: Vec<RawRetrier>,
-    #[serde(default)]
-    catch: Vec<RawCatcher>,
-    #[serde(default)]
-    next: Option<String>,
-    #[serde(default)]
-    end: Option<bool>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase", deny_unknown_fields)]
-struct RawPass {
-    #[serde(rename = "Type")]
-    _type: String,
-    #[serde(default, rename = "Comment")]
-    _comment: Option<IgnoredAny>,
+    resource: Option<String>,
     #[serde(default, deserialize_with = "nullable")]
     input_path: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
@@ -176,73 +152,73 @@ struct RawPass {
     #[serde(default)]
     result: Option<Value>,
     #[serde(default)]
-    next: Option<String>,
+    timeout_seconds: Option<u64>,
     #[serde(default)]
-    end: Option<bool>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase", deny_unknown_fields)]
-struct RawWait {
-    #[serde(rename = "Type")]
-    _type: String,
-    #[serde(default, rename = "Comment")]
-    _comment: Option<IgnoredAny>,
-    #[serde(default, deserialize_with = "nullable")]
-    input_path: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
-    output_path: Option<Option<String>>,
+    retry: Vec<RawRetrier>,
+    #[serde(default)]
+    catch: Vec<RawCatcher>,
     #[serde(default)]
     seconds: Option<u64>,
     #[serde(default)]
     seconds_path: Option<String>,
     #[serde(default)]
+    choices: Option<Vec<Map<String, Value>>>,
+    #[serde(default)]
+    default: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    cause: Option<String>,
+    #[serde(default)]
     next: Option<String>,
     #[serde(default)]
     end: Option<bool>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase", deny_unknown_fields)]
-struct RawChoice {
-    #[serde(rename = "Type")]
-    _type: String,
-    #[serde(default, rename = "Comment")]
-    _comment: Option<IgnoredAny>,
-    #[serde(default, deserialize_with = "nullable")]
-    input_path: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
-    output_path: Option<Option<String>>,
-    choices: Vec<Map<String, Value>>,
-    #[serde(default)]
-    default: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase", deny_unknown_fields)]
-struct RawSucceed {
-    #[serde(rename = "Type")]
-    _type: String,
-    #[serde(default, rename = "Comment")]
-    _comment: Option<IgnoredAny>,
-    #[serde(default, deserialize_with = "nullable")]
-    input_path: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
-    output_path: Option<Option<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "PascalCase", deny_unknown_fields)]
-struct RawFail {
-    #[serde(rename = "Type")]
-    _type: String,
-    #[serde(default, rename = "Comment")]
-    _comment: Option<IgnoredAny>,
-    #[serde(default)]
-    error: Option<String>,
-    #[serde(default)]
-    cause: Option<String>,
-}
+/// The fields each supported state type may carry besides `Type` and `Comment`.
+const FIELDS: &[(&str, &[&str])] = &[
+    (
+        "Task",
+        &[
+            "Resource",
+            "InputPath",
+            "OutputPath",
+            "ResultPath",
+            "Parameters",
+            "TimeoutSeconds",
+            "Retry",
+            "Catch",
+            "Next",
+            "End",
+        ],
+    ),
+    (
+        "Pass",
+        &[
+            "InputPath",
+            "OutputPath",
+            "ResultPath",
+            "Parameters",
+            "Result",
+            "Next",
+            "End",
+        ],
+    ),
+    (
+        "Wait",
+        &[
+            "InputPath",
+            "OutputPath",
+            "Seconds",
+            "SecondsPath",
+            "Next",
+            "End",
+        ],
+    ),
+    ("Choice", &["InputPath", "OutputPath", "Choices", "Default"]),
+    ("Succeed", &["InputPath", "OutputPath"]),
+    ("Fail", &["Error", "Cause"]),
+];
 
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
@@ -403,6 +379,123 @@ fn retrier(state: &str, r: RawRetrier) -> Result<Retrier, LoadError> {
     })
 }
 
+/// `InputPath`, `OutputPath`, `Parameters` and `ResultPath` of a state, compiled.
+fn io(name: &str, raw: &mut RawState) -> Result<Io, LoadError> {
+    Ok(Io {
+        input_path: optional_path(name, raw.input_path.take())?,
+        output_path: optional_path(name, raw.output_path.take())?,
+        parameters: raw
+            .parameters
+            .as_ref()
+            .map(Template::parse)
+            .transpose()
+            .map_err(|e| at(name, e))?,
+        result_path: optional_path(name, raw.result_path.take())?,
+    })
+}
+
+/// One state, checked: its type is supported, it carries only its type's fields, and a Task's
+/// resource names one of `handlers`.
+fn state(name: &str, value: &Value, handlers: &[&str]) -> Result<State, LoadError> {
+    let mut raw: RawState = parse(name, value)?;
+    let Some((_, allowed)) = FIELDS.iter().find(|(kind, _)| *kind == raw.kind) else {
+        return Err(at(
+            name,
+            format!("type {} is not supported by the local engine", raw.kind),
+        ));
+    };
+    let fields = value.as_object().into_iter().flat_map(|o| o.keys());
+    if let Some(field) = fields
+        .filter(|f| !matches!(f.as_str(), "Type" | "Comment"))
+        .find(|f| !allowed.contains(&f.as_str()))
+    {
+        return Err(at(
+            name,
+            format!("a {} state cannot have {field}", raw.kind),
+        ));
+    }
+    let io = io(name, &mut raw)?;
+    Ok(match raw.kind.as_str() {
+        "Task" => {
+            let resource = raw.resource.unwrap_or_default();
+            let handler = handler_of(&resource)
+                .filter(|h| handlers.contains(h))
+                .ok_or_else(|| at(name, format!("no local handler for resource {resource:?}")))?;
+            State::Task {
+                handler: handler.to_owned(),
+                io,
+                timeout_secs: raw.timeout_seconds,
+                retry: raw
+                    .retry
+                    .into_iter()
+                    .map(|r| retrier(name, r))
+                    .collect::<Result<_, _>>()?,
+                catch: raw
+                    .catch
+                    .into_iter()
+                    .map(|c| {
+                        Ok(Catcher {
+                            errors: c.error_equals,
+                            result_path: optional_path(name, c.result_path)?,
+                            next: c.next,
+                        })
+                    })
+                    .collect::<Result<_, LoadError>>()?,
+                then: then(name, raw.next, raw.end)?,
+            }
+        }
+        "Pass" => State::Pass {
+            io,
+            result: raw.result,
+            then: then(name, raw.next, raw.end)?,
+        },
+        "Wait" => {
+            if raw.seconds.is_some() == raw.seconds_path.is_some() {
+                return Err(at(
+                    name,
+                    "a Wait needs exactly one of Seconds and SecondsPath (Timestamp is not \
+                     supported by the local engine)",
+                ));
+            }
+            State::Wait {
+                io,
+                seconds: raw.seconds,
+                seconds_path: raw
+                    .seconds_path
+                    .map(|p| Path::parse(&p))
+                    .transpose()
+                    .map_err(|e| at(name, e))?,
+                then: then(name, raw.next, raw.end)?,
+            }
+        }
+        "Choice" => {
+            let choices = raw.choices.unwrap_or_default();
+            if choices.is_empty() {
+                return Err(at(name, "a Choice needs at least one rule"));
+            }
+            State::Choice {
+                io,
+                choices: choices
+                    .iter()
+                    .map(|r| {
+                        let next = r
+                            .get("Next")
+                            .and_then(Value::as_str)
+                            .ok_or_else(|| at(name, "a top-level choice rule needs Next"))?;
+                        Ok((rule(name, r)?, next.to_owned()))
+                    })
+                    .collect::<Result<_, LoadError>>()?,
+                default: raw.default,
+            }
+        }
+        "Succeed" => State::Succeed { io },
+        _ => State::Fail {
+            error: raw.error.unwrap_or_else(|| "States.Fail".into()),
+            cause: raw.cause.unwrap_or_default(),
+        },
+    })
+}
+
 impl StateMachine {
     /// Parses and checks a definition. `handlers` are the Task handlers available; a Task whose
     /// resource names no handler is refused, as is any feature the engine does not run, and
@@ -412,145 +505,7 @@ impl StateMachine {
         let _ = raw.version;
         let mut states = HashMap::new();
         for (name, value) in &raw.states {
-            let kind = value
-                .get("Type")
-                .and_then(Value::as_str)
-                .ok_or_else(|| at(name, "has no Type"))?;
-            let state = match kind {
-                "Task" => {
-                    let t: RawTask = parse(name, value)?;
-                    let handler = handler_of(&t.resource)
-                        .filter(|h| handlers.contains(h))
-                        .ok_or_else(|| {
-                            at(
-                                name,
-                                format!("no local handler for resource {:?}", t.resource),
-                            )
-                        })?;
-                    State::Task {
-                        handler: handler.to_owned(),
-                        io: Io {
-                            input_path: optional_path(name, t.input_path)?,
-                            output_path: optional_path(name, t.output_path)?,
-                            parameters: t
-                                .parameters
-                                .as_ref()
-                                .map(Template::parse)
-                                .transpose()
-                                .map_err(|e| at(name, e))?,
-                            result_path: optional_path(name, t.result_path)?,
-                        },
-                        timeout_secs: t.timeout_seconds,
-                        retry: t
-                            .retry
-                            .into_iter()
-                            .map(|r| retrier(name, r))
-                            .collect::<Result<_, _>>()?,
-                        catch: t
-                            .catch
-                            .into_iter()
-                            .map(|c| {
-                                Ok(Catcher {
-                                    errors: c.error_equals,
-                                    result_path: optional_path(name, c.result_path)?,
-                                    next: c.next,
-                                })
-                            })
-                            .collect::<Result<_, LoadError>>()?,
-                        then: then(name, t.next, t.end)?,
-                    }
-                }
-                "Pass" => {
-                    let p: RawPass = parse(name, value)?;
-                    State::Pass {
-                        io: Io {
-                            input_path: optional_path(name, p.input_path)?,
-                            output_path: optional_path(name, p.output_path)?,
-                            parameters: p
-                                .parameters
-                                .as_ref()
-                                .map(Template::parse)
-                                .transpose()
-                                .map_err(|e| at(name, e))?,
-                            result_path: optional_path(name, p.result_path)?,
-                        },
-                        result: p.result,
-                        then: then(name, p.next, p.end)?,
-                    }
-                }
-                "Wait" => {
-                    let w: RawWait = parse(name, value)?;
-                    if w.seconds.is_some() == w.seconds_path.is_some() {
-                        return Err(at(
-                            name,
-                            "a Wait needs exactly one of Seconds and SecondsPath (Timestamp is not supported by the local engine)",
-                        ));
-                    }
-                    State::Wait {
-                        io: Io {
-                            input_path: optional_path(name, w.input_path)?,
-                            output_path: optional_path(name, w.output_path)?,
-                            ..Io::default()
-                        },
-                        seconds: w.seconds,
-                        seconds_path: w
-                            .seconds_path
-                            .map(|p| Path::parse(&p))
-                            .transpose()
-                            .map_err(|e| at(name, e))?,
-                        then: then(name, w.next, w.end)?,
-                    }
-                }
-                "Choice" => {
-                    let c: RawChoice = parse(name, value)?;
-                    if c.choices.is_empty() {
-                        return Err(at(name, "a Choice needs at least one rule"));
-                    }
-                    State::Choice {
-                        io: Io {
-                            input_path: optional_path(name, c.input_path)?,
-                            output_path: optional_path(name, c.output_path)?,
-                            ..Io::default()
-                        },
-                        choices: c
-                            .choices
-                            .iter()
-                            .map(|r| {
-                                let next =
-                                    r.get("Next").and_then(Value::as_str).ok_or_else(|| {
-                                        at(name, "a top-level choice rule needs Next")
-                                    })?;
-                                Ok((rule(name, r)?, next.to_owned()))
-                            })
-                            .collect::<Result<_, LoadError>>()?,
-                        default: c.default,
-                    }
-                }
-                "Succeed" => {
-                    let s: RawSucceed = parse(name, value)?;
-                    State::Succeed {
-                        io: Io {
-                            input_path: optional_path(name, s.input_path)?,
-                            output_path: optional_path(name, s.output_path)?,
-                            ..Io::default()
-                        },
-                    }
-                }
-                "Fail" => {
-                    let f: RawFail = parse(name, value)?;
-                    State::Fail {
-                        error: f.error.unwrap_or_else(|| "States.Fail".into()),
-                        cause: f.cause.unwrap_or_default(),
-                    }
-                }
-                other => {
-                    return Err(at(
-                        name,
-                        format!("type {other} is not supported by the local engine"),
-                    ));
-                }
-            };
-            states.insert(name.clone(), state);
+            states.insert(name.clone(), state(name, value, handlers)?);
         }
         let machine = Self {
             start_at: raw.start_at,
@@ -646,6 +601,10 @@ mod tests {
     fn unsupported_features_are_refused_by_state_name() {
         let cases = [
             (r#"{"A": {"Type": "Map", "End": true}}"#, "type Map"),
+            (
+                r#"{"A": {"Type": "Pass", "Retry": [], "End": true}}"#,
+                "cannot have Retry",
+            ),
             (
                 r#"{"A": {"Type": "Task", "Resource": "${StepFunctionArn}", "ResultSelector": {}, "End": true}}"#,
                 "ResultSelector",

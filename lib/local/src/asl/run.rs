@@ -236,11 +236,7 @@ impl StateMachine {
         for _ in 0..MAX_TRANSITIONS {
             observer.entering(&name, &data).await;
             let state = &self.states[&name];
-            let step = match self.enter(state, data, &tasks, &signal, options).await {
-                Ok(step) => step,
-                Err(e) => return Err(e),
-            };
-            match step {
+            match self.enter(state, data, &tasks, &signal, options).await? {
                 Step::Goto(next, output) => {
                     name = next;
                     data = output;
