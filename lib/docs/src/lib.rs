@@ -407,7 +407,7 @@ mod tests {
         let dir = folder(&[
             (
                 "guide/cancel.md",
-                "# Cancelling\n\nPOST cancel stops a running answer.\n",
+                "# Cancelling\n\nA POST stops a running answer; cancelling is immediate.\n",
             ),
             ("limits.txt", "Limits\n\nTen sessions per minute.\n"),
             (

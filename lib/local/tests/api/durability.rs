@@ -202,7 +202,9 @@ async fn a_minted_cookie_expires_after_its_lifetime() {
             "--user",
             "usr_default",
             "--ttl",
-            "1",
+            // Long enough for the first call to land inside it on a loaded machine (expiry is
+            // in whole seconds, so a 1 s cookie may have only a few milliseconds left).
+            "3",
         ],
     )
     .await;
@@ -215,7 +217,7 @@ async fn a_minted_cookie_expires_after_its_lifetime() {
     )
     .await;
     assert_eq!(first, 200);
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(8);
     loop {
         let (status, body) = call(
             reqwest::Method::GET,

@@ -163,6 +163,7 @@ async fn cancelling_again_answers_already_cancelled_and_keeps_the_first_timestam
         .unwrap()
         .unwrap()
         .cancelled_at;
+    assert!(first.is_some(), "the first cancel stamps the session");
     api.clock.advance(5_000);
     let again = api.cancel(&id).await;
     assert_eq!(

@@ -325,7 +325,7 @@ async fn create_is_502_and_writes_nothing_when_the_provider_is_unreachable() {
     assert_eq!(api.admin().usage(&api.user.org).await.unwrap().queries, 0);
     let window = knowledge_core::ports::Store::get_rate_window(
         &api.svc.store,
-        &format!("create#{}", api.user.id),
+        &knowledge_core::limits::Action::CreateSession.key(&api.user.id),
     )
     .await;
     assert_eq!(window.unwrap().hits, vec![]);
@@ -509,6 +509,8 @@ async fn list_sessions_is_scoped_sorted_by_update_and_capped_at_fifty() {
         }
         ids.push(api.create(&format!("question {i}")).await);
         api.settle().await;
+        // Consecutive sessions never share a millisecond, so the order is by time alone.
+        api.clock.advance(1);
     }
     // Touch an old session: it moves to the top.
     api.message(&ids[0], "bump").await;

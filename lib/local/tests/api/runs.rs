@@ -10,16 +10,15 @@ use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::SystemClock;
 use knowledge_core::ids::{OrgId, RunId, SessionKey, UserId};
 use knowledge_core::integrations::FixedIntegrations;
-use knowledge_core::ports::{
-    Agent, AgentAction, AgentError, AgentReply, AgentRequest, Integrations, Store, Workflow,
-    WorkflowError,
-};
+use knowledge_core::ports::{Agent, Integrations, Store, Workflow, WorkflowError};
 use knowledge_core::service::{Deps, Principal, Service};
 use knowledge_core::steps::{Next, StepInput, StepOutput, Steps, TurnRef};
 use knowledge_local::admin::Admin;
 use knowledge_local::asl::{AGENT_DEFINITION, Options, StateMachine, TracingObserver};
 use knowledge_local::{SqliteStore, StepTasks};
 use tokio_util::sync::CancellationToken;
+
+use crate::support::{PricedAgent, docs};
 
 #[derive(Default)]
 struct RecordingWorkflow {
@@ -33,22 +32,6 @@ impl Workflow for RecordingWorkflow {
         Ok(())
     }
     async fn cancelled(&self, _: &SessionKey, _: &RunId) {}
-}
-
-/// Answers "priced" at a fixed cost per step.
-struct PricedAnswer(u64);
-
-#[async_trait]
-impl Agent for PricedAnswer {
-    async fn health(&self) -> Result<(), AgentError> {
-        Ok(())
-    }
-    async fn respond(&self, _: AgentRequest) -> Result<AgentReply, AgentError> {
-        Ok(AgentReply {
-            action: AgentAction::Answer("priced".into()),
-            cost_micros: self.0,
-        })
-    }
 }
 
 struct Rig {
@@ -206,7 +189,7 @@ async fn a_message_after_cancel_finishes_the_cancelled_run_itself_when_the_workf
 
 #[tokio::test]
 async fn a_step_delivered_twice_commits_its_events_once() {
-    let rig = Rig::with_agent(Arc::new(PricedAnswer(1_500_000))).await;
+    let rig = Rig::with_agent(Arc::new(PricedAgent { micros: 1_500_000 })).await;
     let created = rig.service.create_session(&rig.p, "one").await.unwrap();
     let key = rig.key(&created.id);
     let run = &created.run_id;
@@ -234,12 +217,7 @@ async fn a_step_delivered_twice_commits_its_events_once() {
 
 #[tokio::test]
 async fn a_late_duplicate_of_an_earlier_step_of_the_same_turn_commits_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("a.md"), "# Cancel\n\nPOST cancel.\n").unwrap();
-    let docs = knowledge_docs::TantivyDocs::open(dir.path()).unwrap();
-    let integrations =
-        FixedIntegrations::new().connect(OrgId::parse("org_default").unwrap(), Arc::new(docs));
-    let rig = Rig::with_parts(Arc::new(BuiltinAgent), Arc::new(integrations)).await;
+    let rig = Rig::with_parts(Arc::new(BuiltinAgent), docs()).await;
     let created = rig.service.create_session(&rig.p, "cancel").await.unwrap();
     let key = rig.key(&created.id);
     let run = &created.run_id;

@@ -358,6 +358,26 @@ impl Api {
     }
 }
 
+/// A docs folder indexed in memory and connected to the default organisation.
+pub fn docs() -> Arc<dyn Integrations> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("cancel.md"),
+        "# Cancelling\n\nPOST the cancel endpoint to stop a running answer.\n\n\
+         # Deleting\n\nDELETE the session to remove it for good.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("limits.txt"),
+        "Limits\n\nTen sessions a minute per user.\n",
+    )
+    .unwrap();
+    let index = knowledge_docs::TantivyDocs::open(dir.path()).unwrap();
+    Arc::new(
+        FixedIntegrations::new().connect(OrgId::parse("org_default").unwrap(), Arc::new(index)),
+    )
+}
+
 /// The `type` of each event.
 pub fn kinds(events: &[Value]) -> Vec<String> {
     events
