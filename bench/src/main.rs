@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use knowledge_bench::{KEY, serve};
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{NewEvent, Session};
@@ -13,10 +14,8 @@ use knowledge_core::ids::{EventId, OrgId, SessionId, SessionKey, UserId};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::Store;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
+use knowledge_local::SqliteStore;
 use knowledge_local::admin::Admin;
-use knowledge_local::{LocalService, Parts, SqliteStore};
-
-const KEY: [u8; 32] = [7; 32];
 
 struct Scenario {
     name: String,
@@ -126,24 +125,12 @@ async fn main() {
         .await
         .unwrap()
         .expect("fresh store");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let service = LocalService::new(Parts {
-        store: store.clone(),
-        agent: Arc::new(BuiltinAgent),
-        integrations: Arc::new(FixedIntegrations::new()),
-        clock: Arc::new(SystemClock),
-        signing_key: KEY.to_vec(),
-        app_origin: base.clone(),
-    })
-    .unwrap();
-    let server = service.clone();
-    tokio::spawn(async move {
-        server
-            .serve(listener, std::future::pending())
-            .await
-            .unwrap()
-    });
+    let (_service, base) = serve(
+        &store,
+        Arc::new(BuiltinAgent),
+        Arc::new(FixedIntegrations::new()),
+    )
+    .await;
     let signer = CookieSigner::new(&KEY).unwrap();
     let cookie = format!("{COOKIE_NAME}={}", signer.mint(&user, &org, 3600).unwrap());
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use knowledge_bench::{KEY, serve};
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::SystemClock;
 use knowledge_core::domain::{EventKind, Role};
@@ -24,7 +25,6 @@ use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::admin::Admin;
 use knowledge_local::{LocalService, Parts, SqliteStore};
 
-const KEY: [u8; 32] = [7; 32];
 /// How long the deliberately slow agent takes per step.
 const SLOW_STEP: Duration = Duration::from_millis(400);
 /// Sessions a benchmark user opens before the next user takes over (rate limits are per user).
@@ -87,24 +87,7 @@ async fn cancel_latency(cancels: usize) {
     let (org, _) = Admin { store: &store }.bootstrap().await.unwrap().unwrap();
     let docs = TantivyDocs::open(Path::new("docs/guide")).expect("run from the repository root");
     let integrations = FixedIntegrations::new().connect(org.clone(), Arc::new(docs));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let service = LocalService::new(Parts {
-        store: store.clone(),
-        agent: Arc::new(SlowAgent),
-        integrations: Arc::new(integrations),
-        clock: Arc::new(SystemClock),
-        signing_key: KEY.to_vec(),
-        app_origin: base.clone(),
-    })
-    .unwrap();
-    let server = service.clone();
-    tokio::spawn(async move {
-        server
-            .serve(listener, std::future::pending())
-            .await
-            .unwrap()
-    });
+    let (_service, base) = serve(&store, Arc::new(SlowAgent), Arc::new(integrations)).await;
 
     let workers = 4;
     let tasks: Vec<_> = (0..workers)

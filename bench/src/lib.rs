@@ -1,0 +1,38 @@
+//! What the benchmarks share: the real local service on a loopback port over a fresh store.
+
+use std::sync::Arc;
+
+use knowledge_core::clock::SystemClock;
+use knowledge_core::ports::{Agent, Integrations};
+use knowledge_local::{LocalService, Parts, SqliteStore};
+
+/// The cookie-signing key of benchmark services.
+pub const KEY: [u8; 32] = [7; 32];
+
+/// Serves the API over `store` on an ephemeral 127.0.0.1 port; returns the service and its base
+/// URL, which is also the application origin.
+pub async fn serve(
+    store: &SqliteStore,
+    agent: Arc<dyn Agent>,
+    integrations: Arc<dyn Integrations>,
+) -> (LocalService, String) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let service = LocalService::new(Parts {
+        store: store.clone(),
+        agent,
+        integrations,
+        clock: Arc::new(SystemClock),
+        signing_key: KEY.to_vec(),
+        app_origin: base.clone(),
+    })
+    .unwrap();
+    let server = service.clone();
+    tokio::spawn(async move {
+        server
+            .serve(listener, std::future::pending())
+            .await
+            .unwrap()
+    });
+    (service, base)
+}
