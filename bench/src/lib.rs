@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use knowledge_core::clock::SystemClock;
 use knowledge_core::ports::{Agent, Integrations};
-use knowledge_local::{LocalService, Parts, SqliteStore};
+use knowledge_local::{LocalService, LocalStore, Parts, SqliteStore};
 
 /// The cookie-signing key of benchmark services.
 pub const KEY: [u8; 32] = [7; 32];
@@ -19,7 +19,7 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let service = LocalService::new(Parts {
-        store: store.clone(),
+        store: LocalStore::Sqlite(store.clone()),
         agent,
         integrations,
         clock: Arc::new(SystemClock),

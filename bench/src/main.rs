@@ -120,11 +120,13 @@ async fn main() {
 
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path()).unwrap();
-    let (org, user) = Admin { store: &store }
-        .bootstrap()
-        .await
-        .unwrap()
-        .expect("fresh store");
+    let (org, user) = Admin {
+        store: &store as &dyn knowledge_core::ports::Store,
+    }
+    .bootstrap()
+    .await
+    .unwrap()
+    .expect("fresh store");
     let (_service, base) = serve(
         &store,
         Arc::new(BuiltinAgent),

@@ -68,10 +68,12 @@ struct Users {
 impl Users {
     async fn next(&mut self, store: &SqliteStore) -> UserId {
         if self.opened.is_multiple_of(SESSIONS_PER_USER) || self.current.is_none() {
-            let member = Admin { store }
-                .add_member(&self.org, None, Role::Viewer)
-                .await
-                .unwrap();
+            let member = Admin {
+                store: store as &dyn knowledge_core::ports::Store,
+            }
+            .add_member(&self.org, None, Role::Viewer)
+            .await
+            .unwrap();
             self.current = Some(member.user);
         }
         self.opened += 1;
@@ -84,7 +86,13 @@ impl Users {
 async fn cancel_latency(cancels: usize) {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path()).unwrap();
-    let (org, _) = Admin { store: &store }.bootstrap().await.unwrap().unwrap();
+    let (org, _) = Admin {
+        store: &store as &dyn knowledge_core::ports::Store,
+    }
+    .bootstrap()
+    .await
+    .unwrap()
+    .unwrap();
     let docs = TantivyDocs::open(Path::new("docs/guide")).expect("run from the repository root");
     let integrations = FixedIntegrations::new().connect(org.clone(), Arc::new(docs));
     let (_service, base) = serve(&store, Arc::new(SlowAgent), Arc::new(integrations)).await;
@@ -218,13 +226,19 @@ async fn turn_overhead(turns: usize) {
     for engine in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(dir.path()).unwrap();
-        let (org, _) = Admin { store: &store }.bootstrap().await.unwrap().unwrap();
+        let (org, _) = Admin {
+            store: &store as &dyn knowledge_core::ports::Store,
+        }
+        .bootstrap()
+        .await
+        .unwrap()
+        .unwrap();
         let shared: Arc<dyn Store> = Arc::new(store.clone());
         let integrations: Arc<dyn Integrations> = Arc::new(FixedIntegrations::new());
         let agent: Arc<dyn Agent> = Arc::new(BuiltinAgent);
         let (service, local) = if engine {
             let local = LocalService::new(Parts {
-                store: store.clone(),
+                store: knowledge_local::LocalStore::Sqlite(store.clone()),
                 agent,
                 integrations,
                 clock: Arc::new(SystemClock),

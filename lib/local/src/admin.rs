@@ -7,8 +7,6 @@ use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Store, StoreError};
 use serde_json::{Value, json};
 
-use crate::SqliteStore;
-
 /// Errors of admin commands; their text is shown to the operator.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
@@ -25,7 +23,7 @@ pub const DEFAULT_ORG: &str = "org_default";
 pub const DEFAULT_USER: &str = "usr_default";
 
 pub struct Admin<'a> {
-    pub store: &'a SqliteStore,
+    pub store: &'a dyn Store,
 }
 
 impl Admin<'_> {
@@ -110,14 +108,14 @@ impl Admin<'_> {
         }
     }
 
-    /// On a fresh data directory, creates the default organisation and its admin. Returns them
-    /// when it did.
+    /// When the default organisation does not exist (a fresh data directory or table), creates it
+    /// and its admin. Returns them when it did.
     pub async fn bootstrap(&self) -> Result<Option<(OrgId, UserId)>, AdminError> {
-        if !self.store.is_empty().await? {
-            return Ok(None);
-        }
         let org = OrgId::parse(DEFAULT_ORG).expect("valid id");
         let user = UserId::parse(DEFAULT_USER).expect("valid id");
+        if self.store.get_org(&org).await?.is_some() {
+            return Ok(None);
+        }
         self.create_org(
             Some(org.clone()),
             "Default organisation",

@@ -1,9 +1,10 @@
-//! The local service: the HTTP router over the embedded SQLite store and the in-process workflow,
-//! assembled in one process. The `knowledge` binary and the integration tests both build it here.
+//! The local service: the HTTP router over the embedded SQLite store (or DynamoDB) and the
+//! in-process workflow, assembled in one process. The `knowledge` binary and the integration tests both build it here.
 
 pub mod admin;
 pub mod asl;
 pub mod sqlite;
+pub mod store;
 pub mod workflow;
 
 use std::net::SocketAddr;
@@ -11,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use knowledge_core::clock::Clock;
-use knowledge_core::ports::{Agent, Integrations, Store, Workflow};
+use knowledge_core::ports::{Agent, Integrations, Workflow};
 use knowledge_core::service::{Deps, Service};
 use knowledge_core::steps::Steps;
 use knowledge_http::cookie::{CookieSigner, MIN_KEY_BYTES};
@@ -19,6 +20,7 @@ use knowledge_http::{AppState, HttpConfig};
 use tokio::net::TcpListener;
 
 pub use crate::sqlite::SqliteStore;
+pub use crate::store::LocalStore;
 pub use crate::workflow::{LocalWorkflow, StepTasks};
 
 /// Environment variable that supplies the cookie-signing key (hex, at least 32 bytes) instead of
@@ -97,14 +99,14 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
 /// The parts of a running local service, kept by whoever built it.
 #[derive(Clone)]
 pub struct LocalService {
-    pub store: SqliteStore,
+    pub store: LocalStore,
     pub workflow: LocalWorkflow,
     pub state: AppState,
 }
 
 /// What the local service is built from.
 pub struct Parts {
-    pub store: SqliteStore,
+    pub store: LocalStore,
     pub agent: Arc<dyn Agent>,
     pub integrations: Arc<dyn Integrations>,
     pub clock: Arc<dyn Clock>,
@@ -130,7 +132,7 @@ impl LocalService {
         parts: Parts,
         make: impl FnOnce(Steps) -> Result<LocalWorkflow, asl::LoadError>,
     ) -> Result<Self, LocalError> {
-        let store: Arc<dyn Store> = Arc::new(parts.store.clone());
+        let store = parts.store.shared();
         let workflow = make(Steps::new(
             store.clone(),
             parts.agent.clone(),

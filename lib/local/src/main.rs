@@ -13,7 +13,7 @@ use knowledge_core::integrations::FixedIntegrations;
 use knowledge_docs::TantivyDocs;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::admin::{Admin, DEFAULT_ORG, org_json};
-use knowledge_local::{LocalService, Parts, SqliteStore, signing_key};
+use knowledge_local::{LocalService, LocalStore, Parts, SqliteStore, signing_key};
 use serde_json::json;
 
 /// The sample folder the default run searches, relative to the working directory.
@@ -37,8 +37,54 @@ struct Cli {
     /// Print admin results as JSON.
     #[arg(long, global = true)]
     json: bool,
+    /// Where sessions, events and organisations live: the embedded SQLite file in the data
+    /// directory, or a DynamoDB table.
+    #[arg(long, global = true, env = "KNOWLEDGE_STORE", default_value = "sqlite")]
+    store: StoreKind,
+    /// DynamoDB endpoint, for a stand-in such as moto or DynamoDB Local; default: AWS's own,
+    /// from the standard AWS configuration.
+    #[cfg(feature = "dynamodb")]
+    #[arg(long, global = true, env = "KNOWLEDGE_DYNAMODB_ENDPOINT")]
+    dynamodb_endpoint: Option<String>,
+    /// DynamoDB table, created (on demand, with its index and TTL) when missing.
+    #[cfg(feature = "dynamodb")]
+    #[arg(
+        long,
+        global = true,
+        env = "KNOWLEDGE_DYNAMODB_TABLE",
+        default_value = "knowledge"
+    )]
+    dynamodb_table: String,
     #[command(subcommand)]
     command: Option<Command>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum StoreKind {
+    Sqlite,
+    #[cfg(feature = "dynamodb")]
+    Dynamodb,
+}
+
+impl Cli {
+    async fn open_store(&self) -> Result<LocalStore, Box<dyn std::error::Error>> {
+        Ok(match self.store {
+            StoreKind::Sqlite => LocalStore::Sqlite(SqliteStore::open(&self.data_dir)?),
+            #[cfg(feature = "dynamodb")]
+            StoreKind::Dynamodb => {
+                let client = knowledge_dynamo::connect(
+                    self.dynamodb_endpoint.as_deref(),
+                    Default::default(),
+                )
+                .await;
+                knowledge_dynamo::create_table_if_missing(&client, &self.dynamodb_table).await?;
+                LocalStore::Dynamo(knowledge_dynamo::DynamoStore::new(
+                    client,
+                    &self.dynamodb_table,
+                ))
+            }
+        })
+    }
 }
 
 #[derive(Subcommand)]
@@ -176,8 +222,8 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
-    let store = SqliteStore::open(&cli.data_dir)?;
-    let admin = Admin { store: &store };
+    let store = cli.open_store().await?;
+    let admin = Admin { store: &*store };
     let print = |id: String, full: serde_json::Value| {
         println!("{}", if cli.json { full.to_string() } else { id });
     };
@@ -252,12 +298,13 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
 
 async fn serve(
     data_dir: &std::path::Path,
-    store: SqliteStore,
+    store: LocalStore,
     addr: &str,
     origin: Option<String>,
     docs: Option<PathBuf>,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let created = Admin { store: &store }.bootstrap().await?;
+    let created = Admin { store: &*store }.bootstrap().await?;
+    let kind = store.kind();
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     let origin = origin.unwrap_or_else(|| format!("http://{bound}"));
@@ -302,7 +349,7 @@ async fn serve(
         );
     }
     println!(
-        "knowledge service listening on http://{bound} (origin {origin}, data in {})",
+        "knowledge service listening on http://{bound} (origin {origin}, store {kind}, key in {})",
         data_dir.display()
     );
     let shutdown = async {

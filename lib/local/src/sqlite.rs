@@ -175,12 +175,6 @@ impl SqliteStore {
         .map_err(backend)?
     }
 
-    /// Whether no organisation exists yet (a fresh data directory).
-    pub async fn is_empty(&self) -> Result<bool, StoreError> {
-        self.read(|c| c.query_row("SELECT NOT EXISTS (SELECT 1 FROM orgs)", [], |r| r.get(0)))
-            .await
-    }
-
     /// Sessions whose run was in flight when the process stopped, to be resumed at start-up.
     pub async fn running_sessions(&self) -> Result<Vec<(SessionKey, RunId)>, StoreError> {
         self.read(|c| {

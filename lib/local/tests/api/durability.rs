@@ -315,10 +315,12 @@ async fn a_run_left_in_flight_by_a_dead_process_is_resumed_and_answered_at_start
     // What a process killed mid-turn leaves behind: a claimed run and an unanswered message.
     let key = {
         let store = knowledge_local::SqliteStore::open(dir.path()).unwrap();
-        knowledge_local::admin::Admin { store: &store }
-            .bootstrap()
-            .await
-            .unwrap();
+        knowledge_local::admin::Admin {
+            store: &store as &dyn Store,
+        }
+        .bootstrap()
+        .await
+        .unwrap();
         let key = SessionKey {
             user: UserId::parse("usr_default").unwrap(),
             org: OrgId::parse("org_default").unwrap(),

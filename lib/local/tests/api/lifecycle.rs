@@ -1,6 +1,5 @@
 //! The interface's state table, a test per row, plus the run and cancel rules of DESIGN.md.
 
-use knowledge_core::ports::Store;
 use serde_json::json;
 
 use crate::support::{Api, GatedAgent, kinds};

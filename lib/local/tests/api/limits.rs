@@ -7,7 +7,6 @@ use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{EventKind, NewEvent, Session};
 use knowledge_core::ids::{EventId, RunId, SessionId, SessionKey};
-use knowledge_core::ports::Store;
 use serde_json::json;
 
 use crate::support::{Api, PricedAgent};

@@ -10,12 +10,12 @@ use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::SystemClock;
 use knowledge_core::ids::{OrgId, RunId, SessionKey, UserId};
 use knowledge_core::integrations::FixedIntegrations;
-use knowledge_core::ports::{Agent, Integrations, Store, Workflow, WorkflowError};
+use knowledge_core::ports::{Agent, Integrations, Workflow, WorkflowError};
 use knowledge_core::service::{Deps, Principal, Service};
 use knowledge_core::steps::{Next, StepInput, StepOutput, Steps, TurnRef};
 use knowledge_local::admin::Admin;
 use knowledge_local::asl::{AGENT_DEFINITION, Options, StateMachine, TracingObserver};
-use knowledge_local::{SqliteStore, StepTasks};
+use knowledge_local::{LocalStore, StepTasks};
 use tokio_util::sync::CancellationToken;
 
 use crate::support::{PricedAgent, docs};
@@ -37,7 +37,7 @@ impl Workflow for RecordingWorkflow {
 struct Rig {
     service: Service,
     steps: Steps,
-    store: SqliteStore,
+    store: LocalStore,
     workflow: Arc<RecordingWorkflow>,
     p: Principal,
     _dir: tempfile::TempDir,
@@ -54,10 +54,10 @@ impl Rig {
 
     async fn with_parts(agent: Arc<dyn Agent>, integrations: Arc<dyn Integrations>) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(dir.path()).unwrap();
-        Admin { store: &store }.bootstrap().await.unwrap();
+        let store = crate::support::open_store(dir.path()).await;
+        Admin { store: &*store }.bootstrap().await.unwrap();
         let workflow = Arc::new(RecordingWorkflow::default());
-        let shared: Arc<dyn Store> = Arc::new(store.clone());
+        let shared = store.shared();
         let service = Service::new(Deps {
             store: shared.clone(),
             workflow: workflow.clone(),

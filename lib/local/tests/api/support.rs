@@ -11,17 +11,68 @@ use knowledge_core::domain::Role;
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{
-    Agent, AgentAction, AgentError, AgentReply, AgentRequest, Integrations, Store,
+    Agent, AgentAction, AgentError, AgentReply, AgentRequest, Integrations,
 };
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::admin::Admin;
 use knowledge_local::asl::{Observer, Options, Tasks, TracingObserver};
-use knowledge_local::{LocalService, LocalWorkflow, Parts, SqliteStore, StepTasks};
+use knowledge_local::{LocalService, LocalStore, LocalWorkflow, Parts, SqliteStore, StepTasks};
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
 
 pub const KEY: [u8; 32] = [42; 32];
+
+/// Selects the store every test service runs on: `sqlite` (the default) or `dynamodb`.
+pub const STORE_ENV: &str = "KNOWLEDGE_TEST_STORE";
+/// The DynamoDB endpoint (moto on loopback, started by `scripts/test`) for the DynamoDB store.
+pub const DYNAMODB_ENDPOINT_ENV: &str = "KNOWLEDGE_TEST_DYNAMODB_ENDPOINT";
+const TABLE_FILE: &str = "dynamodb-table";
+
+pub fn dynamodb_endpoint() -> String {
+    std::env::var(DYNAMODB_ENDPOINT_ENV).unwrap_or_else(|_| {
+        panic!(
+            "{DYNAMODB_ENDPOINT_ENV} must name a DynamoDB endpoint; scripts/test starts moto on \
+             loopback and sets it"
+        )
+    })
+}
+
+/// A DynamoDB store on a table of its own for the data directory `dir`: the table's name is
+/// kept in `dir`, so that a service started again on the same directory finds the same data.
+pub async fn dynamo_store(dir: &std::path::Path) -> knowledge_dynamo::DynamoStore {
+    dynamo_store_counted(dir, Default::default()).await
+}
+
+/// [`dynamo_store`], counting its requests in `counter`.
+pub async fn dynamo_store_counted(
+    dir: &std::path::Path,
+    counter: knowledge_dynamo::RequestCounter,
+) -> knowledge_dynamo::DynamoStore {
+    let path = dir.join(TABLE_FILE);
+    let table = match std::fs::read_to_string(&path) {
+        Ok(name) => name,
+        Err(_) => {
+            let name = format!("knowledge-test-{}", uuid::Uuid::new_v4().simple());
+            std::fs::write(&path, &name).unwrap();
+            name
+        }
+    };
+    let client = knowledge_dynamo::connect(Some(&dynamodb_endpoint()), counter).await;
+    knowledge_dynamo::create_table_if_missing(&client, &table)
+        .await
+        .unwrap();
+    knowledge_dynamo::DynamoStore::new(client, table)
+}
+
+/// The store [`STORE_ENV`] selects, over the data directory `dir`.
+pub async fn open_store(dir: &std::path::Path) -> LocalStore {
+    match std::env::var(STORE_ENV).as_deref() {
+        Err(_) | Ok("sqlite") => LocalStore::Sqlite(SqliteStore::open(dir).unwrap()),
+        Ok("dynamodb") => LocalStore::Dynamo(dynamo_store(dir).await),
+        Ok(other) => panic!("{STORE_ENV}={other}: expected sqlite or dynamodb"),
+    }
+}
 /// Bound on every wait for the service to reach a state; reaching it is signalled, not slept on.
 pub const WAIT: Duration = Duration::from_secs(20);
 
@@ -119,7 +170,7 @@ impl Api {
         let dir = setup
             .dir
             .unwrap_or_else(|| Arc::new(tempfile::tempdir().unwrap()));
-        let store = SqliteStore::open(dir.path()).unwrap();
+        let store = open_store(dir.path()).await;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let clock = Arc::new(ShiftedClock::default());
@@ -141,11 +192,8 @@ impl Api {
             tokio::spawn(async move { svc.serve(listener, std::future::pending()).await.unwrap() })
         };
         let signer = CookieSigner::new(&KEY).unwrap();
-        let admin = Admin { store: &store };
         let org = OrgId::parse("org_default").unwrap();
-        if store.is_empty().await.unwrap() {
-            admin.bootstrap().await.unwrap();
-        }
+        Admin { store: &*store }.bootstrap().await.unwrap();
         let id = UserId::parse("usr_default").unwrap();
         let cookie = format!("{COOKIE_NAME}={}", signer.mint(&id, &org, 3600).unwrap());
         Self {
@@ -167,7 +215,7 @@ impl Api {
 
     pub fn admin(&self) -> Admin<'_> {
         Admin {
-            store: &self.svc.store,
+            store: &*self.svc.store,
         }
     }
 
@@ -180,11 +228,7 @@ impl Api {
 
     /// A new member of `org` (created when absent) with its cookie.
     pub async fn new_user(&self, org: &OrgId) -> User {
-        if Store::get_org(&self.svc.store, org)
-            .await
-            .unwrap()
-            .is_none()
-        {
+        if self.svc.store.get_org(org).await.unwrap().is_none() {
             self.admin()
                 .create_org(
                     Some(org.clone()),

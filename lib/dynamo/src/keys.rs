@@ -1,0 +1,141 @@
+//! Every key string of the table, built here and nowhere else.
+//!
+//! | item | `PK` | `SK` | `GSI1PK` / `GSI1SK` |
+//! |---|---|---|---|
+//! | organisation | `ORG#<org>` | `ORG` | |
+//! | membership | `ORG#<org>` | `MEMBER#<user>` | |
+//! | monthly usage | `ORG#<org>` | `USAGE#<YYYY-MM>` | |
+//! | session | `USER#<user>#ORG#<org>#SESSION#<session>` | `SESSION` | `USER#<user>#ORG#<org>` / `<updatedAt, 20 digits>#<session>` |
+//! | event | same as its session | `EVENT#<seq, 20 digits>` | |
+//! | rate-limit window | `RATE#<limit key>` | `RATE` | |
+//!
+//! Identifiers are tokens of `A-Z a-z 0-9 _ -`, so `#` never occurs inside one and no two items
+//! can share a key. A session's partition holds nothing but that session and its events, and its
+//! key names user, organisation and session: a request can only address what its signed-in
+//! user owns in its active organisation. Events sort by zero-padded sequence number, so "events
+//! after a cursor" is a key range, and the session item (`SESSION`) sorts after every event.
+
+use knowledge_core::clock::Timestamp;
+use knowledge_core::ids::{OrgId, SessionKey, UserId};
+
+/// Partition and sort key attribute names of the table.
+pub const PK: &str = "PK";
+pub const SK: &str = "SK";
+/// The index that lists a user's sessions in an organisation by `updatedAt`, newest first.
+pub const GSI1: &str = "GSI1";
+pub const GSI1PK: &str = "GSI1PK";
+pub const GSI1SK: &str = "GSI1SK";
+/// The attribute DynamoDB's time to live reads (epoch seconds).
+pub const TTL: &str = "expiresAt";
+
+const EVENT: &str = "EVENT#";
+
+pub fn org(org: &OrgId) -> (String, String) {
+    (format!("ORG#{org}"), "ORG".to_owned())
+}
+
+pub fn member(org: &OrgId, user: &UserId) -> (String, String) {
+    (format!("ORG#{org}"), format!("MEMBER#{user}"))
+}
+
+pub fn usage(org: &OrgId, month: &str) -> (String, String) {
+    (format!("ORG#{org}"), format!("USAGE#{month}"))
+}
+
+/// The partition of one session and its events.
+pub fn session_partition(key: &SessionKey) -> String {
+    format!("USER#{}#ORG#{}#SESSION#{}", key.user, key.org, key.session)
+}
+
+pub fn session(key: &SessionKey) -> (String, String) {
+    (session_partition(key), "SESSION".to_owned())
+}
+
+pub fn event(key: &SessionKey, seq: u64) -> (String, String) {
+    (session_partition(key), event_sort(seq))
+}
+
+/// The sort key of the event numbered `seq`.
+pub fn event_sort(seq: u64) -> String {
+    format!("{EVENT}{seq:020}")
+}
+
+/// The inclusive sort-key range of the events numbered above `after`.
+pub fn events_after(after: u64) -> (String, String) {
+    (event_sort(after.saturating_add(1)), event_sort(u64::MAX))
+}
+
+/// Whether a sort key is an event's.
+pub fn is_event_sort(sk: &str) -> bool {
+    sk.starts_with(EVENT)
+}
+
+/// The index keys under which a session is listed.
+pub fn session_listing(key: &SessionKey, updated_at: Timestamp) -> (String, String) {
+    (
+        user_org(&key.user, &key.org),
+        format!("{:020}#{}", updated_at.millis().max(0), key.session),
+    )
+}
+
+/// The index partition of a user's sessions in an organisation.
+pub fn user_org(user: &UserId, org: &OrgId) -> String {
+    format!("USER#{user}#ORG#{org}")
+}
+
+pub fn rate_window(limit_key: &str) -> (String, String) {
+    (format!("RATE#{limit_key}"), "RATE".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use knowledge_core::ids::SessionId;
+
+    fn key(user: &str, org: &str) -> SessionKey {
+        SessionKey {
+            user: UserId::parse(user).unwrap(),
+            org: OrgId::parse(org).unwrap(),
+            session: SessionId::parse("ses_0123456789abcdef0123456789abcdef").unwrap(),
+        }
+    }
+
+    #[test]
+    fn the_same_session_id_under_another_user_or_org_is_another_partition() {
+        let mine = session_partition(&key("usr_a", "org_a"));
+        assert_ne!(mine, session_partition(&key("usr_b", "org_a")));
+        assert_ne!(mine, session_partition(&key("usr_a", "org_b")));
+    }
+
+    #[test]
+    fn event_sort_keys_order_as_their_numbers_and_before_the_session_item() {
+        let keys: Vec<String> = [1, 9, 10, 999, 1_000_000_000_000, u64::MAX]
+            .into_iter()
+            .map(event_sort)
+            .collect();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        assert_eq!(keys, sorted);
+        assert!(
+            keys.iter()
+                .all(|k| k.as_str() < "SESSION" && is_event_sort(k))
+        );
+        assert!(!is_event_sort("SESSION"));
+    }
+
+    #[test]
+    fn events_after_a_cursor_start_at_the_next_number() {
+        let (from, to) = events_after(41);
+        assert_eq!(from, event_sort(42));
+        assert!(event_sort(41) < from && event_sort(u64::MAX) == to);
+    }
+
+    #[test]
+    fn listing_keys_sort_by_update_time() {
+        let k = key("usr_a", "org_a");
+        let (pk, early) = session_listing(&k, Timestamp(9_000));
+        let (_, late) = session_listing(&k, Timestamp(10_000));
+        assert_eq!(pk, user_org(&k.user, &k.org));
+        assert!(early < late);
+    }
+}

@@ -1,0 +1,698 @@
+//! `DynamoStore`: the storage port on one DynamoDB table (keys in [`keys`]).
+//!
+//! Every port method is one request, except `delete_session`, which pages through the events.
+//! Reads that decide a write are strongly consistent; only the session list reads the index
+//! (GSI1), which is eventually consistent, so a session can take a moment to appear there.
+
+pub mod counter;
+pub mod keys;
+mod table;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, CancellationReason, DeleteRequest, Put, ReturnValue,
+    ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update, WriteRequest,
+};
+use knowledge_core::clock::Timestamp;
+use knowledge_core::domain::{Event, Member, Org, Session, SessionSummary, TurnProgress, Usage};
+use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
+use knowledge_core::ports::{Charge, RateWindow, Store, StoreError, UsageRefused};
+
+pub use crate::counter::RequestCounter;
+pub use crate::table::{TableError, connect, create_table_if_missing};
+
+type Item = HashMap<String, AttributeValue>;
+
+/// Items one BatchWriteItem request takes at most.
+const BATCH: usize = 25;
+/// Rounds of retrying a batch's unprocessed items before giving up.
+const BATCH_ROUNDS: u32 = 8;
+
+/// The storage port on a DynamoDB table. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+}
+
+fn backend<E, R>(e: SdkError<E, R>) -> StoreError
+where
+    E: std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    StoreError::Backend(DisplayErrorContext(e).to_string())
+}
+
+fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+fn n(v: impl ToString) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn key_item((pk, sk): (String, String)) -> Item {
+    HashMap::from([(keys::PK.to_owned(), s(pk)), (keys::SK.to_owned(), s(sk))])
+}
+
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Backend(format!("stored item has a missing or malformed {what}"))
+}
+
+fn get_s<'a>(item: &'a Item, name: &str) -> Result<&'a str, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::S(v)) => Ok(v),
+        _ => Err(corrupt(name)),
+    }
+}
+
+fn get_n<T: std::str::FromStr>(item: &Item, name: &str) -> Result<T, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::N(v)) => v.parse().map_err(|_| corrupt(name)),
+        _ => Err(corrupt(name)),
+    }
+}
+
+fn get_n_or_zero(item: &Item, name: &str) -> Result<u64, StoreError> {
+    if item.contains_key(name) {
+        get_n(item, name)
+    } else {
+        Ok(0)
+    }
+}
+
+fn get_json<T: serde::de::DeserializeOwned>(item: &Item, name: &str) -> Result<T, StoreError> {
+    serde_json::from_str(get_s(item, name)?).map_err(|_| corrupt(name))
+}
+
+fn to_json(v: &impl serde::Serialize) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::Backend(e.to_string()))
+}
+
+fn session_item(session: &Session) -> Result<Item, StoreError> {
+    let mut item = key_item(keys::session(&session.key));
+    item.insert("title".into(), s(&session.title));
+    item.insert("createdAt".into(), n(session.created_at.millis()));
+    item.insert("updatedAt".into(), n(session.updated_at.millis()));
+    if let Some(at) = session.cancelled_at {
+        item.insert("cancelledAt".into(), n(at.millis()));
+    }
+    if let Some(run) = &session.run_id {
+        item.insert("runId".into(), s(run.as_str()));
+    }
+    item.insert("deleting".into(), AttributeValue::Bool(session.deleting));
+    item.insert("pending".into(), s(to_json(&session.pending)?));
+    if let Some(turn) = &session.turn {
+        item.insert("turn".into(), s(to_json(turn)?));
+    }
+    item.insert("nextSeq".into(), n(session.next_seq));
+    item.insert("version".into(), n(session.version));
+    // A session being deleted leaves the list at once.
+    if !session.deleting {
+        let (gpk, gsk) = keys::session_listing(&session.key, session.updated_at);
+        item.insert(keys::GSI1PK.into(), s(gpk));
+        item.insert(keys::GSI1SK.into(), s(gsk));
+    }
+    Ok(item)
+}
+
+fn session_from(key: &SessionKey, item: &Item) -> Result<Session, StoreError> {
+    let optional_n = |name: &str| -> Result<Option<i64>, StoreError> {
+        item.contains_key(name)
+            .then(|| get_n(item, name))
+            .transpose()
+    };
+    Ok(Session {
+        key: key.clone(),
+        title: get_s(item, "title")?.to_owned(),
+        created_at: Timestamp(get_n(item, "createdAt")?),
+        updated_at: Timestamp(get_n(item, "updatedAt")?),
+        cancelled_at: optional_n("cancelledAt")?.map(Timestamp),
+        run_id: match item.get("runId") {
+            None => None,
+            Some(_) => Some(RunId::parse(get_s(item, "runId")?).map_err(|_| corrupt("runId"))?),
+        },
+        deleting: matches!(item.get("deleting"), Some(AttributeValue::Bool(true))),
+        pending: get_json(item, "pending")?,
+        turn: match item.get("turn") {
+            None => None,
+            Some(_) => Some(get_json::<TurnProgress>(item, "turn")?),
+        },
+        next_seq: get_n(item, "nextSeq")?,
+        version: get_n(item, "version")?,
+    })
+}
+
+fn event_item(key: &SessionKey, e: &Event) -> Result<Item, StoreError> {
+    let mut item = key_item(keys::event(key, e.seq));
+    item.insert("seq".into(), n(e.seq));
+    item.insert("kind".into(), s(e.kind.as_str()));
+    item.insert("payload".into(), s(to_json(&e.payload)?));
+    item.insert("occurredAt".into(), n(e.occurred_at.millis()));
+    Ok(item)
+}
+
+fn event_from(item: &Item) -> Result<Event, StoreError> {
+    Ok(Event {
+        seq: get_n(item, "seq")?,
+        kind: get_s(item, "kind")?.parse().map_err(|_| corrupt("kind"))?,
+        payload: get_json(item, "payload")?,
+        occurred_at: Timestamp(get_n(item, "occurredAt")?),
+    })
+}
+
+fn usage_from(item: &Item) -> Result<Usage, StoreError> {
+    Ok(Usage {
+        queries: get_n_or_zero(item, "queries")?,
+        cost_micros: get_n_or_zero(item, "costMicros")?,
+    })
+}
+
+fn put(table: &str, item: Item) -> Result<Put, StoreError> {
+    Put::builder()
+        .table_name(table)
+        .set_item(Some(item))
+        .build()
+        .map_err(|e| StoreError::Backend(e.to_string()))
+}
+
+fn built<T>(r: Result<T, aws_sdk_dynamodb::error::BuildError>) -> Result<T, StoreError> {
+    r.map_err(|e| StoreError::Backend(e.to_string()))
+}
+
+/// The first item a cancelled transaction failed on, with its reason code.
+fn cancelled_reason(
+    e: &SdkError<TransactWriteItemsError, impl std::fmt::Debug>,
+) -> Option<&[CancellationReason]> {
+    match e.as_service_error()? {
+        TransactWriteItemsError::TransactionCanceledException(c) => Some(c.cancellation_reasons()),
+        _ => None,
+    }
+}
+
+fn reason_code(r: &CancellationReason) -> &str {
+    r.code().unwrap_or("None")
+}
+
+impl DynamoStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    async fn get(&self, key: (String, String)) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key_item(key)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(backend)?;
+        Ok(out.item)
+    }
+
+    async fn put_doc(&self, key: (String, String), doc: String) -> Result<(), StoreError> {
+        let mut item = key_item(key);
+        item.insert("doc".into(), s(doc));
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    /// How many session items and event items the session's partition holds; tests use it to
+    /// show that a delete leaves nothing behind.
+    pub async fn rows_for(&self, key: &SessionKey) -> Result<(u64, u64), StoreError> {
+        let (mut sessions, mut events) = (0, 0);
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("#pk = :pk")
+                .expression_attribute_names("#pk", keys::PK)
+                .expression_attribute_values(":pk", s(keys::session_partition(key)))
+                .projection_expression("#sk")
+                .expression_attribute_names("#sk", keys::SK)
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(backend)?;
+            for item in out.items() {
+                if keys::is_event_sort(get_s(item, keys::SK)?) {
+                    events += 1;
+                } else {
+                    sessions += 1;
+                }
+            }
+            match out.last_evaluated_key {
+                Some(k) => start = Some(k),
+                None => return Ok((sessions, events)),
+            }
+        }
+    }
+
+    /// Deletes `keys` in batches of [`BATCH`], retrying unprocessed items with backoff.
+    async fn delete_all(&self, mut items: Vec<Item>) -> Result<(), StoreError> {
+        while !items.is_empty() {
+            let rest = items.split_off(items.len().min(BATCH));
+            let mut requests: Vec<WriteRequest> = items
+                .drain(..)
+                .map(|key| {
+                    built(DeleteRequest::builder().set_key(Some(key)).build())
+                        .map(|d| WriteRequest::builder().delete_request(d).build())
+                })
+                .collect::<Result<_, _>>()?;
+            let mut round = 0;
+            while !requests.is_empty() {
+                if round == BATCH_ROUNDS {
+                    return Err(StoreError::Backend(format!(
+                        "{} deletes still unprocessed after {BATCH_ROUNDS} rounds",
+                        requests.len()
+                    )));
+                }
+                if round > 0 {
+                    tokio::time::sleep(Duration::from_millis(25 << round.min(6))).await;
+                }
+                let out = self
+                    .client
+                    .batch_write_item()
+                    .request_items(&self.table, std::mem::take(&mut requests))
+                    .send()
+                    .await
+                    .map_err(backend)?;
+                requests = out
+                    .unprocessed_items
+                    .and_then(|mut u| u.remove(&self.table))
+                    .unwrap_or_default();
+                round += 1;
+            }
+            items = rest;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Store for DynamoStore {
+    async fn put_org(&self, org: &Org) -> Result<(), StoreError> {
+        self.put_doc(keys::org(&org.id), to_json(org)?).await
+    }
+
+    async fn get_org(&self, org: &OrgId) -> Result<Option<Org>, StoreError> {
+        self.get(keys::org(org))
+            .await?
+            .map(|item| get_json(&item, "doc"))
+            .transpose()
+    }
+
+    async fn put_member(&self, member: &Member) -> Result<(), StoreError> {
+        self.put_doc(keys::member(&member.org, &member.user), to_json(member)?)
+            .await
+    }
+
+    async fn get_member(&self, org: &OrgId, user: &UserId) -> Result<Option<Member>, StoreError> {
+        self.get(keys::member(org, user))
+            .await?
+            .map(|item| get_json(&item, "doc"))
+            .transpose()
+    }
+
+    async fn remove_member(&self, org: &OrgId, user: &UserId) -> Result<bool, StoreError> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key_item(keys::member(org, user))))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(backend)?;
+        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
+    }
+
+    async fn create_session(&self, session: &Session, events: &[Event]) -> Result<(), StoreError> {
+        let mut writes = vec![
+            TransactWriteItem::builder()
+                .put(
+                    Put::builder()
+                        .table_name(&self.table)
+                        .set_item(Some(session_item(session)?))
+                        .condition_expression("attribute_not_exists(#pk)")
+                        .expression_attribute_names("#pk", keys::PK)
+                        .build()
+                        .map_err(|e| StoreError::Backend(e.to_string()))?,
+                )
+                .build(),
+        ];
+        for e in events {
+            writes.push(
+                TransactWriteItem::builder()
+                    .put(put(&self.table, event_item(&session.key, e)?)?)
+                    .build(),
+            );
+        }
+        match self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(writes))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) => match cancelled_reason(&e) {
+                Some([first, ..]) if reason_code(first) == "ConditionalCheckFailed" => {
+                    Err(StoreError::AlreadyExists)
+                }
+                Some(reasons)
+                    if reasons
+                        .iter()
+                        .any(|r| reason_code(r) == "TransactionConflict") =>
+                {
+                    Err(StoreError::Conflict)
+                }
+                _ => Err(backend(e)),
+            },
+        }
+    }
+
+    async fn get_session(&self, key: &SessionKey) -> Result<Option<Session>, StoreError> {
+        self.get(keys::session(key))
+            .await?
+            .map(|item| session_from(key, &item))
+            .transpose()
+    }
+
+    async fn commit_session(
+        &self,
+        session: &Session,
+        expected_version: u64,
+        events: &[Event],
+        charge: Option<&Charge>,
+    ) -> Result<(), StoreError> {
+        let mut writes = vec![
+            TransactWriteItem::builder()
+                .put(
+                    Put::builder()
+                        .table_name(&self.table)
+                        .set_item(Some(session_item(session)?))
+                        .condition_expression("#v = :expected")
+                        .expression_attribute_names("#v", "version")
+                        .expression_attribute_values(":expected", n(expected_version))
+                        .return_values_on_condition_check_failure(
+                            ReturnValuesOnConditionCheckFailure::AllOld,
+                        )
+                        .build()
+                        .map_err(|e| StoreError::Backend(e.to_string()))?,
+                )
+                .build(),
+        ];
+        for e in events {
+            // The version check above already makes the numbers free; the condition keeps a
+            // bug from overwriting an event all the same.
+            writes.push(
+                TransactWriteItem::builder()
+                    .put(built(
+                        Put::builder()
+                            .table_name(&self.table)
+                            .set_item(Some(event_item(&session.key, e)?))
+                            .condition_expression("attribute_not_exists(#pk)")
+                            .expression_attribute_names("#pk", keys::PK)
+                            .build(),
+                    )?)
+                    .build(),
+            );
+        }
+        if let Some(charge) = charge {
+            writes.push(
+                TransactWriteItem::builder()
+                    .update(built(
+                        Update::builder()
+                            .table_name(&self.table)
+                            .set_key(Some(key_item(keys::usage(&session.key.org, &charge.month))))
+                            .update_expression("ADD costMicros :m")
+                            .expression_attribute_values(":m", n(charge.micros))
+                            .build(),
+                    )?)
+                    .build(),
+            );
+        }
+        match self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(writes))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) => match cancelled_reason(&e) {
+                Some([first, ..]) if reason_code(first) == "ConditionalCheckFailed" => {
+                    // The old item comes back when there was one: then only its version moved.
+                    if first.item().is_some_and(|i| !i.is_empty()) {
+                        Err(StoreError::Conflict)
+                    } else {
+                        Err(StoreError::Gone)
+                    }
+                }
+                Some(reasons)
+                    if reasons.iter().any(|r| {
+                        matches!(
+                            reason_code(r),
+                            "TransactionConflict" | "ConditionalCheckFailed"
+                        )
+                    }) =>
+                {
+                    Err(StoreError::Conflict)
+                }
+                _ => Err(backend(e)),
+            },
+        }
+    }
+
+    async fn list_events(
+        &self,
+        key: &SessionKey,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        let (from, to) = keys::events_after(after);
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("#pk = :pk AND #sk BETWEEN :from AND :to")
+            .expression_attribute_names("#pk", keys::PK)
+            .expression_attribute_names("#sk", keys::SK)
+            .expression_attribute_values(":pk", s(keys::session_partition(key)))
+            .expression_attribute_values(":from", s(from))
+            .expression_attribute_values(":to", s(to))
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(backend)?;
+        out.items().iter().map(event_from).collect()
+    }
+
+    async fn list_sessions(
+        &self,
+        user: &UserId,
+        org: &OrgId,
+        limit: usize,
+    ) -> Result<Vec<SessionSummary>, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(keys::GSI1)
+            .key_condition_expression("#pk = :pk")
+            .expression_attribute_names("#pk", keys::GSI1PK)
+            .expression_attribute_values(":pk", s(keys::user_org(user, org)))
+            .scan_index_forward(false)
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX))
+            .send()
+            .await
+            .map_err(backend)?;
+        out.items()
+            .iter()
+            .map(|item| {
+                let listing = get_s(item, keys::GSI1SK)?;
+                let id = listing
+                    .rsplit('#')
+                    .next()
+                    .and_then(|id| SessionId::parse(id).ok())
+                    .ok_or_else(|| corrupt(keys::GSI1SK))?;
+                Ok(SessionSummary {
+                    id,
+                    title: get_s(item, "title")?.to_owned(),
+                    updated_at: Timestamp(get_n(item, "updatedAt")?),
+                })
+            })
+            .collect()
+    }
+
+    async fn delete_session(&self, key: &SessionKey) -> Result<bool, StoreError> {
+        // Events first, page by page; the session item last, so that a delete cut short
+        // leaves a session that is still `deleting` and can be deleted again.
+        let (from, to) = keys::events_after(0);
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("#pk = :pk AND #sk BETWEEN :from AND :to")
+                .expression_attribute_names("#pk", keys::PK)
+                .expression_attribute_names("#sk", keys::SK)
+                .expression_attribute_values(":pk", s(keys::session_partition(key)))
+                .expression_attribute_values(":from", s(from.clone()))
+                .expression_attribute_values(":to", s(to.clone()))
+                .projection_expression("#pk, #sk")
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(backend)?;
+            let page: Vec<Item> = out.items.unwrap_or_default();
+            self.delete_all(page).await?;
+            match out.last_evaluated_key {
+                Some(k) => start = Some(k),
+                None => break,
+            }
+        }
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key_item(keys::session(key))))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(backend)?;
+        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
+    }
+
+    async fn get_rate_window(&self, key: &str) -> Result<RateWindow, StoreError> {
+        match self.get(keys::rate_window(key)).await? {
+            None => Ok(RateWindow::default()),
+            Some(item) => Ok(RateWindow {
+                hits: get_json(&item, "hits")?,
+                version: get_n(&item, "version")?,
+            }),
+        }
+    }
+
+    async fn put_rate_window(
+        &self,
+        key: &str,
+        hits: &[Timestamp],
+        expected_version: u64,
+        expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut item = key_item(keys::rate_window(key));
+        item.insert("hits".into(), s(to_json(&hits)?));
+        item.insert("version".into(), n(expected_version + 1));
+        // DynamoDB's TTL reads epoch seconds; round up so the item outlives its last hit.
+        item.insert(
+            keys::TTL.into(),
+            n((expires_at.millis() + 999).div_euclid(1000)),
+        );
+        let request = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item));
+        let request = if expected_version == 0 {
+            request
+                .condition_expression("attribute_not_exists(#pk)")
+                .expression_attribute_names("#pk", keys::PK)
+        } else {
+            request
+                .condition_expression("#v = :expected")
+                .expression_attribute_names("#v", "version")
+                .expression_attribute_values(":expected", n(expected_version))
+        };
+        match request.send().await {
+            Ok(_) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Err(StoreError::Conflict)
+            }
+            Err(e) => Err(backend(e)),
+        }
+    }
+
+    async fn consume_query(
+        &self,
+        org: &OrgId,
+        month: &str,
+        quota: Option<u64>,
+        cap_micros: Option<u64>,
+    ) -> Result<Result<Usage, UsageRefused>, StoreError> {
+        // A zero limit refuses even a month with no item yet, which the conditions below
+        // (written for an item that may not exist) would let through.
+        if quota == Some(0) || cap_micros == Some(0) {
+            return Ok(Err(UsageRefused(self.get_usage(org, month).await?)));
+        }
+        let mut conditions = Vec::new();
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key_item(keys::usage(org, month))))
+            .update_expression("ADD queries :one")
+            .expression_attribute_values(":one", n(1))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        if let Some(quota) = quota {
+            conditions.push("(attribute_not_exists(queries) OR queries < :quota)");
+            request = request.expression_attribute_values(":quota", n(quota));
+        }
+        if let Some(cap) = cap_micros {
+            conditions.push("(attribute_not_exists(costMicros) OR costMicros < :cap)");
+            request = request.expression_attribute_values(":cap", n(cap));
+        }
+        if !conditions.is_empty() {
+            request = request.condition_expression(conditions.join(" AND "));
+        }
+        match request.send().await {
+            Ok(out) => Ok(Ok(usage_from(&out.attributes.unwrap_or_default())?)),
+            Err(e) => match e.as_service_error() {
+                Some(UpdateItemError::ConditionalCheckFailedException(c)) => Ok(Err(UsageRefused(
+                    usage_from(c.item.as_ref().unwrap_or(&HashMap::new()))?,
+                ))),
+                _ => Err(backend(e)),
+            },
+        }
+    }
+
+    async fn get_usage(&self, org: &OrgId, month: &str) -> Result<Usage, StoreError> {
+        match self.get(keys::usage(org, month)).await? {
+            None => Ok(Usage::default()),
+            Some(item) => usage_from(&item),
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! Building the DynamoDB client, and creating the table where nothing else does (the local
+//! service on a stand-in, the tests). On AWS the SAM template creates the table; the two
+//! definitions must stay alike, and the conformance suite runs on tables made here.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::{Credentials, Region};
+use aws_sdk_dynamodb::error::DisplayErrorContext;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
+};
+
+use crate::counter::RequestCounter;
+use crate::keys;
+
+#[derive(Debug, thiserror::Error)]
+#[error("DynamoDB table: {0}")]
+pub struct TableError(String);
+
+fn table_error(e: impl std::fmt::Display) -> TableError {
+    TableError(e.to_string())
+}
+
+/// A client for DynamoDB, counting its requests in `counter`. With an `endpoint` (a stand-in
+/// such as moto or DynamoDB Local) and no credentials in the environment, it signs with fixed
+/// local credentials and defaults to `us-east-1`, so a laptop needs no AWS account. Without
+/// one it uses the standard AWS configuration chain.
+pub async fn connect(endpoint: Option<&str>, counter: RequestCounter) -> Client {
+    let shared = aws_config::load_from_env().await;
+    let mut config = aws_sdk_dynamodb::config::Builder::from(&shared).interceptor(counter);
+    if let Some(url) = endpoint {
+        config = config.endpoint_url(url);
+        let configured = ["AWS_ACCESS_KEY_ID", "AWS_PROFILE"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some());
+        if !configured {
+            config = config.credentials_provider(Credentials::new(
+                "local",
+                "local",
+                None,
+                None,
+                "knowledge-local",
+            ));
+        }
+        if shared.region().is_none() {
+            config = config.region(Region::new("us-east-1"));
+        }
+    }
+    Client::from_conf(config.build())
+}
+
+/// Creates the table (on-demand, with GSI1 and TTL) unless it exists; waits until it is active.
+pub async fn create_table_if_missing(client: &Client, table: &str) -> Result<(), TableError> {
+    match client.describe_table().table_name(table).send().await {
+        Ok(_) => return wait_active(client, table).await,
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|e| e.is_resource_not_found_exception()) => {}
+        Err(e) => return Err(table_error(DisplayErrorContext(e))),
+    }
+    let attribute = |name: &str| {
+        AttributeDefinition::builder()
+            .attribute_name(name)
+            .attribute_type(ScalarAttributeType::S)
+            .build()
+            .map_err(table_error)
+    };
+    let key = |name: &str, kind: KeyType| {
+        KeySchemaElement::builder()
+            .attribute_name(name)
+            .key_type(kind)
+            .build()
+            .map_err(table_error)
+    };
+    let index = GlobalSecondaryIndex::builder()
+        .index_name(keys::GSI1)
+        .key_schema(key(keys::GSI1PK, KeyType::Hash)?)
+        .key_schema(key(keys::GSI1SK, KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::Include)
+                .non_key_attributes("title")
+                .non_key_attributes("updatedAt")
+                .build(),
+        )
+        .build()
+        .map_err(table_error)?;
+    let created = client
+        .create_table()
+        .table_name(table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(attribute(keys::PK)?)
+        .attribute_definitions(attribute(keys::SK)?)
+        .attribute_definitions(attribute(keys::GSI1PK)?)
+        .attribute_definitions(attribute(keys::GSI1SK)?)
+        .key_schema(key(keys::PK, KeyType::Hash)?)
+        .key_schema(key(keys::SK, KeyType::Range)?)
+        .global_secondary_indexes(index)
+        .send()
+        .await;
+    match created {
+        Ok(_) => {}
+        // Someone else created it meanwhile.
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|e| e.is_resource_in_use_exception()) => {}
+        Err(e) => return Err(table_error(DisplayErrorContext(e))),
+    }
+    wait_active(client, table).await?;
+    client
+        .update_time_to_live()
+        .table_name(table)
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder()
+                .enabled(true)
+                .attribute_name(keys::TTL)
+                .build()
+                .map_err(table_error)?,
+        )
+        .send()
+        .await
+        .map_err(|e| table_error(DisplayErrorContext(e)))?;
+    Ok(())
+}
+
+async fn wait_active(client: &Client, table: &str) -> Result<(), TableError> {
+    for _ in 0..120 {
+        let out = client
+            .describe_table()
+            .table_name(table)
+            .send()
+            .await
+            .map_err(|e| table_error(DisplayErrorContext(e)))?;
+        if out.table().and_then(|t| t.table_status()) == Some(&TableStatus::Active) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    Err(TableError(format!("{table} did not become active in 60 s")))
+}
