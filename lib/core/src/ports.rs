@@ -66,7 +66,8 @@ pub trait Store: Send + Sync {
     /// Removes a membership; `Ok(false)` when there was none.
     async fn remove_member(&self, org: &OrgId, user: &UserId) -> Result<bool, StoreError>;
 
-    /// Writes a new session with its first events in one transaction.
+    /// Writes a new session with its first events (at most 99: a DynamoDB transaction holds
+    /// 100 items) in one transaction.
     /// Errors: `AlreadyExists` when the key is taken.
     async fn create_session(&self, session: &Session, events: &[Event]) -> Result<(), StoreError>;
     async fn get_session(&self, key: &SessionKey) -> Result<Option<Session>, StoreError>;

@@ -32,6 +32,9 @@ type Item = HashMap<String, AttributeValue>;
 
 /// Items one BatchWriteItem request takes at most.
 const BATCH: usize = 25;
+/// Event keys a delete reads per page: four batches, so memory stays bounded however long the
+/// log is.
+const DELETE_PAGE: i32 = 100;
 /// Rounds of retrying a batch's unprocessed items before giving up.
 const BATCH_ROUNDS: u32 = 8;
 
@@ -569,6 +572,7 @@ impl Store for DynamoStore {
                 .expression_attribute_values(":from", s(from.clone()))
                 .expression_attribute_values(":to", s(to.clone()))
                 .projection_expression("#pk, #sk")
+                .limit(DELETE_PAGE)
                 .consistent_read(true)
                 .set_exclusive_start_key(start)
                 .send()

@@ -4,9 +4,8 @@
 use std::sync::Arc;
 
 use knowledge_core::agent::BuiltinAgent;
-use knowledge_core::clock::Timestamp;
-use knowledge_core::domain::{EventKind, NewEvent, Session};
-use knowledge_core::ids::{EventId, RunId, SessionId, SessionKey};
+use knowledge_core::domain::EventKind;
+use knowledge_core::ids::{EventId, SessionId};
 use serde_json::json;
 
 use crate::support::{Api, PricedAgent};
@@ -164,35 +163,8 @@ async fn a_reached_cost_cap_is_429_with_month_to_date_and_cap_in_dollars() {
 #[tokio::test]
 async fn transcript_pages_hold_a_hundred_events_and_has_more_leads_to_the_rest() {
     let api = Api::start().await;
-    let key = SessionKey {
-        user: api.user.id.clone(),
-        org: api.user.org.clone(),
-        session: SessionId::generate(),
-    };
-    let mut session = Session {
-        key: key.clone(),
-        title: "long".into(),
-        created_at: Timestamp(1),
-        updated_at: Timestamp(1),
-        cancelled_at: None,
-        deleting: false,
-        run_id: None::<RunId>,
-        pending: vec![],
-        turn: None,
-        next_seq: 1,
-        version: 1,
-    };
-    let events = session.place(
-        api.clock_now(),
-        (0..250)
-            .map(|i| NewEvent::user_message(&format!("m{i}")))
-            .collect(),
-    );
-    api.svc
-        .store
-        .create_session(&session, &events)
-        .await
-        .unwrap();
+    let key = api.key(SessionId::generate().as_str());
+    crate::support::seed_session(&*api.svc.store, &key, api.clock_now(), 250).await;
     let id = key.session.to_string();
 
     let first = api.transcript(&id).await;

@@ -1,7 +1,10 @@
 //! Integration tests of the local service: the real HTTP server on an ephemeral loopback port,
-//! over a real SQLite store in a temporary directory.
+//! over a real store in a temporary directory or table. `KNOWLEDGE_TEST_STORE` picks the store
+//! (`sqlite`, the default, or `dynamodb` on the endpoint in `KNOWLEDGE_TEST_DYNAMODB_ENDPOINT`);
+//! `scripts/test` runs this binary on both.
 
 mod concurrency;
+mod conformance;
 mod durability;
 mod lifecycle;
 mod limits;

@@ -65,6 +65,47 @@ pub async fn dynamo_store_counted(
     knowledge_dynamo::DynamoStore::new(client, table)
 }
 
+/// Writes an idle session under `key` whose log holds `events` user messages `m0`, `m1`, ...
+/// numbered from 1: created with the first, the rest committed fifty at a time, as a store's
+/// transactions are bounded (DynamoDB's at 100 items).
+pub async fn seed_session(
+    store: &dyn knowledge_core::ports::Store,
+    key: &SessionKey,
+    now: knowledge_core::clock::Timestamp,
+    events: usize,
+) -> knowledge_core::domain::Session {
+    use knowledge_core::domain::{NewEvent, Session};
+    let message = |i: usize| NewEvent::user_message(&format!("m{i}"));
+    let mut session = Session {
+        key: key.clone(),
+        title: "seeded".into(),
+        created_at: now,
+        updated_at: now,
+        cancelled_at: None,
+        run_id: None,
+        deleting: false,
+        pending: vec![],
+        turn: None,
+        next_seq: 1,
+        version: 1,
+    };
+    let first = session.place(now, vec![message(0)]);
+    store.create_session(&session, &first).await.unwrap();
+    let mut i = 1;
+    while i < events {
+        let chunk: Vec<NewEvent> = (i..events.min(i + 50)).map(message).collect();
+        i += chunk.len();
+        let expected = session.version;
+        session.version += 1;
+        let placed = session.place(now, chunk);
+        store
+            .commit_session(&session, expected, &placed, None)
+            .await
+            .unwrap();
+    }
+    session
+}
+
 /// The store [`STORE_ENV`] selects, over the data directory `dir`.
 pub async fn open_store(dir: &std::path::Path) -> LocalStore {
     match std::env::var(STORE_ENV).as_deref() {
