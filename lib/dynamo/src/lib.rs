@@ -26,7 +26,7 @@ use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, RateWindow, Store, StoreError, UsageRefused};
 
 pub use crate::counter::RequestCounter;
-pub use crate::table::{TableError, connect, create_table_if_missing};
+pub use crate::table::{TableError, config, connect, create_table_if_missing};
 
 type Item = HashMap<String, AttributeValue>;
 

@@ -29,7 +29,7 @@ fn table_error(e: impl std::fmt::Display) -> TableError {
 /// one it uses the standard AWS configuration chain.
 pub async fn connect(endpoint: Option<&str>, counter: RequestCounter) -> Client {
     let shared = aws_config::load_from_env().await;
-    let mut config = aws_sdk_dynamodb::config::Builder::from(&shared).interceptor(counter);
+    let mut config = config(&shared, counter);
     if let Some(url) = endpoint {
         config = config.endpoint_url(url);
         let configured = ["AWS_ACCESS_KEY_ID", "AWS_PROFILE"]
@@ -49,6 +49,15 @@ pub async fn connect(endpoint: Option<&str>, counter: RequestCounter) -> Client 
         }
     }
     Client::from_conf(config.build())
+}
+
+/// The DynamoDB client configuration of `shared` (the one AWS configuration of a Lambda cold
+/// start), counting requests in `counter`.
+pub fn config(
+    shared: &aws_config::SdkConfig,
+    counter: RequestCounter,
+) -> aws_sdk_dynamodb::config::Builder {
+    aws_sdk_dynamodb::config::Builder::from(shared).interceptor(counter)
 }
 
 /// Creates the table (on-demand, with GSI1 and TTL) unless it exists; waits until it is active.

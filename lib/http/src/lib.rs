@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::middleware::from_fn_with_state;
-use axum::routing::{any, get, post};
+use axum::routing::{MethodRouter, any, delete, get, post};
 use knowledge_core::service::Service;
 
 use crate::cookie::CookieSigner;
@@ -37,31 +37,86 @@ pub struct AppState {
     pub config: Arc<HttpConfig>,
 }
 
-/// The session endpoints and the organisation switch. Every request under
-/// `/api/managed-agents/` passes the member guard first, unknown paths and methods included, so
-/// without a valid cookie the answer is always 401.
+/// An endpoint of the interface; on AWS each is its own Lambda function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    CreateSession,
+    Message,
+    Transcript,
+    ListSessions,
+    Cancel,
+    DeleteSession,
+    SwitchOrg,
+}
+
+impl Endpoint {
+    pub const ALL: [Endpoint; 7] = [
+        Self::CreateSession,
+        Self::Message,
+        Self::Transcript,
+        Self::ListSessions,
+        Self::Cancel,
+        Self::DeleteSession,
+        Self::SwitchOrg,
+    ];
+
+    /// The function's name in `functions/`, `template.yaml` (in PascalCase) and `events/`.
+    pub fn function_name(self) -> &'static str {
+        match self {
+            Self::CreateSession => "create-session",
+            Self::Message => "message",
+            Self::Transcript => "transcript",
+            Self::ListSessions => "list-sessions",
+            Self::Cancel => "cancel",
+            Self::DeleteSession => "delete-session",
+            Self::SwitchOrg => "switch-org",
+        }
+    }
+
+    /// The path under `/api/managed-agents` and the handler, for the session endpoints.
+    fn session_route(self) -> Option<(&'static str, MethodRouter<AppState>)> {
+        Some(match self {
+            Self::CreateSession => ("/session", post(routes::create_session)),
+            Self::DeleteSession => ("/session", delete(routes::delete_session)),
+            Self::Message => ("/message", post(routes::post_message)),
+            Self::Transcript => ("/transcript", get(routes::transcript)),
+            Self::ListSessions => ("/sessions", get(routes::list_sessions)),
+            Self::Cancel => ("/cancel", post(routes::cancel)),
+            Self::SwitchOrg => return None,
+        })
+    }
+}
+
+/// Every endpoint, as the local service serves them.
 pub fn router(state: AppState) -> Router {
-    let sessions = Router::new()
-        .route(
-            "/session",
-            post(routes::create_session).delete(routes::delete_session),
-        )
-        .route("/message", post(routes::post_message))
-        .route("/transcript", get(routes::transcript))
-        .route("/sessions", get(routes::list_sessions))
-        .route("/cancel", post(routes::cancel))
+    router_for(state, &Endpoint::ALL)
+}
+
+/// The router of some endpoints: a Lambda function serves its own only, and answers any other
+/// request exactly as the full router answers an unknown route (401 without a valid cookie,
+/// then 404 or 405). Every request under `/api/managed-agents/` passes the member guard first,
+/// unknown paths and methods included.
+pub fn router_for(state: AppState, endpoints: &[Endpoint]) -> Router {
+    let mut sessions = Router::new();
+    for (path, handler) in endpoints.iter().filter_map(|e| e.session_route()) {
+        // Routes on one path merge their methods.
+        sessions = sessions.route(path, handler);
+    }
+    let sessions = sessions
         .fallback(routes::route_not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)
         .layer(from_fn_with_state(state.clone(), guard::member));
-    let auth = Router::new()
-        .route("/api/auth/switch-org", post(routes::switch_org))
-        .route_layer(from_fn_with_state(state.clone(), guard::signed_in));
+    let mut app = Router::new().nest("/api/managed-agents", sessions);
+    if endpoints.contains(&Endpoint::SwitchOrg) {
+        app = app.merge(
+            Router::new()
+                .route("/api/auth/switch-org", post(routes::switch_org))
+                .route_layer(from_fn_with_state(state.clone(), guard::signed_in)),
+        );
+    }
     // The nested router's fallback does not see the prefix with a bare trailing slash.
     let bare = any(routes::route_not_found).layer(from_fn_with_state(state.clone(), guard::member));
-    Router::new()
-        .nest("/api/managed-agents", sessions)
-        .route("/api/managed-agents/", bare)
-        .merge(auth)
+    app.route("/api/managed-agents/", bare)
         .fallback(routes::route_not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)
         .layer(axum::middleware::from_fn(guard::log))

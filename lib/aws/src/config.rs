@@ -1,0 +1,73 @@
+//! The functions' configuration: names from the environment that `template.yaml` sets, and
+//! the cookie-signing key from Secrets Manager (never from the environment or the template).
+
+use aws_sdk_secretsmanager::error::DisplayErrorContext;
+use knowledge_http::cookie::MIN_KEY_BYTES;
+
+/// Environment variables the template sets on every function.
+pub const TABLE_ENV: &str = "TABLE_NAME";
+pub const STATE_MACHINE_ENV: &str = "STATE_MACHINE_ARN";
+pub const APP_ORIGIN_ENV: &str = "APP_ORIGIN";
+pub const SIGNING_KEY_SECRET_ENV: &str = "SIGNING_KEY_SECRET_ARN";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("environment variable {0} is not set")]
+    Missing(&'static str),
+    /// The secret could not be read; the text names the secret, never its value.
+    #[error("signing key secret: {0}")]
+    Secret(String),
+    #[error("signing key: {0}")]
+    SigningKey(String),
+}
+
+/// What a function reads from its environment.
+#[derive(Debug, Clone)]
+pub struct Env {
+    pub table: String,
+    pub state_machine_arn: String,
+    pub app_origin: String,
+    /// ARN (or name) of the secret whose string is the hex signing key.
+    pub signing_key_secret: String,
+}
+
+impl Env {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        let var = |name: &'static str| {
+            std::env::var(name)
+                .ok()
+                .filter(|v| !v.is_empty())
+                .ok_or(ConfigError::Missing(name))
+        };
+        Ok(Self {
+            table: var(TABLE_ENV)?,
+            state_machine_arn: var(STATE_MACHINE_ENV)?,
+            app_origin: var(APP_ORIGIN_ENV)?,
+            signing_key_secret: var(SIGNING_KEY_SECRET_ENV)?,
+        })
+    }
+}
+
+/// The signing key held (as hex, at least [`MIN_KEY_BYTES`] bytes) in the secret `secret_id`.
+pub async fn signing_key(
+    client: &aws_sdk_secretsmanager::Client,
+    secret_id: &str,
+) -> Result<Vec<u8>, ConfigError> {
+    let out = client
+        .get_secret_value()
+        .secret_id(secret_id)
+        .send()
+        .await
+        .map_err(|e| ConfigError::Secret(format!("{secret_id}: {}", DisplayErrorContext(e))))?;
+    let text = out
+        .secret_string()
+        .ok_or_else(|| ConfigError::SigningKey(format!("{secret_id} holds no string")))?;
+    let key = hex::decode(text.trim())
+        .map_err(|_| ConfigError::SigningKey(format!("{secret_id} is not hex")))?;
+    if key.len() < MIN_KEY_BYTES {
+        return Err(ConfigError::SigningKey(format!(
+            "{secret_id} must hold at least {MIN_KEY_BYTES} bytes"
+        )));
+    }
+    Ok(key)
+}
