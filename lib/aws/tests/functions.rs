@@ -1,0 +1,480 @@
+//! The Lambda functions in-process, on moto (DynamoDB, Step Functions, Secrets Manager) on
+//! loopback: every sample event in `events/` fed to its function's handler, the DynamoDB
+//! requests each endpoint makes counted, and the Step Functions start shown idempotent.
+//! `scripts/test` starts moto and sets `KNOWLEDGE_TEST_DYNAMODB_ENDPOINT`.
+
+use std::collections::BTreeMap;
+
+use aws_config::BehaviorVersion;
+use aws_sdk_sfn::config::Credentials;
+use knowledge_aws::task::TaskFunction;
+use knowledge_aws::{App, Env, Handler, SfnWorkflow};
+use knowledge_core::clock::{Clock, SystemClock};
+use knowledge_core::domain::{Member, NewEvent, Org, OrgStatus, Plan, Role, Session};
+use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
+use knowledge_core::ports::{Store, Workflow};
+use knowledge_dynamo::RequestCounter;
+use knowledge_http::Endpoint;
+use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
+use lambda_runtime::{Context, LambdaEvent};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+const KEY_HEX: &str = "2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a";
+const USER: &str = "usr_sample";
+const ORG: &str = "org_sample";
+const SECOND_ORG: &str = "org_second";
+const SESSION: &str = "ses_0123456789abcdef0123456789abcdef";
+const RUN: &str = "run_0123456789abcdef0123456789abcdef";
+const ORIGIN: &str = "https://app.example.com";
+
+fn endpoint() -> String {
+    std::env::var("KNOWLEDGE_TEST_DYNAMODB_ENDPOINT").expect(
+        "KNOWLEDGE_TEST_DYNAMODB_ENDPOINT must name moto's endpoint; scripts/test starts moto \
+         on loopback and sets it",
+    )
+}
+
+fn repo_file(path: &str) -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A deployment on moto: its own table, secret and state machine, and the app built from them
+/// as a cold start builds it.
+struct Deployment {
+    app: App,
+    counter: RequestCounter,
+    sfn: aws_sdk_sfn::Client,
+    state_machine_arn: String,
+    key: SessionKey,
+}
+
+impl Deployment {
+    async fn new() -> Self {
+        let shared = aws_config::defaults(BehaviorVersion::latest())
+            .endpoint_url(endpoint())
+            .region("us-east-1")
+            .credentials_provider(Credentials::new("test", "test", None, None, "test"))
+            .load()
+            .await;
+        let unique = uuid::Uuid::new_v4().simple().to_string();
+        let table = format!("knowledge-fn-{unique}");
+        let dynamodb =
+            knowledge_dynamo::connect(Some(&endpoint()), RequestCounter::default()).await;
+        knowledge_dynamo::create_table_if_missing(&dynamodb, &table)
+            .await
+            .unwrap();
+        let secret = aws_sdk_secretsmanager::Client::new(&shared)
+            .create_secret()
+            .name(format!("signing-key-{unique}"))
+            .secret_string(KEY_HEX)
+            .send()
+            .await
+            .unwrap();
+        let sfn = aws_sdk_sfn::Client::new(&shared);
+        let mut definition = repo_file("infra/statemachine/agent.asl.json");
+        for h in Handler::ALL {
+            definition = definition.replace(
+                &format!("${{{}FunctionArn}}", h.name()),
+                &format!(
+                    "arn:aws:lambda:us-east-1:123456789012:function:{}",
+                    h.name()
+                ),
+            );
+        }
+        let machine = sfn
+            .create_state_machine()
+            .name(format!("agent-{unique}"))
+            .definition(definition)
+            .role_arn("arn:aws:iam::123456789012:role/agent-workflow")
+            .send()
+            .await
+            .unwrap();
+        let env = Env {
+            table,
+            state_machine_arn: machine.state_machine_arn().to_owned(),
+            app_origin: ORIGIN.into(),
+            signing_key_secret: secret.arn().unwrap().to_owned(),
+        };
+        let counter = RequestCounter::default();
+        let app = App::connect(&shared, &env, counter.clone()).await.unwrap();
+        let key = SessionKey {
+            user: UserId::parse(USER).unwrap(),
+            org: OrgId::parse(ORG).unwrap(),
+            session: SessionId::parse(SESSION).unwrap(),
+        };
+        let d = Self {
+            app,
+            counter,
+            sfn,
+            state_machine_arn: env.state_machine_arn,
+            key,
+        };
+        d.seed().await;
+        d
+    }
+
+    /// The sample user, a member of both sample organisations, and an idle session holding
+    /// one answered question.
+    async fn seed(&self) {
+        let store = &self.app.store;
+        let now = SystemClock.now();
+        for org in [ORG, SECOND_ORG] {
+            let org = OrgId::parse(org).unwrap();
+            store
+                .put_org(&Org {
+                    id: org.clone(),
+                    name: org.to_string(),
+                    plan: Plan::Pro,
+                    status: OrgStatus::Active,
+                    sso_enabled: false,
+                    monthly_query_quota: None,
+                    cost_cap_micros: None,
+                    created_at: now,
+                })
+                .await
+                .unwrap();
+            store
+                .put_member(&Member {
+                    org,
+                    user: self.key.user.clone(),
+                    role: Role::Viewer,
+                    created_at: now,
+                })
+                .await
+                .unwrap();
+        }
+        let mut session = Session {
+            key: self.key.clone(),
+            title: "What is our refund policy?".into(),
+            created_at: now,
+            updated_at: now,
+            cancelled_at: None,
+            run_id: None,
+            deleting: false,
+            pending: vec![],
+            turn: None,
+            next_seq: 1,
+            version: 1,
+        };
+        let events = session.place(
+            now,
+            vec![
+                NewEvent::user_message("What is our refund policy?"),
+                NewEvent::agent_message("Within 30 days."),
+                NewEvent::status_idle(),
+                NewEvent::user_message("Thanks"),
+                NewEvent::agent_message("You are welcome."),
+                NewEvent::status_idle(),
+            ],
+        );
+        store.create_session(&session, &events).await.unwrap();
+        self.counter.take();
+    }
+
+    /// The sample event of `endpoint`'s function, signed in as the sample user.
+    fn event(&self, endpoint: Endpoint) -> lambda_http::Request {
+        let signer = CookieSigner::new(&hex_key()).unwrap();
+        let cookie = signer.mint(&self.key.user, &self.key.org, 600).unwrap();
+        let text = repo_file(&format!("events/{}.json", endpoint.function_name())).replace(
+            "ks_session=REPLACE_WITH_OUTPUT_OF_knowledge_cookie",
+            &format!("{COOKIE_NAME}={cookie}"),
+        );
+        lambda_http::request::from_str(&text).unwrap()
+    }
+
+    /// Feeds the sample event to the function; returns status, body and the DynamoDB requests
+    /// it made.
+    async fn invoke(&self, endpoint: Endpoint) -> (u16, Value, BTreeMap<String, u64>) {
+        let response = self
+            .app
+            .router(endpoint)
+            .oneshot(self.event(endpoint))
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        (status, body, self.counter.take())
+    }
+
+    async fn executions(&self) -> Vec<String> {
+        self.sfn
+            .list_executions()
+            .state_machine_arn(&self.state_machine_arn)
+            .send()
+            .await
+            .unwrap()
+            .executions()
+            .iter()
+            .map(|e| e.name().to_owned())
+            .collect()
+    }
+}
+
+fn hex_key() -> Vec<u8> {
+    (0..KEY_HEX.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&KEY_HEX[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn requests(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+#[tokio::test]
+async fn create_session_event_creates_a_session_and_starts_its_execution() {
+    let d = Deployment::new().await;
+    let (status, body, made) = d.invoke(Endpoint::CreateSession).await;
+    assert_eq!(status, 200, "{body}");
+    let run = body["runId"].as_str().unwrap();
+    assert_eq!(d.executions().await, [run]);
+    let id = SessionId::parse(body["id"].as_str().unwrap()).unwrap();
+    let key = SessionKey {
+        session: id,
+        ..d.key.clone()
+    };
+    let stored = d.app.store.get_session(&key).await.unwrap().unwrap();
+    assert_eq!(stored.run_id.map(|r| r.to_string()).as_deref(), Some(run));
+    assert_eq!(
+        made,
+        requests(&[
+            ("GetItem", 4),
+            ("PutItem", 1),
+            ("TransactWriteItems", 1),
+            ("UpdateItem", 1)
+        ])
+    );
+}
+
+#[tokio::test]
+async fn transcript_event_reads_the_events_after_its_cursor_with_one_query() {
+    let d = Deployment::new().await;
+    let (status, body, made) = d.invoke(Endpoint::Transcript).await;
+    assert_eq!(status, 200, "{body}");
+    // The sample event asks for the events after evt_000000000003.
+    let kinds: Vec<&str> = body["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["user_message", "agent_message", "status_idle"]);
+    assert_eq!(body["events"][0]["id"], "evt_000000000004");
+    assert_eq!(body["hasMore"], false);
+    assert_eq!(made, requests(&[("GetItem", 2), ("Query", 1)]));
+}
+
+#[tokio::test]
+async fn message_event_appends_the_question_and_starts_a_run() {
+    let d = Deployment::new().await;
+    let (status, body, made) = d.invoke(Endpoint::Message).await;
+    assert_eq!((status, &body), (200, &json!({ "ok": true })));
+    let session = d.app.store.get_session(&d.key).await.unwrap().unwrap();
+    let run = session.run_id.expect("a run was claimed").to_string();
+    assert_eq!(d.executions().await, [run]);
+    let last = d.app.store.list_events(&d.key, 6, 10).await.unwrap();
+    assert_eq!(last[0].payload["text"], "And for annual plans?");
+    assert_eq!(
+        made,
+        requests(&[
+            ("GetItem", 5),
+            ("PutItem", 1),
+            ("TransactWriteItems", 1),
+            ("UpdateItem", 1)
+        ])
+    );
+}
+
+#[tokio::test]
+async fn list_sessions_event_lists_the_session() {
+    let d = Deployment::new().await;
+    let (status, body, made) = d.invoke(Endpoint::ListSessions).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["sessions"][0]["id"], SESSION);
+    assert_eq!(body["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(made, requests(&[("GetItem", 1), ("Query", 1)]));
+}
+
+#[tokio::test]
+async fn cancel_event_on_an_idle_session_changes_nothing() {
+    let d = Deployment::new().await;
+    let before = d.app.store.get_session(&d.key).await.unwrap();
+    let (status, body, made) = d.invoke(Endpoint::Cancel).await;
+    assert_eq!((status, &body), (200, &json!({ "ok": true })));
+    assert_eq!(d.app.store.get_session(&d.key).await.unwrap(), before);
+    assert_eq!(made, requests(&[("GetItem", 4), ("PutItem", 1)]));
+}
+
+#[tokio::test]
+async fn delete_session_event_removes_the_session_and_its_events() {
+    let d = Deployment::new().await;
+    let (status, body, made) = d.invoke(Endpoint::DeleteSession).await;
+    assert_eq!((status, &body), (200, &json!({ "ok": true })));
+    assert_eq!(d.app.store.rows_for(&d.key).await.unwrap(), (0, 0));
+    assert_eq!(
+        made,
+        requests(&[
+            ("BatchWriteItem", 1),
+            ("DeleteItem", 1),
+            ("GetItem", 2),
+            ("Query", 1),
+            ("TransactWriteItems", 1)
+        ])
+    );
+}
+
+#[tokio::test]
+async fn switch_org_event_sets_a_cookie_for_the_other_organisation() {
+    let d = Deployment::new().await;
+    let response = d
+        .app
+        .router(Endpoint::SwitchOrg)
+        .oneshot(d.event(Endpoint::SwitchOrg))
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let cookie = response.headers()["set-cookie"].to_str().unwrap();
+    assert!(cookie.starts_with(&format!("{COOKIE_NAME}=")), "{cookie}");
+    assert!(cookie.contains("Secure"), "{cookie}");
+    assert_eq!(d.counter.take(), requests(&[("GetItem", 1)]));
+}
+
+#[tokio::test]
+async fn a_function_answers_another_endpoints_request_as_an_unknown_route() {
+    let d = Deployment::new().await;
+    let response = d
+        .app
+        .router(Endpoint::Transcript)
+        .oneshot(d.event(Endpoint::CreateSession))
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 404);
+    let response = d
+        .app
+        .router(Endpoint::Transcript)
+        .oneshot(d.event(Endpoint::SwitchOrg))
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 404);
+    assert!(d.executions().await.is_empty());
+}
+
+#[tokio::test]
+async fn a_retried_start_of_one_run_starts_one_execution() {
+    let d = Deployment::new().await;
+    let workflow = SfnWorkflow::new(d.sfn.clone(), &d.state_machine_arn);
+    let run = RunId::generate();
+    for _ in 0..3 {
+        workflow.start(&d.key, &run).await.unwrap();
+    }
+    assert_eq!(d.executions().await, [run.to_string()]);
+}
+
+/// Feeds the sample Step Functions input of `handler` to its task function.
+async fn task(
+    d: &Deployment,
+    handler: Handler,
+    name: &str,
+) -> Result<Value, lambda_runtime::Diagnostic> {
+    let function = TaskFunction::new(
+        d.app.steps(),
+        std::sync::Arc::new(d.app.store.clone()),
+        handler,
+    );
+    let payload: Value = serde_json::from_str(&repo_file(&format!("events/{name}.json"))).unwrap();
+    function
+        .handle(LambdaEvent::new(payload, Context::default()))
+        .await
+}
+
+#[tokio::test]
+async fn task_events_drive_a_turn_through_the_task_functions() {
+    let d = Deployment::new().await;
+    // A follow-up whose run `RUN` is claimed, as the message endpoint leaves it.
+    let mut s = d.app.store.get_session(&d.key).await.unwrap().unwrap();
+    let expected = s.version;
+    s.version += 1;
+    s.run_id = Some(RunId::parse(RUN).unwrap());
+    let placed = s.place(
+        SystemClock.now(),
+        vec![NewEvent::user_message("And for annual plans?")],
+    );
+    s.pending = vec![placed[0].seq];
+    d.app
+        .store
+        .commit_session(&s, expected, &placed, None)
+        .await
+        .unwrap();
+    // The sample events name the first message of a fresh session; aim them at this one.
+    let user_seq = placed[0].seq;
+
+    let run = |h: Handler, name: &'static str| {
+        let d = &d;
+        async move {
+            let mut payload: Value =
+                serde_json::from_str(&repo_file(&format!("events/{name}.json"))).unwrap();
+            if payload.get("turn").is_some() {
+                payload["turn"]["userSeq"] = json!(user_seq);
+            }
+            let function =
+                TaskFunction::new(d.app.steps(), std::sync::Arc::new(d.app.store.clone()), h);
+            function
+                .handle(LambdaEvent::new(payload, Context::default()))
+                .await
+                .unwrap()
+        }
+    };
+    let loaded = run(Handler::LoadTurn, "load-turn").await;
+    assert_eq!(loaded["next"], "agent", "{loaded}");
+    assert_eq!(loaded["turn"], json!({ "userSeq": user_seq, "step": 0 }));
+    let answered = run(Handler::CallAgent, "call-agent").await;
+    assert_eq!(answered["next"], "finish", "{answered}");
+    // RunTool delivered late, after the agent answered without tools: it commits nothing.
+    let late = run(Handler::RunTool, "run-tool").await;
+    assert_eq!(late["next"], "finish", "{late}");
+    let finished = run(Handler::FinishTurn, "finish-turn").await;
+    assert_eq!(finished["next"], "load", "{finished}");
+    // Nothing else is pending: the run ends there.
+    let ended = run(Handler::LoadTurn, "load-turn").await;
+    assert_eq!(ended["next"], "done", "{ended}");
+    let terminated = run(Handler::Terminate, "terminate").await;
+    assert!(terminated.get("next").is_some(), "{terminated}");
+
+    let kinds: Vec<&str> = d
+        .app
+        .store
+        .list_events(&d.key, 6, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.kind.as_str())
+        .collect();
+    assert_eq!(kinds, ["user_message", "agent_message", "status_idle"]);
+    let s = d.app.store.get_session(&d.key).await.unwrap().unwrap();
+    assert_eq!(s.run_id, None);
+}
+
+#[tokio::test]
+async fn a_task_given_malformed_input_fails_with_the_error_name_the_state_machine_matches() {
+    let d = Deployment::new().await;
+    let function = TaskFunction::new(
+        d.app.steps(),
+        std::sync::Arc::new(d.app.store.clone()),
+        Handler::LoadTurn,
+    );
+    let error = function
+        .handle(LambdaEvent::new(
+            json!({ "session": 7 }),
+            Context::default(),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(error.error_type, "InvalidStepInput");
+    let ok = task(&d, Handler::LoadTurn, "load-turn").await;
+    assert!(ok.is_ok(), "{ok:?}");
+}
