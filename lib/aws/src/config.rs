@@ -21,29 +21,29 @@ pub enum ConfigError {
     SigningKey(String),
 }
 
-/// What a function reads from its environment.
-#[derive(Debug, Clone)]
+/// What a function reads from its environment. The template gives each function only what it
+/// uses: every function the table; endpoint functions the origin and the signing key's secret;
+/// only the functions that start runs the state machine.
+#[derive(Debug, Clone, Default)]
 pub struct Env {
     pub table: String,
-    pub state_machine_arn: String,
-    pub app_origin: String,
+    pub state_machine_arn: Option<String>,
+    pub app_origin: Option<String>,
     /// ARN (or name) of the secret whose string is the hex signing key.
-    pub signing_key_secret: String,
+    pub signing_key_secret: Option<String>,
+}
+
+fn optional(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
 impl Env {
     pub fn from_env() -> Result<Self, ConfigError> {
-        let var = |name: &'static str| {
-            std::env::var(name)
-                .ok()
-                .filter(|v| !v.is_empty())
-                .ok_or(ConfigError::Missing(name))
-        };
         Ok(Self {
-            table: var(TABLE_ENV)?,
-            state_machine_arn: var(STATE_MACHINE_ENV)?,
-            app_origin: var(APP_ORIGIN_ENV)?,
-            signing_key_secret: var(SIGNING_KEY_SECRET_ENV)?,
+            table: optional(TABLE_ENV).ok_or(ConfigError::Missing(TABLE_ENV))?,
+            state_machine_arn: optional(STATE_MACHINE_ENV),
+            app_origin: optional(APP_ORIGIN_ENV),
+            signing_key_secret: optional(SIGNING_KEY_SECRET_ENV),
         })
     }
 }

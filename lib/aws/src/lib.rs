@@ -30,32 +30,52 @@ pub struct App {
     pub workflow: SfnWorkflow,
     pub agent: Arc<dyn Agent>,
     pub integrations: Arc<dyn Integrations>,
+}
+
+/// What an endpoint's function needs besides [`App`]: the cookie signer and the origin.
+#[derive(Clone)]
+pub struct Http {
     pub signer: Arc<CookieSigner>,
     pub app_origin: String,
 }
 
-impl App {
-    /// Builds the clients and reads the signing key from Secrets Manager. DynamoDB requests are
-    /// counted in `counter`.
-    pub async fn connect(
-        shared: &SdkConfig,
-        env: &Env,
-        counter: RequestCounter,
-    ) -> Result<Self, ConfigError> {
-        let dynamodb = aws_sdk_dynamodb_client(shared, counter);
+impl Http {
+    /// Reads the signing key from Secrets Manager.
+    pub async fn load(shared: &SdkConfig, env: &Env) -> Result<Self, ConfigError> {
+        let secret = env
+            .signing_key_secret
+            .as_deref()
+            .ok_or(ConfigError::Missing(config::SIGNING_KEY_SECRET_ENV))?;
+        let origin = env
+            .app_origin
+            .as_deref()
+            .ok_or(ConfigError::Missing(config::APP_ORIGIN_ENV))?;
         let secrets = aws_sdk_secretsmanager::Client::new(shared);
-        let key = config::signing_key(&secrets, &env.signing_key_secret).await?;
+        let key = config::signing_key(&secrets, secret).await?;
         let signer = CookieSigner::new(&key).map_err(|e| ConfigError::SigningKey(e.to_string()))?;
         Ok(Self {
+            signer: Arc::new(signer),
+            app_origin: origin.trim_end_matches('/').to_owned(),
+        })
+    }
+}
+
+impl App {
+    /// Builds the clients; DynamoDB requests are counted in `counter`.
+    pub fn connect(shared: &SdkConfig, env: &Env, counter: RequestCounter) -> Self {
+        let dynamodb =
+            aws_sdk_dynamodb::Client::from_conf(knowledge_dynamo::config(shared, counter).build());
+        Self {
             store: DynamoStore::new(dynamodb, &env.table),
-            workflow: SfnWorkflow::new(aws_sdk_sfn::Client::new(shared), &env.state_machine_arn),
+            workflow: SfnWorkflow::new(
+                aws_sdk_sfn::Client::new(shared),
+                env.state_machine_arn.clone(),
+            ),
             // The built-in agent, and no integrations, until the providers and MCP connectors
             // arrive (see docs/deploy.md).
             agent: Arc::new(BuiltinAgent),
             integrations: Arc::new(FixedIntegrations::new()),
-            signer: Arc::new(signer),
-            app_origin: env.app_origin.trim_end_matches('/').to_owned(),
-        })
+        }
     }
 
     fn store(&self) -> Arc<dyn Store> {
@@ -63,7 +83,7 @@ impl App {
     }
 
     /// The router of one endpoint's function.
-    pub fn router(&self, endpoint: Endpoint) -> axum::Router {
+    pub fn router(&self, endpoint: Endpoint, http: &Http) -> axum::Router {
         let service = Service::new(Deps {
             store: self.store(),
             workflow: Arc::new(self.workflow.clone()) as Arc<dyn Workflow>,
@@ -73,9 +93,9 @@ impl App {
         });
         let state = AppState {
             service,
-            signer: self.signer.clone(),
+            signer: http.signer.clone(),
             config: Arc::new(HttpConfig {
-                app_origin: self.app_origin.clone(),
+                app_origin: http.app_origin.clone(),
             }),
         };
         knowledge_http::router_for(state, &[endpoint])
@@ -90,40 +110,36 @@ impl App {
             Arc::new(SystemClock),
         )
     }
-}
 
-fn aws_sdk_dynamodb_client(
-    shared: &SdkConfig,
-    counter: RequestCounter,
-) -> aws_sdk_dynamodb::Client {
-    aws_sdk_dynamodb::Client::from_conf(knowledge_dynamo::config(shared, counter).build())
-}
-
-/// Reads the configuration and builds the clients of a cold start; a failure is logged and
-/// ends the process, so that Lambda reports a failed init instead of serving half-configured.
-async fn cold_start() -> Result<App, lambda_runtime::Error> {
-    lambda_runtime::tracing::init_default_subscriber();
-    let env = Env::from_env()?;
-    let shared = aws_config::load_from_env().await;
-    match App::connect(&shared, &env, RequestCounter::default()).await {
-        Ok(app) => Ok(app),
-        Err(e) => {
-            tracing::error!(error = %e, "cold start failed");
-            Err(e.into())
-        }
+    /// The task function of `handler`.
+    pub fn task(&self, handler: Handler) -> task::TaskFunction {
+        task::TaskFunction::new(self.steps(), self.store(), handler)
     }
+}
+
+/// Logs the cold start's failure, so that Lambda reports a failed init with its reason
+/// instead of serving half-configured.
+fn init_failed(e: ConfigError) -> lambda_runtime::Error {
+    tracing::error!(error = %e, "cold start failed");
+    e.into()
 }
 
 /// The `main` of an endpoint's function: serves `endpoint` behind API Gateway.
 pub async fn run_http(endpoint: Endpoint) -> Result<(), lambda_http::Error> {
-    let app = cold_start().await?;
-    lambda_http::run(app.router(endpoint)).await
+    lambda_runtime::tracing::init_default_subscriber();
+    let env = Env::from_env().map_err(init_failed)?;
+    let shared = aws_config::load_from_env().await;
+    let http = Http::load(&shared, &env).await.map_err(init_failed)?;
+    let app = App::connect(&shared, &env, RequestCounter::default());
+    lambda_http::run(app.router(endpoint, &http)).await
 }
 
 /// The `main` of a workflow task's function: runs `handler` for Step Functions.
 pub async fn run_task(handler: Handler) -> Result<(), lambda_runtime::Error> {
-    let app = cold_start().await?;
-    let task = task::TaskFunction::new(app.steps(), app.store(), handler);
+    lambda_runtime::tracing::init_default_subscriber();
+    let env = Env::from_env().map_err(init_failed)?;
+    let shared = aws_config::load_from_env().await;
+    let task = App::connect(&shared, &env, RequestCounter::default()).task(handler);
     lambda_runtime::run(lambda_runtime::service_fn(move |event| {
         let task = task.clone();
         async move { task.handle(event).await }

@@ -7,17 +7,19 @@ use knowledge_core::ids::{RunId, SessionKey};
 use knowledge_core::ports::{Workflow, WorkflowError};
 use knowledge_core::steps::StepInput;
 
+/// Without a state machine (the functions that never start runs are not given one) every
+/// start fails, and nothing is started.
 #[derive(Clone, Debug)]
 pub struct SfnWorkflow {
     client: aws_sdk_sfn::Client,
-    state_machine_arn: String,
+    state_machine_arn: Option<String>,
 }
 
 impl SfnWorkflow {
-    pub fn new(client: aws_sdk_sfn::Client, state_machine_arn: impl Into<String>) -> Self {
+    pub fn new(client: aws_sdk_sfn::Client, state_machine_arn: Option<String>) -> Self {
         Self {
             client,
-            state_machine_arn: state_machine_arn.into(),
+            state_machine_arn,
         }
     }
 }
@@ -30,12 +32,17 @@ impl Workflow for SfnWorkflow {
     /// is a success too. So a start retried by the SDK, by Lambda or by the caller never
     /// starts two runs.
     async fn start(&self, key: &SessionKey, run: &RunId) -> Result<(), WorkflowError> {
+        let Some(arn) = &self.state_machine_arn else {
+            return Err(WorkflowError(
+                "this function has no state machine (STATE_MACHINE_ARN is not set)".into(),
+            ));
+        };
         let input = serde_json::to_string(&StepInput::start(key, run))
             .map_err(|e| WorkflowError(e.to_string()))?;
         match self
             .client
             .start_execution()
-            .state_machine_arn(&self.state_machine_arn)
+            .state_machine_arn(arn)
             .name(run.as_str())
             .input(input)
             .send()

@@ -7,8 +7,7 @@ use std::collections::BTreeMap;
 
 use aws_config::BehaviorVersion;
 use aws_sdk_sfn::config::Credentials;
-use knowledge_aws::task::TaskFunction;
-use knowledge_aws::{App, Env, Handler, SfnWorkflow};
+use knowledge_aws::{App, Env, Handler, Http, SfnWorkflow};
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{Member, NewEvent, Org, OrgStatus, Plan, Role, Session};
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
@@ -44,6 +43,7 @@ fn repo_file(path: &str) -> String {
 /// as a cold start builds it.
 struct Deployment {
     app: App,
+    http: Http,
     counter: RequestCounter,
     sfn: aws_sdk_sfn::Client,
     state_machine_arn: String,
@@ -93,12 +93,13 @@ impl Deployment {
             .unwrap();
         let env = Env {
             table,
-            state_machine_arn: machine.state_machine_arn().to_owned(),
-            app_origin: ORIGIN.into(),
-            signing_key_secret: secret.arn().unwrap().to_owned(),
+            state_machine_arn: Some(machine.state_machine_arn().to_owned()),
+            app_origin: Some(ORIGIN.into()),
+            signing_key_secret: Some(secret.arn().unwrap().to_owned()),
         };
         let counter = RequestCounter::default();
-        let app = App::connect(&shared, &env, counter.clone()).await.unwrap();
+        let app = App::connect(&shared, &env, counter.clone());
+        let http = Http::load(&shared, &env).await.unwrap();
         let key = SessionKey {
             user: UserId::parse(USER).unwrap(),
             org: OrgId::parse(ORG).unwrap(),
@@ -106,9 +107,10 @@ impl Deployment {
         };
         let d = Self {
             app,
+            http,
             counter,
             sfn,
-            state_machine_arn: env.state_machine_arn,
+            state_machine_arn: env.state_machine_arn.unwrap(),
             key,
         };
         d.seed().await;
@@ -189,7 +191,7 @@ impl Deployment {
     async fn invoke(&self, endpoint: Endpoint) -> (u16, Value, BTreeMap<String, u64>) {
         let response = self
             .app
-            .router(endpoint)
+            .router(endpoint, &self.http)
             .oneshot(self.event(endpoint))
             .await
             .unwrap();
@@ -333,7 +335,7 @@ async fn switch_org_event_sets_a_cookie_for_the_other_organisation() {
     let d = Deployment::new().await;
     let response = d
         .app
-        .router(Endpoint::SwitchOrg)
+        .router(Endpoint::SwitchOrg, &d.http)
         .oneshot(d.event(Endpoint::SwitchOrg))
         .await
         .unwrap();
@@ -349,14 +351,14 @@ async fn a_function_answers_another_endpoints_request_as_an_unknown_route() {
     let d = Deployment::new().await;
     let response = d
         .app
-        .router(Endpoint::Transcript)
+        .router(Endpoint::Transcript, &d.http)
         .oneshot(d.event(Endpoint::CreateSession))
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 404);
     let response = d
         .app
-        .router(Endpoint::Transcript)
+        .router(Endpoint::Transcript, &d.http)
         .oneshot(d.event(Endpoint::SwitchOrg))
         .await
         .unwrap();
@@ -367,7 +369,7 @@ async fn a_function_answers_another_endpoints_request_as_an_unknown_route() {
 #[tokio::test]
 async fn a_retried_start_of_one_run_starts_one_execution() {
     let d = Deployment::new().await;
-    let workflow = SfnWorkflow::new(d.sfn.clone(), &d.state_machine_arn);
+    let workflow = SfnWorkflow::new(d.sfn.clone(), Some(d.state_machine_arn.clone()));
     let run = RunId::generate();
     for _ in 0..3 {
         workflow.start(&d.key, &run).await.unwrap();
@@ -381,11 +383,7 @@ async fn task(
     handler: Handler,
     name: &str,
 ) -> Result<Value, lambda_runtime::Diagnostic> {
-    let function = TaskFunction::new(
-        d.app.steps(),
-        std::sync::Arc::new(d.app.store.clone()),
-        handler,
-    );
+    let function = d.app.task(handler);
     let payload: Value = serde_json::from_str(&repo_file(&format!("events/{name}.json"))).unwrap();
     function
         .handle(LambdaEvent::new(payload, Context::default()))
@@ -421,8 +419,7 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
             if payload.get("turn").is_some() {
                 payload["turn"]["userSeq"] = json!(user_seq);
             }
-            let function =
-                TaskFunction::new(d.app.steps(), std::sync::Arc::new(d.app.store.clone()), h);
+            let function = d.app.task(h);
             function
                 .handle(LambdaEvent::new(payload, Context::default()))
                 .await
@@ -462,11 +459,7 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
 #[tokio::test]
 async fn a_task_given_malformed_input_fails_with_the_error_name_the_state_machine_matches() {
     let d = Deployment::new().await;
-    let function = TaskFunction::new(
-        d.app.steps(),
-        std::sync::Arc::new(d.app.store.clone()),
-        Handler::LoadTurn,
-    );
+    let function = d.app.task(Handler::LoadTurn);
     let error = function
         .handle(LambdaEvent::new(
             json!({ "session": 7 }),
