@@ -471,3 +471,46 @@ async fn a_task_given_malformed_input_fails_with_the_error_name_the_state_machin
     let ok = task(&d, Handler::LoadTurn, "load-turn").await;
     assert!(ok.is_ok(), "{ok:?}");
 }
+
+fn pascal(name: &str) -> String {
+    name.split('-')
+        .map(|w| w[..1].to_uppercase() + &w[1..])
+        .collect()
+}
+
+#[test]
+fn every_function_has_its_crate_event_and_template_resource_under_one_name() {
+    let template = repo_file("template.yaml");
+    let names = Endpoint::ALL
+        .iter()
+        .map(|e| e.function_name().to_owned())
+        .chain(Handler::ALL.iter().map(|h| {
+            // LoadTurn -> load-turn
+            let mut kebab = String::new();
+            for (i, c) in h.name().chars().enumerate() {
+                if c.is_uppercase() && i > 0 {
+                    kebab.push('-');
+                }
+                kebab.push(c.to_ascii_lowercase());
+            }
+            kebab
+        }));
+    for name in names {
+        let crate_toml = repo_file(&format!("functions/{name}/Cargo.toml"));
+        assert!(crate_toml.contains(&format!("name = \"{name}\"")), "{name}");
+        repo_file(&format!("events/{name}.json"));
+        let resource = format!("  {}Function:\n", pascal(&name));
+        assert!(
+            template.contains(&resource),
+            "template.yaml lacks {resource}"
+        );
+        assert!(template.contains(&format!("Binary: {name}\n")), "{name}");
+    }
+    // Every Task of the state machine gets its function's ARN.
+    for h in Handler::ALL {
+        let placeholder = format!("${{{}FunctionArn}}", h.name());
+        assert!(repo_file("infra/statemachine/agent.asl.json").contains(&placeholder));
+        let substitution = format!("{0}FunctionArn: !GetAtt {0}Function.Arn", h.name());
+        assert!(template.contains(&substitution), "{substitution}");
+    }
+}
