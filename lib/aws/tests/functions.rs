@@ -419,27 +419,36 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
             if payload.get("turn").is_some() {
                 payload["turn"]["userSeq"] = json!(user_seq);
             }
+            d.counter.take();
             let function = d.app.task(h);
-            function
+            let output = function
                 .handle(LambdaEvent::new(payload, Context::default()))
                 .await
-                .unwrap()
+                .unwrap();
+            (output, d.counter.take())
         }
     };
-    let loaded = run(Handler::LoadTurn, "load-turn").await;
+    // Each step's DynamoDB requests: the cost model in docs/deploy.md adds these up.
+    let (loaded, made) = run(Handler::LoadTurn, "load-turn").await;
     assert_eq!(loaded["next"], "agent", "{loaded}");
     assert_eq!(loaded["turn"], json!({ "userSeq": user_seq, "step": 0 }));
-    let answered = run(Handler::CallAgent, "call-agent").await;
+    assert_eq!(made, requests(&[("GetItem", 1)]));
+    let (answered, made) = run(Handler::CallAgent, "call-agent").await;
     assert_eq!(answered["next"], "finish", "{answered}");
+    let step = requests(&[("GetItem", 1), ("Query", 1), ("TransactWriteItems", 1)]);
+    assert_eq!(made, step);
     // RunTool delivered late, after the agent answered without tools: it commits nothing.
-    let late = run(Handler::RunTool, "run-tool").await;
+    let (late, made) = run(Handler::RunTool, "run-tool").await;
     assert_eq!(late["next"], "finish", "{late}");
-    let finished = run(Handler::FinishTurn, "finish-turn").await;
+    assert_eq!(made, requests(&[("GetItem", 1)]));
+    let (finished, made) = run(Handler::FinishTurn, "finish-turn").await;
     assert_eq!(finished["next"], "load", "{finished}");
+    assert_eq!(made, requests(&[("GetItem", 1), ("TransactWriteItems", 1)]));
     // Nothing else is pending: the run ends there.
-    let ended = run(Handler::LoadTurn, "load-turn").await;
+    let (ended, made) = run(Handler::LoadTurn, "load-turn").await;
     assert_eq!(ended["next"], "done", "{ended}");
-    let terminated = run(Handler::Terminate, "terminate").await;
+    assert_eq!(made, requests(&[("GetItem", 1), ("TransactWriteItems", 1)]));
+    let (terminated, _) = run(Handler::Terminate, "terminate").await;
     assert!(terminated.get("next").is_some(), "{terminated}");
 
     let kinds: Vec<&str> = d
