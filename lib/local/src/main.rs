@@ -221,19 +221,29 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
-    let store = cli.open_store().await?;
-    let admin = Admin { store: &*store };
+async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let print = |id: String, full: serde_json::Value| {
         println!("{}", if cli.json { full.to_string() } else { id });
     };
     // With no subcommand, run `serve` exactly as if it had been typed (flags from the environment).
-    let command = match cli.command {
+    let command = match cli.command.take() {
         Some(c) => c,
         None => Cli::parse_from(["knowledge", "serve"])
             .command
             .expect("serve parses"),
     };
+    // Minting a cookie needs the signing key only, not the store.
+    if let Command::Cookie { org, user, ttl } = command {
+        let signer = CookieSigner::new(&signing_key(&cli.data_dir)?)?;
+        let cookie = format!("{COOKIE_NAME}={}", signer.mint(&user, &org, ttl)?);
+        print(
+            cookie.clone(),
+            json!({ "cookie": cookie, "ttlSeconds": ttl }),
+        );
+        return Ok(());
+    }
+    let store = cli.open_store().await?;
+    let admin = Admin { store: &*store };
     match command {
         Command::Serve { addr, origin, docs } => {
             serve(&cli.data_dir, store.clone(), &addr, origin, docs).await?
@@ -284,14 +294,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 json!({ "orgId": org.to_string(), "userId": user.to_string(), "removed": true }),
             );
         }
-        Command::Cookie { org, user, ttl } => {
-            let signer = CookieSigner::new(&signing_key(&cli.data_dir)?)?;
-            let cookie = format!("{COOKIE_NAME}={}", signer.mint(&user, &org, ttl)?);
-            print(
-                cookie.clone(),
-                json!({ "cookie": cookie, "ttlSeconds": ttl }),
-            );
-        }
+        Command::Cookie { .. } => unreachable!("handled before the store is opened"),
     }
     Ok(())
 }

@@ -42,9 +42,15 @@ async fn admin_json(dir: &Path, args: &[&str]) -> Value {
 /// Starts `knowledge serve` on an ephemeral port; returns the child, its base URL and what it
 /// printed up to the listening line, which the binary prints last.
 async fn serve(dir: &Path) -> (Child, String, String) {
+    serve_with(dir, &[]).await
+}
+
+/// [`serve`] with more options, such as the store's.
+async fn serve_with(dir: &Path, options: &[&str]) -> (Child, String, String) {
     let mut child = Command::new(BIN)
         .arg("--data-dir")
         .arg(dir)
+        .args(options)
         .args(["serve", "--addr", "127.0.0.1:0"])
         .env_remove("KNOWLEDGE_SIGNING_KEY")
         .stdout(Stdio::piped())
@@ -355,4 +361,54 @@ async fn a_run_left_in_flight_by_a_dead_process_is_resumed_and_answered_at_start
     let k = wait_answered(&base, &cookie, key.session.as_str()).await;
     assert_eq!(k, ["user_message", "agent_message", "status_idle"]);
     child.kill().await.unwrap();
+}
+
+#[tokio::test]
+async fn serve_on_dynamodb_answers_and_keeps_its_sessions_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let endpoint = crate::support::dynamodb_endpoint();
+    let table = format!("knowledge-bin-{}", uuid::Uuid::new_v4().simple());
+    let store = [
+        "--store",
+        "dynamodb",
+        "--dynamodb-endpoint",
+        &endpoint,
+        "--dynamodb-table",
+        &table,
+    ];
+    let (child, base, printed) = serve_with(dir.path(), &store).await;
+    assert!(printed.contains("store dynamodb"), "{printed}");
+    assert!(
+        printed.contains("created organisation org_default"),
+        "{printed}"
+    );
+    let cookie = admin(
+        dir.path(),
+        &["cookie", "--org", "org_default", "--user", "usr_default"],
+    )
+    .await;
+    let (status, created) = call(
+        reqwest::Method::POST,
+        &base,
+        "/api/managed-agents/session",
+        &cookie,
+        Some(json!({ "text": "stored in DynamoDB?" })),
+    )
+    .await;
+    assert_eq!(status, 200, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    let answered = wait_answered(&base, &cookie, &id).await;
+    assert_eq!(answered, ["user_message", "agent_message", "status_idle"]);
+    drop(child);
+
+    // Nothing is kept in the data directory but the signing key: a new process finds the
+    // session in the table, and does not create the default organisation again.
+    let (_child, base, printed) = serve_with(dir.path(), &store).await;
+    assert!(!printed.contains("created organisation"), "{printed}");
+    assert_eq!(wait_answered(&base, &cookie, &id).await, answered);
+    let mut args = store.to_vec();
+    args.extend(["org", "show", "--org", "org_default"]);
+    let shown: Value = serde_json::from_str(&admin(dir.path(), &args).await).unwrap();
+    assert_eq!(shown["usage"]["queries"], 1, "{shown}");
+    assert!(!dir.path().join("store.db").exists());
 }
