@@ -16,22 +16,9 @@ use std::time::{Duration, Instant};
 use aws_config::BehaviorVersion;
 use axum::Router;
 use axum::routing::get;
+use knowledge_aws::Handler;
+use knowledge_http::Endpoint;
 use tokio::sync::Notify;
-
-const FUNCTIONS: [&str; 12] = [
-    "create-session",
-    "message",
-    "transcript",
-    "list-sessions",
-    "cancel",
-    "delete-session",
-    "switch-org",
-    "load-turn",
-    "call-agent",
-    "run-tool",
-    "finish-turn",
-    "terminate",
-];
 
 /// A Runtime API that signals the first `next` request and never hands out an event.
 async fn runtime_api() -> (String, Arc<Notify>) {
@@ -87,7 +74,11 @@ async fn main() {
 
     println!("| function | size (MB) | init p50 (ms) | init p90 (ms) | init max (ms) |");
     println!("|---|---|---|---|---|");
-    for name in FUNCTIONS {
+    let functions = Endpoint::ALL
+        .iter()
+        .map(|e| e.function_name())
+        .chain(Handler::ALL.iter().map(|h| h.function_name()));
+    for name in functions {
         let binary = dir.join(name);
         let Ok(meta) = std::fs::metadata(&binary) else {
             eprintln!("{} not built; skipped", binary.display());

@@ -2,7 +2,7 @@
 //! the cookie-signing key from Secrets Manager (never from the environment or the template).
 
 use aws_sdk_secretsmanager::error::DisplayErrorContext;
-use knowledge_http::cookie::MIN_KEY_BYTES;
+use knowledge_http::cookie::key_from_hex;
 
 /// Environment variables the template sets on every function.
 pub const TABLE_ENV: &str = "TABLE_NAME";
@@ -48,7 +48,7 @@ impl Env {
     }
 }
 
-/// The signing key held (as hex, at least [`MIN_KEY_BYTES`] bytes) in the secret `secret_id`.
+/// The signing key held (as hex, at least 32 bytes) in the secret `secret_id`.
 pub async fn signing_key(
     client: &aws_sdk_secretsmanager::Client,
     secret_id: &str,
@@ -62,12 +62,5 @@ pub async fn signing_key(
     let text = out
         .secret_string()
         .ok_or_else(|| ConfigError::SigningKey(format!("{secret_id} holds no string")))?;
-    let key = hex::decode(text.trim())
-        .map_err(|_| ConfigError::SigningKey(format!("{secret_id} is not hex")))?;
-    if key.len() < MIN_KEY_BYTES {
-        return Err(ConfigError::SigningKey(format!(
-            "{secret_id} must hold at least {MIN_KEY_BYTES} bytes"
-        )));
-    }
-    Ok(key)
+    key_from_hex(text).map_err(|e| ConfigError::SigningKey(format!("{secret_id}: {e}")))
 }

@@ -33,6 +33,17 @@ impl Handler {
         Self::Terminate,
     ];
 
+    /// The function's name in `functions/`, `template.yaml` (as `<name>Function`) and `events/`.
+    pub fn function_name(self) -> &'static str {
+        match self {
+            Self::LoadTurn => "load-turn",
+            Self::CallAgent => "call-agent",
+            Self::RunTool => "run-tool",
+            Self::FinishTurn => "finish-turn",
+            Self::Terminate => "terminate",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Self::LoadTurn => "LoadTurn",
@@ -95,7 +106,7 @@ async fn watch(store: Arc<dyn Store>, run: Option<(SessionKey, RunId)>) {
         match store.get_session(&key).await {
             Ok(None) => return,
             Ok(Some(s))
-                if s.deleting || s.cancelled_at.is_some() || s.run_id != Some(run.clone()) =>
+                if s.deleting || s.cancelled_at.is_some() || s.run_id.as_ref() != Some(&run) =>
             {
                 return;
             }

@@ -177,7 +177,7 @@ impl Deployment {
 
     /// The sample event of `endpoint`'s function, signed in as the sample user.
     fn event(&self, endpoint: Endpoint) -> lambda_http::Request {
-        let signer = CookieSigner::new(&hex_key()).unwrap();
+        let signer = CookieSigner::new(&hex::decode(KEY_HEX).unwrap()).unwrap();
         let cookie = signer.mint(&self.key.user, &self.key.org, 600).unwrap();
         let text = repo_file(&format!("events/{}.json", endpoint.function_name())).replace(
             "ks_session=REPLACE_WITH_OUTPUT_OF_knowledge_cookie",
@@ -215,13 +215,6 @@ impl Deployment {
             .map(|e| e.name().to_owned())
             .collect()
     }
-}
-
-fn hex_key() -> Vec<u8> {
-    (0..KEY_HEX.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&KEY_HEX[i..i + 2], 16).unwrap())
-        .collect()
 }
 
 fn requests(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
@@ -306,10 +299,11 @@ async fn list_sessions_event_lists_the_session() {
 async fn cancel_event_on_an_idle_session_changes_nothing() {
     let d = Deployment::new().await;
     let before = d.app.store.get_session(&d.key).await.unwrap();
+    d.counter.take();
     let (status, body, made) = d.invoke(Endpoint::Cancel).await;
     assert_eq!((status, &body), (200, &json!({ "ok": true })));
     assert_eq!(d.app.store.get_session(&d.key).await.unwrap(), before);
-    assert_eq!(made, requests(&[("GetItem", 4), ("PutItem", 1)]));
+    assert_eq!(made, requests(&[("GetItem", 3), ("PutItem", 1)]));
 }
 
 #[tokio::test]
@@ -377,15 +371,23 @@ async fn a_retried_start_of_one_run_starts_one_execution() {
     assert_eq!(d.executions().await, [run.to_string()]);
 }
 
-/// Feeds the sample Step Functions input of `handler` to its task function.
+/// The sample Step Functions input of `handler`'s function.
+fn sample_input(handler: Handler) -> Value {
+    serde_json::from_str(&repo_file(&format!(
+        "events/{}.json",
+        handler.function_name()
+    )))
+    .unwrap()
+}
+
+/// Feeds `payload` to `handler`'s task function.
 async fn task(
     d: &Deployment,
     handler: Handler,
-    name: &str,
+    payload: Value,
 ) -> Result<Value, lambda_runtime::Diagnostic> {
-    let function = d.app.task(handler);
-    let payload: Value = serde_json::from_str(&repo_file(&format!("events/{name}.json"))).unwrap();
-    function
+    d.app
+        .task(handler)
         .handle(LambdaEvent::new(payload, Context::default()))
         .await
 }
@@ -411,44 +413,39 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
     // The sample events name the first message of a fresh session; aim them at this one.
     let user_seq = placed[0].seq;
 
-    let run = |h: Handler, name: &'static str| {
+    let run = |h: Handler| {
         let d = &d;
         async move {
-            let mut payload: Value =
-                serde_json::from_str(&repo_file(&format!("events/{name}.json"))).unwrap();
+            let mut payload = sample_input(h);
             if payload.get("turn").is_some() {
                 payload["turn"]["userSeq"] = json!(user_seq);
             }
             d.counter.take();
-            let function = d.app.task(h);
-            let output = function
-                .handle(LambdaEvent::new(payload, Context::default()))
-                .await
-                .unwrap();
+            let output = task(d, h, payload).await.unwrap();
             (output, d.counter.take())
         }
     };
     // Each step's DynamoDB requests: the cost model in docs/deploy.md adds these up.
-    let (loaded, made) = run(Handler::LoadTurn, "load-turn").await;
+    let (loaded, made) = run(Handler::LoadTurn).await;
     assert_eq!(loaded["next"], "agent", "{loaded}");
     assert_eq!(loaded["turn"], json!({ "userSeq": user_seq, "step": 0 }));
     assert_eq!(made, requests(&[("GetItem", 1)]));
-    let (answered, made) = run(Handler::CallAgent, "call-agent").await;
+    let (answered, made) = run(Handler::CallAgent).await;
     assert_eq!(answered["next"], "finish", "{answered}");
     let step = requests(&[("GetItem", 1), ("Query", 1), ("TransactWriteItems", 1)]);
     assert_eq!(made, step);
     // RunTool delivered late, after the agent answered without tools: it commits nothing.
-    let (late, made) = run(Handler::RunTool, "run-tool").await;
+    let (late, made) = run(Handler::RunTool).await;
     assert_eq!(late["next"], "finish", "{late}");
     assert_eq!(made, requests(&[("GetItem", 1)]));
-    let (finished, made) = run(Handler::FinishTurn, "finish-turn").await;
+    let (finished, made) = run(Handler::FinishTurn).await;
     assert_eq!(finished["next"], "load", "{finished}");
     assert_eq!(made, requests(&[("GetItem", 1), ("TransactWriteItems", 1)]));
     // Nothing else is pending: the run ends there.
-    let (ended, made) = run(Handler::LoadTurn, "load-turn").await;
+    let (ended, made) = run(Handler::LoadTurn).await;
     assert_eq!(ended["next"], "done", "{ended}");
     assert_eq!(made, requests(&[("GetItem", 1), ("TransactWriteItems", 1)]));
-    let (terminated, _) = run(Handler::Terminate, "terminate").await;
+    let (terminated, _) = run(Handler::Terminate).await;
     assert!(terminated.get("next").is_some(), "{terminated}");
 
     let kinds: Vec<&str> = d
@@ -468,16 +465,11 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
 #[tokio::test]
 async fn a_task_given_malformed_input_fails_with_the_error_name_the_state_machine_matches() {
     let d = Deployment::new().await;
-    let function = d.app.task(Handler::LoadTurn);
-    let error = function
-        .handle(LambdaEvent::new(
-            json!({ "session": 7 }),
-            Context::default(),
-        ))
+    let error = task(&d, Handler::LoadTurn, json!({ "session": 7 }))
         .await
         .unwrap_err();
     assert_eq!(error.error_type, "InvalidStepInput");
-    let ok = task(&d, Handler::LoadTurn, "load-turn").await;
+    let ok = task(&d, Handler::LoadTurn, sample_input(Handler::LoadTurn)).await;
     assert!(ok.is_ok(), "{ok:?}");
 }
 
@@ -493,17 +485,7 @@ fn every_function_has_its_crate_event_and_template_resource_under_one_name() {
     let names = Endpoint::ALL
         .iter()
         .map(|e| e.function_name().to_owned())
-        .chain(Handler::ALL.iter().map(|h| {
-            // LoadTurn -> load-turn
-            let mut kebab = String::new();
-            for (i, c) in h.name().chars().enumerate() {
-                if c.is_uppercase() && i > 0 {
-                    kebab.push('-');
-                }
-                kebab.push(c.to_ascii_lowercase());
-            }
-            kebab
-        }));
+        .chain(Handler::ALL.iter().map(|h| h.function_name().to_owned()));
     for name in names {
         let crate_toml = repo_file(&format!("functions/{name}/Cargo.toml"));
         assert!(crate_toml.contains(&format!("name = \"{name}\"")), "{name}");

@@ -178,30 +178,25 @@ fn usage_from(item: &Item) -> Result<Usage, StoreError> {
     })
 }
 
-fn put(table: &str, item: Item) -> Result<Put, StoreError> {
-    Put::builder()
-        .table_name(table)
-        .set_item(Some(item))
-        .build()
-        .map_err(|e| StoreError::Backend(e.to_string()))
-}
-
 fn built<T>(r: Result<T, aws_sdk_dynamodb::error::BuildError>) -> Result<T, StoreError> {
     r.map_err(|e| StoreError::Backend(e.to_string()))
 }
 
-/// The first item a cancelled transaction failed on, with its reason code.
-fn cancelled_reason(
-    e: &SdkError<TransactWriteItemsError, impl std::fmt::Debug>,
-) -> Option<&[CancellationReason]> {
-    match e.as_service_error()? {
-        TransactWriteItemsError::TransactionCanceledException(c) => Some(c.cancellation_reasons()),
-        _ => None,
-    }
-}
-
 fn reason_code(r: &CancellationReason) -> &str {
     r.code().unwrap_or("None")
+}
+
+/// Why a transaction was not applied.
+enum TransactError {
+    /// Cancelled: one reason per item, in order (code `None` for the items that were fine),
+    /// and the error as a backend failure, for the reasons the caller does not handle.
+    Cancelled(Vec<CancellationReason>, StoreError),
+    Backend(StoreError),
+}
+
+/// Whether any item of a cancelled transaction failed with one of `codes`.
+fn any_reason(reasons: &[CancellationReason], codes: &[&str]) -> bool {
+    reasons.iter().any(|r| codes.contains(&reason_code(r)))
 }
 
 impl DynamoStore {
@@ -214,6 +209,84 @@ impl DynamoStore {
 
     pub fn table(&self) -> &str {
         &self.table
+    }
+
+    /// A transaction item that writes `item` only where nothing is stored yet.
+    fn put_new(&self, item: Item) -> Result<TransactWriteItem, StoreError> {
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(#pk)")
+            .expression_attribute_names("#pk", keys::PK);
+        Ok(TransactWriteItem::builder()
+            .put(built(put.build())?)
+            .build())
+    }
+
+    /// A transaction item that replaces a record only at `expected` version, returning the
+    /// stored record when the condition fails.
+    fn put_versioned(&self, item: Item, expected: u64) -> Result<TransactWriteItem, StoreError> {
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("#v = :expected")
+            .expression_attribute_names("#v", "version")
+            .expression_attribute_values(":expected", n(expected))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        Ok(TransactWriteItem::builder()
+            .put(built(put.build())?)
+            .build())
+    }
+
+    /// The puts of new events. The session's version check already makes their numbers free;
+    /// the condition keeps a bug from overwriting an event all the same.
+    fn event_puts(
+        &self,
+        key: &SessionKey,
+        events: &[Event],
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        events
+            .iter()
+            .map(|e| self.put_new(event_item(key, e)?))
+            .collect()
+    }
+
+    async fn transact(&self, writes: Vec<TransactWriteItem>) -> Result<(), TransactError> {
+        match self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(writes))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) => match e.as_service_error() {
+                Some(TransactWriteItemsError::TransactionCanceledException(c)) => {
+                    let reasons = c.cancellation_reasons().to_vec();
+                    Err(TransactError::Cancelled(reasons, backend(e)))
+                }
+                _ => Err(TransactError::Backend(backend(e))),
+            },
+        }
+    }
+
+    /// A strongly consistent query of the session's events numbered above `after`, in order.
+    fn events_query(
+        &self,
+        key: &SessionKey,
+        after: u64,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        let (from, to) = keys::events_after(after);
+        self.client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("#pk = :pk AND #sk BETWEEN :from AND :to")
+            .expression_attribute_names("#pk", keys::PK)
+            .expression_attribute_names("#sk", keys::SK)
+            .expression_attribute_values(":pk", s(keys::session_partition(key)))
+            .expression_attribute_values(":from", s(from))
+            .expression_attribute_values(":to", s(to))
+            .consistent_read(true)
     }
 
     async fn get(&self, key: (String, String)) -> Result<Option<Item>, StoreError> {
@@ -356,47 +429,18 @@ impl Store for DynamoStore {
     }
 
     async fn create_session(&self, session: &Session, events: &[Event]) -> Result<(), StoreError> {
-        let mut writes = vec![
-            TransactWriteItem::builder()
-                .put(
-                    Put::builder()
-                        .table_name(&self.table)
-                        .set_item(Some(session_item(session)?))
-                        .condition_expression("attribute_not_exists(#pk)")
-                        .expression_attribute_names("#pk", keys::PK)
-                        .build()
-                        .map_err(|e| StoreError::Backend(e.to_string()))?,
-                )
-                .build(),
-        ];
-        for e in events {
-            writes.push(
-                TransactWriteItem::builder()
-                    .put(put(&self.table, event_item(&session.key, e)?)?)
-                    .build(),
-            );
-        }
-        match self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(writes))
-            .send()
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) => match cancelled_reason(&e) {
-                Some([first, ..]) if reason_code(first) == "ConditionalCheckFailed" => {
+        let mut writes = vec![self.put_new(session_item(session)?)?];
+        writes.extend(self.event_puts(&session.key, events)?);
+        match self.transact(writes).await {
+            Ok(()) => Ok(()),
+            Err(TransactError::Cancelled(reasons, error)) => match reasons.first() {
+                Some(first) if reason_code(first) == "ConditionalCheckFailed" => {
                     Err(StoreError::AlreadyExists)
                 }
-                Some(reasons)
-                    if reasons
-                        .iter()
-                        .any(|r| reason_code(r) == "TransactionConflict") =>
-                {
-                    Err(StoreError::Conflict)
-                }
-                _ => Err(backend(e)),
+                _ if any_reason(&reasons, &["TransactionConflict"]) => Err(StoreError::Conflict),
+                _ => Err(error),
             },
+            Err(TransactError::Backend(e)) => Err(e),
         }
     }
 
@@ -414,39 +458,8 @@ impl Store for DynamoStore {
         events: &[Event],
         charge: Option<&Charge>,
     ) -> Result<(), StoreError> {
-        let mut writes = vec![
-            TransactWriteItem::builder()
-                .put(
-                    Put::builder()
-                        .table_name(&self.table)
-                        .set_item(Some(session_item(session)?))
-                        .condition_expression("#v = :expected")
-                        .expression_attribute_names("#v", "version")
-                        .expression_attribute_values(":expected", n(expected_version))
-                        .return_values_on_condition_check_failure(
-                            ReturnValuesOnConditionCheckFailure::AllOld,
-                        )
-                        .build()
-                        .map_err(|e| StoreError::Backend(e.to_string()))?,
-                )
-                .build(),
-        ];
-        for e in events {
-            // The version check above already makes the numbers free; the condition keeps a
-            // bug from overwriting an event all the same.
-            writes.push(
-                TransactWriteItem::builder()
-                    .put(built(
-                        Put::builder()
-                            .table_name(&self.table)
-                            .set_item(Some(event_item(&session.key, e)?))
-                            .condition_expression("attribute_not_exists(#pk)")
-                            .expression_attribute_names("#pk", keys::PK)
-                            .build(),
-                    )?)
-                    .build(),
-            );
-        }
+        let mut writes = vec![self.put_versioned(session_item(session)?, expected_version)?];
+        writes.extend(self.event_puts(&session.key, events)?);
         if let Some(charge) = charge {
             writes.push(
                 TransactWriteItem::builder()
@@ -461,35 +474,25 @@ impl Store for DynamoStore {
                     .build(),
             );
         }
-        match self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(writes))
-            .send()
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) => match cancelled_reason(&e) {
-                Some([first, ..]) if reason_code(first) == "ConditionalCheckFailed" => {
-                    // The old item comes back when there was one: then only its version moved.
+        match self.transact(writes).await {
+            Ok(()) => Ok(()),
+            Err(TransactError::Cancelled(reasons, error)) => match reasons.first() {
+                // The old record comes back when there was one: then only its version moved.
+                Some(first) if reason_code(first) == "ConditionalCheckFailed" => {
                     if first.item().is_some_and(|i| !i.is_empty()) {
                         Err(StoreError::Conflict)
                     } else {
                         Err(StoreError::Gone)
                     }
                 }
-                Some(reasons)
-                    if reasons.iter().any(|r| {
-                        matches!(
-                            reason_code(r),
-                            "TransactionConflict" | "ConditionalCheckFailed"
-                        )
-                    }) =>
-                {
+                // A concurrent transaction on one of the items, or (only through a bug) an
+                // event number taken: re-read and try again.
+                _ if any_reason(&reasons, &["TransactionConflict", "ConditionalCheckFailed"]) => {
                     Err(StoreError::Conflict)
                 }
-                _ => Err(backend(e)),
+                _ => Err(error),
             },
+            Err(TransactError::Backend(e)) => Err(e),
         }
     }
 
@@ -499,19 +502,9 @@ impl Store for DynamoStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<Event>, StoreError> {
-        let (from, to) = keys::events_after(after);
         let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("#pk = :pk AND #sk BETWEEN :from AND :to")
-            .expression_attribute_names("#pk", keys::PK)
-            .expression_attribute_names("#sk", keys::SK)
-            .expression_attribute_values(":pk", s(keys::session_partition(key)))
-            .expression_attribute_values(":from", s(from))
-            .expression_attribute_values(":to", s(to))
+            .events_query(key, after)
             .limit(i32::try_from(limit).unwrap_or(i32::MAX))
-            .consistent_read(true)
             .send()
             .await
             .map_err(backend)?;
@@ -558,22 +551,12 @@ impl Store for DynamoStore {
     async fn delete_session(&self, key: &SessionKey) -> Result<bool, StoreError> {
         // Events first, page by page; the session item last, so that a delete cut short
         // leaves a session that is still `deleting` and can be deleted again.
-        let (from, to) = keys::events_after(0);
         let mut start = None;
         loop {
             let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("#pk = :pk AND #sk BETWEEN :from AND :to")
-                .expression_attribute_names("#pk", keys::PK)
-                .expression_attribute_names("#sk", keys::SK)
-                .expression_attribute_values(":pk", s(keys::session_partition(key)))
-                .expression_attribute_values(":from", s(from.clone()))
-                .expression_attribute_values(":to", s(to.clone()))
+                .events_query(key, 0)
                 .projection_expression("#pk, #sk")
                 .limit(DELETE_PAGE)
-                .consistent_read(true)
                 .set_exclusive_start_key(start)
                 .send()
                 .await

@@ -36,6 +36,8 @@ pub struct CookieClaims {
 pub enum CookieError {
     #[error("the signing key must have at least {MIN_KEY_BYTES} bytes")]
     WeakKey,
+    #[error("the signing key must be written in hex")]
+    NotHex,
     #[error("signing failed: {0}")]
     Signing(String),
 }
@@ -51,6 +53,16 @@ impl std::fmt::Debug for CookieSigner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("CookieSigner(..)")
     }
+}
+
+/// A signing key as it is stored (in a file, a variable or a secret): hex, surrounding
+/// whitespace ignored, at least [`MIN_KEY_BYTES`] bytes. Errors: `NotHex`, `WeakKey`.
+pub fn key_from_hex(text: &str) -> Result<Vec<u8>, CookieError> {
+    let key = hex::decode(text.trim()).map_err(|_| CookieError::NotHex)?;
+    if key.len() < MIN_KEY_BYTES {
+        return Err(CookieError::WeakKey);
+    }
+    Ok(key)
 }
 
 fn epoch_secs() -> u64 {

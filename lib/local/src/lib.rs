@@ -15,7 +15,7 @@ use knowledge_core::clock::Clock;
 use knowledge_core::ports::{Agent, Integrations, Workflow};
 use knowledge_core::service::{Deps, Service};
 use knowledge_core::steps::Steps;
-use knowledge_http::cookie::{CookieSigner, MIN_KEY_BYTES};
+use knowledge_http::cookie::{CookieSigner, key_from_hex};
 use knowledge_http::{AppState, HttpConfig};
 use tokio::net::TcpListener;
 
@@ -45,14 +45,7 @@ pub enum LocalError {
 /// data directory, created (random, mode 0600) on first use.
 pub fn signing_key(data_dir: &Path) -> Result<Vec<u8>, LocalError> {
     let decode = |hex_text: &str, from: &str| {
-        let key = hex::decode(hex_text.trim())
-            .map_err(|_| LocalError::Key(format!("{from} is not hex")))?;
-        if key.len() < MIN_KEY_BYTES {
-            return Err(LocalError::Key(format!(
-                "{from} must hold at least {MIN_KEY_BYTES} bytes"
-            )));
-        }
-        Ok(key)
+        key_from_hex(hex_text).map_err(|e| LocalError::Key(format!("{from}: {e}")))
     };
     if let Ok(value) = std::env::var(SIGNING_KEY_ENV) {
         return decode(&value, SIGNING_KEY_ENV);

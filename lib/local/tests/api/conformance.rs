@@ -61,6 +61,19 @@ async fn append(store: &dyn Store, key: &SessionKey, text: &str) {
     }
 }
 
+/// How many of the concurrent writes landed; every other one must have lost on `Conflict`.
+async fn landed(tasks: Vec<tokio::task::JoinHandle<Result<(), StoreError>>>) -> usize {
+    let mut landed = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(()) => landed += 1,
+            Err(StoreError::Conflict) => {}
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+    landed
+}
+
 #[tokio::test]
 async fn a_session_reads_back_exactly_as_it_was_written() {
     let f = fixture().await;
@@ -199,15 +212,7 @@ async fn of_concurrent_commits_at_one_version_exactly_one_lands() {
             })
         })
         .collect();
-    let mut landed = 0;
-    for t in tasks {
-        match t.await.unwrap() {
-            Ok(()) => landed += 1,
-            Err(StoreError::Conflict) => {}
-            Err(e) => panic!("unexpected {e}"),
-        }
-    }
-    assert_eq!(landed, 1);
+    assert_eq!(landed(tasks).await, 1);
     let stored = f.store.get_session(&key).await.unwrap().unwrap();
     assert_eq!((stored.version, stored.next_seq), (base.version + 1, 3));
     assert_eq!(f.store.list_events(&key, 0, 100).await.unwrap().len(), 2);
@@ -434,15 +439,7 @@ async fn a_rate_window_is_replaced_only_at_the_version_it_was_read_at() {
             })
         })
         .collect();
-    let mut landed = 0;
-    for t in tasks {
-        match t.await.unwrap() {
-            Ok(()) => landed += 1,
-            Err(StoreError::Conflict) => {}
-            Err(e) => panic!("unexpected {e}"),
-        }
-    }
-    assert_eq!(landed, 1);
+    assert_eq!(landed(tasks).await, 1);
     let read = f.store.get_rate_window(&window).await.unwrap();
     assert_eq!((read.hits.len(), read.version), (1, 2));
 }

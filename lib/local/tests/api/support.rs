@@ -41,14 +41,6 @@ pub fn dynamodb_endpoint() -> String {
 /// A DynamoDB store on a table of its own for the data directory `dir`: the table's name is
 /// kept in `dir`, so that a service started again on the same directory finds the same data.
 pub async fn dynamo_store(dir: &std::path::Path) -> knowledge_dynamo::DynamoStore {
-    dynamo_store_counted(dir, Default::default()).await
-}
-
-/// [`dynamo_store`], counting its requests in `counter`.
-pub async fn dynamo_store_counted(
-    dir: &std::path::Path,
-    counter: knowledge_dynamo::RequestCounter,
-) -> knowledge_dynamo::DynamoStore {
     let path = dir.join(TABLE_FILE);
     let table = match std::fs::read_to_string(&path) {
         Ok(name) => name,
@@ -58,7 +50,7 @@ pub async fn dynamo_store_counted(
             name
         }
     };
-    let client = knowledge_dynamo::connect(Some(&dynamodb_endpoint()), counter).await;
+    let client = knowledge_dynamo::connect(Some(&dynamodb_endpoint()), Default::default()).await;
     knowledge_dynamo::create_table_if_missing(&client, &table)
         .await
         .unwrap();
