@@ -58,6 +58,35 @@ impl Http {
             app_origin: origin.trim_end_matches('/').to_owned(),
         })
     }
+
+    /// For the SCIM function, which neither reads nor mints cookies and so is not given the
+    /// signing key's secret: a signer with a random key of its own, which no cookie matches.
+    pub fn without_cookies(env: &Env) -> Result<Self, ConfigError> {
+        let origin = env
+            .app_origin
+            .as_deref()
+            .ok_or(ConfigError::Missing(config::APP_ORIGIN_ENV))?;
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).map_err(|e| ConfigError::SigningKey(e.to_string()))?;
+        let signer = CookieSigner::new(&key).map_err(|e| ConfigError::SigningKey(e.to_string()))?;
+        Ok(Self {
+            signer: Arc::new(signer),
+            app_origin: origin.trim_end_matches('/').to_owned(),
+        })
+    }
+
+    /// What `endpoint`'s function needs: the signing key for the session endpoints, none for
+    /// SCIM.
+    pub async fn for_endpoint(
+        endpoint: Endpoint,
+        shared: &SdkConfig,
+        env: &Env,
+    ) -> Result<Self, ConfigError> {
+        match endpoint {
+            Endpoint::Scim => Self::without_cookies(env),
+            _ => Self::load(shared, env).await,
+        }
+    }
 }
 
 impl App {
@@ -91,13 +120,13 @@ impl App {
             integrations: self.integrations.clone(),
             clock: Arc::new(SystemClock),
         });
-        let state = AppState {
+        let state = AppState::new(
             service,
-            signer: http.signer.clone(),
-            config: Arc::new(HttpConfig {
+            http.signer.clone(),
+            HttpConfig {
                 app_origin: http.app_origin.clone(),
-            }),
-        };
+            },
+        );
         knowledge_http::router_for(state, &[endpoint])
     }
 
@@ -129,7 +158,9 @@ pub async fn run_http(endpoint: Endpoint) -> Result<(), lambda_http::Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let env = Env::from_env().map_err(init_failed)?;
     let shared = aws_config::load_from_env().await;
-    let http = Http::load(&shared, &env).await.map_err(init_failed)?;
+    let http = Http::for_endpoint(endpoint, &shared, &env)
+        .await
+        .map_err(init_failed)?;
     let app = App::connect(&shared, &env, RequestCounter::default());
     lambda_http::run(app.router(endpoint, &http)).await
 }

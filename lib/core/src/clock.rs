@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 /// Milliseconds since the Unix epoch, UTC.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Timestamp(pub i64);
 

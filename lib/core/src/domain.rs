@@ -70,6 +70,18 @@ macro_rules! text_enum {
 text_enum!(Plan { Free => "free", Pro => "pro", Business => "business" });
 text_enum!(OrgStatus { Active => "active", Suspended => "suspended" });
 text_enum!(Role { Admin => "admin", Viewer => "viewer" });
+text_enum!(Actor { Scim => "scim", Admin => "admin" });
+text_enum!(AuditAction {
+    UserProvisioned => "user.provisioned",
+    UserUpdated => "user.updated",
+    UserDeactivated => "user.deactivated",
+    UserDeleted => "user.deleted",
+    MemberAdded => "member.added",
+    MemberRoleChanged => "member.role_changed",
+    MemberRemoved => "member.removed",
+    ScimTokenGenerated => "scim_token.generated",
+});
+text_enum!(MemberDataKind { IntegrationToken => "integration_token", AgentMemory => "agent_memory" });
 
 /// An organisation (tenant) and its limits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,6 +97,11 @@ pub struct Org {
     /// Spend allowed per calendar month, in millionths of a US dollar; `None` is unlimited.
     pub cost_cap_micros: Option<u64>,
     pub created_at: Timestamp,
+    /// SHA-256 (hex) of the organisation's current SCIM token; never the token itself. Kept
+    /// apart from the other settings by the store, so only
+    /// [`crate::ports::Store::set_scim_token`] changes it.
+    #[serde(skip)]
+    pub scim_token_sha256: Option<String>,
 }
 
 impl Org {
@@ -95,7 +112,8 @@ impl Org {
 }
 
 /// A user's membership of an organisation; without it the user's cookie for that organisation
-/// is refused.
+/// is refused. Every change after creation goes through
+/// [`crate::ports::Store::update_member`], which checks `version`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Member {
@@ -103,6 +121,133 @@ pub struct Member {
     pub user: UserId,
     pub role: Role,
     pub created_at: Timestamp,
+    /// Moves with every change; equals `created_at` until the first.
+    #[serde(default)]
+    pub updated_at: Timestamp,
+    /// The identity provider's profile of a member provisioned over SCIM; `None` for members an
+    /// operator added, which SCIM does not see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Profile>,
+    /// The optimistic-concurrency token; 1 when created.
+    #[serde(default)]
+    pub version: u64,
+}
+
+impl Member {
+    /// A new member without a profile, at version 1.
+    pub fn new(org: OrgId, user: UserId, role: Role, now: Timestamp) -> Self {
+        Self {
+            org,
+            user,
+            role,
+            created_at: now,
+            updated_at: now,
+            profile: None,
+            version: 1,
+        }
+    }
+}
+
+/// Longest `userName` accepted, in characters; it is part of a storage key.
+pub const USER_NAME_MAX_CHARS: usize = 256;
+
+/// What an identity provider keeps about a member: the SCIM user without its server-assigned
+/// parts (`id`, `meta`, `active`, `groups`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Profile {
+    /// Unique in the organisation, compared case-insensitively (see [`Profile::user_name_key`]).
+    pub user_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_id: Option<String>,
+    /// The other attributes under their schema's canonical names, the enterprise extension's
+    /// under its URN, as [`crate::scim::schema`] validated them.
+    #[serde(default)]
+    pub attributes: serde_json::Map<String, Value>,
+}
+
+impl Profile {
+    /// The form under which `userName` is unique: Unicode lowercase, so `Ann@X.org` and
+    /// `ann@x.org` are one user.
+    pub fn user_name_key(&self) -> String {
+        user_name_key(&self.user_name)
+    }
+}
+
+/// See [`Profile::user_name_key`].
+pub fn user_name_key(user_name: &str) -> String {
+    user_name.to_lowercase()
+}
+
+/// Data the service holds for one member and removes with the membership: credentials for
+/// integrations and the agent's memory of the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberData {
+    pub kind: MemberDataKind,
+    /// The integration's name, or the memory entry's.
+    pub name: String,
+    /// Opaque to the store; credentials are sealed by their writer before they get here.
+    pub value: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MemberDataKind {
+    IntegrationToken,
+    AgentMemory,
+}
+
+/// Member data items one member may hold at most, so that their removal, with the membership,
+/// the `userName` claim and the audit entry, fits one DynamoDB transaction (100 items).
+pub const MEMBER_DATA_LIMIT: usize = 64;
+
+/// Who did something recorded in the audit log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Actor {
+    /// The organisation's identity provider, through the SCIM interface.
+    Scim,
+    /// An operator, through the admin commands.
+    Admin,
+}
+
+/// What an audit entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AuditAction {
+    UserProvisioned,
+    UserUpdated,
+    UserDeactivated,
+    UserDeleted,
+    MemberAdded,
+    MemberRoleChanged,
+    MemberRemoved,
+    ScimTokenGenerated,
+}
+
+/// One entry of an organisation's audit log. Written in the same transaction as the change it
+/// records, so the log never misses a change nor records one that did not happen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry {
+    pub org: OrgId,
+    pub at: Timestamp,
+    /// Random; orders entries of the same millisecond and keeps their keys apart.
+    pub id: String,
+    pub actor: Actor,
+    pub action: AuditAction,
+    /// The member's user id, or the organisation's id for token generation.
+    pub target: String,
+}
+
+impl AuditEntry {
+    pub fn new(org: &OrgId, at: Timestamp, actor: Actor, action: AuditAction, target: &str) -> Self {
+        Self {
+            org: org.clone(),
+            at,
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            actor,
+            action,
+            target: target.to_owned(),
+        }
+    }
 }
 
 /// The kinds of event in a session's log.

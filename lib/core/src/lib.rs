@@ -9,6 +9,7 @@ pub mod ids;
 pub mod integrations;
 pub mod limits;
 pub mod ports;
+pub mod scim;
 pub mod service;
 pub mod steps;
 

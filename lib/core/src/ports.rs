@@ -12,7 +12,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::clock::Timestamp;
-use crate::domain::{Event, EventKind, Member, Org, Session, SessionSummary, Usage};
+use crate::domain::{
+    AuditEntry, Event, EventKind, Member, MemberData, Org, Session, SessionSummary, Usage,
+};
 use crate::ids::{OrgId, RunId, SessionKey, UserId};
 
 /// Failures of a storage adapter.
@@ -57,14 +59,70 @@ pub struct UsageRefused(pub Usage);
 /// Durable storage of organisations, members, sessions, events and limit counters.
 #[async_trait]
 pub trait Store: Send + Sync {
-    /// Creates or replaces an organisation.
+    /// Creates an organisation or replaces its settings; its SCIM token hash is kept.
     async fn put_org(&self, org: &Org) -> Result<(), StoreError>;
     async fn get_org(&self, org: &OrgId) -> Result<Option<Org>, StoreError>;
-    /// Creates or replaces a membership.
-    async fn put_member(&self, member: &Member) -> Result<(), StoreError>;
+    /// Replaces the organisation's SCIM token hash (so the previous token stops working) and
+    /// writes `audit`, all or nothing. Errors: `Gone` when the organisation does not exist.
+    async fn set_scim_token(
+        &self,
+        org: &OrgId,
+        sha256: &str,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError>;
+
+    /// Creates a membership (at version 1) and writes `audit`; with a profile, also claims its
+    /// `userName` in the organisation; all or nothing, so of concurrent creates of one
+    /// `userName` exactly one succeeds.
+    /// Errors: `AlreadyExists` when the user is a member already or the `userName` is claimed.
+    async fn create_member(&self, member: &Member, audit: &AuditEntry) -> Result<(), StoreError>;
     async fn get_member(&self, org: &OrgId, user: &UserId) -> Result<Option<Member>, StoreError>;
-    /// Removes a membership; `Ok(false)` when there was none.
-    async fn remove_member(&self, org: &OrgId, user: &UserId) -> Result<bool, StoreError>;
+    /// The member whose profile's [`crate::domain::Profile::user_name_key`] is `key`.
+    async fn find_member_by_user_name(
+        &self,
+        org: &OrgId,
+        key: &str,
+    ) -> Result<Option<Member>, StoreError>;
+    /// Every member of the organisation, ordered by user id (a stable order for paging).
+    async fn list_members(&self, org: &OrgId) -> Result<Vec<Member>, StoreError>;
+    /// Replaces `previous` by `next` (the same member, `next.version == previous.version + 1`),
+    /// moves the `userName` claim when it changed, and writes `audit`, all or nothing.
+    /// Errors: `Gone` (no longer a member), `Conflict` (the stored version is not
+    /// `previous.version`), `AlreadyExists` (the new `userName` is another member's).
+    async fn update_member(
+        &self,
+        previous: &Member,
+        next: &Member,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError>;
+    /// Removes the membership with its profile, its `userName` claim and every [`MemberData`]
+    /// item of the member, and writes `audit`, in one transaction. `Ok(false)`, writing nothing,
+    /// when the user is not a member.
+    async fn remove_member(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError>;
+    /// Stores a member data item, replacing the one of the same kind and name, and moves the
+    /// member's version, so a concurrent removal either removes it too or retries.
+    /// Callers keep a member under [`crate::domain::MEMBER_DATA_LIMIT`] items (one credential
+    /// per connected integration, one memory document), so their removal fits one transaction.
+    /// Errors: `Gone` when the user is not a member.
+    async fn put_member_data(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+        data: &MemberData,
+    ) -> Result<(), StoreError>;
+    /// The member's data items, by kind and name.
+    async fn list_member_data(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+    ) -> Result<Vec<MemberData>, StoreError>;
+    /// The organisation's newest audit entries, newest first, at most `limit`.
+    async fn list_audit(&self, org: &OrgId, limit: usize) -> Result<Vec<AuditEntry>, StoreError>;
 
     /// Writes a new session with its first events (at most 99: a DynamoDB transaction holds
     /// 100 items) in one transaction.

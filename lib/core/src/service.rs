@@ -69,6 +69,9 @@ enum CancelStamp {
     NotRunning,
 }
 
+/// A list limit that takes every session of a user in an organisation.
+const ALL_SESSIONS: usize = i32::MAX as usize;
+
 /// Attempts of an optimistic commit before the request fails; each lost race means another
 /// writer made progress, so this is reached only under pathological contention.
 const MAX_COMMIT_ATTEMPTS: usize = 64;
@@ -92,6 +95,10 @@ impl Service {
 
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.deps.store
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.deps.clock
     }
 
     fn now(&self) -> Timestamp {
@@ -292,6 +299,34 @@ impl Service {
         } else {
             Err(CoreError::NotFound("session"))
         }
+    }
+
+    /// Cancels every running turn of `user` in `org`, as cancel does for one session; used when
+    /// the member is removed. Returns how many it cancelled. The sessions themselves stay.
+    pub async fn cancel_all_runs(&self, user: &UserId, org: &OrgId) -> Result<usize, CoreError> {
+        let sessions = self
+            .deps
+            .store
+            .list_sessions(user, org, ALL_SESSIONS)
+            .await?;
+        let mut cancelled = 0;
+        for summary in sessions {
+            let key = SessionKey {
+                user: user.clone(),
+                org: org.clone(),
+                session: summary.id,
+            };
+            match self.load(&key).await {
+                Ok(current) if current.run_id.is_some() => {
+                    if self.stamp(&key, current, false).await? == CancelStamp::Stamped {
+                        cancelled += 1;
+                    }
+                }
+                Ok(_) | Err(CoreError::NotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(cancelled)
     }
 
     /// Stamps `cancelled_at` if a run is active and not yet cancelled, and tells the workflow.

@@ -3,7 +3,11 @@
 //! | item | `PK` | `SK` | `GSI1PK` / `GSI1SK` |
 //! |---|---|---|---|
 //! | organisation | `ORG#<org>` | `ORG` | |
-//! | membership | `ORG#<org>` | `MEMBER#<user>` | |
+//! | organisation (its SCIM token hash is the attribute `scimTokenSha256`) | | | |
+//! | membership and profile | `ORG#<org>` | `MEMBER#<user>` | |
+//! | `userName` claim | `ORG#<org>` | `USERNAME#<lowercased userName>` | |
+//! | member data (credentials, agent memory) | `USER#<user>#ORG#<org>#DATA` | `<kind>#<name>` | |
+//! | audit entry | `ORG#<org>#AUDIT` | `<at, 20 digits>#<entry id>` | |
 //! | monthly usage | `ORG#<org>` | `USAGE#<YYYY-MM>` | |
 //! | session | `USER#<user>#ORG#<org>#SESSION#<session>` | `SESSION` | `USER#<user>#ORG#<org>` / `<updatedAt, 20 digits>#<session>` |
 //! | event | same as its session | `EVENT#<seq, 20 digits>` | |
@@ -35,7 +39,42 @@ pub fn org(org: &OrgId) -> (String, String) {
 }
 
 pub fn member(org: &OrgId, user: &UserId) -> (String, String) {
-    (format!("ORG#{org}"), format!("MEMBER#{user}"))
+    (format!("ORG#{org}"), format!("{MEMBER}{user}"))
+}
+
+const MEMBER: &str = "MEMBER#";
+
+/// The partition and sort-key prefix under which an organisation's members are listed.
+pub fn members(org: &OrgId) -> (String, &'static str) {
+    (format!("ORG#{org}"), MEMBER)
+}
+
+/// The item that makes a `userName` unique in its organisation; `key` is already lowercased.
+/// It is the last part of the sort key, so any character it holds (`#` included) is safe.
+pub fn user_name(org: &OrgId, key: &str) -> (String, String) {
+    (format!("ORG#{org}"), format!("USERNAME#{key}"))
+}
+
+/// The partition of one member's data items.
+pub fn member_data_partition(org: &OrgId, user: &UserId) -> String {
+    format!("{}#DATA", user_org(user, org))
+}
+
+pub fn member_data(org: &OrgId, user: &UserId, kind: &str, name: &str) -> (String, String) {
+    (member_data_partition(org, user), format!("{kind}#{name}"))
+}
+
+/// The partition of an organisation's audit log.
+pub fn audit_partition(org: &OrgId) -> String {
+    format!("ORG#{org}#AUDIT")
+}
+
+/// An audit entry's keys: sort keys order entries by time.
+pub fn audit(org: &OrgId, at: Timestamp, id: &str) -> (String, String) {
+    (
+        audit_partition(org),
+        format!("{:020}#{id}", at.millis().max(0)),
+    )
 }
 
 pub fn usage(org: &OrgId, month: &str) -> (String, String) {
@@ -128,6 +167,21 @@ mod tests {
         let (from, to) = events_after(41);
         assert_eq!(from, event_sort(42));
         assert!(event_sort(41) < from && event_sort(u64::MAX) == to);
+    }
+
+    #[test]
+    fn member_data_and_audit_partitions_are_apart_from_sessions_and_members() {
+        let k = key("usr_a", "org_a");
+        let data = member_data_partition(&k.org, &k.user);
+        assert_ne!(data, session_partition(&k));
+        assert_ne!(data, user_org(&k.user, &k.org));
+        assert_ne!(audit_partition(&k.org), org(&k.org).0);
+        assert_ne!(user_name(&k.org, "usr_a").1, member(&k.org, &k.user).1);
+        let (early, late) = (
+            audit(&k.org, Timestamp(9_000), "b").1,
+            audit(&k.org, Timestamp(10_000), "a").1,
+        );
+        assert!(early < late);
     }
 
     #[test]

@@ -17,11 +17,14 @@ use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, CancellationReason, DeleteRequest, Put, ReturnValue,
+    AttributeValue, CancellationReason, Delete, DeleteRequest, Put, ReturnValue,
     ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update, WriteRequest,
 };
 use knowledge_core::clock::Timestamp;
-use knowledge_core::domain::{Event, Member, Org, Session, SessionSummary, TurnProgress, Usage};
+use knowledge_core::domain::{
+    AuditEntry, Event, MEMBER_DATA_LIMIT, Member, MemberData, Org, Session, SessionSummary,
+    TurnProgress, Usage,
+};
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, RateWindow, Store, StoreError, UsageRefused};
 
@@ -171,6 +174,42 @@ fn event_from(item: &Item) -> Result<Event, StoreError> {
     })
 }
 
+/// The organisation item's attribute holding its SCIM token hash.
+const SCIM_TOKEN: &str = "scimTokenSha256";
+/// Reads and retries of a member removal that lost a race before it fails.
+const REMOVE_ATTEMPTS: usize = 16;
+
+/// A member item: the record as JSON in `doc`, and its version as an attribute that conditions
+/// can read (the one in `doc` is ignored).
+fn member_item(member: &Member) -> Result<Item, StoreError> {
+    let mut item = key_item(keys::member(&member.org, &member.user));
+    item.insert("doc".into(), s(to_json(member)?));
+    item.insert("version".into(), n(member.version));
+    Ok(item)
+}
+
+fn member_from(item: &Item) -> Result<Member, StoreError> {
+    let mut member: Member = get_json(item, "doc")?;
+    member.version = get_n(item, "version")?;
+    Ok(member)
+}
+
+fn user_name_item(member: &Member, key: &str) -> Item {
+    let mut item = key_item(keys::user_name(&member.org, key));
+    item.insert("user".into(), s(member.user.as_str()));
+    item
+}
+
+fn audit_item(a: &AuditEntry) -> Item {
+    let mut item = key_item(keys::audit(&a.org, a.at, &a.id));
+    item.insert("at".into(), n(a.at.millis()));
+    item.insert("id".into(), s(&a.id));
+    item.insert("actor".into(), s(a.actor.as_str()));
+    item.insert("action".into(), s(a.action.as_str()));
+    item.insert("target".into(), s(&a.target));
+    item
+}
+
 fn usage_from(item: &Item) -> Result<Usage, StoreError> {
     Ok(Usage {
         queries: get_n_or_zero(item, "queries")?,
@@ -251,6 +290,62 @@ impl DynamoStore {
             .collect()
     }
 
+    /// A transaction item that deletes whatever is stored under `key`.
+    fn delete(&self, key: (String, String)) -> Result<TransactWriteItem, StoreError> {
+        let delete = Delete::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_item(key)));
+        Ok(TransactWriteItem::builder()
+            .delete(built(delete.build())?)
+            .build())
+    }
+
+    /// The keys of the member's data items.
+    async fn member_data_keys(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        self.partition(keys::member_data_partition(org, user), None)
+            .await?
+            .iter()
+            .map(|item| {
+                Ok((
+                    get_s(item, keys::PK)?.to_owned(),
+                    get_s(item, keys::SK)?.to_owned(),
+                ))
+            })
+            .collect()
+    }
+
+    /// The items of a partition, strongly consistent: all of them in key order, or the newest
+    /// `newest` in reverse key order.
+    async fn partition(&self, pk: String, newest: Option<usize>) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("#pk = :pk")
+                .expression_attribute_names("#pk", keys::PK)
+                .expression_attribute_values(":pk", s(&pk))
+                .consistent_read(true)
+                .scan_index_forward(newest.is_none())
+                .set_limit(newest.map(|l| i32::try_from(l - items.len()).unwrap_or(i32::MAX)))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(backend)?;
+            items.extend(out.items.unwrap_or_default());
+            match out.last_evaluated_key {
+                Some(k) if newest.is_none_or(|l| items.len() < l) => start = Some(k),
+                _ => return Ok(items),
+            }
+        }
+    }
+
     async fn transact(&self, writes: Vec<TransactWriteItem>) -> Result<(), TransactError> {
         match self
             .client
@@ -300,19 +395,6 @@ impl DynamoStore {
             .await
             .map_err(backend)?;
         Ok(out.item)
-    }
-
-    async fn put_doc(&self, key: (String, String), doc: String) -> Result<(), StoreError> {
-        let mut item = key_item(key);
-        item.insert("doc".into(), s(doc));
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(backend)?;
-        Ok(())
     }
 
     /// How many session items and event items the session's partition holds; tests use it to
@@ -393,39 +475,317 @@ impl DynamoStore {
 #[async_trait]
 impl Store for DynamoStore {
     async fn put_org(&self, org: &Org) -> Result<(), StoreError> {
-        self.put_doc(keys::org(&org.id), to_json(org)?).await
+        // An update, not a put: the SCIM token hash beside `doc` stays.
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key_item(keys::org(&org.id))))
+            .update_expression("SET doc = :doc")
+            .expression_attribute_values(":doc", s(to_json(org)?))
+            .send()
+            .await
+            .map_err(backend)?;
+        Ok(())
     }
 
     async fn get_org(&self, org: &OrgId) -> Result<Option<Org>, StoreError> {
-        self.get(keys::org(org))
-            .await?
-            .map(|item| get_json(&item, "doc"))
-            .transpose()
+        let Some(item) = self.get(keys::org(org)).await? else {
+            return Ok(None);
+        };
+        let mut org: Org = get_json(&item, "doc")?;
+        org.scim_token_sha256 = match item.get(SCIM_TOKEN) {
+            None => None,
+            Some(_) => Some(get_s(&item, SCIM_TOKEN)?.to_owned()),
+        };
+        Ok(Some(org))
     }
 
-    async fn put_member(&self, member: &Member) -> Result<(), StoreError> {
-        self.put_doc(keys::member(&member.org, &member.user), to_json(member)?)
-            .await
+    async fn set_scim_token(
+        &self,
+        org: &OrgId,
+        sha256: &str,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_item(keys::org(org))))
+            .update_expression("SET #t = :h")
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#t", SCIM_TOKEN)
+            .expression_attribute_names("#pk", keys::PK)
+            .expression_attribute_values(":h", s(sha256));
+        let writes = vec![
+            TransactWriteItem::builder()
+                .update(built(update.build())?)
+                .build(),
+            self.put_new(audit_item(audit))?,
+        ];
+        match self.transact(writes).await {
+            Ok(()) => Ok(()),
+            Err(TransactError::Cancelled(reasons, error)) => match reasons.first() {
+                Some(first) if reason_code(first) == "ConditionalCheckFailed" => {
+                    Err(StoreError::Gone)
+                }
+                _ if any_reason(&reasons, &["TransactionConflict"]) => Err(StoreError::Conflict),
+                _ => Err(error),
+            },
+            Err(TransactError::Backend(e)) => Err(e),
+        }
+    }
+
+    async fn create_member(&self, member: &Member, audit: &AuditEntry) -> Result<(), StoreError> {
+        let mut writes = vec![self.put_new(member_item(member)?)?];
+        if let Some(profile) = &member.profile {
+            writes.push(self.put_new(user_name_item(member, &profile.user_name_key()))?);
+        }
+        writes.push(self.put_new(audit_item(audit))?);
+        match self.transact(writes).await {
+            Ok(()) => Ok(()),
+            Err(TransactError::Cancelled(reasons, error)) => {
+                if any_reason(&reasons, &["ConditionalCheckFailed"]) {
+                    Err(StoreError::AlreadyExists)
+                } else if any_reason(&reasons, &["TransactionConflict"]) {
+                    Err(StoreError::Conflict)
+                } else {
+                    Err(error)
+                }
+            }
+            Err(TransactError::Backend(e)) => Err(e),
+        }
     }
 
     async fn get_member(&self, org: &OrgId, user: &UserId) -> Result<Option<Member>, StoreError> {
         self.get(keys::member(org, user))
             .await?
-            .map(|item| get_json(&item, "doc"))
+            .map(|item| member_from(&item))
             .transpose()
     }
 
-    async fn remove_member(&self, org: &OrgId, user: &UserId) -> Result<bool, StoreError> {
-        let out = self
-            .client
-            .delete_item()
+    async fn find_member_by_user_name(
+        &self,
+        org: &OrgId,
+        key: &str,
+    ) -> Result<Option<Member>, StoreError> {
+        let Some(claim) = self.get(keys::user_name(org, key)).await? else {
+            return Ok(None);
+        };
+        let user = UserId::parse(get_s(&claim, "user")?).map_err(|_| corrupt("user"))?;
+        // The claim and the member change in one transaction; the check only guards a bug.
+        Ok(self
+            .get_member(org, &user)
+            .await?
+            .filter(|m| m.profile.as_ref().is_some_and(|p| p.user_name_key() == key)))
+    }
+
+    async fn list_members(&self, org: &OrgId) -> Result<Vec<Member>, StoreError> {
+        let (pk, prefix) = keys::members(org);
+        let mut members = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                .expression_attribute_names("#pk", keys::PK)
+                .expression_attribute_names("#sk", keys::SK)
+                .expression_attribute_values(":pk", s(&pk))
+                .expression_attribute_values(":prefix", s(prefix))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(backend)?;
+            for item in out.items() {
+                members.push(member_from(item)?);
+            }
+            match out.last_evaluated_key {
+                Some(k) => start = Some(k),
+                None => return Ok(members),
+            }
+        }
+    }
+
+    async fn update_member(
+        &self,
+        previous: &Member,
+        next: &Member,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let mut writes = vec![self.put_versioned(member_item(next)?, previous.version)?];
+        let old_key = previous.profile.as_ref().map(|p| p.user_name_key());
+        let new_key = next.profile.as_ref().map(|p| p.user_name_key());
+        if old_key != new_key {
+            if let Some(old) = &old_key {
+                writes.push(self.delete(keys::user_name(&previous.org, old))?);
+            }
+            if let Some(new) = &new_key {
+                writes.push(self.put_new(user_name_item(next, new))?);
+            }
+        }
+        writes.push(self.put_new(audit_item(audit))?);
+        match self.transact(writes).await {
+            Ok(()) => Ok(()),
+            Err(TransactError::Cancelled(reasons, error)) => match reasons.first() {
+                Some(first) if reason_code(first) == "ConditionalCheckFailed" => {
+                    if first.item().is_some_and(|i| !i.is_empty()) {
+                        Err(StoreError::Conflict)
+                    } else {
+                        Err(StoreError::Gone)
+                    }
+                }
+                _ if any_reason(&reasons, &["ConditionalCheckFailed"]) => {
+                    Err(StoreError::AlreadyExists)
+                }
+                _ if any_reason(&reasons, &["TransactionConflict"]) => Err(StoreError::Conflict),
+                _ => Err(error),
+            },
+            Err(TransactError::Backend(e)) => Err(e),
+        }
+    }
+
+    async fn remove_member(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError> {
+        // Read the member and its data, then delete all of it on the condition that the
+        // member's version has not moved: a data item written meanwhile moves it, so nothing
+        // can be left behind. A lost race reads again.
+        for _ in 0..REMOVE_ATTEMPTS {
+            let Some(member) = self.get_member(org, user).await? else {
+                return Ok(false);
+            };
+            let data = self.member_data_keys(org, user).await?;
+            if data.len() > MEMBER_DATA_LIMIT {
+                return Err(StoreError::Backend(format!(
+                    "member holds {} data items, more than the {MEMBER_DATA_LIMIT} one removal takes",
+                    data.len()
+                )));
+            }
+            let delete = Delete::builder()
+                .table_name(&self.table)
+                .set_key(Some(key_item(keys::member(org, user))))
+                .condition_expression("#v = :expected")
+                .expression_attribute_names("#v", "version")
+                .expression_attribute_values(":expected", n(member.version));
+            let mut writes = vec![
+                TransactWriteItem::builder()
+                    .delete(built(delete.build())?)
+                    .build(),
+            ];
+            if let Some(profile) = &member.profile {
+                writes.push(self.delete(keys::user_name(org, &profile.user_name_key()))?);
+            }
+            for key in data {
+                writes.push(self.delete(key)?);
+            }
+            writes.push(self.put_new(audit_item(audit))?);
+            match self.transact(writes).await {
+                Ok(()) => return Ok(true),
+                Err(TransactError::Cancelled(reasons, error)) => {
+                    if !any_reason(&reasons, &["ConditionalCheckFailed", "TransactionConflict"]) {
+                        return Err(error);
+                    }
+                }
+                Err(TransactError::Backend(e)) => return Err(e),
+            }
+        }
+        Err(StoreError::Conflict)
+    }
+
+    async fn put_member_data(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+        data: &MemberData,
+    ) -> Result<(), StoreError> {
+        let bump = Update::builder()
             .table_name(&self.table)
             .set_key(Some(key_item(keys::member(org, user))))
-            .return_values(ReturnValue::AllOld)
-            .send()
-            .await
-            .map_err(backend)?;
-        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
+            .update_expression("ADD #v :one")
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#v", "version")
+            .expression_attribute_names("#pk", keys::PK)
+            .expression_attribute_values(":one", n(1));
+        let mut item = key_item(keys::member_data(
+            org,
+            user,
+            data.kind.as_str(),
+            &data.name,
+        ));
+        item.insert("value".into(), s(&data.value));
+        let put = Put::builder().table_name(&self.table).set_item(Some(item));
+        let writes = vec![
+            TransactWriteItem::builder()
+                .update(built(bump.build())?)
+                .build(),
+            TransactWriteItem::builder()
+                .put(built(put.build())?)
+                .build(),
+        ];
+        match self.transact(writes).await {
+            Ok(()) => Ok(()),
+            Err(TransactError::Cancelled(reasons, error)) => match reasons.first() {
+                Some(first) if reason_code(first) == "ConditionalCheckFailed" => {
+                    Err(StoreError::Gone)
+                }
+                _ if any_reason(&reasons, &["TransactionConflict"]) => Err(StoreError::Conflict),
+                _ => Err(error),
+            },
+            Err(TransactError::Backend(e)) => Err(e),
+        }
+    }
+
+    async fn list_member_data(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+    ) -> Result<Vec<MemberData>, StoreError> {
+        let items = self
+            .partition(keys::member_data_partition(org, user), None)
+            .await?;
+        let mut data = items
+            .iter()
+            .map(|item| {
+                let sk = get_s(item, keys::SK)?;
+                let (kind, name) = sk.split_once('#').ok_or_else(|| corrupt(keys::SK))?;
+                Ok(MemberData {
+                    kind: kind.parse().map_err(|_| corrupt(keys::SK))?,
+                    name: name.to_owned(),
+                    value: get_s(item, "value")?.to_owned(),
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        data.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+        Ok(data)
+    }
+
+    async fn list_audit(&self, org: &OrgId, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let items = self
+            .partition(keys::audit_partition(org), Some(limit))
+            .await?;
+        items
+            .iter()
+            .map(|item| {
+                Ok(AuditEntry {
+                    org: org.clone(),
+                    at: Timestamp(get_n(item, "at")?),
+                    id: get_s(item, "id")?.to_owned(),
+                    actor: get_s(item, "actor")?
+                        .parse()
+                        .map_err(|_| corrupt("actor"))?,
+                    action: get_s(item, "action")?
+                        .parse()
+                        .map_err(|_| corrupt("action"))?,
+                    target: get_s(item, "target")?.to_owned(),
+                })
+            })
+            .collect()
     }
 
     async fn create_session(&self, session: &Session, events: &[Event]) -> Result<(), StoreError> {

@@ -1,10 +1,13 @@
-//! The HTTP layer's error type and its mapping to status codes and the documented error body,
-//! `{"error": {"code", "message"}}`. This is the one place where errors become responses.
+//! The HTTP layer's error types and their mapping to status codes and bodies: the session
+//! endpoints' `{"error": {"code", "message"}}`, and SCIM's RFC 7644 §3.12 error shape. This is
+//! the one place where errors become responses.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use knowledge_core::CoreError;
 use knowledge_core::domain::micros_to_usd;
+use knowledge_core::scim::ScimError;
+use knowledge_core::scim::schema::ERROR_SCHEMA;
 use serde_json::{Value, json};
 
 /// Every failure a request can end in.
@@ -102,6 +105,88 @@ impl IntoResponse for ApiError {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}
+
+/// Every failure a SCIM request can end in.
+#[derive(Debug, thiserror::Error)]
+pub enum ScimApiError {
+    #[error(transparent)]
+    Scim(#[from] ScimError),
+    #[error("the request body is larger than {} bytes", crate::scim::SCIM_BODY_LIMIT)]
+    PayloadTooLarge,
+    #[error("the request body must be application/scim+json or application/json")]
+    UnsupportedMediaType,
+    #[error("groups are read-only: they are the organisation's roles, assigned in the service")]
+    GroupsReadOnly,
+    #[error("no such SCIM endpoint")]
+    RouteNotFound,
+    #[error("method not allowed on this SCIM endpoint")]
+    MethodNotAllowed,
+}
+
+impl ScimApiError {
+    fn status(&self) -> StatusCode {
+        match self {
+            ScimApiError::Scim(e) => match e {
+                ScimError::Unauthorized => StatusCode::UNAUTHORIZED,
+                ScimError::Forbidden => StatusCode::FORBIDDEN,
+                ScimError::NotFound(_) => StatusCode::NOT_FOUND,
+                ScimError::Uniqueness(_) => StatusCode::CONFLICT,
+                ScimError::InvalidFilter(_)
+                | ScimError::InvalidSyntax(_)
+                | ScimError::InvalidPath(_)
+                | ScimError::NoTarget(_)
+                | ScimError::InvalidValue(_)
+                | ScimError::Mutability(_) => StatusCode::BAD_REQUEST,
+                ScimError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            },
+            ScimApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ScimApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ScimApiError::GroupsReadOnly | ScimApiError::MethodNotAllowed => {
+                StatusCode::METHOD_NOT_ALLOWED
+            }
+            ScimApiError::RouteNotFound => StatusCode::NOT_FOUND,
+        }
+    }
+}
+
+impl IntoResponse for ScimApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let detail = match &self {
+            ScimApiError::Scim(ScimError::Internal(detail)) => {
+                tracing::error!(error = %detail, "internal error");
+                "internal error".to_owned()
+            }
+            other => other.to_string(),
+        };
+        let mut body = json!({
+            "schemas": [ERROR_SCHEMA],
+            "status": status.as_u16().to_string(),
+            "detail": detail,
+        });
+        if let ScimApiError::Scim(e) = &self
+            && let Some(scim_type) = e.scim_type()
+        {
+            body["scimType"] = Value::from(scim_type);
+        }
+        let mut response = (status, axum::Json(body)).into_response();
+        match &self {
+            ScimApiError::Scim(ScimError::Unauthorized) => {
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"scim\""),
+                );
+            }
+            ScimApiError::GroupsReadOnly => {
+                response
+                    .headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("GET"));
+            }
+            _ => {}
         }
         response
     }

@@ -174,6 +174,14 @@ impl QueryParams {
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     }
+
+    /// Like [`QueryParams::get`], with the name matched in any letter case, as SCIM's names are.
+    pub fn get_ci(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// A `sessionId` given as `value`. Errors: missing, empty, or not of the session-id form.

@@ -5,12 +5,14 @@ pub mod cookie;
 pub mod error;
 pub mod guard;
 pub mod routes;
+pub mod scim;
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{MethodRouter, any, delete, get, post};
+use knowledge_core::scim::Directory;
 use knowledge_core::service::Service;
 
 use crate::cookie::CookieSigner;
@@ -33,8 +35,21 @@ impl HttpConfig {
 #[derive(Clone)]
 pub struct AppState {
     pub service: Service,
+    pub directory: Directory,
     pub signer: Arc<CookieSigner>,
     pub config: Arc<HttpConfig>,
+}
+
+impl AppState {
+    /// The state over `service`; the SCIM directory shares its store and clock.
+    pub fn new(service: Service, signer: Arc<CookieSigner>, config: HttpConfig) -> Self {
+        Self {
+            directory: Directory::new(service.clone()),
+            service,
+            signer,
+            config: Arc::new(config),
+        }
+    }
 }
 
 /// An endpoint of the interface; on AWS each is its own Lambda function.
@@ -47,10 +62,12 @@ pub enum Endpoint {
     Cancel,
     DeleteSession,
     SwitchOrg,
+    /// Every SCIM route, under `/api/scim` and `/api/scim/v2`.
+    Scim,
 }
 
 impl Endpoint {
-    pub const ALL: [Endpoint; 7] = [
+    pub const ALL: [Endpoint; 8] = [
         Self::CreateSession,
         Self::Message,
         Self::Transcript,
@@ -58,6 +75,7 @@ impl Endpoint {
         Self::Cancel,
         Self::DeleteSession,
         Self::SwitchOrg,
+        Self::Scim,
     ];
 
     /// The function's name in `functions/`, `template.yaml` (in PascalCase) and `events/`.
@@ -70,6 +88,7 @@ impl Endpoint {
             Self::Cancel => "cancel",
             Self::DeleteSession => "delete-session",
             Self::SwitchOrg => "switch-org",
+            Self::Scim => "scim",
         }
     }
 
@@ -82,7 +101,7 @@ impl Endpoint {
             Self::Transcript => ("/transcript", get(routes::transcript)),
             Self::ListSessions => ("/sessions", get(routes::list_sessions)),
             Self::Cancel => ("/cancel", post(routes::cancel)),
-            Self::SwitchOrg => return None,
+            Self::SwitchOrg | Self::Scim => return None,
         })
     }
 }
@@ -113,6 +132,9 @@ pub fn router_for(state: AppState, endpoints: &[Endpoint]) -> Router {
                 .route("/api/auth/switch-org", post(routes::switch_org))
                 .route_layer(from_fn_with_state(state.clone(), guard::signed_in)),
         );
+    }
+    if endpoints.contains(&Endpoint::Scim) {
+        app = app.merge(scim::routes(&state));
     }
     // The nested router's fallback does not see the prefix with a bare trailing slash.
     let bare = any(routes::route_not_found).layer(from_fn_with_state(state.clone(), guard::member));

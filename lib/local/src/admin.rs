@@ -2,7 +2,10 @@
 //! admin commands and the first-start bootstrap call these.
 
 use knowledge_core::clock::{Clock, SystemClock};
-use knowledge_core::domain::{Member, Org, OrgStatus, Plan, Role, Usage};
+use knowledge_core::domain::{
+    Actor, AuditAction, AuditEntry, Member, Org, OrgStatus, Plan, Role, Usage,
+};
+use knowledge_core::scim;
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Store, StoreError};
 use serde_json::{Value, json};
@@ -21,6 +24,17 @@ pub enum AdminError {
 /// The organisation and user created on a fresh data directory.
 pub const DEFAULT_ORG: &str = "org_default";
 pub const DEFAULT_USER: &str = "usr_default";
+
+/// Settings to change; `None` leaves one as it is. For the limits, an inner `None` means
+/// unlimited.
+#[derive(Debug, Clone, Default)]
+pub struct OrgChanges {
+    pub quota: Option<Option<u64>>,
+    pub cap_micros: Option<Option<u64>>,
+    pub plan: Option<Plan>,
+    pub status: Option<OrgStatus>,
+    pub sso: Option<bool>,
+}
 
 pub struct Admin<'a> {
     pub store: &'a dyn Store,
@@ -43,6 +57,7 @@ impl Admin<'_> {
             monthly_query_quota: None,
             cost_cap_micros: None,
             created_at: SystemClock.now(),
+            scim_token_sha256: None,
         };
         self.store.put_org(&org).await?;
         Ok(org)
@@ -55,21 +70,14 @@ impl Admin<'_> {
             .ok_or_else(|| AdminError::NoSuchOrg(id.clone()))
     }
 
-    /// Changes whichever of the organisation's settings are `Some`. For the limits, an inner
-    /// `None` means unlimited.
-    pub async fn update_org(
-        &self,
-        id: &OrgId,
-        quota: Option<Option<u64>>,
-        cap_micros: Option<Option<u64>>,
-        plan: Option<Plan>,
-        status: Option<OrgStatus>,
-    ) -> Result<Org, AdminError> {
+    /// Applies `changes` to the organisation's settings.
+    pub async fn update_org(&self, id: &OrgId, changes: OrgChanges) -> Result<Org, AdminError> {
         let mut org = self.org(id).await?;
-        org.monthly_query_quota = quota.unwrap_or(org.monthly_query_quota);
-        org.cost_cap_micros = cap_micros.unwrap_or(org.cost_cap_micros);
-        org.plan = plan.unwrap_or(org.plan);
-        org.status = status.unwrap_or(org.status);
+        org.monthly_query_quota = changes.quota.unwrap_or(org.monthly_query_quota);
+        org.cost_cap_micros = changes.cap_micros.unwrap_or(org.cost_cap_micros);
+        org.plan = changes.plan.unwrap_or(org.plan);
+        org.status = changes.status.unwrap_or(org.status);
+        org.sso_enabled = changes.sso.unwrap_or(org.sso_enabled);
         self.store.put_org(&org).await?;
         Ok(org)
     }
@@ -78,7 +86,11 @@ impl Admin<'_> {
         Ok(self.store.get_usage(id, &SystemClock.now().month()).await?)
     }
 
-    /// Adds (or re-roles) a member of an existing organisation.
+    fn audit(&self, org: &OrgId, action: AuditAction, target: &str) -> AuditEntry {
+        AuditEntry::new(org, SystemClock.now(), Actor::Admin, action, target)
+    }
+
+    /// Adds a member, or changes an existing member's role (keeping their SCIM profile).
     pub async fn add_member(
         &self,
         org: &OrgId,
@@ -86,19 +98,35 @@ impl Admin<'_> {
         role: Role,
     ) -> Result<Member, AdminError> {
         self.org(org).await?;
-        let member = Member {
-            org: org.clone(),
-            user: user.unwrap_or_else(UserId::generate),
-            role,
-            created_at: SystemClock.now(),
-        };
-        self.store.put_member(&member).await?;
-        Ok(member)
+        let user = user.unwrap_or_else(UserId::generate);
+        loop {
+            if let Some(current) = self.store.get_member(org, &user).await? {
+                let mut next = current.clone();
+                next.role = role;
+                next.version += 1;
+                next.updated_at = SystemClock.now().max(current.updated_at);
+                let audit = self.audit(org, AuditAction::MemberRoleChanged, user.as_str());
+                match self.store.update_member(&current, &next, &audit).await {
+                    Ok(()) => return Ok(next),
+                    Err(StoreError::Conflict | StoreError::Gone) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            let member = Member::new(org.clone(), user.clone(), role, SystemClock.now());
+            let audit = self.audit(org, AuditAction::MemberAdded, user.as_str());
+            match self.store.create_member(&member, &audit).await {
+                Ok(()) => return Ok(member),
+                Err(StoreError::AlreadyExists | StoreError::Conflict) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
-    /// Removes a member; their cookies for that organisation stop working at once.
+    /// Removes a member with their profile and data; their cookies for that organisation stop
+    /// working at once.
     pub async fn remove_member(&self, org: &OrgId, user: &UserId) -> Result<(), AdminError> {
-        if self.store.remove_member(org, user).await? {
+        let audit = self.audit(org, AuditAction::MemberRemoved, user.as_str());
+        if self.store.remove_member(org, user, &audit).await? {
             Ok(())
         } else {
             Err(AdminError::NoSuchMember {
@@ -106,6 +134,26 @@ impl Admin<'_> {
                 user: user.clone(),
             })
         }
+    }
+
+    /// Generates the organisation's SCIM token, replacing (and so invalidating) the previous
+    /// one. The token is returned to be shown once; only its hash is stored.
+    pub async fn generate_scim_token(&self, org: &OrgId) -> Result<String, AdminError> {
+        self.org(org).await?;
+        let (token, hash) = scim::token::generate(org)
+            .map_err(|e| StoreError::Backend(format!("no randomness: {e}")))?;
+        let audit = self.audit(org, AuditAction::ScimTokenGenerated, org.as_str());
+        match self.store.set_scim_token(org, &hash, &audit).await {
+            Ok(()) => Ok(token),
+            Err(StoreError::Gone) => Err(AdminError::NoSuchOrg(org.clone())),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The organisation's newest audit entries, newest first.
+    pub async fn audit_log(&self, org: &OrgId, limit: usize) -> Result<Vec<AuditEntry>, AdminError> {
+        self.org(org).await?;
+        Ok(self.store.list_audit(org, limit).await?)
     }
 
     /// When the default organisation does not exist (a fresh data directory or table), creates it
@@ -147,4 +195,14 @@ pub fn org_json(org: &Org, usage: Option<Usage>) -> Value {
         });
     }
     v
+}
+
+/// The JSON an admin command prints for an audit entry.
+pub fn audit_json(e: &AuditEntry) -> Value {
+    json!({
+        "at": e.at.to_iso8601(),
+        "actor": e.actor.as_str(),
+        "action": e.action.as_str(),
+        "target": e.target,
+    })
 }

@@ -144,11 +144,7 @@ impl LocalService {
         let config = HttpConfig {
             app_origin: parts.app_origin.trim_end_matches('/').to_owned(),
         };
-        let state = AppState {
-            service,
-            signer: Arc::new(signer),
-            config: Arc::new(config),
-        };
+        let state = AppState::new(service, Arc::new(signer), config);
         Ok(Self {
             store: parts.store,
             workflow,

@@ -12,7 +12,7 @@ use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_docs::TantivyDocs;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
-use knowledge_local::admin::{Admin, DEFAULT_ORG, org_json};
+use knowledge_local::admin::{Admin, DEFAULT_ORG, OrgChanges, audit_json, org_json};
 use knowledge_local::{LocalService, LocalStore, Parts, SqliteStore, signing_key};
 use serde_json::json;
 
@@ -107,6 +107,17 @@ enum Command {
     /// Members of organisations.
     #[command(subcommand)]
     Member(MemberCommand),
+    /// SCIM provisioning.
+    #[command(subcommand)]
+    Scim(ScimCommand),
+    /// Print an organisation's audit log, newest first, one JSON entry per line.
+    Audit {
+        #[arg(long)]
+        org: OrgId,
+        /// Entries to print at most.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
     /// Print a `Cookie` header value for a user acting in an organisation.
     Cookie {
         #[arg(long)]
@@ -148,9 +159,22 @@ enum OrgCommand {
         plan: Option<Plan>,
         #[arg(long)]
         status: Option<OrgStatus>,
+        /// Whether enterprise SSO is enabled (SCIM needs it).
+        #[arg(long)]
+        sso: Option<bool>,
     },
     /// Show an organisation and its usage this month.
     Show {
+        #[arg(long)]
+        org: OrgId,
+    },
+}
+
+#[derive(Subcommand)]
+enum ScimCommand {
+    /// Generate the organisation's SCIM bearer token and print it, once; the previous token
+    /// stops working.
+    Token {
         #[arg(long)]
         org: OrgId,
     },
@@ -263,14 +287,18 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             cost_cap_usd,
             plan,
             status,
+            sso,
         }) => {
             let org = admin
                 .update_org(
                     &org,
-                    query_quota.map(|l| l.0),
-                    cost_cap_usd.map(|l| l.0),
-                    plan,
-                    status,
+                    OrgChanges {
+                        quota: query_quota.map(|l| l.0),
+                        cap_micros: cost_cap_usd.map(|l| l.0),
+                        plan,
+                        status,
+                        sso,
+                    },
                 )
                 .await?;
             print(org.id.to_string(), org_json(&org, None));
@@ -293,6 +321,18 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 user.to_string(),
                 json!({ "orgId": org.to_string(), "userId": user.to_string(), "removed": true }),
             );
+        }
+        Command::Scim(ScimCommand::Token { org }) => {
+            let token = admin.generate_scim_token(&org).await?;
+            print(
+                token.clone(),
+                json!({ "orgId": org.to_string(), "token": token }),
+            );
+        }
+        Command::Audit { org, limit } => {
+            for entry in admin.audit_log(&org, limit).await? {
+                println!("{}", audit_json(&entry));
+            }
         }
         Command::Cookie { .. } => unreachable!("handled before the store is opened"),
     }

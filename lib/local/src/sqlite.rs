@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use knowledge_core::clock::Timestamp;
-use knowledge_core::domain::{Event, EventKind, Member, Org, Session, SessionSummary, Usage};
+use knowledge_core::domain::{
+    AuditEntry, Event, EventKind, Member, MemberData, Org, Session, SessionSummary, Usage,
+};
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, RateWindow, Store, StoreError, UsageRefused};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
@@ -24,14 +26,36 @@ CREATE TABLE IF NOT EXISTS orgs (
     sso_enabled INTEGER NOT NULL,
     monthly_query_quota INTEGER,
     cost_cap_micros INTEGER,
-    created_at INTEGER NOT NULL
+    created_at INTEGER NOT NULL,
+    scim_token_sha256 TEXT
 ) STRICT;
 CREATE TABLE IF NOT EXISTS members (
     org_id TEXT NOT NULL,
     user_id TEXT NOT NULL,
     role TEXT NOT NULL,
     created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL DEFAULT 0,
+    profile TEXT,
+    user_name_key TEXT,
+    version INTEGER NOT NULL DEFAULT 1,
     PRIMARY KEY (org_id, user_id)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS member_data (
+    org_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (org_id, user_id, kind, name)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS audit (
+    org_id TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT NOT NULL,
+    PRIMARY KEY (org_id, at, id)
 ) STRICT, WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sessions (
     user_id TEXT NOT NULL,
@@ -240,19 +264,87 @@ fn org_from(r: &Row<'_>) -> rusqlite::Result<Org> {
         monthly_query_quota: r.get(5)?,
         cost_cap_micros: r.get(6)?,
         created_at: Timestamp(r.get(7)?),
+        scim_token_sha256: r.get(8)?,
     })
 }
 
 /// Brings a data directory written by an earlier version up to the current schema.
 fn migrate(c: &Connection) -> rusqlite::Result<()> {
-    let has_turn: bool = c.query_row(
-        "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'turn')",
-        [],
-        |r| r.get(0),
-    )?;
-    if !has_turn {
-        c.execute_batch("ALTER TABLE sessions ADD COLUMN turn TEXT")?;
+    for (table, column, decl) in [
+        ("sessions", "turn", "TEXT"),
+        ("orgs", "scim_token_sha256", "TEXT"),
+        ("members", "updated_at", "INTEGER NOT NULL DEFAULT 0"),
+        ("members", "profile", "TEXT"),
+        ("members", "user_name_key", "TEXT"),
+        ("members", "version", "INTEGER NOT NULL DEFAULT 1"),
+    ] {
+        let present: bool = c.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
+            [table, column],
+            |r| r.get(0),
+        )?;
+        if !present {
+            c.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))?;
+        }
     }
+    c.execute_batch(
+        "CREATE UNIQUE INDEX IF NOT EXISTS members_user_name
+             ON members (org_id, user_name_key) WHERE user_name_key IS NOT NULL",
+    )
+}
+
+const MEMBER_COLUMNS: &str =
+    "org_id, user_id, role, created_at, updated_at, profile, version";
+
+fn member_from(r: &Row<'_>) -> rusqlite::Result<Member> {
+    let profile: Option<String> = r.get(5)?;
+    let created_at = Timestamp(r.get(3)?);
+    let updated_at = Timestamp(r.get(4)?);
+    Ok(Member {
+        org: OrgId::parse(&r.get::<_, String>(0)?).map_err(conversion)?,
+        user: UserId::parse(&r.get::<_, String>(1)?).map_err(conversion)?,
+        role: text_parse(r.get(2)?)?,
+        created_at,
+        updated_at: updated_at.max(created_at),
+        profile: profile
+            .map(|p| serde_json::from_str(&p))
+            .transpose()
+            .map_err(conversion)?,
+        version: r.get(6)?,
+    })
+}
+
+fn profile_json(m: &Member) -> Result<Option<String>, StoreError> {
+    m.profile
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(backend)
+}
+
+/// Whether a write failed on a uniqueness rule (primary key or the `userName` index).
+fn is_unique_violation(e: &rusqlite::Error) -> bool {
+    matches!(
+        e,
+        rusqlite::Error::SqliteFailure(f, _)
+            if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                || f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+    )
+}
+
+fn insert_audit(tx: &rusqlite::Transaction<'_>, a: &AuditEntry) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO audit (org_id, at, id, actor, action, target) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            a.org.as_str(),
+            a.at.millis(),
+            a.id,
+            a.actor.as_str(),
+            a.action.as_str(),
+            a.target
+        ],
+    )
+    .map_err(backend)?;
     Ok(())
 }
 
@@ -333,9 +425,13 @@ impl Store for SqliteStore {
         let o = org.clone();
         self.write(move |tx| {
             tx.execute(
-                "INSERT OR REPLACE INTO orgs
+                "INSERT INTO orgs
                  (id, name, plan, status, sso_enabled, monthly_query_quota, cost_cap_micros, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, plan = excluded.plan,
+                   status = excluded.status, sso_enabled = excluded.sso_enabled,
+                   monthly_query_quota = excluded.monthly_query_quota,
+                   cost_cap_micros = excluded.cost_cap_micros, created_at = excluded.created_at",
                 params![
                     o.id.as_str(),
                     o.name,
@@ -357,7 +453,8 @@ impl Store for SqliteStore {
         let id = org.clone();
         self.read(move |c| {
             c.query_row(
-                "SELECT id, name, plan, status, sso_enabled, monthly_query_quota, cost_cap_micros, created_at
+                "SELECT id, name, plan, status, sso_enabled, monthly_query_quota, cost_cap_micros,
+                        created_at, scim_token_sha256
                  FROM orgs WHERE id = ?1",
                 [id.as_str()],
                 org_from,
@@ -367,15 +464,51 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn put_member(&self, member: &Member) -> Result<(), StoreError> {
-        let m = member.clone();
+    async fn set_scim_token(
+        &self,
+        org: &OrgId,
+        sha256: &str,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let (o, h, a) = (org.clone(), sha256.to_owned(), audit.clone());
         self.write(move |tx| {
-            tx.execute(
-                "INSERT OR REPLACE INTO members (org_id, user_id, role, created_at) VALUES (?1, ?2, ?3, ?4)",
-                params![m.org.as_str(), m.user.as_str(), m.role.as_str(), m.created_at.millis()],
-            )
-            .map_err(backend)?;
-            Ok(())
+            let n = tx
+                .execute(
+                    "UPDATE orgs SET scim_token_sha256 = ?2 WHERE id = ?1",
+                    [o.as_str(), h.as_str()],
+                )
+                .map_err(backend)?;
+            if n == 0 {
+                return Err(StoreError::Gone);
+            }
+            insert_audit(tx, &a)
+        })
+        .await
+    }
+
+    async fn create_member(&self, member: &Member, audit: &AuditEntry) -> Result<(), StoreError> {
+        let (m, a) = (member.clone(), audit.clone());
+        self.write(move |tx| {
+            let inserted = tx.execute(
+                "INSERT INTO members
+                 (org_id, user_id, role, created_at, updated_at, profile, user_name_key, version)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    m.org.as_str(),
+                    m.user.as_str(),
+                    m.role.as_str(),
+                    m.created_at.millis(),
+                    m.updated_at.millis(),
+                    profile_json(&m)?,
+                    m.profile.as_ref().map(|p| p.user_name_key()),
+                    m.version,
+                ],
+            );
+            match inserted {
+                Ok(_) => insert_audit(tx, &a),
+                Err(e) if is_unique_violation(&e) => Err(StoreError::AlreadyExists),
+                Err(e) => Err(backend(e)),
+            }
         })
         .await
     }
@@ -384,32 +517,188 @@ impl Store for SqliteStore {
         let (o, u) = (org.clone(), user.clone());
         self.read(move |c| {
             c.query_row(
-                "SELECT role, created_at FROM members WHERE org_id = ?1 AND user_id = ?2",
+                &format!("SELECT {MEMBER_COLUMNS} FROM members WHERE org_id = ?1 AND user_id = ?2"),
                 [o.as_str(), u.as_str()],
-                |r| {
-                    Ok(Member {
-                        org: o.clone(),
-                        user: u.clone(),
-                        role: text_parse(r.get(0)?)?,
-                        created_at: Timestamp(r.get(1)?),
-                    })
-                },
+                member_from,
             )
             .optional()
         })
         .await
     }
 
-    async fn remove_member(&self, org: &OrgId, user: &UserId) -> Result<bool, StoreError> {
-        let (o, u) = (org.clone(), user.clone());
+    async fn find_member_by_user_name(
+        &self,
+        org: &OrgId,
+        key: &str,
+    ) -> Result<Option<Member>, StoreError> {
+        let (o, k) = (org.clone(), key.to_owned());
+        self.read(move |c| {
+            c.query_row(
+                &format!(
+                    "SELECT {MEMBER_COLUMNS} FROM members WHERE org_id = ?1 AND user_name_key = ?2"
+                ),
+                [o.as_str(), k.as_str()],
+                member_from,
+            )
+            .optional()
+        })
+        .await
+    }
+
+    async fn list_members(&self, org: &OrgId) -> Result<Vec<Member>, StoreError> {
+        let o = org.clone();
+        self.read(move |c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {MEMBER_COLUMNS} FROM members WHERE org_id = ?1 ORDER BY user_id"
+            ))?;
+            let rows = stmt.query_map([o.as_str()], member_from)?;
+            rows.collect()
+        })
+        .await
+    }
+
+    async fn update_member(
+        &self,
+        previous: &Member,
+        next: &Member,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let (p, m, a) = (previous.clone(), next.clone(), audit.clone());
+        self.write(move |tx| {
+            let updated = tx.execute(
+                "UPDATE members SET role = ?3, updated_at = ?4, profile = ?5, user_name_key = ?6,
+                        version = ?7
+                 WHERE org_id = ?1 AND user_id = ?2 AND version = ?8",
+                params![
+                    m.org.as_str(),
+                    m.user.as_str(),
+                    m.role.as_str(),
+                    m.updated_at.millis(),
+                    profile_json(&m)?,
+                    m.profile.as_ref().map(|p| p.user_name_key()),
+                    m.version,
+                    p.version,
+                ],
+            );
+            match updated {
+                Ok(1) => insert_audit(tx, &a),
+                Ok(_) => {
+                    let exists: bool = tx
+                        .query_row(
+                            "SELECT EXISTS (SELECT 1 FROM members WHERE org_id = ?1 AND user_id = ?2)",
+                            [m.org.as_str(), m.user.as_str()],
+                            |r| r.get(0),
+                        )
+                        .map_err(backend)?;
+                    Err(if exists {
+                        StoreError::Conflict
+                    } else {
+                        StoreError::Gone
+                    })
+                }
+                Err(e) if is_unique_violation(&e) => Err(StoreError::AlreadyExists),
+                Err(e) => Err(backend(e)),
+            }
+        })
+        .await
+    }
+
+    async fn remove_member(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError> {
+        let (o, u, a) = (org.clone(), user.clone(), audit.clone());
+        self.write(move |tx| {
+            let p = [o.as_str(), u.as_str()];
+            let n = tx
+                .execute("DELETE FROM members WHERE org_id = ?1 AND user_id = ?2", p)
+                .map_err(backend)?;
+            if n == 0 {
+                return Ok(false);
+            }
+            tx.execute(
+                "DELETE FROM member_data WHERE org_id = ?1 AND user_id = ?2",
+                p,
+            )
+            .map_err(backend)?;
+            insert_audit(tx, &a)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn put_member_data(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+        data: &MemberData,
+    ) -> Result<(), StoreError> {
+        let (o, u, d) = (org.clone(), user.clone(), data.clone());
         self.write(move |tx| {
             let n = tx
                 .execute(
-                    "DELETE FROM members WHERE org_id = ?1 AND user_id = ?2",
+                    "UPDATE members SET version = version + 1 WHERE org_id = ?1 AND user_id = ?2",
                     [o.as_str(), u.as_str()],
                 )
                 .map_err(backend)?;
-            Ok(n > 0)
+            if n == 0 {
+                return Err(StoreError::Gone);
+            }
+            tx.execute(
+                "INSERT OR REPLACE INTO member_data (org_id, user_id, kind, name, value)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![o.as_str(), u.as_str(), d.kind.as_str(), d.name, d.value],
+            )
+            .map_err(backend)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn list_member_data(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+    ) -> Result<Vec<MemberData>, StoreError> {
+        let (o, u) = (org.clone(), user.clone());
+        self.read(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT kind, name, value FROM member_data WHERE org_id = ?1 AND user_id = ?2
+                 ORDER BY kind, name",
+            )?;
+            let rows = stmt.query_map([o.as_str(), u.as_str()], |r| {
+                Ok(MemberData {
+                    kind: text_parse(r.get(0)?)?,
+                    name: r.get(1)?,
+                    value: r.get(2)?,
+                })
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
+    async fn list_audit(&self, org: &OrgId, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        let o = org.clone();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT at, id, actor, action, target FROM audit WHERE org_id = ?1
+                 ORDER BY at DESC, id DESC LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![o.as_str(), limit], |r| {
+                Ok(AuditEntry {
+                    org: o.clone(),
+                    at: Timestamp(r.get(0)?),
+                    id: r.get(1)?,
+                    actor: text_parse(r.get(2)?)?,
+                    action: text_parse(r.get(3)?)?,
+                    target: r.get(4)?,
+                })
+            })?;
+            rows.collect()
         })
         .await
     }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::domain::EventKind;
 use knowledge_core::ids::{EventId, SessionId};
+use knowledge_local::admin::OrgChanges;
 use serde_json::json;
 
 use crate::support::{Api, PricedAgent};
@@ -112,7 +113,13 @@ async fn rate_limits_hold_across_two_services_sharing_one_data_directory() {
 async fn an_exhausted_monthly_quota_is_429_with_retry_after_and_counts_opening_messages() {
     let api = Api::start().await;
     api.admin()
-        .update_org(&api.user.org, Some(Some(2)), None, None, None)
+        .update_org(
+            &api.user.org,
+            OrgChanges {
+                quota: Some(Some(2)),
+                ..Default::default()
+            },
+        )
         .await
         .unwrap();
     let id = api.create("first query").await;
@@ -144,7 +151,13 @@ async fn a_reached_cost_cap_is_429_with_month_to_date_and_cap_in_dollars() {
     // is charged; the next query is refused.
     let api = Api::start_with(Arc::new(PricedAgent { micros: 5_250_000 })).await;
     api.admin()
-        .update_org(&api.user.org, None, Some(Some(5_000_000)), None, None)
+        .update_org(
+            &api.user.org,
+            OrgChanges {
+                cap_micros: Some(Some(5_000_000)),
+                ..Default::default()
+            },
+        )
         .await
         .unwrap();
     let id = api.create("expensive question").await;

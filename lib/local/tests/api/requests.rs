@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use knowledge_core::domain::OrgStatus;
+use knowledge_local::admin::OrgChanges;
 use knowledge_core::ids::{OrgId, UserId};
 use serde_json::{Value, json};
 
@@ -295,7 +296,13 @@ async fn create_is_403_when_the_organisation_may_not_start_sessions() {
     let api = Api::start().await;
     let id = api.create("before suspension").await;
     api.admin()
-        .update_org(&api.user.org, None, None, None, Some(OrgStatus::Suspended))
+        .update_org(
+            &api.user.org,
+            OrgChanges {
+                status: Some(OrgStatus::Suspended),
+                ..Default::default()
+            },
+        )
         .await
         .unwrap();
     assert_error(

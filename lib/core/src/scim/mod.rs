@@ -1,0 +1,333 @@
+//! SCIM 2.0 provisioning (RFC 7643/7644): the use cases an identity provider drives to create,
+//! read, update, deactivate and delete the members of one organisation. Protocol rules live in
+//! the submodules; the HTTP layer only routes and renders.
+
+pub mod filter;
+pub mod patch;
+pub mod resource;
+pub mod schema;
+pub mod token;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::clock::Clock;
+use crate::domain::{Actor, AuditAction, AuditEntry, Member, Plan, Role};
+use crate::error::CoreError;
+use crate::ids::{OrgId, UserId};
+use crate::ports::{Store, StoreError};
+use crate::service::Service;
+use filter::Filter;
+use schema::UserInput;
+
+/// Failures of the SCIM use cases, each with its RFC 7644 `scimType` where one is defined.
+#[derive(Debug, thiserror::Error)]
+pub enum ScimError {
+    #[error("the bearer token is missing or not valid")]
+    Unauthorized,
+    #[error("SCIM needs the Business plan and enterprise SSO enabled")]
+    Forbidden,
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error("{0}")]
+    Uniqueness(String),
+    #[error("{0}")]
+    InvalidFilter(String),
+    #[error("{0}")]
+    InvalidSyntax(String),
+    #[error("{0}")]
+    InvalidPath(String),
+    #[error("{0}")]
+    NoTarget(String),
+    #[error("{0}")]
+    InvalidValue(String),
+    #[error("{0}")]
+    Mutability(String),
+    /// Anything else; logged, never shown to clients.
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+impl ScimError {
+    /// The RFC 7644 §3.12 `scimType`, for the errors that have one.
+    pub fn scim_type(&self) -> Option<&'static str> {
+        Some(match self {
+            Self::Uniqueness(_) => "uniqueness",
+            Self::InvalidFilter(_) => "invalidFilter",
+            Self::InvalidSyntax(_) => "invalidSyntax",
+            Self::InvalidPath(_) => "invalidPath",
+            Self::NoTarget(_) => "noTarget",
+            Self::InvalidValue(_) => "invalidValue",
+            Self::Mutability(_) => "mutability",
+            _ => return None,
+        })
+    }
+}
+
+impl From<StoreError> for ScimError {
+    fn from(e: StoreError) -> Self {
+        Self::Internal(e.to_string())
+    }
+}
+
+impl From<CoreError> for ScimError {
+    fn from(e: CoreError) -> Self {
+        Self::Internal(e.to_string())
+    }
+}
+
+/// What an update did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// The member's profile now reads so.
+    Updated(Member),
+    /// `active` became false: the member was removed.
+    Removed,
+}
+
+/// A read-only group: one of the organisation's roles and the provisioned members holding it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    pub role: Role,
+    pub members: Vec<Member>,
+}
+
+/// The roles, in the order groups are listed.
+pub const ROLES: [Role; 2] = [Role::Admin, Role::Viewer];
+
+/// Attempts of an optimistic update before the request fails.
+const MAX_UPDATE_ATTEMPTS: usize = 16;
+
+/// The SCIM use cases of every organisation; each call names the organisation its token proved.
+#[derive(Clone)]
+pub struct Directory {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    sessions: Service,
+}
+
+impl Directory {
+    /// Runs on the session service's store and clock, and asks it to cancel a removed member's
+    /// running turns.
+    pub fn new(sessions: Service) -> Self {
+        Self {
+            store: sessions.store().clone(),
+            clock: sessions.clock().clone(),
+            sessions,
+        }
+    }
+
+    fn audit(&self, org: &OrgId, action: AuditAction, target: &str) -> AuditEntry {
+        AuditEntry::new(org, self.clock.now(), Actor::Scim, action, target)
+    }
+
+    /// The organisation whose token `bearer` is.
+    /// Errors: `Unauthorized` for a missing, malformed or superseded token; then `Forbidden`
+    /// when the organisation is not on the Business plan with SSO enabled.
+    pub async fn authenticate(&self, bearer: Option<&str>) -> Result<OrgId, ScimError> {
+        let token = bearer.ok_or(ScimError::Unauthorized)?;
+        let id = token::org_of(token).ok_or(ScimError::Unauthorized)?;
+        let org = self
+            .store
+            .get_org(&id)
+            .await?
+            .ok_or(ScimError::Unauthorized)?;
+        let stored = org
+            .scim_token_sha256
+            .as_deref()
+            .ok_or(ScimError::Unauthorized)?;
+        if !token::matches(token, stored) {
+            return Err(ScimError::Unauthorized);
+        }
+        if org.plan != Plan::Business || !org.sso_enabled {
+            return Err(ScimError::Forbidden);
+        }
+        Ok(id)
+    }
+
+    /// Provisions a member with role viewer.
+    /// Errors: `Uniqueness` when the organisation has the `userName` already (case-insensitively;
+    /// of concurrent creates exactly one succeeds); `InvalidValue` for `active: false`, since a
+    /// deactivated user is by this interface's rule not a member.
+    pub async fn create(&self, org: &OrgId, input: UserInput) -> Result<Member, ScimError> {
+        if !input.active {
+            return Err(ScimError::InvalidValue(
+                "a user cannot be provisioned inactive: deactivation removes the member".into(),
+            ));
+        }
+        let mut member = Member::new(
+            org.clone(),
+            UserId::generate(),
+            Role::Viewer,
+            self.clock.now(),
+        );
+        member.profile = Some(input.profile);
+        let audit = self.audit(org, AuditAction::UserProvisioned, member.user.as_str());
+        for _ in 0..MAX_UPDATE_ATTEMPTS {
+            match self.store.create_member(&member, &audit).await {
+                Ok(()) => return Ok(member),
+                Err(StoreError::AlreadyExists) => {
+                    return Err(ScimError::Uniqueness(
+                        "a user with this userName exists in the organisation".into(),
+                    ));
+                }
+                // A concurrent transaction on the same claim: the next attempt sees who won.
+                Err(StoreError::Conflict) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(ScimError::Internal("member creation stayed contended".into()))
+    }
+
+    /// A provisioned member. Errors: `NotFound`, also for ids that are not user ids, members
+    /// an operator added without a profile, and other organisations' members.
+    pub async fn get(&self, org: &OrgId, id: &str) -> Result<Member, ScimError> {
+        let user = UserId::parse(id).map_err(|_| ScimError::NotFound("user"))?;
+        self.store
+            .get_member(org, &user)
+            .await?
+            .filter(|m| m.profile.is_some())
+            .ok_or(ScimError::NotFound("user"))
+    }
+
+    /// The provisioned members passing `filter`, ordered by id. A `userName` clause is answered
+    /// from the uniqueness index without reading the whole organisation.
+    pub async fn list(&self, org: &OrgId, filter: &Filter) -> Result<Vec<Member>, ScimError> {
+        let candidates = match filter.value_of("userName") {
+            Some(name) => self
+                .store
+                .find_member_by_user_name(org, &crate::domain::user_name_key(name))
+                .await?
+                .into_iter()
+                .collect(),
+            None => self.store.list_members(org).await?,
+        };
+        Ok(candidates
+            .into_iter()
+            .filter(|m| m.profile.is_some() && filter.accepts(|path| user_values(m, path)))
+            .collect())
+    }
+
+    /// Replaces the profile (PUT). With `active: false`, removes the member instead.
+    /// Errors: `NotFound`, `Uniqueness` (the new `userName` is another member's).
+    pub async fn replace(
+        &self,
+        org: &OrgId,
+        id: &str,
+        input: UserInput,
+    ) -> Result<Change, ScimError> {
+        self.update(org, id, |_| Ok(input.clone())).await
+    }
+
+    /// Applies a PatchOp body. When the result is `active: false`, removes the member.
+    /// Errors: `NotFound`, `Uniqueness`, and the PATCH errors of [`patch::apply`].
+    pub async fn patch(&self, org: &OrgId, id: &str, body: &Value) -> Result<Change, ScimError> {
+        self.update(org, id, |profile| patch::apply(profile, body))
+            .await
+    }
+
+    /// Removes the member (DELETE). Errors: `NotFound`.
+    pub async fn delete(&self, org: &OrgId, id: &str) -> Result<(), ScimError> {
+        let member = self.get(org, id).await?;
+        self.remove(org, &member.user, AuditAction::UserDeleted)
+            .await
+    }
+
+    /// The roles as groups, with their provisioned members.
+    pub async fn groups(&self, org: &OrgId) -> Result<Vec<Group>, ScimError> {
+        let members = self.store.list_members(org).await?;
+        Ok(ROLES
+            .into_iter()
+            .map(|role| Group {
+                role,
+                members: members
+                    .iter()
+                    .filter(|m| m.role == role && m.profile.is_some())
+                    .cloned()
+                    .collect(),
+            })
+            .collect())
+    }
+
+    /// Re-reads, recomputes and writes until no concurrent change intervenes.
+    async fn update(
+        &self,
+        org: &OrgId,
+        id: &str,
+        compute: impl Fn(&crate::domain::Profile) -> Result<UserInput, ScimError>,
+    ) -> Result<Change, ScimError> {
+        for _ in 0..MAX_UPDATE_ATTEMPTS {
+            let current = self.get(org, id).await?;
+            let profile = current.profile.as_ref().expect("get returns provisioned members");
+            let input = compute(profile)?;
+            if !input.active {
+                self.remove(org, &current.user, AuditAction::UserDeactivated)
+                    .await?;
+                return Ok(Change::Removed);
+            }
+            if &input.profile == profile {
+                return Ok(Change::Updated(current));
+            }
+            let mut next = current.clone();
+            next.profile = Some(input.profile);
+            next.version += 1;
+            next.updated_at = self.clock.now().max(current.updated_at);
+            let audit = self.audit(org, AuditAction::UserUpdated, current.user.as_str());
+            match self.store.update_member(&current, &next, &audit).await {
+                Ok(()) => return Ok(Change::Updated(next)),
+                Err(StoreError::AlreadyExists) => {
+                    return Err(ScimError::Uniqueness(
+                        "a user with this userName exists in the organisation".into(),
+                    ));
+                }
+                Err(StoreError::Conflict) => continue,
+                Err(StoreError::Gone) => return Err(ScimError::NotFound("user")),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(ScimError::Internal("member update stayed contended".into()))
+    }
+
+    /// Deprovisions: one transaction removes the membership, profile, `userName` claim and
+    /// member data and writes the audit entry (the member's cookies fail from then on, as every
+    /// request re-checks membership); then their running turns are cancelled. A failure to
+    /// cancel is logged, not returned: the member is gone either way, and a retried request
+    /// would only find nothing to remove.
+    async fn remove(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+        action: AuditAction,
+    ) -> Result<(), ScimError> {
+        let audit = self.audit(org, action, user.as_str());
+        if !self.store.remove_member(org, user, &audit).await? {
+            return Err(ScimError::NotFound("user"));
+        }
+        if let Err(e) = self.sessions.cancel_all_runs(user, org).await {
+            tracing::error!(error = %e, "could not cancel a removed member's running turns");
+        }
+        Ok(())
+    }
+}
+
+/// The values of a filterable attribute of a member, for [`Filter::accepts`].
+pub fn user_values(m: &Member, path: &str) -> Vec<String> {
+    let Some(p) = &m.profile else {
+        return Vec::new();
+    };
+    match path {
+        "userName" => vec![p.user_name.clone()],
+        "externalId" => p.external_id.iter().cloned().collect(),
+        "id" => vec![m.user.to_string()],
+        "emails.value" => p
+            .attributes
+            .get("emails")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.get("value").and_then(Value::as_str).map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
