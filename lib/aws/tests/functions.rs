@@ -9,7 +9,9 @@ use aws_config::BehaviorVersion;
 use aws_sdk_sfn::config::Credentials;
 use knowledge_aws::{App, Env, Handler, Http, SfnWorkflow};
 use knowledge_core::clock::{Clock, SystemClock};
-use knowledge_core::domain::{Member, NewEvent, Org, OrgStatus, Plan, Role, Session};
+use knowledge_core::domain::{
+    Actor, AuditAction, AuditEntry, Member, NewEvent, Org, OrgStatus, Plan, Role, Session,
+};
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Store, Workflow};
 use knowledge_dynamo::RequestCounter;
@@ -44,6 +46,10 @@ fn repo_file(path: &str) -> String {
 struct Deployment {
     app: App,
     http: Http,
+    /// What the SCIM function runs with: no signing key.
+    scim_http: Http,
+    /// The sample organisation's SCIM token.
+    scim_token: String,
     counter: RequestCounter,
     sfn: aws_sdk_sfn::Client,
     state_machine_arn: String,
@@ -100,14 +106,19 @@ impl Deployment {
         let counter = RequestCounter::default();
         let app = App::connect(&shared, &env, counter.clone());
         let http = Http::load(&shared, &env).await.unwrap();
+        let scim_http = Http::for_endpoint(Endpoint::Scim, &shared, &env)
+            .await
+            .unwrap();
         let key = SessionKey {
             user: UserId::parse(USER).unwrap(),
             org: OrgId::parse(ORG).unwrap(),
             session: SessionId::parse(SESSION).unwrap(),
         };
-        let d = Self {
+        let mut d = Self {
             app,
             http,
+            scim_http,
+            scim_token: String::new(),
             counter,
             sfn,
             state_machine_arn: env.state_machine_arn.unwrap(),
@@ -117,9 +128,9 @@ impl Deployment {
         d
     }
 
-    /// The sample user, a member of both sample organisations, and an idle session holding
-    /// one answered question.
-    async fn seed(&self) {
+    /// The sample user, a member of both sample organisations (the first on the Business plan
+    /// with SSO and a SCIM token), and an idle session holding one answered question.
+    async fn seed(&mut self) {
         let store = &self.app.store;
         let now = SystemClock.now();
         for org in [ORG, SECOND_ORG] {
@@ -128,25 +139,31 @@ impl Deployment {
                 .put_org(&Org {
                     id: org.clone(),
                     name: org.to_string(),
-                    plan: Plan::Pro,
+                    plan: Plan::Business,
                     status: OrgStatus::Active,
-                    sso_enabled: false,
+                    sso_enabled: org.as_str() == ORG,
                     monthly_query_quota: None,
                     cost_cap_micros: None,
                     created_at: now,
+                    scim_token_sha256: None,
                 })
                 .await
                 .unwrap();
-            store
-                .put_member(&Member {
-                    org,
-                    user: self.key.user.clone(),
-                    role: Role::Viewer,
-                    created_at: now,
-                })
-                .await
-                .unwrap();
+            let audit = AuditEntry::new(&org, now, Actor::Admin, AuditAction::MemberAdded, USER);
+            let member = Member::new(org, self.key.user.clone(), Role::Viewer, now);
+            store.create_member(&member, &audit).await.unwrap();
         }
+        let org = OrgId::parse(ORG).unwrap();
+        let (token, hash) = knowledge_core::scim::token::generate(&org).unwrap();
+        let audit = AuditEntry::new(
+            &org,
+            now,
+            Actor::Admin,
+            AuditAction::ScimTokenGenerated,
+            ORG,
+        );
+        store.set_scim_token(&org, &hash, &audit).await.unwrap();
+        self.scim_token = token;
         let mut session = Session {
             key: self.key.clone(),
             title: "What is our refund policy?".into(),
@@ -179,19 +196,28 @@ impl Deployment {
     fn event(&self, endpoint: Endpoint) -> lambda_http::Request {
         let signer = CookieSigner::new(&hex::decode(KEY_HEX).unwrap()).unwrap();
         let cookie = signer.mint(&self.key.user, &self.key.org, 600).unwrap();
-        let text = repo_file(&format!("events/{}.json", endpoint.function_name())).replace(
-            "ks_session=REPLACE_WITH_OUTPUT_OF_knowledge_cookie",
-            &format!("{COOKIE_NAME}={cookie}"),
-        );
+        let text = repo_file(&format!("events/{}.json", endpoint.function_name()))
+            .replace(
+                "ks_session=REPLACE_WITH_OUTPUT_OF_knowledge_cookie",
+                &format!("{COOKIE_NAME}={cookie}"),
+            )
+            .replace(
+                "REPLACE_WITH_OUTPUT_OF_knowledge_scim_token",
+                &self.scim_token,
+            );
         lambda_http::request::from_str(&text).unwrap()
     }
 
     /// Feeds the sample event to the function; returns status, body and the DynamoDB requests
     /// it made.
     async fn invoke(&self, endpoint: Endpoint) -> (u16, Value, BTreeMap<String, u64>) {
+        let http = match endpoint {
+            Endpoint::Scim => &self.scim_http,
+            _ => &self.http,
+        };
         let response = self
             .app
-            .router(endpoint, &self.http)
+            .router(endpoint, http)
             .oneshot(self.event(endpoint))
             .await
             .unwrap();
@@ -358,6 +384,40 @@ async fn a_function_answers_another_endpoints_request_as_an_unknown_route() {
         .unwrap();
     assert_eq!(response.status().as_u16(), 404);
     assert!(d.executions().await.is_empty());
+}
+
+#[tokio::test]
+async fn scim_event_provisions_the_entra_user_with_one_read_and_one_transaction() {
+    let d = Deployment::new().await;
+    let (status, body, made) = d.invoke(Endpoint::Scim).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        body["userName"],
+        "Test_User_ab6490ee-1e48-479e-a20b-2d77186b5dd1"
+    );
+    assert_eq!(made, requests(&[("GetItem", 1), ("TransactWriteItems", 1)]));
+    let org = OrgId::parse(ORG).unwrap();
+    let user = UserId::parse(body["id"].as_str().unwrap()).unwrap();
+    let member = d.app.store.get_member(&org, &user).await.unwrap().unwrap();
+    assert_eq!(member.role, Role::Viewer);
+    let profile = member.profile.unwrap();
+    assert_eq!(
+        profile.external_id.as_deref(),
+        Some("0a21f0f2-8d2a-4f8e-bf98-7363c4aed4ef")
+    );
+    let audit = d.app.store.list_audit(&org, 1).await.unwrap();
+    assert_eq!(
+        (audit[0].action, audit[0].target.as_str()),
+        (AuditAction::UserProvisioned, user.as_str())
+    );
+    // The same token on the function of another endpoint is an unknown route there.
+    let response = d
+        .app
+        .router(Endpoint::Transcript, &d.http)
+        .oneshot(d.event(Endpoint::Scim))
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 404);
 }
 
 #[tokio::test]

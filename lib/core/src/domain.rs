@@ -238,7 +238,13 @@ pub struct AuditEntry {
 }
 
 impl AuditEntry {
-    pub fn new(org: &OrgId, at: Timestamp, actor: Actor, action: AuditAction, target: &str) -> Self {
+    pub fn new(
+        org: &OrgId,
+        at: Timestamp,
+        actor: Actor,
+        action: AuditAction,
+        target: &str,
+    ) -> Self {
         Self {
             org: org.clone(),
             at,

@@ -709,12 +709,7 @@ impl Store for DynamoStore {
             .expression_attribute_names("#v", "version")
             .expression_attribute_names("#pk", keys::PK)
             .expression_attribute_values(":one", n(1));
-        let mut item = key_item(keys::member_data(
-            org,
-            user,
-            data.kind.as_str(),
-            &data.name,
-        ));
+        let mut item = key_item(keys::member_data(org, user, data.kind.as_str(), &data.name));
         item.insert("value".into(), s(&data.value));
         let put = Put::builder().table_name(&self.table).set_item(Some(item));
         let writes = vec![

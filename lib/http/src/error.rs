@@ -115,7 +115,10 @@ impl IntoResponse for ApiError {
 pub enum ScimApiError {
     #[error(transparent)]
     Scim(#[from] ScimError),
-    #[error("the request body is larger than {} bytes", crate::scim::SCIM_BODY_LIMIT)]
+    #[error(
+        "the request body is larger than {} bytes",
+        crate::scim::SCIM_BODY_LIMIT
+    )]
     PayloadTooLarge,
     #[error("the request body must be application/scim+json or application/json")]
     UnsupportedMediaType,

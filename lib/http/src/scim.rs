@@ -141,9 +141,9 @@ impl<S: Send + Sync> FromRequest<S> for ScimBody {
             })?;
         let text = std::str::from_utf8(&bytes)
             .map_err(|_| ScimError::InvalidSyntax("the request body is not valid UTF-8".into()))?;
-        serde_json::from_str(text)
-            .map(Self)
-            .map_err(|_| ScimError::InvalidSyntax("the request body is not valid JSON".into()).into())
+        serde_json::from_str(text).map(Self).map_err(|_| {
+            ScimError::InvalidSyntax("the request body is not valid JSON".into()).into()
+        })
     }
 }
 
@@ -352,7 +352,10 @@ async fn schemas(Extension(Base(base)): Extension<Base>) -> Response {
     scim_json(StatusCode::OK, list_of(schema::schemas_json(&base)))
 }
 
-async fn schema_by_id(Extension(Base(base)): Extension<Base>, Path(id): Path<String>) -> ScimResult {
+async fn schema_by_id(
+    Extension(Base(base)): Extension<Base>,
+    Path(id): Path<String>,
+) -> ScimResult {
     let found = schema::schemas_json(&base)
         .into_iter()
         .find(|s| s["id"] == id.as_str())

@@ -5,9 +5,9 @@ use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{
     Actor, AuditAction, AuditEntry, Member, Org, OrgStatus, Plan, Role, Usage,
 };
-use knowledge_core::scim;
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Store, StoreError};
+use knowledge_core::scim;
 use serde_json::{Value, json};
 
 /// Errors of admin commands; their text is shown to the operator.
@@ -151,7 +151,11 @@ impl Admin<'_> {
     }
 
     /// The organisation's newest audit entries, newest first.
-    pub async fn audit_log(&self, org: &OrgId, limit: usize) -> Result<Vec<AuditEntry>, AdminError> {
+    pub async fn audit_log(
+        &self,
+        org: &OrgId,
+        limit: usize,
+    ) -> Result<Vec<AuditEntry>, AdminError> {
         self.org(org).await?;
         Ok(self.store.list_audit(org, limit).await?)
     }

@@ -293,8 +293,7 @@ fn migrate(c: &Connection) -> rusqlite::Result<()> {
     )
 }
 
-const MEMBER_COLUMNS: &str =
-    "org_id, user_id, role, created_at, updated_at, profile, version";
+const MEMBER_COLUMNS: &str = "org_id, user_id, role, created_at, updated_at, profile, version";
 
 fn member_from(r: &Row<'_>) -> rusqlite::Result<Member> {
     let profile: Option<String> = r.get(5)?;

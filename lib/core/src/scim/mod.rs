@@ -177,7 +177,9 @@ impl Directory {
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(ScimError::Internal("member creation stayed contended".into()))
+        Err(ScimError::Internal(
+            "member creation stayed contended".into(),
+        ))
     }
 
     /// A provisioned member. Errors: `NotFound`, also for ids that are not user ids, members
@@ -259,7 +261,10 @@ impl Directory {
     ) -> Result<Change, ScimError> {
         for _ in 0..MAX_UPDATE_ATTEMPTS {
             let current = self.get(org, id).await?;
-            let profile = current.profile.as_ref().expect("get returns provisioned members");
+            let profile = current
+                .profile
+                .as_ref()
+                .expect("get returns provisioned members");
             let input = compute(profile)?;
             if !input.active {
                 self.remove(org, &current.user, AuditAction::UserDeactivated)

@@ -200,9 +200,10 @@ fn target(path: &str) -> Result<Target, ScimError> {
     }
     let sub = match sub_name {
         None => None,
-        Some(s) => Some(schema::find(attribute.sub, s).ok_or_else(|| {
-            bad(&format!("{} has no such sub-attribute", attribute.name))
-        })?),
+        Some(s) => Some(
+            schema::find(attribute.sub, s)
+                .ok_or_else(|| bad(&format!("{} has no such sub-attribute", attribute.name)))?,
+        ),
     };
     let filter = match filter_text {
         None => None,
@@ -404,9 +405,10 @@ fn remove(container: &mut Map<String, Value>, t: &Target, value: Option<&Value>)
                         single => vec![single],
                     };
                     items.retain(|i| {
-                        !gone
-                            .iter()
-                            .any(|g| *g == i || (g.get("value").is_some() && g.get("value") == i.get("value")))
+                        !gone.iter().any(|g| {
+                            *g == i
+                                || (g.get("value").is_some() && g.get("value") == i.get("value"))
+                        })
                     });
                 }
                 _ => {
@@ -514,7 +516,10 @@ mod tests {
             { "op": "remove", "path": "externalId" },
         ]))
         .unwrap();
-        assert_eq!(out.profile.attributes["name"], json!({ "givenName": "Ann" }));
+        assert_eq!(
+            out.profile.attributes["name"],
+            json!({ "givenName": "Ann" })
+        );
         assert!(!out.profile.attributes.contains_key("emails"));
         assert_eq!(out.profile.external_id, None);
     }
@@ -522,13 +527,31 @@ mod tests {
     #[test]
     fn bad_operations_are_refused_with_their_scim_type() {
         let cases = [
-            (json!([{ "op": "move", "path": "title", "value": "x" }]), "invalidSyntax"),
+            (
+                json!([{ "op": "move", "path": "title", "value": "x" }]),
+                "invalidSyntax",
+            ),
             (json!([{ "op": "remove" }]), "noTarget"),
-            (json!([{ "op": "add", "path": "shoeSize", "value": 9 }]), "invalidPath"),
-            (json!([{ "op": "replace", "path": "id", "value": "x" }]), "mutability"),
-            (json!([{ "op": "replace", "path": "groups", "value": [] }]), "mutability"),
-            (json!([{ "op": "remove", "path": "userName" }]), "invalidValue"),
-            (json!([{ "op": "replace", "path": "active", "value": "maybe" }]), "invalidValue"),
+            (
+                json!([{ "op": "add", "path": "shoeSize", "value": 9 }]),
+                "invalidPath",
+            ),
+            (
+                json!([{ "op": "replace", "path": "id", "value": "x" }]),
+                "mutability",
+            ),
+            (
+                json!([{ "op": "replace", "path": "groups", "value": [] }]),
+                "mutability",
+            ),
+            (
+                json!([{ "op": "remove", "path": "userName" }]),
+                "invalidValue",
+            ),
+            (
+                json!([{ "op": "replace", "path": "active", "value": "maybe" }]),
+                "invalidValue",
+            ),
             (json!([]), "invalidSyntax"),
         ];
         for (ops, scim_type) in cases {

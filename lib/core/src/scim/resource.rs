@@ -4,9 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::Group;
-use super::schema::{
-    ENTERPRISE_SCHEMA, GROUP_SCHEMA, LIST_RESPONSE_SCHEMA, USER_SCHEMA,
-};
+use super::schema::{ENTERPRISE_SCHEMA, GROUP_SCHEMA, LIST_RESPONSE_SCHEMA, USER_SCHEMA};
 use crate::clock::Timestamp;
 use crate::domain::Member;
 
@@ -15,7 +13,13 @@ pub const DEFAULT_COUNT: usize = 100;
 /// Resources a list returns at most, whatever `count` asks.
 pub const MAX_COUNT: usize = 1000;
 
-fn meta(kind: &str, location: String, created: Timestamp, modified: Timestamp, version: u64) -> Value {
+fn meta(
+    kind: &str,
+    location: String,
+    created: Timestamp,
+    modified: Timestamp,
+    version: u64,
+) -> Value {
     json!({
         "resourceType": kind,
         "created": created.to_iso8601(),
@@ -114,9 +118,9 @@ impl Page {
     /// is capped at [`MAX_COUNT`]. Errors: a value that is not an integer.
     pub fn parse(start_index: Option<&str>, count: Option<&str>) -> Result<Self, super::ScimError> {
         let int = |name: &str, v: &str| {
-            v.trim().parse::<i64>().map_err(|_| {
-                super::ScimError::InvalidValue(format!("{name} must be an integer"))
-            })
+            v.trim()
+                .parse::<i64>()
+                .map_err(|_| super::ScimError::InvalidValue(format!("{name} must be an integer")))
         };
         let start_index = match start_index {
             Some(v) => int("startIndex", v)?.max(1) as usize,
@@ -197,8 +201,9 @@ impl Projection {
             match sub {
                 None => fields.retain(|k, _| !k.eq_ignore_ascii_case(head)),
                 Some(sub) => {
-                    if let Some((_, Value::Object(inner))) =
-                        fields.iter_mut().find(|(k, _)| k.eq_ignore_ascii_case(head))
+                    if let Some((_, Value::Object(inner))) = fields
+                        .iter_mut()
+                        .find(|(k, _)| k.eq_ignore_ascii_case(head))
                     {
                         inner.retain(|k, _| !k.eq_ignore_ascii_case(sub));
                     }
@@ -333,10 +338,20 @@ mod tests {
         let page = Page::parse(Some("2"), Some("2")).unwrap();
         let v = page.list(&all, |n| json!(n));
         assert_eq!(v["Resources"], json!([2, 3]));
-        assert_eq!((v["totalResults"].as_u64(), v["itemsPerPage"].as_u64()), (Some(5), Some(2)));
-        let v = Page::parse(Some("0"), Some("-3")).unwrap().list(&all, |n| json!(n));
-        assert_eq!((v["startIndex"].as_u64(), v["Resources"].clone()), (Some(1), json!([])));
-        let v = Page::parse(Some("9"), None).unwrap().list(&all, |n| json!(n));
+        assert_eq!(
+            (v["totalResults"].as_u64(), v["itemsPerPage"].as_u64()),
+            (Some(5), Some(2))
+        );
+        let v = Page::parse(Some("0"), Some("-3"))
+            .unwrap()
+            .list(&all, |n| json!(n));
+        assert_eq!(
+            (v["startIndex"].as_u64(), v["Resources"].clone()),
+            (Some(1), json!([]))
+        );
+        let v = Page::parse(Some("9"), None)
+            .unwrap()
+            .list(&all, |n| json!(n));
         assert_eq!(v["Resources"], json!([]));
         assert!(Page::parse(Some("x"), None).is_err());
     }
@@ -344,9 +359,18 @@ mod tests {
     #[test]
     fn projection_keeps_always_returned_attributes() {
         let r = json!({ "id": "1", "schemas": [], "userName": "a", "name": { "givenName": "A", "familyName": "B" }, "title": "t" });
-        let p = Projection::parse(Some("NAME.givenName,urn:ietf:params:scim:schemas:core:2.0:User:userName"), None);
-        assert_eq!(p.apply(r.clone()), json!({ "id": "1", "schemas": [], "userName": "a", "name": { "givenName": "A" } }));
+        let p = Projection::parse(
+            Some("NAME.givenName,urn:ietf:params:scim:schemas:core:2.0:User:userName"),
+            None,
+        );
+        assert_eq!(
+            p.apply(r.clone()),
+            json!({ "id": "1", "schemas": [], "userName": "a", "name": { "givenName": "A" } })
+        );
         let p = Projection::parse(None, Some("title,name.familyName,id"));
-        assert_eq!(p.apply(r), json!({ "id": "1", "schemas": [], "userName": "a", "name": { "givenName": "A" } }));
+        assert_eq!(
+            p.apply(r),
+            json!({ "id": "1", "schemas": [], "userName": "a", "name": { "givenName": "A" } })
+        );
     }
 }

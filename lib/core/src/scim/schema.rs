@@ -164,10 +164,17 @@ pub const USER_ATTRIBUTES: &[Attribute] = &[
     ),
     string("displayName", "The name shown for the user."),
     string("nickName", "The casual name of the user."),
-    reference("profileUrl", "A URL of the user's online profile.", &["external"]),
+    reference(
+        "profileUrl",
+        "A URL of the user's online profile.",
+        &["external"],
+    ),
     string("title", "The user's title, such as Vice President."),
     string("userType", "The relation of the user to the organisation."),
-    string("preferredLanguage", "The user's preferred language, such as en-US."),
+    string(
+        "preferredLanguage",
+        "The user's preferred language, such as en-US.",
+    ),
     string("locale", "The user's default location, such as en-US."),
     string("timezone", "The user's time zone, such as Europe/Paris."),
     ACTIVE,
@@ -569,7 +576,10 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(input.profile.user_name, "Ann@Example.org");
-        assert_eq!(input.profile.attributes["name"], json!({ "givenName": "Ann" }));
+        assert_eq!(
+            input.profile.attributes["name"],
+            json!({ "givenName": "Ann" })
+        );
         assert_eq!(
             input.profile.attributes["emails"],
             json!([{ "value": "ann@example.org", "primary": true }])

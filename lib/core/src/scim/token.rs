@@ -56,7 +56,14 @@ mod tests {
 
     #[test]
     fn malformed_tokens_name_no_org() {
-        for bad in ["", "kscim", "kscim.org_a", "kscim.org_a.xyz", "other.org_a.00", "kscim.a/b.00"] {
+        for bad in [
+            "",
+            "kscim",
+            "kscim.org_a",
+            "kscim.org_a.xyz",
+            "other.org_a.00",
+            "kscim.a/b.00",
+        ] {
             assert_eq!(org_of(bad), None, "{bad}");
         }
     }

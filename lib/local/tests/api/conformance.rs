@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{
-    Awaiting, Event, Member, NewEvent, Org, OrgStatus, Plan, Role, Session, TurnProgress, Usage,
+    Actor, AuditAction, AuditEntry, Awaiting, Event, Member, MemberData, MemberDataKind, NewEvent,
+    Org, OrgStatus, Plan, Profile, Role, Session, TurnProgress, Usage,
 };
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, Store, StoreError};
@@ -525,9 +526,24 @@ async fn spend_charged_with_a_commit_counts_against_the_cost_cap() {
     );
 }
 
-#[tokio::test]
-async fn organisations_and_memberships_read_back_and_are_removed_once() {
-    let f = fixture().await;
+/// An audit entry a millisecond after the previous one, so the log's order is defined.
+fn audit(org: &OrgId, action: AuditAction, target: &str) -> AuditEntry {
+    static TICK: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+    let tick = TICK.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    AuditEntry::new(org, NOW.plus_millis(tick), Actor::Scim, action, target)
+}
+
+fn provisioned(org: &OrgId, user_name: &str) -> Member {
+    let mut m = Member::new(org.clone(), UserId::generate(), Role::Viewer, NOW);
+    m.profile = Some(Profile {
+        user_name: user_name.into(),
+        external_id: Some("ext".into()),
+        attributes: serde_json::Map::from_iter([("title".to_owned(), "Engineer".into())]),
+    });
+    m
+}
+
+async fn business_org(store: &dyn Store) -> Org {
     let org = Org {
         id: OrgId::generate(),
         name: "Acme".into(),
@@ -537,18 +553,26 @@ async fn organisations_and_memberships_read_back_and_are_removed_once() {
         monthly_query_quota: Some(100),
         cost_cap_micros: None,
         created_at: NOW,
+        scim_token_sha256: None,
     };
-    f.store.put_org(&org).await.unwrap();
+    store.put_org(&org).await.unwrap();
+    org
+}
+
+#[tokio::test]
+async fn organisations_and_memberships_read_back_and_are_removed_once() {
+    let f = fixture().await;
+    let org = business_org(&*f.store).await;
     assert_eq!(f.store.get_org(&org.id).await.unwrap(), Some(org.clone()));
     assert_eq!(f.store.get_org(&OrgId::generate()).await.unwrap(), None);
 
-    let member = Member {
-        org: org.id.clone(),
-        user: UserId::generate(),
-        role: Role::Admin,
-        created_at: NOW,
-    };
-    f.store.put_member(&member).await.unwrap();
+    let member = Member::new(org.id.clone(), UserId::generate(), Role::Admin, NOW);
+    let added = audit(&org.id, AuditAction::MemberAdded, member.user.as_str());
+    f.store.create_member(&member, &added).await.unwrap();
+    assert!(matches!(
+        f.store.create_member(&member, &added).await,
+        Err(StoreError::AlreadyExists)
+    ));
     let other_org = OrgId::generate();
     assert_eq!(
         f.store.get_member(&other_org, &member.user).await.unwrap(),
@@ -558,10 +582,233 @@ async fn organisations_and_memberships_read_back_and_are_removed_once() {
         f.store.get_member(&org.id, &member.user).await.unwrap(),
         Some(member.clone())
     );
-    assert!(f.store.remove_member(&org.id, &member.user).await.unwrap());
-    assert!(!f.store.remove_member(&org.id, &member.user).await.unwrap());
+    let removed = audit(&org.id, AuditAction::MemberRemoved, member.user.as_str());
+    assert!(
+        f.store
+            .remove_member(&org.id, &member.user, &removed)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !f.store
+            .remove_member(&org.id, &member.user, &removed)
+            .await
+            .unwrap()
+    );
     assert_eq!(
         f.store.get_member(&org.id, &member.user).await.unwrap(),
         None
+    );
+    let actions: Vec<AuditAction> = f
+        .store
+        .list_audit(&org.id, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|a| a.action)
+        .collect();
+    assert_eq!(
+        actions,
+        [AuditAction::MemberRemoved, AuditAction::MemberAdded]
+    );
+}
+
+#[tokio::test]
+async fn the_scim_token_hash_survives_settings_changes_and_is_replaced_by_a_new_one() {
+    let f = fixture().await;
+    let mut org = business_org(&*f.store).await;
+    let generated = audit(&org.id, AuditAction::ScimTokenGenerated, org.id.as_str());
+    f.store
+        .set_scim_token(&org.id, "aa", &generated)
+        .await
+        .unwrap();
+    org.monthly_query_quota = None;
+    f.store.put_org(&org).await.unwrap();
+    let read = f.store.get_org(&org.id).await.unwrap().unwrap();
+    assert_eq!(read.scim_token_sha256.as_deref(), Some("aa"));
+    assert_eq!(read.monthly_query_quota, None);
+    let again = audit(&org.id, AuditAction::ScimTokenGenerated, org.id.as_str());
+    f.store.set_scim_token(&org.id, "bb", &again).await.unwrap();
+    let read = f.store.get_org(&org.id).await.unwrap().unwrap();
+    assert_eq!(read.scim_token_sha256.as_deref(), Some("bb"));
+    assert!(matches!(
+        f.store
+            .set_scim_token(&OrgId::generate(), "cc", &again)
+            .await,
+        Err(StoreError::Gone)
+    ));
+    assert_eq!(f.store.list_audit(&org.id, 10).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_user_name_is_claimed_once_per_organisation_in_any_case_and_moves_with_updates() {
+    let f = fixture().await;
+    let (org, other) = (OrgId::generate(), OrgId::generate());
+    let ann = provisioned(&org, "Ann@Example.org");
+    let created = || audit(&org, AuditAction::UserProvisioned, "new");
+    f.store.create_member(&ann, &created()).await.unwrap();
+    assert!(matches!(
+        f.store
+            .create_member(&provisioned(&org, "ann@example.ORG"), &created())
+            .await,
+        Err(StoreError::AlreadyExists)
+    ));
+    // Another organisation has its own names.
+    f.store
+        .create_member(&provisioned(&other, "ann@example.org"), &created())
+        .await
+        .unwrap();
+    let found = f
+        .store
+        .find_member_by_user_name(&org, "ann@example.org")
+        .await
+        .unwrap();
+    assert_eq!(found, Some(ann.clone()));
+
+    let bob = provisioned(&org, "bob@example.org");
+    f.store.create_member(&bob, &created()).await.unwrap();
+    let listed: Vec<UserId> = f
+        .store
+        .list_members(&org)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.user)
+        .collect();
+    let mut expected = vec![ann.user.clone(), bob.user.clone()];
+    expected.sort();
+    assert_eq!(listed, expected);
+
+    // Renaming Ann frees her old name and claims the new one; taking Bob's is refused.
+    let updated = || audit(&org, AuditAction::UserUpdated, "changed");
+    let mut renamed = ann.clone();
+    renamed.version += 1;
+    renamed.profile.as_mut().unwrap().user_name = "ann.lee@example.org".into();
+    f.store
+        .update_member(&ann, &renamed, &updated())
+        .await
+        .unwrap();
+    assert_eq!(
+        f.store
+            .find_member_by_user_name(&org, "ann@example.org")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        f.store
+            .find_member_by_user_name(&org, "ann.lee@example.org")
+            .await
+            .unwrap()
+            .map(|m| m.user),
+        Some(ann.user.clone())
+    );
+    let mut taking = renamed.clone();
+    taking.version += 1;
+    taking.profile.as_mut().unwrap().user_name = "BOB@example.org".into();
+    assert!(matches!(
+        f.store.update_member(&renamed, &taking, &updated()).await,
+        Err(StoreError::AlreadyExists)
+    ));
+    // A stale version conflicts; a removed member is gone.
+    assert!(matches!(
+        f.store.update_member(&ann, &renamed, &updated()).await,
+        Err(StoreError::Conflict)
+    ));
+    let removed = audit(&org, AuditAction::UserDeleted, bob.user.as_str());
+    f.store
+        .remove_member(&org, &bob.user, &removed)
+        .await
+        .unwrap();
+    let mut stale = bob.clone();
+    stale.version += 1;
+    assert!(matches!(
+        f.store.update_member(&bob, &stale, &updated()).await,
+        Err(StoreError::Gone)
+    ));
+    // Bob's name is free again.
+    f.store
+        .create_member(&provisioned(&org, "bob@example.org"), &created())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn concurrent_creates_of_one_user_name_claim_it_once() {
+    let f = fixture().await;
+    let org = OrgId::generate();
+    let attempts: Vec<_> = (0..8)
+        .map(|_| {
+            let store = f.store.shared();
+            let member = provisioned(&org, "same@example.org");
+            // Each with its own audit entry, so only the name can collide.
+            let created = audit(&org, AuditAction::UserProvisioned, member.user.as_str());
+            tokio::spawn(async move { store.create_member(&member, &created).await })
+        })
+        .collect();
+    let mut won = 0;
+    for attempt in attempts {
+        match attempt.await.unwrap() {
+            Ok(()) => won += 1,
+            Err(StoreError::AlreadyExists | StoreError::Conflict) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(won, 1);
+    assert_eq!(f.store.list_members(&org).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn removing_a_member_removes_their_data_in_the_same_step() {
+    let f = fixture().await;
+    let org = OrgId::generate();
+    let ann = provisioned(&org, "ann@example.org");
+    let created = audit(&org, AuditAction::UserProvisioned, ann.user.as_str());
+    f.store.create_member(&ann, &created).await.unwrap();
+    let stranger = UserId::generate();
+    let token = MemberData {
+        kind: MemberDataKind::IntegrationToken,
+        name: "crm".into(),
+        value: "sealed:abc".into(),
+    };
+    let memory = MemberData {
+        kind: MemberDataKind::AgentMemory,
+        name: "notes".into(),
+        value: "prefers short answers".into(),
+    };
+    assert!(matches!(
+        f.store.put_member_data(&org, &stranger, &token).await,
+        Err(StoreError::Gone)
+    ));
+    for d in [&token, &memory] {
+        f.store.put_member_data(&org, &ann.user, d).await.unwrap();
+    }
+    let mut held = f.store.list_member_data(&org, &ann.user).await.unwrap();
+    held.sort_by_key(|d| d.kind);
+    assert_eq!(held, [token.clone(), memory.clone()]);
+    // Writing data moves the member's version, so a removal prepared before it retries.
+    let now = f.store.get_member(&org, &ann.user).await.unwrap().unwrap();
+    assert_eq!(now.version, ann.version + 2);
+
+    let removed = audit(&org, AuditAction::UserDeactivated, ann.user.as_str());
+    assert!(
+        f.store
+            .remove_member(&org, &ann.user, &removed)
+            .await
+            .unwrap()
+    );
+    assert_eq!(f.store.list_member_data(&org, &ann.user).await.unwrap(), []);
+    assert_eq!(f.store.get_member(&org, &ann.user).await.unwrap(), None);
+    assert_eq!(
+        f.store
+            .find_member_by_user_name(&org, "ann@example.org")
+            .await
+            .unwrap(),
+        None
+    );
+    let log = f.store.list_audit(&org, 10).await.unwrap();
+    assert_eq!(
+        log.iter().map(|a| a.action).collect::<Vec<_>>(),
+        [AuditAction::UserDeactivated, AuditAction::UserProvisioned]
     );
 }

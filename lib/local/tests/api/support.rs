@@ -292,7 +292,7 @@ impl Api {
         }
     }
 
-    async fn send(&self, req: reqwest::RequestBuilder) -> Reply {
+    pub async fn send(&self, req: reqwest::RequestBuilder) -> Reply {
         let resp = req.send().await.expect("request reaches the server");
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
