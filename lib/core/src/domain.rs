@@ -229,7 +229,8 @@ pub enum AuditAction {
 pub struct AuditEntry {
     pub org: OrgId,
     pub at: Timestamp,
-    /// Random; orders entries of the same millisecond and keeps their keys apart.
+    /// Orders the entries one process writes in the same millisecond (a process-wide counter)
+    /// and keeps all entries' keys apart (random digits).
     pub id: String,
     pub actor: Actor,
     pub action: AuditAction,
@@ -248,7 +249,12 @@ impl AuditEntry {
         Self {
             org: org.clone(),
             at,
-            id: uuid::Uuid::new_v4().simple().to_string(),
+            id: {
+                static WRITTEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                let n = WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let random = uuid::Uuid::new_v4().simple().to_string();
+                format!("{n:012x}{}", &random[..20])
+            },
             actor,
             action,
             target: target.to_owned(),

@@ -200,7 +200,8 @@ async fn create_user(
     let input = schema::user_from_json(&body)?;
     let member = app.directory.create(&org, input).await?;
     let location = format!("{base}/Users/{}", member.user);
-    let mut response = scim_json(StatusCode::CREATED, resource::user_json(&member, &base));
+    let body = resource::created_user_json(&member, &base);
+    let mut response = scim_json(StatusCode::CREATED, body);
     // The id is the service's own, so the header carries nothing the client sent.
     let value = HeaderValue::from_str(&location).map_err(|e| ScimError::Internal(e.to_string()))?;
     response.headers_mut().insert(LOCATION, value);

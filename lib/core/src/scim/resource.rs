@@ -49,6 +49,24 @@ pub fn user_json(m: &Member, base: &str) -> Value {
     for (k, val) in &p.attributes {
         v.insert(k.clone(), val.clone());
     }
+    if let Some(Value::Object(name)) = v.get_mut("name")
+        && !name.contains_key("formatted")
+    {
+        let parts: Vec<&str> = [
+            "honorificPrefix",
+            "givenName",
+            "middleName",
+            "familyName",
+            "honorificSuffix",
+        ]
+        .iter()
+        .filter_map(|k| name.get(*k).and_then(Value::as_str))
+        .filter(|s| !s.is_empty())
+        .collect();
+        if !parts.is_empty() {
+            name.insert("formatted".into(), json!(parts.join(" ")));
+        }
+    }
     v.insert("active".into(), Value::Bool(true));
     v.insert(
         "groups".into(),
@@ -70,6 +88,21 @@ pub fn user_json(m: &Member, base: &str) -> Value {
         ),
     );
     Value::Object(v)
+}
+
+/// The answer to a create: the user, with `name` holding only `formatted`, as the interface
+/// shows the create response.
+pub fn created_user_json(m: &Member, base: &str) -> Value {
+    let mut v = user_json(m, base);
+    if let Some(Value::Object(name)) = v.get_mut("name") {
+        name.retain(|k, _| k == "formatted");
+        if name.is_empty() {
+            v.as_object_mut()
+                .expect("a user is an object")
+                .remove("name");
+        }
+    }
+    v
 }
 
 /// A role as a SCIM Group. Its `meta` dates are those of its newest member change.

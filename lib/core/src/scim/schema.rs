@@ -216,6 +216,16 @@ pub const USER_ATTRIBUTES: &[Attribute] = &[
             PRIMARY,
         ],
     )),
+    multi(complex(
+        "roles",
+        "Roles of the user as the identity provider names them; kept, not interpreted (the service's own role is the user's group).",
+        &[
+            string("value", "The role."),
+            string("display", "A label for display."),
+            string("type", "The kind of role."),
+            PRIMARY,
+        ],
+    )),
     read_only(multi(complex(
         "groups",
         "The groups of the user: the role they hold in the organisation.",

@@ -10,5 +10,6 @@ mod lifecycle;
 mod limits;
 mod requests;
 mod runs;
+mod scim;
 mod support;
 mod workflow;
