@@ -124,6 +124,10 @@ pub enum ScimApiError {
     UnsupportedMediaType,
     #[error("groups are read-only: they are the organisation's roles, assigned in the service")]
     GroupsReadOnly,
+    #[error(
+        "searching several resource types at once is not supported; POST /Users/.search instead"
+    )]
+    SearchAcrossTypes,
     #[error("no such SCIM endpoint")]
     RouteNotFound,
     #[error("method not allowed on this SCIM endpoint")]
@@ -151,6 +155,7 @@ impl ScimApiError {
             ScimApiError::GroupsReadOnly | ScimApiError::MethodNotAllowed => {
                 StatusCode::METHOD_NOT_ALLOWED
             }
+            ScimApiError::SearchAcrossTypes => StatusCode::NOT_IMPLEMENTED,
             ScimApiError::RouteNotFound => StatusCode::NOT_FOUND,
         }
     }

@@ -9,7 +9,7 @@ use axum::http::header::{AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, LOCATION};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Router, middleware};
 use knowledge_core::ids::OrgId;
 use knowledge_core::scim::filter::{self, Filter};
@@ -50,6 +50,9 @@ fn prefixed(state: &AppState, prefix: &str) -> Router<AppState> {
     let read_only = || get(list_groups).fallback(groups_are_read_only);
     Router::new()
         .route("/Users", get(list_users).post(create_user))
+        .route("/Users/.search", post(search_users))
+        .route("/Groups/.search", post(search_groups))
+        .route("/.search", post(search_everything))
         .route(
             "/Users/{id}",
             get(get_user)
@@ -173,6 +176,53 @@ impl ListQuery {
     }
 }
 
+impl ListQuery {
+    /// From a SearchRequest body (RFC 7644 §3.4.3); its names are those of the query
+    /// parameters, with `attributes` and `excludedAttributes` as arrays.
+    fn from_search(body: &Value, filters: &[filter::Filterable]) -> Result<Self, ScimError> {
+        let Value::Object(fields) = body else {
+            return Err(ScimError::InvalidSyntax(
+                "the body must be a SearchRequest object".into(),
+            ));
+        };
+        let get = |name: &str| {
+            fields
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v)
+                .filter(|v| !v.is_null())
+        };
+        let text = |name: &str| -> Result<Option<String>, ScimError> {
+            match get(name) {
+                None => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(Value::Number(n)) => Ok(Some(n.to_string())),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .map(|i| i.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+                    .map(|names| Some(names.join(",")))
+                    .ok_or_else(|| ScimError::InvalidValue(format!("{name} must list strings"))),
+                Some(_) => Err(ScimError::InvalidValue(format!(
+                    "{name} has the wrong type"
+                ))),
+            }
+        };
+        let filter = match text("filter")? {
+            None => Filter::default(),
+            Some(f) => filter::parse(&f, filters)?,
+        };
+        Ok(Self {
+            filter,
+            page: Page::parse(text("startIndex")?.as_deref(), text("count")?.as_deref())?,
+            projection: Projection::parse(
+                text("attributes")?.as_deref(),
+                text("excludedAttributes")?.as_deref(),
+            ),
+        })
+    }
+}
+
 fn projection(q: &QueryParams) -> Projection {
     Projection::parse(q.get_ci("attributes"), q.get_ci("excludedAttributes"))
 }
@@ -184,9 +234,28 @@ async fn list_users(
     RawQuery(q): RawQuery,
 ) -> ScimResult {
     let q = ListQuery::parse(q.as_deref(), filter::USER_FILTERS)?;
-    let members = app.directory.list(&org, &q.filter).await?;
+    users(&app, &org, &base, q).await
+}
+
+async fn search_users(
+    State(app): State<AppState>,
+    Extension(org): Extension<OrgId>,
+    Extension(Base(base)): Extension<Base>,
+    ScimBody(body): ScimBody,
+) -> ScimResult {
+    let q = ListQuery::from_search(&body, filter::USER_FILTERS)?;
+    users(&app, &org, &base, q).await
+}
+
+/// POST `/.search` over every resource type at once is optional (RFC 7644 §3.4.3): 501.
+async fn search_everything() -> ScimApiError {
+    ScimApiError::SearchAcrossTypes
+}
+
+async fn users(app: &AppState, org: &OrgId, base: &str, q: ListQuery) -> ScimResult {
+    let members = app.directory.list(org, &q.filter).await?;
     let body = q.page.list(&members, |m| {
-        q.projection.apply(resource::user_json(m, &base))
+        q.projection.apply(resource::user_json(m, base))
     });
     Ok(scim_json(StatusCode::OK, body))
 }
@@ -279,15 +348,29 @@ async fn list_groups(
     RawQuery(q): RawQuery,
 ) -> ScimResult {
     let q = ListQuery::parse(q.as_deref(), filter::GROUP_FILTERS)?;
+    groups(&app, &org, &base, q).await
+}
+
+async fn search_groups(
+    State(app): State<AppState>,
+    Extension(org): Extension<OrgId>,
+    Extension(Base(base)): Extension<Base>,
+    ScimBody(body): ScimBody,
+) -> ScimResult {
+    let q = ListQuery::from_search(&body, filter::GROUP_FILTERS)?;
+    groups(&app, &org, &base, q).await
+}
+
+async fn groups(app: &AppState, org: &OrgId, base: &str, q: ListQuery) -> ScimResult {
     let groups: Vec<Group> = app
         .directory
-        .groups(&org)
+        .groups(org)
         .await?
         .into_iter()
         .filter(|g| q.filter.accepts(|path| group_values(g, path)))
         .collect();
     let body = q.page.list(&groups, |g| {
-        q.projection.apply(resource::group_json(g, &base))
+        q.projection.apply(resource::group_json(g, base))
     });
     Ok(scim_json(StatusCode::OK, body))
 }

@@ -136,6 +136,15 @@ fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
 /// Parses a path: `[schema URN ":"] attribute ["[" filter "]"] ["." sub-attribute]`.
 fn target(path: &str) -> Result<Target, ScimError> {
     let bad = |m: &str| ScimError::InvalidPath(m.to_owned());
+    if path.eq_ignore_ascii_case(ENTERPRISE_SCHEMA) {
+        return Ok(Target {
+            extension: false,
+            attribute: Some(&schema::ENTERPRISE_EXTENSION),
+            name: ENTERPRISE_SCHEMA,
+            filter: None,
+            sub: None,
+        });
+    }
     let (extension, rest) = if let Some(r) = strip_prefix_ci(path, &format!("{ENTERPRISE_SCHEMA}:"))
     {
         (true, r)
@@ -506,6 +515,25 @@ mod tests {
             out.profile.attributes["phoneNumbers"],
             json!([{ "type": "mobile", "value": "+1 555" }])
         );
+    }
+
+    #[test]
+    fn the_extension_as_a_whole_is_a_path() {
+        let out = patch(json!([
+            { "op": "add", "path": ENTERPRISE_SCHEMA, "value": { "department": "Sales", "division": "EU" } },
+            { "op": "replace", "path": ENTERPRISE_SCHEMA, "value": { "division": "US" } },
+        ]))
+        .unwrap();
+        assert_eq!(
+            out.profile.attributes[ENTERPRISE_SCHEMA],
+            json!({ "department": "Sales", "division": "US" })
+        );
+        let out = apply(
+            &out.profile,
+            &json!({ "Operations": [{ "op": "remove", "path": ENTERPRISE_SCHEMA }] }),
+        )
+        .unwrap();
+        assert!(!out.profile.attributes.contains_key(ENTERPRISE_SCHEMA));
     }
 
     #[test]

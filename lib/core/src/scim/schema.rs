@@ -259,6 +259,13 @@ pub const ENTERPRISE_ATTRIBUTES: &[Attribute] = &[
     ),
 ];
 
+/// The enterprise extension as one complex attribute of a user, as a PATCH path may name it.
+pub const ENTERPRISE_EXTENSION: Attribute = complex(
+    ENTERPRISE_SCHEMA,
+    "The enterprise extension.",
+    ENTERPRISE_ATTRIBUTES,
+);
+
 /// The Group schema's attributes; groups are read-only here.
 pub const GROUP_ATTRIBUTES: &[Attribute] = &[
     read_only(string("displayName", "The name of the group: a role.")),
@@ -488,6 +495,10 @@ fn complex_value(
     };
     let mut out = Map::new();
     for (key, v) in fields {
+        // An extension object may repeat its own schema URN.
+        if name == ENTERPRISE_SCHEMA && key.eq_ignore_ascii_case("schemas") {
+            continue;
+        }
         let Some(a) = find(sub, key) else {
             return Err(unknown_attribute(&format!("{}.{key}", short(name))));
         };
@@ -618,6 +629,19 @@ mod tests {
         }))
         .unwrap();
         assert!(input.profile.attributes.is_empty());
+    }
+
+    #[test]
+    fn the_extension_object_may_name_its_schema() {
+        let input = user_from_json(&json!({
+            "userName": "a",
+            ENTERPRISE_SCHEMA: { "schemas": [ENTERPRISE_SCHEMA], "division": "EU" },
+        }))
+        .unwrap();
+        assert_eq!(
+            input.profile.attributes[ENTERPRISE_SCHEMA],
+            json!({ "division": "EU" })
+        );
     }
 
     #[test]
