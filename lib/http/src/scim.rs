@@ -4,7 +4,7 @@
 
 use axum::Extension;
 use axum::body::Body;
-use axum::extract::{FromRequest, Path, RawQuery, Request, State};
+use axum::extract::{FromRequest, OriginalUri, Path, RawQuery, Request, State};
 use axum::http::header::{AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, LOCATION};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::{Next, from_fn_with_state};
@@ -36,20 +36,28 @@ const DOCS_URL: &str = "https://github.com/knowledge-service/knowledge/blob/main
 #[derive(Debug, Clone)]
 struct Base(String);
 
+/// The path prefixes the SCIM routes are served under, longest first.
+const PREFIXES: [&str; 2] = ["/api/scim/v2", "/api/scim"];
+
 type ScimResult = Result<Response, ScimApiError>;
 
 /// The SCIM routes, nested under both prefixes.
 pub fn routes(state: &AppState) -> Router<AppState> {
-    Router::new()
-        .nest("/api/scim/v2", prefixed(state, "/api/scim/v2"))
-        .nest("/api/scim", prefixed(state, "/api/scim"))
+    PREFIXES.iter().fold(Router::new(), |router, prefix| {
+        router.nest(prefix, prefixed(state, prefix))
+    })
 }
 
 fn prefixed(state: &AppState, prefix: &str) -> Router<AppState> {
     let base = Base(format!("{}{prefix}", state.config.app_origin));
     let read_only = || get(list_groups).fallback(groups_are_read_only);
+    // Identity providers are configured by hand: the bare base URL and trailing slashes
+    // (`/Users/?filter=…`) are accepted as typed.
     Router::new()
+        .route("/", get(service_provider_config))
         .route("/Users", get(list_users).post(create_user))
+        .route("/Users/", get(list_users).post(create_user))
+        .route("/Groups/", read_only())
         .route("/Users/.search", post(search_users))
         .route("/Groups/.search", post(search_groups))
         .route("/.search", post(search_everything))
@@ -447,8 +455,17 @@ async fn schema_by_id(
     Ok(scim_json(StatusCode::OK, found))
 }
 
-async fn route_not_found() -> ScimApiError {
-    ScimApiError::RouteNotFound
+/// Unknown paths are 404, except the base URL typed with a trailing slash, which the nested
+/// router's `/` route does not see.
+async fn route_not_found(State(app): State<AppState>, OriginalUri(uri): OriginalUri) -> Response {
+    let path = uri.path().trim_end_matches('/');
+    match PREFIXES.iter().find(|p| **p == path) {
+        Some(prefix) => {
+            let base = Base(format!("{}{prefix}", app.config.app_origin));
+            service_provider_config(Extension(base)).await
+        }
+        None => ScimApiError::RouteNotFound.into_response(),
+    }
 }
 
 async fn method_not_allowed() -> ScimApiError {

@@ -726,6 +726,30 @@ async fn discovery_endpoints_describe_what_is_served_under_both_prefixes() {
 }
 
 #[tokio::test]
+async fn the_base_url_and_trailing_slashes_are_accepted_as_typed() {
+    let s = Scim::start().await;
+    s.provision("ann@x.org").await;
+    for path in ["/api/scim/v2", "/api/scim/v2/", "/api/scim"] {
+        let r = s
+            .api
+            .send(
+                s.api
+                    .http
+                    .get(format!("{}{path}", s.api.base))
+                    .bearer_auth(&s.token),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        assert_eq!(r.body["patch"]["supported"], true, "{path}");
+    }
+    let r = s
+        .get("/Users/?filter=userName+eq+%22ann%40x.org%22&aadOptscim062020")
+        .await;
+    assert_eq!(r.body["totalResults"], 1);
+    assert_eq!(s.get("/Groups/").await.body["totalResults"], 2);
+}
+
+#[tokio::test]
 async fn a_missing_or_wrong_token_is_401_and_a_new_token_invalidates_the_old() {
     let s = Scim::start().await;
     let url = format!("{}/api/scim/v2/Users", s.api.base);
