@@ -99,7 +99,8 @@ impl Admin<'_> {
     ) -> Result<Member, AdminError> {
         self.org(org).await?;
         let user = user.unwrap_or_else(UserId::generate);
-        loop {
+        // Each lost race means another writer changed the member; a few rounds settle it.
+        for _ in 0..16 {
             if let Some(current) = self.store.get_member(org, &user).await? {
                 let mut next = current.clone();
                 next.role = role;
@@ -120,6 +121,7 @@ impl Admin<'_> {
                 Err(e) => return Err(e.into()),
             }
         }
+        Err(StoreError::Conflict.into())
     }
 
     /// Removes a member with their profile and data; their cookies for that organisation stop
