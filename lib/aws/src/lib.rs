@@ -39,6 +39,14 @@ pub struct Http {
     pub app_origin: String,
 }
 
+/// The application's origin, without a trailing slash. Errors: `APP_ORIGIN` is not set.
+fn origin(env: &Env) -> Result<String, ConfigError> {
+    env.app_origin
+        .as_deref()
+        .map(|o| o.trim_end_matches('/').to_owned())
+        .ok_or(ConfigError::Missing(config::APP_ORIGIN_ENV))
+}
+
 impl Http {
     /// Reads the signing key from Secrets Manager.
     pub async fn load(shared: &SdkConfig, env: &Env) -> Result<Self, ConfigError> {
@@ -46,32 +54,26 @@ impl Http {
             .signing_key_secret
             .as_deref()
             .ok_or(ConfigError::Missing(config::SIGNING_KEY_SECRET_ENV))?;
-        let origin = env
-            .app_origin
-            .as_deref()
-            .ok_or(ConfigError::Missing(config::APP_ORIGIN_ENV))?;
+        let origin = origin(env)?;
         let secrets = aws_sdk_secretsmanager::Client::new(shared);
         let key = config::signing_key(&secrets, secret).await?;
         let signer = CookieSigner::new(&key).map_err(|e| ConfigError::SigningKey(e.to_string()))?;
         Ok(Self {
             signer: Arc::new(signer),
-            app_origin: origin.trim_end_matches('/').to_owned(),
+            app_origin: origin,
         })
     }
 
     /// For the SCIM function, which neither reads nor mints cookies and so is not given the
     /// signing key's secret: a signer with a random key of its own, which no cookie matches.
     pub fn without_cookies(env: &Env) -> Result<Self, ConfigError> {
-        let origin = env
-            .app_origin
-            .as_deref()
-            .ok_or(ConfigError::Missing(config::APP_ORIGIN_ENV))?;
+        let origin = origin(env)?;
         let mut key = [0u8; 32];
         getrandom::fill(&mut key).map_err(|e| ConfigError::SigningKey(e.to_string()))?;
         let signer = CookieSigner::new(&key).map_err(|e| ConfigError::SigningKey(e.to_string()))?;
         Ok(Self {
             signer: Arc::new(signer),
-            app_origin: origin.trim_end_matches('/').to_owned(),
+            app_origin: origin,
         })
     }
 

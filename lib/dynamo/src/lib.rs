@@ -225,17 +225,35 @@ fn reason_code(r: &CancellationReason) -> &str {
     r.code().unwrap_or("None")
 }
 
-/// Why a transaction was not applied.
+/// Why a transaction was not applied. Every transaction puts the record it is about first, so
+/// the first item's condition is the record's (exists, not exists, or its version).
 enum TransactError {
-    /// Cancelled: one reason per item, in order (code `None` for the items that were fine),
-    /// and the error as a backend failure, for the reasons the caller does not handle.
-    Cancelled(Vec<CancellationReason>, StoreError),
+    /// The first item's condition failed; `stored` when it returned the stored item
+    /// (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), so the record exists but moved.
+    FirstCondition {
+        stored: bool,
+    },
+    /// Another item's condition failed (a claim or key taken); the error is for logs.
+    OtherCondition(StoreError),
+    /// A concurrent transaction touched one of the items: re-read and try again.
+    Contended,
     Backend(StoreError),
 }
 
-/// Whether any item of a cancelled transaction failed with one of `codes`.
-fn any_reason(reasons: &[CancellationReason], codes: &[&str]) -> bool {
-    reasons.iter().any(|r| codes.contains(&reason_code(r)))
+impl TransactError {
+    /// Classifies a cancellation by its reasons, one per item in order (code `None` for the
+    /// items that were fine).
+    fn cancelled(reasons: &[CancellationReason], error: StoreError) -> Self {
+        let failed = |code: &str| reasons.iter().any(|r| reason_code(r) == code);
+        match reasons.first() {
+            Some(first) if reason_code(first) == "ConditionalCheckFailed" => Self::FirstCondition {
+                stored: first.item().is_some_and(|i| !i.is_empty()),
+            },
+            _ if failed("ConditionalCheckFailed") => Self::OtherCondition(error),
+            _ if failed("TransactionConflict") => Self::Contended,
+            _ => Self::Backend(error),
+        }
+    }
 }
 
 impl DynamoStore {
@@ -358,7 +376,7 @@ impl DynamoStore {
             Err(e) => match e.as_service_error() {
                 Some(TransactWriteItemsError::TransactionCanceledException(c)) => {
                     let reasons = c.cancellation_reasons().to_vec();
-                    Err(TransactError::Cancelled(reasons, backend(e)))
+                    Err(TransactError::cancelled(&reasons, backend(e)))
                 }
                 _ => Err(TransactError::Backend(backend(e))),
             },
@@ -522,14 +540,9 @@ impl Store for DynamoStore {
         ];
         match self.transact(writes).await {
             Ok(()) => Ok(()),
-            Err(TransactError::Cancelled(reasons, error)) => match reasons.first() {
-                Some(first) if reason_code(first) == "ConditionalCheckFailed" => {
-                    Err(StoreError::Gone)
-                }
-                _ if any_reason(&reasons, &["TransactionConflict"]) => Err(StoreError::Conflict),
-                _ => Err(error),
-            },
-            Err(TransactError::Backend(e)) => Err(e),
+            Err(TransactError::FirstCondition { .. }) => Err(StoreError::Gone),
+            Err(TransactError::Contended) => Err(StoreError::Conflict),
+            Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
         }
     }
 
@@ -541,15 +554,10 @@ impl Store for DynamoStore {
         writes.push(self.put_new(audit_item(audit))?);
         match self.transact(writes).await {
             Ok(()) => Ok(()),
-            Err(TransactError::Cancelled(reasons, error)) => {
-                if any_reason(&reasons, &["ConditionalCheckFailed"]) {
-                    Err(StoreError::AlreadyExists)
-                } else if any_reason(&reasons, &["TransactionConflict"]) {
-                    Err(StoreError::Conflict)
-                } else {
-                    Err(error)
-                }
+            Err(TransactError::FirstCondition { .. } | TransactError::OtherCondition(_)) => {
+                Err(StoreError::AlreadyExists)
             }
+            Err(TransactError::Contended) => Err(StoreError::Conflict),
             Err(TransactError::Backend(e)) => Err(e),
         }
     }
@@ -626,20 +634,12 @@ impl Store for DynamoStore {
         writes.push(self.put_new(audit_item(audit))?);
         match self.transact(writes).await {
             Ok(()) => Ok(()),
-            Err(TransactError::Cancelled(reasons, error)) => match reasons.first() {
-                Some(first) if reason_code(first) == "ConditionalCheckFailed" => {
-                    if first.item().is_some_and(|i| !i.is_empty()) {
-                        Err(StoreError::Conflict)
-                    } else {
-                        Err(StoreError::Gone)
-                    }
-                }
-                _ if any_reason(&reasons, &["ConditionalCheckFailed"]) => {
-                    Err(StoreError::AlreadyExists)
-                }
-                _ if any_reason(&reasons, &["TransactionConflict"]) => Err(StoreError::Conflict),
-                _ => Err(error),
-            },
+            Err(TransactError::FirstCondition { stored: true } | TransactError::Contended) => {
+                Err(StoreError::Conflict)
+            }
+            Err(TransactError::FirstCondition { stored: false }) => Err(StoreError::Gone),
+            // The new claim: another member has the name.
+            Err(TransactError::OtherCondition(_)) => Err(StoreError::AlreadyExists),
             Err(TransactError::Backend(e)) => Err(e),
         }
     }
@@ -684,12 +684,8 @@ impl Store for DynamoStore {
             writes.push(self.put_new(audit_item(audit))?);
             match self.transact(writes).await {
                 Ok(()) => return Ok(true),
-                Err(TransactError::Cancelled(reasons, error)) => {
-                    if !any_reason(&reasons, &["ConditionalCheckFailed", "TransactionConflict"]) {
-                        return Err(error);
-                    }
-                }
                 Err(TransactError::Backend(e)) => return Err(e),
+                Err(_) => {}
             }
         }
         Err(StoreError::Conflict)
@@ -722,14 +718,9 @@ impl Store for DynamoStore {
         ];
         match self.transact(writes).await {
             Ok(()) => Ok(()),
-            Err(TransactError::Cancelled(reasons, error)) => match reasons.first() {
-                Some(first) if reason_code(first) == "ConditionalCheckFailed" => {
-                    Err(StoreError::Gone)
-                }
-                _ if any_reason(&reasons, &["TransactionConflict"]) => Err(StoreError::Conflict),
-                _ => Err(error),
-            },
-            Err(TransactError::Backend(e)) => Err(e),
+            Err(TransactError::FirstCondition { .. }) => Err(StoreError::Gone),
+            Err(TransactError::Contended) => Err(StoreError::Conflict),
+            Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
         }
     }
 
@@ -788,14 +779,9 @@ impl Store for DynamoStore {
         writes.extend(self.event_puts(&session.key, events)?);
         match self.transact(writes).await {
             Ok(()) => Ok(()),
-            Err(TransactError::Cancelled(reasons, error)) => match reasons.first() {
-                Some(first) if reason_code(first) == "ConditionalCheckFailed" => {
-                    Err(StoreError::AlreadyExists)
-                }
-                _ if any_reason(&reasons, &["TransactionConflict"]) => Err(StoreError::Conflict),
-                _ => Err(error),
-            },
-            Err(TransactError::Backend(e)) => Err(e),
+            Err(TransactError::FirstCondition { .. }) => Err(StoreError::AlreadyExists),
+            Err(TransactError::Contended) => Err(StoreError::Conflict),
+            Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
         }
     }
 
@@ -831,22 +817,14 @@ impl Store for DynamoStore {
         }
         match self.transact(writes).await {
             Ok(()) => Ok(()),
-            Err(TransactError::Cancelled(reasons, error)) => match reasons.first() {
-                // The old record comes back when there was one: then only its version moved.
-                Some(first) if reason_code(first) == "ConditionalCheckFailed" => {
-                    if first.item().is_some_and(|i| !i.is_empty()) {
-                        Err(StoreError::Conflict)
-                    } else {
-                        Err(StoreError::Gone)
-                    }
-                }
-                // A concurrent transaction on one of the items, or (only through a bug) an
-                // event number taken: re-read and try again.
-                _ if any_reason(&reasons, &["TransactionConflict", "ConditionalCheckFailed"]) => {
-                    Err(StoreError::Conflict)
-                }
-                _ => Err(error),
-            },
+            // The old record comes back when there was one: then only its version moved.
+            Err(TransactError::FirstCondition { stored: true }) => Err(StoreError::Conflict),
+            Err(TransactError::FirstCondition { stored: false }) => Err(StoreError::Gone),
+            // A concurrent transaction on one of the items, or (only through a bug) an event
+            // number taken: re-read and try again.
+            Err(TransactError::Contended | TransactError::OtherCondition(_)) => {
+                Err(StoreError::Conflict)
+            }
             Err(TransactError::Backend(e)) => Err(e),
         }
     }

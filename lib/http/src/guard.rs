@@ -102,11 +102,42 @@ fn has_body(headers: &HeaderMap) -> bool {
 
 /// `application/json`, with or without parameters such as `charset=utf-8`.
 fn is_json(headers: &HeaderMap) -> bool {
+    media_type(headers).is_some_and(|t| t.eq_ignore_ascii_case("application/json"))
+}
+
+/// The request's media type without its parameters (`application/json` of
+/// `application/json; charset=utf-8`); `None` without a readable `Content-Type`.
+pub fn media_type(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
-        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+        .map(str::trim)
+}
+
+/// Why a request body could not be read.
+pub enum BodyError {
+    /// It is longer than the limit.
+    TooLarge,
+    /// The connection failed while it was read.
+    Unreadable,
+}
+
+/// The request body as text, at most `limit` bytes of UTF-8.
+/// Errors: `Err(None)` when it is not valid UTF-8.
+pub async fn read_text(body: Body, limit: usize) -> Result<String, Option<BodyError>> {
+    let bytes = axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let too_large = e
+            .into_inner()
+            .downcast_ref::<http_body_util::LengthLimitError>()
+            .is_some();
+        Some(if too_large {
+            BodyError::TooLarge
+        } else {
+            BodyError::Unreadable
+        })
+    })?;
+    String::from_utf8(bytes.to_vec()).map_err(|_| None)
 }
 
 /// A request body that is a JSON object of at most [`BODY_LIMIT`] bytes.
@@ -120,21 +151,14 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
         if !is_json(req.headers()) {
             return Err(ApiError::UnsupportedMediaType);
         }
-        let bytes = axum::body::to_bytes(req.into_body(), BODY_LIMIT)
+        let text = read_text(req.into_body(), BODY_LIMIT)
             .await
-            .map_err(|e| {
-                let inner = e.into_inner();
-                if inner
-                    .downcast_ref::<http_body_util::LengthLimitError>()
-                    .is_some()
-                {
-                    ApiError::PayloadTooLarge { limit: BODY_LIMIT }
-                } else {
-                    ApiError::InvalidJson
-                }
+            .map_err(|e| match e {
+                Some(BodyError::TooLarge) => ApiError::PayloadTooLarge { limit: BODY_LIMIT },
+                Some(BodyError::Unreadable) => ApiError::InvalidJson,
+                None => ApiError::InvalidEncoding,
             })?;
-        let text = std::str::from_utf8(&bytes).map_err(|_| ApiError::InvalidEncoding)?;
-        match serde_json::from_str(text) {
+        match serde_json::from_str(&text) {
             Ok(Value::Object(map)) => Ok(Self(map)),
             _ => Err(ApiError::InvalidJson),
         }

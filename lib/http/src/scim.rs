@@ -14,13 +14,13 @@ use axum::{Router, middleware};
 use knowledge_core::ids::OrgId;
 use knowledge_core::scim::filter::{self, Filter};
 use knowledge_core::scim::resource::{self, Page, Projection};
-use knowledge_core::scim::schema::{self, LIST_RESPONSE_SCHEMA};
-use knowledge_core::scim::{Change, Group, ScimError};
-use serde_json::{Value, json};
+use knowledge_core::scim::schema;
+use knowledge_core::scim::{self, Change, Group, ScimError};
+use serde_json::Value;
 
 use crate::AppState;
 use crate::error::ScimApiError;
-use crate::guard::QueryParams;
+use crate::guard::{BodyError, QueryParams, media_type, read_text};
 
 /// SCIM request bodies larger than this are refused with 413; a user is a few KiB.
 pub const SCIM_BODY_LIMIT: usize = 1024 * 1024;
@@ -110,20 +110,12 @@ async fn guard(
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, token)| token.trim());
     let org = app.directory.authenticate(bearer).await?;
-    let content_type_ok = req
-        .headers()
-        .get(CONTENT_TYPE)
-        .map(|v| {
-            v.to_str()
-                .ok()
-                .and_then(|v| v.split(';').next())
-                .is_some_and(|t| {
-                    let t = t.trim();
-                    t.eq_ignore_ascii_case("application/scim+json")
-                        || t.eq_ignore_ascii_case("application/json")
-                })
-        })
-        .unwrap_or(true);
+    // Without a Content-Type the body is taken as JSON too.
+    let content_type_ok = !req.headers().contains_key(CONTENT_TYPE)
+        || media_type(req.headers()).is_some_and(|t| {
+            t.eq_ignore_ascii_case("application/scim+json")
+                || t.eq_ignore_ascii_case("application/json")
+        });
     if !content_type_ok {
         return Err(ScimApiError::UnsupportedMediaType);
     }
@@ -138,21 +130,18 @@ impl<S: Send + Sync> FromRequest<S> for ScimBody {
     type Rejection = ScimApiError;
 
     async fn from_request(req: Request<Body>, _: &S) -> Result<Self, ScimApiError> {
-        let bytes = axum::body::to_bytes(req.into_body(), SCIM_BODY_LIMIT)
+        let text = read_text(req.into_body(), SCIM_BODY_LIMIT)
             .await
-            .map_err(|e| {
-                if e.into_inner()
-                    .downcast_ref::<http_body_util::LengthLimitError>()
-                    .is_some()
-                {
-                    ScimApiError::PayloadTooLarge
-                } else {
+            .map_err(|e| match e {
+                Some(BodyError::TooLarge) => ScimApiError::PayloadTooLarge,
+                Some(BodyError::Unreadable) => {
                     ScimError::InvalidSyntax("the request body could not be read".into()).into()
                 }
+                None => {
+                    ScimError::InvalidSyntax("the request body is not valid UTF-8".into()).into()
+                }
             })?;
-        let text = std::str::from_utf8(&bytes)
-            .map_err(|_| ScimError::InvalidSyntax("the request body is not valid UTF-8".into()))?;
-        serde_json::from_str(text).map(Self).map_err(|_| {
+        serde_json::from_str(&text).map(Self).map_err(|_| {
             ScimError::InvalidSyntax("the request body is not valid JSON".into()).into()
         })
     }
@@ -193,13 +182,7 @@ impl ListQuery {
                 "the body must be a SearchRequest object".into(),
             ));
         };
-        let get = |name: &str| {
-            fields
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v)
-                .filter(|v| !v.is_null())
-        };
+        let get = |name: &str| scim::field(fields, name).filter(|v| !v.is_null());
         let text = |name: &str| -> Result<Option<String>, ScimError> {
             match get(name) {
                 None => Ok(None),
@@ -274,8 +257,7 @@ async fn create_user(
     Extension(Base(base)): Extension<Base>,
     ScimBody(body): ScimBody,
 ) -> ScimResult {
-    let input = schema::user_from_json(&body)?;
-    let member = app.directory.create(&org, input).await?;
+    let member = app.directory.create(&org, &body).await?;
     let location = format!("{base}/Users/{}", member.user);
     let body = resource::created_user_json(&member, &base);
     let mut response = scim_json(StatusCode::CREATED, body);
@@ -315,10 +297,7 @@ async fn replace_user(
     Path(id): Path<String>,
     ScimBody(body): ScimBody,
 ) -> ScimResult {
-    // The user must exist before the body is judged, so an unknown id is 404 whatever it holds.
-    app.directory.get(&org, &id).await?;
-    let input = schema::user_from_json(&body)?;
-    let change = app.directory.replace(&org, &id, input).await?;
+    let change = app.directory.replace(&org, &id, &body).await?;
     Ok(change_response(change, &base))
 }
 
@@ -415,18 +394,9 @@ async fn service_provider_config(Extension(Base(base)): Extension<Base>) -> Resp
     )
 }
 
-fn list_of(resources: Vec<Value>) -> Value {
-    json!({
-        "schemas": [LIST_RESPONSE_SCHEMA],
-        "totalResults": resources.len(),
-        "itemsPerPage": resources.len(),
-        "startIndex": 1,
-        "Resources": resources,
-    })
-}
-
 async fn resource_types(Extension(Base(base)): Extension<Base>) -> Response {
-    scim_json(StatusCode::OK, list_of(resource::resource_types(&base)))
+    let types = resource::resource_types(&base);
+    scim_json(StatusCode::OK, Page::ALL.list(&types, Value::clone))
 }
 
 async fn resource_type(
@@ -441,7 +411,8 @@ async fn resource_type(
 }
 
 async fn schemas(Extension(Base(base)): Extension<Base>) -> Response {
-    scim_json(StatusCode::OK, list_of(schema::schemas_json(&base)))
+    let schemas = schema::schemas_json(&base);
+    scim_json(StatusCode::OK, Page::ALL.list(&schemas, Value::clone))
 }
 
 async fn schema_by_id(

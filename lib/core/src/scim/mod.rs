@@ -146,11 +146,13 @@ impl Directory {
         Ok(id)
     }
 
-    /// Provisions a member with role viewer.
-    /// Errors: `Uniqueness` when the organisation has the `userName` already (case-insensitively;
-    /// of concurrent creates exactly one succeeds); `InvalidValue` for `active: false`, since a
-    /// deactivated user is by this interface's rule not a member.
-    pub async fn create(&self, org: &OrgId, input: UserInput) -> Result<Member, ScimError> {
+    /// Provisions a member with role viewer from a POST body.
+    /// Errors: those of [`schema::user_from_json`]; `Uniqueness` when the organisation has the
+    /// `userName` already (case-insensitively; of concurrent creates exactly one succeeds);
+    /// `InvalidValue` for `active: false`, since a deactivated user is by this interface's rule
+    /// not a member.
+    pub async fn create(&self, org: &OrgId, body: &Value) -> Result<Member, ScimError> {
+        let input = schema::user_from_json(body)?;
         if !input.active {
             return Err(ScimError::InvalidValue(
                 "a user cannot be provisioned inactive: deactivation removes the member".into(),
@@ -211,15 +213,12 @@ impl Directory {
             .collect())
     }
 
-    /// Replaces the profile (PUT). With `active: false`, removes the member instead.
-    /// Errors: `NotFound`, `Uniqueness` (the new `userName` is another member's).
-    pub async fn replace(
-        &self,
-        org: &OrgId,
-        id: &str,
-        input: UserInput,
-    ) -> Result<Change, ScimError> {
-        self.update(org, id, |_| Ok(input.clone())).await
+    /// Replaces the profile with a PUT body. With `active: false`, removes the member instead.
+    /// The user is looked up before the body is judged, so an unknown id is 404 whatever the
+    /// body holds. Errors: `NotFound`, `Uniqueness` (the new `userName` is another member's),
+    /// and the validation errors of [`schema::user_from_json`].
+    pub async fn replace(&self, org: &OrgId, id: &str, body: &Value) -> Result<Change, ScimError> {
+        self.update(org, id, |_| schema::user_from_json(body)).await
     }
 
     /// Applies a PatchOp body. When the result is `active: false`, removes the member.
@@ -314,6 +313,14 @@ impl Directory {
         }
         Ok(())
     }
+}
+
+/// The member of a JSON object named `name` in any letter case, as SCIM names are matched.
+pub fn field<'a>(object: &'a serde_json::Map<String, Value>, name: &str) -> Option<&'a Value> {
+    object
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v)
 }
 
 /// The values of a filterable attribute of a member, for [`Filter::accepts`].

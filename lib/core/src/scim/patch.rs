@@ -8,12 +8,12 @@
 
 use serde_json::{Map, Value};
 
-use super::ScimError;
 use super::filter::{self, Filter, Filterable};
 use super::schema::{
     self, Attribute, ENTERPRISE_ATTRIBUTES, ENTERPRISE_SCHEMA, Mutability, USER_ATTRIBUTES,
     USER_SCHEMA, UserInput,
 };
+use super::{ScimError, field};
 use crate::domain::Profile;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +35,7 @@ struct Target {
 }
 
 /// The document a PATCH edits: the stored profile as a User resource's attributes.
-pub fn document(profile: &Profile) -> Map<String, Value> {
+fn document(profile: &Profile) -> Map<String, Value> {
     let mut doc = profile.attributes.clone();
     doc.insert("userName".into(), Value::String(profile.user_name.clone()));
     if let Some(e) = &profile.external_id {
@@ -56,13 +56,6 @@ pub fn apply(profile: &Profile, body: &Value) -> Result<UserInput, ScimError> {
         apply_one(&mut doc, op)?;
     }
     schema::user_from_json(&Value::Object(doc))
-}
-
-fn field<'a>(object: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
-    object
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v)
 }
 
 fn operations(body: &Value) -> Result<&[Value], ScimError> {

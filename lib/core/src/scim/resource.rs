@@ -147,6 +147,12 @@ pub struct Page {
 }
 
 impl Page {
+    /// Every resource on one page, for the discovery lists.
+    pub const ALL: Page = Page {
+        start_index: 1,
+        count: usize::MAX,
+    };
+
     /// From the query's values: `startIndex` below 1 is 1, a negative `count` is 0, and `count`
     /// is capped at [`MAX_COUNT`]. Errors: a value that is not an integer.
     pub fn parse(start_index: Option<&str>, count: Option<&str>) -> Result<Self, super::ScimError> {

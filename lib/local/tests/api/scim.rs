@@ -32,16 +32,7 @@ impl Scim {
 
     async fn on(api: Api) -> Self {
         let org = api.user.org.clone();
-        api.admin()
-            .update_org(
-                &org,
-                OrgChanges {
-                    sso: Some(true),
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap();
+        enable_sso(&api, &org).await;
         let token = api.admin().generate_scim_token(&org).await.unwrap();
         Self { api, token }
     }
@@ -113,6 +104,14 @@ impl Scim {
         let members = self.api.svc.store.list_members(self.org()).await.unwrap();
         (members, self.audit_actions().await.len())
     }
+}
+
+async fn enable_sso(api: &Api, org: &OrgId) {
+    let changes = OrgChanges {
+        sso: Some(true),
+        ..Default::default()
+    };
+    api.admin().update_org(org, changes).await.unwrap();
 }
 
 fn assert_scim_error(r: &Reply, status: u16, scim_type: Option<&str>) {
@@ -811,17 +810,7 @@ async fn scim_needs_the_business_plan_and_sso_after_the_token_check() {
             .await;
         assert_scim_error(&r, 401, None);
     }
-    s.api
-        .admin()
-        .update_org(
-            &org,
-            OrgChanges {
-                sso: Some(true),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+    enable_sso(&s.api, &org).await;
     assert_eq!(s.get("/Users").await.status, 200);
 }
 
