@@ -57,7 +57,6 @@ fn prefixed(state: &AppState, prefix: &str) -> Router<AppState> {
         .route("/", get(service_provider_config))
         .route("/Users", get(list_users).post(create_user))
         .route("/Users/", get(list_users).post(create_user))
-        .route("/Groups/", read_only())
         .route("/Users/.search", post(search_users))
         .route("/Groups/.search", post(search_groups))
         .route("/.search", post(search_everything))
@@ -69,6 +68,7 @@ fn prefixed(state: &AppState, prefix: &str) -> Router<AppState> {
                 .delete(delete_user),
         )
         .route("/Groups", read_only())
+        .route("/Groups/", read_only())
         .route(
             "/Groups/{id}",
             get(get_group).fallback(groups_are_read_only),
