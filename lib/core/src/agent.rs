@@ -9,7 +9,9 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::domain::EventKind;
-use crate::ports::{Agent, AgentAction, AgentError, AgentReply, AgentRequest, ToolCall, ToolSpec};
+use crate::ports::{
+    Agent, AgentAction, AgentError, AgentReply, AgentRequest, TokenUsage, ToolCall, ToolSpec,
+};
 
 /// Passages quoted in an answer at most.
 const PASSAGES: usize = 3;
@@ -39,7 +41,7 @@ impl Agent for BuiltinAgent {
             .iter()
             .any(|e| e.kind == EventKind::ToolResult);
         let searches: Vec<&ToolSpec> = request.tools.iter().filter(|t| is_search(t)).collect();
-        let action = if !searched && !searches.is_empty() {
+        let action = if !searched && !searches.is_empty() && !request.must_answer {
             AgentAction::UseTools(
                 searches
                     .iter()
@@ -60,6 +62,7 @@ impl Agent for BuiltinAgent {
         };
         Ok(AgentReply {
             action,
+            usage: TokenUsage::default(),
             cost_micros: 0,
         })
     }
@@ -169,6 +172,7 @@ mod tests {
                 json!({"text": "How to cancel?"}),
             )],
             steps,
+            must_answer: tools.is_empty(),
             tools,
         }
     }

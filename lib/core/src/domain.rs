@@ -80,6 +80,9 @@ text_enum!(AuditAction {
     MemberRoleChanged => "member.role_changed",
     MemberRemoved => "member.removed",
     ScimTokenGenerated => "scim_token.generated",
+    IntegrationConnected => "integration.connected",
+    IntegrationDisconnected => "integration.disconnected",
+    IntegrationCredentialSet => "integration.credential_set",
 });
 text_enum!(MemberDataKind { IntegrationToken => "integration_token", AgentMemory => "agent_memory" });
 
@@ -196,6 +199,48 @@ pub enum MemberDataKind {
     AgentMemory,
 }
 
+/// A remote MCP server an organisation has connected, reached over streamable HTTP.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IntegrationConfig {
+    /// Unique in the organisation; see [`IntegrationConfig::valid_name`]. It prefixes the
+    /// names of the server's tools, and names the members' credentials for it.
+    pub name: String,
+    /// The server's MCP endpoint, `http://` or `https://`.
+    pub url: String,
+    pub auth: IntegrationAuth,
+    pub created_at: Timestamp,
+}
+
+/// How the service authenticates to an integration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IntegrationAuth {
+    /// No credentials: the server is open to the service.
+    None,
+    /// Each member's own bearer token, stored sealed as their
+    /// [`MemberDataKind::IntegrationToken`] named after the integration; a member without one
+    /// does not reach the integration. Deprovisioning removes it with the member.
+    PerUser,
+}
+
+text_enum!(IntegrationAuth { None => "none", PerUser => "per_user" });
+
+/// Integrations one organisation may connect at most, so that listing them is one small read.
+pub const INTEGRATION_LIMIT: usize = 16;
+
+impl IntegrationConfig {
+    /// Whether `name` is 1 to 24 characters of `a-z`, `0-9` and `-`, starting with a letter:
+    /// short enough that `<name>_<tool>` leaves room for the tool's own name in 64 characters.
+    pub fn valid_name(name: &str) -> bool {
+        (1..=24).contains(&name.len())
+            && name.starts_with(|c: char| c.is_ascii_lowercase())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    }
+}
+
 /// Member data items one member may hold at most, so that their removal, with the membership,
 /// the `userName` claim and the audit entry, fits one DynamoDB transaction (100 items).
 pub const MEMBER_DATA_LIMIT: usize = 64;
@@ -221,6 +266,9 @@ pub enum AuditAction {
     MemberRoleChanged,
     MemberRemoved,
     ScimTokenGenerated,
+    IntegrationConnected,
+    IntegrationDisconnected,
+    IntegrationCredentialSet,
 }
 
 /// One entry of an organisation's audit log. Written in the same transaction as the change it

@@ -58,11 +58,11 @@ impl From<WorkflowError> for CoreError {
     }
 }
 
+/// A failed health check: whatever the reason (unreachable, failing, refusing the key), the
+/// provider cannot answer, which the interface reports as 502. The reason is logged here.
 impl From<AgentError> for CoreError {
     fn from(e: AgentError) -> Self {
-        match e {
-            AgentError::Unreachable(_) => Self::ProviderUnavailable,
-            AgentError::Failed(m) => Self::Internal(m),
-        }
+        tracing::warn!(error = %e, "agent provider health check failed");
+        Self::ProviderUnavailable
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::ids::OrgId;
+use crate::ids::{OrgId, UserId};
 use crate::ports::{Integration, IntegrationError, Integrations};
 
 /// A fixed map from organisation to its integrations; organisations not in it have none.
@@ -29,18 +29,23 @@ impl FixedIntegrations {
 
 #[async_trait]
 impl Integrations for FixedIntegrations {
-    async fn connected(&self, org: &OrgId) -> Result<Vec<Arc<dyn Integration>>, IntegrationError> {
+    async fn connected(
+        &self,
+        org: &OrgId,
+        _user: &UserId,
+    ) -> Result<Vec<Arc<dyn Integration>>, IntegrationError> {
         Ok(self.by_org.get(org).cloned().unwrap_or_default())
     }
 }
 
-/// The first of `org`'s integrations that offers `tool`, if any.
+/// The first of the integrations `user` reaches in `org` that offers `tool`, if any.
 pub async fn find_tool(
     integrations: &dyn Integrations,
     org: &OrgId,
+    user: &UserId,
     tool: &str,
 ) -> Result<Option<Arc<dyn Integration>>, IntegrationError> {
-    for integration in integrations.connected(org).await? {
+    for integration in integrations.connected(org, user).await? {
         if integration.tools().await?.iter().any(|t| t.name == tool) {
             return Ok(Some(integration));
         }

@@ -3,13 +3,16 @@
 
 pub mod agent;
 pub mod clock;
+pub mod conversation;
 pub mod domain;
 pub mod error;
 pub mod ids;
 pub mod integrations;
 pub mod limits;
 pub mod ports;
+pub mod pricing;
 pub mod scim;
+pub mod seal;
 pub mod service;
 pub mod steps;
 

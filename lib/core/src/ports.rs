@@ -5,7 +5,10 @@
 //! TransactWriteItems of at most 100 items). Nothing needs a scan or a join, and every session
 //! method takes a [`SessionKey`], so another tenant's data cannot even be addressed.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
@@ -13,7 +16,8 @@ use serde_json::Value;
 
 use crate::clock::Timestamp;
 use crate::domain::{
-    AuditEntry, Event, EventKind, Member, MemberData, Org, Session, SessionSummary, Usage,
+    AuditEntry, Event, EventKind, IntegrationConfig, Member, MemberData, Org, Session,
+    SessionSummary, Usage,
 };
 use crate::ids::{OrgId, RunId, SessionKey, UserId};
 
@@ -121,6 +125,26 @@ pub trait Store: Send + Sync {
         org: &OrgId,
         user: &UserId,
     ) -> Result<Vec<MemberData>, StoreError>;
+    /// Connects an integration, or replaces the one of the same name, and writes `audit`, all
+    /// or nothing. Callers keep an organisation under [`crate::domain::INTEGRATION_LIMIT`].
+    async fn put_integration(
+        &self,
+        org: &OrgId,
+        integration: &IntegrationConfig,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError>;
+    /// The organisation's integrations, by name.
+    async fn list_integrations(&self, org: &OrgId) -> Result<Vec<IntegrationConfig>, StoreError>;
+    /// Disconnects the integration and writes `audit`, all or nothing; `Ok(false)`, writing
+    /// nothing, when there is none of that name. Members' credentials for it stay until they
+    /// are replaced or the member is removed.
+    async fn remove_integration(
+        &self,
+        org: &OrgId,
+        name: &str,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError>;
+
     /// The organisation's newest audit entries, newest first, at most `limit`.
     async fn list_audit(&self, org: &OrgId, limit: usize) -> Result<Vec<AuditEntry>, StoreError>;
 
@@ -222,23 +246,40 @@ pub enum IntegrationError {
     /// The integration cannot be reached now; the workflow retries the step.
     #[error("integration unavailable: {0}")]
     Unavailable(String),
+    /// The run was cancelled while the call was in flight; the integration has been told.
+    #[error("the tool call was cancelled")]
+    Cancelled,
 }
 
-/// A connected source of tools: the built-in docs search, later remote MCP servers.
+/// Resolves when the run a call belongs to is cancelled. An integration that can stop a call
+/// midway selects on it, tells the remote end, and returns [`IntegrationError::Cancelled`].
+pub type CancelSignal<'a> = Pin<&'a mut (dyn Future<Output = ()> + Send)>;
+
+/// A connected source of tools: the built-in docs search, remote MCP servers.
 #[async_trait]
 pub trait Integration: Send + Sync {
     /// Short name for logs and answers, such as `docs`.
     fn name(&self) -> &str;
     async fn tools(&self) -> Result<Vec<ToolSpec>, IntegrationError>;
-    /// Runs `tool` with `input`. Side effects are the integration's own; the workflow records
-    /// the result once however often this runs.
-    async fn call(&self, tool: &str, input: &Value) -> Result<Value, IntegrationError>;
+    /// Runs `tool` with `input`, unless `cancelled` resolves first. Side effects are the
+    /// integration's own; the workflow records the result once however often this runs.
+    async fn call(
+        &self,
+        tool: &str,
+        input: &Value,
+        cancelled: CancelSignal<'_>,
+    ) -> Result<Value, IntegrationError>;
 }
 
-/// Which integrations each organisation has connected.
+/// Which integrations each organisation has connected, with the member's own credentials.
 #[async_trait]
 pub trait Integrations: Send + Sync {
-    async fn connected(&self, org: &OrgId) -> Result<Vec<Arc<dyn Integration>>, IntegrationError>;
+    /// The integrations `user` reaches in `org`, in a stable order; empty when none.
+    async fn connected(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+    ) -> Result<Vec<Arc<dyn Integration>>, IntegrationError>;
 }
 
 /// What the agent is asked for one step of a turn.
@@ -250,9 +291,12 @@ pub struct AgentRequest {
     pub history: Vec<Event>,
     /// This turn's `tool_use` and `tool_result` events so far, in order.
     pub steps: Vec<Event>,
-    /// The tools the agent may call now; empty when none are connected or the turn has used its
-    /// steps, and then the agent must answer.
+    /// The organisation's tools; empty when none are connected.
     pub tools: Vec<ToolSpec>,
+    /// The agent must answer now, without calling tools: the turn has used its steps or the
+    /// organisation its cost cap. The tools are still listed so that the history's tool calls
+    /// make sense to the provider.
+    pub must_answer: bool,
 }
 
 impl AgentRequest {
@@ -264,6 +308,11 @@ impl AgentRequest {
             .find(|e| e.kind == EventKind::UserMessage)
             .and_then(|e| e.payload.get("text"))
             .and_then(Value::as_str)
+    }
+
+    /// The conversation rebuilt from the log for a provider: see [`crate::conversation`].
+    pub fn messages(&self) -> Vec<crate::conversation::Message> {
+        crate::conversation::rebuild(self.history.iter().chain(&self.steps))
     }
 }
 
@@ -283,27 +332,49 @@ pub enum AgentAction {
     UseTools(Vec<ToolCall>),
 }
 
+/// Tokens one provider call used, as the provider reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenUsage {
+    /// Prompt tokens, cached or not.
+    pub input: u64,
+    pub output: u64,
+}
+
 /// The agent's answer to one step.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentReply {
     pub action: AgentAction,
-    /// What the step cost, in millionths of a US dollar.
+    pub usage: TokenUsage,
+    /// What the step cost, in millionths of a US dollar: `usage` priced by the deployment's
+    /// [`crate::pricing::Price`].
     pub cost_micros: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
+    /// The provider could not be reached or did not answer in time; worth retrying.
     #[error("agent provider unreachable: {0}")]
     Unreachable(String),
+    /// The provider failed (a 5xx) or answered with something that is not its wire format;
+    /// worth retrying.
     #[error("agent provider failed: {0}")]
     Failed(String),
+    /// The provider is rate limiting; `retry_after` is its own hint, when it gave one.
+    #[error("agent provider rate limited the request")]
+    RateLimited { retry_after: Option<Duration> },
+    /// The provider refused the request (a bad key, an unknown model, a bad request); retrying
+    /// would not help.
+    #[error("agent provider refused the request: {0}")]
+    Rejected(String),
 }
 
 /// The AI agent that answers questions.
 #[async_trait]
 pub trait Agent: Send + Sync {
     /// Whether the provider can be reached now; create session answers 502 when it cannot.
+    /// Cheap: adapters cache the answer briefly.
     async fn health(&self) -> Result<(), AgentError>;
-    /// One step of a turn. Side-effect free: the workflow may abandon or repeat it.
+    /// One step of a turn: one provider call. Side-effect free: the workflow may abandon it
+    /// midway (dropping the future aborts the request) or repeat it.
     async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError>;
 }

@@ -137,7 +137,7 @@ impl Service {
         let no_connectors = self
             .deps
             .integrations
-            .connected(&org.id)
+            .connected(&org.id, &p.user)
             .await
             .map_err(|e| CoreError::Internal(e.to_string()))?
             .is_empty();

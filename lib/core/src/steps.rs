@@ -12,6 +12,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -21,7 +22,8 @@ use crate::domain::{Awaiting, Event, EventKind, NewEvent, Session, TurnProgress}
 use crate::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use crate::integrations::find_tool;
 use crate::ports::{
-    Agent, AgentAction, AgentRequest, Charge, IntegrationError, Integrations, Store, StoreError,
+    Agent, AgentAction, AgentError, AgentReply, AgentRequest, Charge, IntegrationError,
+    Integrations, Store, StoreError,
 };
 
 /// Events before the answered message that the agent sees at most.
@@ -30,6 +32,14 @@ pub const HISTORY_WINDOW: u64 = 50;
 pub const MAX_AGENT_CALLS: u32 = 6;
 /// Tool calls recorded from one agent step at most; further ones are dropped.
 pub const MAX_TOOL_CALLS_PER_STEP: usize = 8;
+/// Bytes of JSON a tool's input or output, or an answer, may take in the log; larger ones are
+/// cut (a DynamoDB item holds 400 KB, and a step commits up to 8 events at once).
+pub const EVENT_PAYLOAD_LIMIT: usize = 32 * 1024;
+/// A provider's rate limit is waited out inside the step when it asks for at most this long,
+/// at most [`RATE_LIMIT_WAITS`] times; longer or repeated limits fail the step, and the state
+/// machine's backoff takes over.
+pub const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(30);
+pub const RATE_LIMIT_WAITS: u32 = 3;
 
 /// The Task handlers, by the names the state machine's resources carry
 /// (`${LoadTurnFunctionArn}` is `LoadTurn`).
@@ -45,6 +55,8 @@ pub const HANDLERS: [&str; 5] = [
 pub mod errors {
     /// The agent provider could not be reached or failed; retried, then the turn fails.
     pub const AGENT: &str = "AgentFailed";
+    /// The agent provider refused the request (key, model, request shape); not retried.
+    pub const AGENT_REJECTED: &str = "AgentRejected";
     /// An integration could not be reached; retried, then the turn fails.
     pub const TOOL: &str = "ToolUnavailable";
     /// The store failed; retried.
@@ -221,6 +233,11 @@ fn error_event(failure: &Failure, turn: bool) -> NewEvent {
             "The workflow answering this session failed and has stopped.",
         ),
         errors::AGENT => ("agent_failed", "The agent could not answer this message."),
+        errors::AGENT_REJECTED => (
+            "agent_rejected",
+            "The AI provider refused the request. An administrator should check the service's \
+             provider settings.",
+        ),
         errors::TOOL => (
             "tool_unavailable",
             "A tool the agent needed could not be reached.",
@@ -289,7 +306,7 @@ impl Steps {
         let output = match name {
             "LoadTurn" => self.load_turn(&input).await,
             "CallAgent" => abortable(self.call_agent(&input), cancelled).await,
-            "RunTool" => abortable(self.run_tool(&input), cancelled).await,
+            "RunTool" => self.run_tool(&input, cancelled).await,
             "FinishTurn" => self.finish_turn(&input).await,
             "Terminate" => self.terminate(&input).await,
             _ => Err(StepError::new(errors::INPUT, format!("no step {name}"))),
@@ -322,7 +339,10 @@ impl Steps {
     }
 
     /// Asks the agent once. Commits either the `tool_use` events it asks for or its
-    /// `agent_message`, with the step's cost, in one write.
+    /// `agent_message`, with the step's cost, in one write. When the organisation's spend has
+    /// reached its cap, the agent is not asked: the turn ends with a `cost_cap_reached` error
+    /// instead. Every agent call starts under the cap and each turn has one call in flight, so
+    /// concurrent turns overspend the cap by at most one step each.
     pub async fn call_agent(&self, input: &StepInput) -> Result<StepOutput, StepError> {
         let key = input.session.key();
         let s = match self.find(input, Next::Agent).await? {
@@ -330,41 +350,45 @@ impl Steps {
             Found::Return(out) => return Ok(out),
         };
         let agent_calls = s.turn.as_ref().map_or(0, |t| t.agent_calls);
-        let tools = if agent_calls + 1 < MAX_AGENT_CALLS {
-            self.tools(&key.org).await?
+        let (events, charge, answered) = if self.over_cost_cap(&key.org).await? {
+            let event = NewEvent::error(
+                "cost_cap_reached",
+                "Your organisation has reached its monthly spending cap for the AI provider, so \
+                 this message was not answered.",
+            );
+            (vec![event], None, true)
         } else {
-            vec![]
-        };
-        let (history, steps) = self.turn_log(&s).await?;
-        let reply = self
-            .agent
-            .respond(AgentRequest {
+            let tools = self.tools(&key).await?;
+            let (history, steps) = self.turn_log(&s).await?;
+            let request = AgentRequest {
                 org: key.org.clone(),
                 history,
                 steps,
-                tools: tools.clone(),
-            })
-            .await
-            .map_err(|e| StepError::new(errors::AGENT, e.to_string()))?;
-        let events = match &reply.action {
-            AgentAction::Answer(text) => vec![NewEvent::agent_message(text)],
-            AgentAction::UseTools(calls) if !calls.is_empty() && !tools.is_empty() => calls
-                .iter()
-                .take(MAX_TOOL_CALLS_PER_STEP)
-                .map(|c| NewEvent::tool_use(&c.tool, &c.input))
-                .collect(),
-            AgentAction::UseTools(_) => {
-                return Err(StepError::new(
-                    errors::AGENT,
-                    "the agent asked for tools it was not offered",
-                ));
-            }
+                must_answer: agent_calls + 1 >= MAX_AGENT_CALLS || tools.is_empty(),
+                tools,
+            };
+            let reply = self.ask(request.clone()).await?;
+            let events = match &reply.action {
+                AgentAction::Answer(text) => vec![NewEvent::agent_message(&bounded_text(text))],
+                AgentAction::UseTools(calls) if !calls.is_empty() && !request.must_answer => calls
+                    .iter()
+                    .take(MAX_TOOL_CALLS_PER_STEP)
+                    .map(|c| NewEvent::tool_use(&c.tool, &bounded_input(&c.input)))
+                    .collect(),
+                AgentAction::UseTools(_) => {
+                    return Err(StepError::new(
+                        errors::AGENT,
+                        "the agent asked for tools when it had to answer",
+                    ));
+                }
+            };
+            let charge = (reply.cost_micros > 0).then(|| Charge {
+                month: self.clock.now().month(),
+                micros: reply.cost_micros,
+            });
+            let answered = matches!(reply.action, AgentAction::Answer(_));
+            (events, charge, answered)
         };
-        let charge = (reply.cost_micros > 0).then(|| Charge {
-            month: self.clock.now().month(),
-            micros: reply.cost_micros,
-        });
-        let answered = matches!(reply.action, AgentAction::Answer(_));
         let count = events.len() as u64;
         self.commit_step(input, Next::Agent, s, events, charge.as_ref(), |s| {
             let first = s.next_seq;
@@ -384,10 +408,53 @@ impl Steps {
         .await
     }
 
+    /// One provider call, waiting out short rate limits the provider announces. Errors:
+    /// `AgentRejected` when retrying cannot help, `AgentFailed` otherwise.
+    async fn ask(&self, request: AgentRequest) -> Result<AgentReply, StepError> {
+        let mut waits = 0;
+        loop {
+            match self.agent.respond(request.clone()).await {
+                Ok(reply) => return Ok(reply),
+                Err(AgentError::RateLimited {
+                    retry_after: Some(wait),
+                }) if wait <= MAX_RATE_LIMIT_WAIT && waits < RATE_LIMIT_WAITS => {
+                    waits += 1;
+                    tracing::info!(wait_ms = wait.as_millis() as u64, "provider rate limit");
+                    tokio::time::sleep(wait).await;
+                }
+                Err(e @ AgentError::Rejected(_)) => {
+                    return Err(StepError::new(errors::AGENT_REJECTED, e.to_string()));
+                }
+                Err(e) => return Err(StepError::new(errors::AGENT, e.to_string())),
+            }
+        }
+    }
+
+    /// Whether the organisation's month-to-date spend has reached its cost cap.
+    async fn over_cost_cap(&self, org: &OrgId) -> Result<bool, StepError> {
+        let Some(cap) = self
+            .store
+            .get_org(org)
+            .await?
+            .and_then(|o| o.cost_cap_micros)
+        else {
+            return Ok(false);
+        };
+        let usage = self.store.get_usage(org, &self.clock.now().month()).await?;
+        Ok(usage.cost_micros >= cap)
+    }
+
     /// Runs the turn's oldest tool call that has no result yet, and commits its `tool_result`.
     /// A tool that refuses its input gets `{"error": ...}` as its result, for the agent to see;
     /// an unreachable integration fails the step, to be retried.
-    pub async fn run_tool(&self, input: &StepInput) -> Result<StepOutput, StepError> {
+    /// A cancel while the tool runs is passed to the integration, which tells the remote end;
+    /// the step then commits nothing and routes the run to its termination.
+    pub async fn run_tool(
+        &self,
+        input: &StepInput,
+        cancelled: impl Future<Output = ()> + Send,
+    ) -> Result<StepOutput, StepError> {
+        let mut cancelled = std::pin::pin!(cancelled);
         let key = input.session.key();
         let s = match self.find(input, Next::Tool).await? {
             Found::Proceed(s) => *s,
@@ -406,19 +473,25 @@ impl Steps {
             .filter(|e| e.seq == use_seq && e.kind == EventKind::ToolUse)
             .ok_or_else(|| StepError::new(errors::STORE, "the tool_use event is missing"))?;
         let tool = call.payload["tool"].as_str().unwrap_or_default().to_owned();
-        let output = match find_tool(self.integrations.as_ref(), &key.org, &tool).await {
+        let found = tokio::select! {
+            biased;
+            () = cancelled.as_mut() => return Ok(StepOutput::cancelled()),
+            found = find_tool(self.integrations.as_ref(), &key.org, &key.user, &tool) => found,
+        };
+        let output = match found {
             Ok(Some(integration)) => integration
-                .call(&tool, &call.payload["input"])
+                .call(&tool, &call.payload["input"], cancelled.as_mut())
                 .await
                 .map(Ok),
             Ok(None) => Ok(Err(format!("there is no tool named {tool:?}"))),
             Err(e) => Err(e),
         };
         let output = match output {
-            Ok(Ok(value)) => value,
+            Ok(Ok(value)) => bounded_output(value),
             Ok(Err(message)) | Err(IntegrationError::Invalid(message)) => {
                 serde_json::json!({ "error": message })
             }
+            Err(IntegrationError::Cancelled) => return Ok(StepOutput::cancelled()),
             Err(e @ IntegrationError::Unavailable(_)) => {
                 return Err(StepError::new(errors::TOOL, e.to_string()));
             }
@@ -563,11 +636,11 @@ impl Steps {
         Ok((history, steps))
     }
 
-    async fn tools(&self, org: &OrgId) -> Result<Vec<crate::ports::ToolSpec>, StepError> {
+    async fn tools(&self, key: &SessionKey) -> Result<Vec<crate::ports::ToolSpec>, StepError> {
         let mut tools = vec![];
         let connected = self
             .integrations
-            .connected(org)
+            .connected(&key.org, &key.user)
             .await
             .map_err(|e| StepError::new(errors::TOOL, e.to_string()))?;
         for integration in connected {
@@ -654,5 +727,39 @@ async fn abortable(
         biased;
         () = cancelled => Ok(StepOutput::cancelled()),
         out = step => out,
+    }
+}
+
+/// `text` cut to [`EVENT_PAYLOAD_LIMIT`] bytes, on a character boundary, marked when cut.
+fn bounded_text(text: &str) -> String {
+    if text.len() <= EVENT_PAYLOAD_LIMIT {
+        return text.to_owned();
+    }
+    let mut end = EVENT_PAYLOAD_LIMIT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n\n[cut: the text was longer than the log keeps]",
+        &text[..end]
+    )
+}
+
+/// A tool's output as the log keeps it: whole when its JSON fits [`EVENT_PAYLOAD_LIMIT`],
+/// otherwise `{"truncated": true, "text": <the start of its JSON>}`.
+fn bounded_output(output: Value) -> Value {
+    let json = output.to_string();
+    if json.len() <= EVENT_PAYLOAD_LIMIT {
+        return output;
+    }
+    let text = bounded_text(&json);
+    serde_json::json!({ "truncated": true, "text": text })
+}
+
+/// A tool call's input as the log keeps it; an oversized input keeps its start as text.
+fn bounded_input(input: &Value) -> Value {
+    match bounded_output(input.clone()) {
+        Value::Object(o) => Value::Object(o),
+        other => serde_json::json!({ "value": other }),
     }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use knowledge_core::ports::{Integration, IntegrationError, ToolSpec};
+use knowledge_core::ports::{CancelSignal, Integration, IntegrationError, ToolSpec};
 use serde_json::{Value, json};
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
@@ -332,8 +332,14 @@ impl Integration for TantivyDocs {
         }])
     }
 
-    /// Errors: `Invalid` for another tool or an input that does not match the schema.
-    async fn call(&self, tool: &str, input: &Value) -> Result<Value, IntegrationError> {
+    /// Errors: `Invalid` for another tool or an input that does not match the schema. A search
+    /// is short and local, so a cancel does not interrupt it.
+    async fn call(
+        &self,
+        tool: &str,
+        input: &Value,
+        _cancelled: CancelSignal<'_>,
+    ) -> Result<Value, IntegrationError> {
         if tool != TOOL {
             return Err(invalid("the docs integration has no such tool"));
         }
@@ -453,12 +459,16 @@ mod tests {
             json!({"query": "a", "limit": 0}),
         ] {
             assert!(matches!(
-                docs.call(TOOL, &input).await,
+                docs.call(TOOL, &input, std::pin::pin!(std::future::pending())).await,
                 Err(IntegrationError::Invalid(_))
             ));
         }
         let found = docs
-            .call(TOOL, &json!({"query": "alpha", "limit": 1}))
+            .call(
+                TOOL,
+                &json!({"query": "alpha", "limit": 1}),
+                std::pin::pin!(std::future::pending()),
+            )
             .await
             .unwrap();
         assert_eq!(found.as_array().unwrap().len(), 1);

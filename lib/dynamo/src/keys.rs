@@ -8,6 +8,7 @@
 //! | `userName` claim | `ORG#<org>` | `USERNAME#<lowercased userName>` | |
 //! | member data (credentials, agent memory) | `USER#<user>#ORG#<org>#DATA` | `<kind>#<name>` | |
 //! | audit entry | `ORG#<org>#AUDIT` | `<at, 20 digits>#<entry id>` | |
+//! | connected integration (MCP server) | `ORG#<org>#INTEGRATION` | `<name>` | |
 //! | monthly usage | `ORG#<org>` | `USAGE#<YYYY-MM>` | |
 //! | session | `USER#<user>#ORG#<org>#SESSION#<session>` | `SESSION` | `USER#<user>#ORG#<org>` / `<updatedAt, 20 digits>#<session>` |
 //! | event | same as its session | `EVENT#<seq, 20 digits>` | |
@@ -75,6 +76,15 @@ pub fn audit(org: &OrgId, at: Timestamp, id: &str) -> (String, String) {
         audit_partition(org),
         format!("{:020}#{id}", at.millis().max(0)),
     )
+}
+
+/// The partition of an organisation's connected integrations.
+pub fn integrations_partition(org: &OrgId) -> String {
+    format!("ORG#{org}#INTEGRATION")
+}
+
+pub fn integration(org: &OrgId, name: &str) -> (String, String) {
+    (integrations_partition(org), name.to_owned())
 }
 
 pub fn usage(org: &OrgId, month: &str) -> (String, String) {

@@ -22,8 +22,8 @@ use aws_sdk_dynamodb::types::{
 };
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{
-    AuditEntry, Event, MEMBER_DATA_LIMIT, Member, MemberData, Org, Session, SessionSummary,
-    TurnProgress, Usage,
+    AuditEntry, Event, IntegrationConfig, MEMBER_DATA_LIMIT, Member, MemberData, Org, Session,
+    SessionSummary, TurnProgress, Usage,
 };
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, RateWindow, Store, StoreError, UsageRefused};
@@ -746,6 +746,66 @@ impl Store for DynamoStore {
             .collect::<Result<Vec<_>, StoreError>>()?;
         data.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
         Ok(data)
+    }
+
+    async fn put_integration(
+        &self,
+        org: &OrgId,
+        integration: &IntegrationConfig,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let mut item = key_item(keys::integration(org, &integration.name));
+        let config =
+            serde_json::to_string(integration).map_err(|e| StoreError::Backend(e.to_string()))?;
+        item.insert("config".into(), s(&config));
+        let put = Put::builder().table_name(&self.table).set_item(Some(item));
+        let writes = vec![
+            TransactWriteItem::builder()
+                .put(built(put.build())?)
+                .build(),
+            self.put_new(audit_item(audit))?,
+        ];
+        match self.transact(writes).await {
+            Ok(()) => Ok(()),
+            Err(TransactError::Contended) => Err(StoreError::Conflict),
+            Err(TransactError::FirstCondition { .. }) => Err(StoreError::Backend(
+                "an unconditional put was refused".into(),
+            )),
+            Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
+        }
+    }
+
+    async fn list_integrations(&self, org: &OrgId) -> Result<Vec<IntegrationConfig>, StoreError> {
+        self.partition(keys::integrations_partition(org), None)
+            .await?
+            .iter()
+            .map(|item| serde_json::from_str(get_s(item, "config")?).map_err(|_| corrupt("config")))
+            .collect()
+    }
+
+    async fn remove_integration(
+        &self,
+        org: &OrgId,
+        name: &str,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError> {
+        let delete = Delete::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_item(keys::integration(org, name))))
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#pk", keys::PK);
+        let writes = vec![
+            TransactWriteItem::builder()
+                .delete(built(delete.build())?)
+                .build(),
+            self.put_new(audit_item(audit))?,
+        ];
+        match self.transact(writes).await {
+            Ok(()) => Ok(true),
+            Err(TransactError::FirstCondition { .. }) => Ok(false),
+            Err(TransactError::Contended) => Err(StoreError::Conflict),
+            Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
+        }
     }
 
     async fn list_audit(&self, org: &OrgId, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {

@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{
-    AuditEntry, Event, EventKind, Member, MemberData, Org, Session, SessionSummary, Usage,
+    AuditEntry, Event, EventKind, IntegrationConfig, Member, MemberData, Org, Session,
+    SessionSummary, Usage,
 };
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, RateWindow, Store, StoreError, UsageRefused};
@@ -47,6 +48,12 @@ CREATE TABLE IF NOT EXISTS member_data (
     name TEXT NOT NULL,
     value TEXT NOT NULL,
     PRIMARY KEY (org_id, user_id, kind, name)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS integrations (
+    org_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    config TEXT NOT NULL,
+    PRIMARY KEY (org_id, name)
 ) STRICT, WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS audit (
     org_id TEXT NOT NULL,
@@ -675,6 +682,66 @@ impl Store for SqliteStore {
                 })
             })?;
             rows.collect()
+        })
+        .await
+    }
+
+    async fn put_integration(
+        &self,
+        org: &OrgId,
+        integration: &IntegrationConfig,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let (o, i, a) = (org.clone(), integration.clone(), audit.clone());
+        let config = serde_json::to_string(&i).map_err(backend)?;
+        self.write(move |tx| {
+            tx.execute(
+                "INSERT INTO integrations (org_id, name, config) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (org_id, name) DO UPDATE SET config = excluded.config",
+                params![o.as_str(), i.name, config],
+            )
+            .map_err(backend)?;
+            insert_audit(tx, &a)
+        })
+        .await
+    }
+
+    async fn list_integrations(&self, org: &OrgId) -> Result<Vec<IntegrationConfig>, StoreError> {
+        let o = org.clone();
+        let configs: Vec<String> = self
+            .read(move |c| {
+                let mut stmt = c.prepare_cached(
+                    "SELECT config FROM integrations WHERE org_id = ?1 ORDER BY name",
+                )?;
+                let rows = stmt.query_map([o.as_str()], |r| r.get(0))?;
+                rows.collect()
+            })
+            .await?;
+        configs
+            .iter()
+            .map(|c| serde_json::from_str(c).map_err(backend))
+            .collect()
+    }
+
+    async fn remove_integration(
+        &self,
+        org: &OrgId,
+        name: &str,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError> {
+        let (o, n, a) = (org.clone(), name.to_owned(), audit.clone());
+        self.write(move |tx| {
+            let removed = tx
+                .execute(
+                    "DELETE FROM integrations WHERE org_id = ?1 AND name = ?2",
+                    params![o.as_str(), n],
+                )
+                .map_err(backend)?;
+            if removed == 0 {
+                return Ok(false);
+            }
+            insert_audit(tx, &a)?;
+            Ok(true)
         })
         .await
     }

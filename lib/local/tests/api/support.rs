@@ -11,7 +11,7 @@ use knowledge_core::domain::Role;
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{
-    Agent, AgentAction, AgentError, AgentReply, AgentRequest, Integrations,
+    Agent, AgentAction, AgentError, AgentReply, AgentRequest, Integrations, TokenUsage,
 };
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::admin::Admin;
@@ -508,6 +508,7 @@ impl Agent for GatedAgent {
         self.gate.acquire().await.expect("gate open").forget();
         Ok(AgentReply {
             action: AgentAction::Answer(format!("answer to: {question}")),
+            usage: TokenUsage::default(),
             cost_micros: 0,
         })
     }
@@ -557,6 +558,7 @@ impl Agent for PricedAgent {
     async fn respond(&self, _: AgentRequest) -> Result<AgentReply, AgentError> {
         Ok(AgentReply {
             action: AgentAction::Answer("a priced answer".into()),
+            usage: TokenUsage::default(),
             cost_micros: self.micros,
         })
     }

@@ -1,0 +1,1 @@
+//! Remote MCP servers over streamable HTTP as integrations, through `rmcp`.

@@ -1,0 +1,1 @@
+//! Agent provider adapters: OpenAI-compatible chat completions and the Anthropic Messages API.
