@@ -82,7 +82,6 @@ text_enum!(AuditAction {
     ScimTokenGenerated => "scim_token.generated",
     IntegrationConnected => "integration.connected",
     IntegrationDisconnected => "integration.disconnected",
-    IntegrationCredentialSet => "integration.credential_set",
 });
 text_enum!(MemberDataKind { IntegrationToken => "integration_token", AgentMemory => "agent_memory" });
 
@@ -230,6 +229,17 @@ text_enum!(IntegrationAuth { None => "none", PerUser => "per_user" });
 pub const INTEGRATION_LIMIT: usize = 16;
 
 impl IntegrationConfig {
+    /// Whether `url` can name a remote MCP endpoint: `http://` or `https://` with a host, at
+    /// most 2048 characters, no spaces or control characters.
+    pub fn valid_url(url: &str) -> bool {
+        let rest = url
+            .strip_prefix("https://")
+            .or_else(|| url.strip_prefix("http://"));
+        url.len() <= 2048
+            && rest.is_some_and(|r| !r.is_empty() && !r.starts_with('/'))
+            && !url.chars().any(|c| c.is_whitespace() || c.is_control())
+    }
+
     /// Whether `name` is 1 to 24 characters of `a-z`, `0-9` and `-`, starting with a letter:
     /// short enough that `<name>_<tool>` leaves room for the tool's own name in 64 characters.
     pub fn valid_name(name: &str) -> bool {
@@ -268,7 +278,6 @@ pub enum AuditAction {
     ScimTokenGenerated,
     IntegrationConnected,
     IntegrationDisconnected,
-    IntegrationCredentialSet,
 }
 
 /// One entry of an organisation's audit log. Written in the same transaction as the change it

@@ -3,11 +3,13 @@
 
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{
-    Actor, AuditAction, AuditEntry, Member, Org, OrgStatus, Plan, Role, Usage,
+    Actor, AuditAction, AuditEntry, INTEGRATION_LIMIT, IntegrationAuth, IntegrationConfig,
+    MEMBER_DATA_LIMIT, Member, MemberData, MemberDataKind, Org, OrgStatus, Plan, Role, Usage,
 };
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Store, StoreError};
 use knowledge_core::scim;
+use knowledge_core::seal::{Sealer, credential_context};
 use serde_json::{Value, json};
 
 /// Errors of admin commands; their text is shown to the operator.
@@ -17,6 +19,11 @@ pub enum AdminError {
     NoSuchOrg(OrgId),
     #[error("user {user} is not a member of {org}")]
     NoSuchMember { org: OrgId, user: UserId },
+    #[error("no integration {name} in {org}")]
+    NoSuchIntegration { org: OrgId, name: String },
+    /// An argument is not acceptable; the text says which and why.
+    #[error("{0}")]
+    Invalid(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -152,6 +159,124 @@ impl Admin<'_> {
         }
     }
 
+    /// Connects the MCP server at `url` to the organisation as `name`, or changes the one of
+    /// that name. Errors: `Invalid` (name, URL, or the organisation is at
+    /// [`INTEGRATION_LIMIT`]), `NoSuchOrg`.
+    pub async fn connect_integration(
+        &self,
+        org: &OrgId,
+        name: &str,
+        url: &str,
+        auth: IntegrationAuth,
+    ) -> Result<IntegrationConfig, AdminError> {
+        if !IntegrationConfig::valid_name(name) {
+            return Err(AdminError::Invalid(
+                "the name must be 1 to 24 characters of a-z, 0-9 and -, starting with a letter"
+                    .into(),
+            ));
+        }
+        if !IntegrationConfig::valid_url(url) {
+            return Err(AdminError::Invalid(
+                "the URL must be an http:// or https:// address of the server's MCP endpoint"
+                    .into(),
+            ));
+        }
+        self.org(org).await?;
+        let existing = self.store.list_integrations(org).await?;
+        if existing.len() >= INTEGRATION_LIMIT && !existing.iter().any(|i| i.name == name) {
+            return Err(AdminError::Invalid(format!(
+                "an organisation connects {INTEGRATION_LIMIT} integrations at most"
+            )));
+        }
+        let integration = IntegrationConfig {
+            name: name.to_owned(),
+            url: url.to_owned(),
+            auth,
+            created_at: SystemClock.now(),
+        };
+        let audit = self.audit(org, AuditAction::IntegrationConnected, name);
+        self.store
+            .put_integration(org, &integration, &audit)
+            .await?;
+        Ok(integration)
+    }
+
+    /// Disconnects an integration. Errors: `NoSuchIntegration`.
+    pub async fn disconnect_integration(&self, org: &OrgId, name: &str) -> Result<(), AdminError> {
+        let audit = self.audit(org, AuditAction::IntegrationDisconnected, name);
+        if self.store.remove_integration(org, name, &audit).await? {
+            Ok(())
+        } else {
+            Err(AdminError::NoSuchIntegration {
+                org: org.clone(),
+                name: name.to_owned(),
+            })
+        }
+    }
+
+    pub async fn integrations(&self, org: &OrgId) -> Result<Vec<IntegrationConfig>, AdminError> {
+        self.org(org).await?;
+        Ok(self.store.list_integrations(org).await?)
+    }
+
+    /// Stores a member's own token for a per-user integration, sealed for that member and
+    /// integration, replacing the previous one. The token is never printed or logged.
+    /// Errors: `NoSuchIntegration`, `Invalid` (not a per-user integration, or a token that is
+    /// empty, longer than 8 KiB or holds control characters), `NoSuchMember`.
+    pub async fn set_credential(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+        name: &str,
+        token: &str,
+        sealer: &Sealer,
+    ) -> Result<(), AdminError> {
+        let integration = self
+            .store
+            .list_integrations(org)
+            .await?
+            .into_iter()
+            .find(|i| i.name == name)
+            .ok_or_else(|| AdminError::NoSuchIntegration {
+                org: org.clone(),
+                name: name.to_owned(),
+            })?;
+        if integration.auth != IntegrationAuth::PerUser {
+            return Err(AdminError::Invalid(format!(
+                "{name} does not take per-user credentials (connect it with --auth per-user)"
+            )));
+        }
+        if token.is_empty() || token.len() > 8192 || token.chars().any(char::is_control) {
+            return Err(AdminError::Invalid(
+                "the token must be 1 to 8192 characters without control characters".into(),
+            ));
+        }
+        let no_member = || AdminError::NoSuchMember {
+            org: org.clone(),
+            user: user.clone(),
+        };
+        let held = self.store.list_member_data(org, user).await?;
+        let replaces = held
+            .iter()
+            .any(|d| d.kind == MemberDataKind::IntegrationToken && d.name == name);
+        if !replaces && held.len() >= MEMBER_DATA_LIMIT {
+            return Err(AdminError::Invalid(format!(
+                "a member holds {MEMBER_DATA_LIMIT} credentials at most"
+            )));
+        }
+        let context = credential_context(org.as_str(), user.as_str(), name);
+        let data = MemberData {
+            kind: MemberDataKind::IntegrationToken,
+            name: name.to_owned(),
+            value: sealer.seal(&context, token),
+        };
+        match self.store.put_member_data(org, user, &data).await {
+            Ok(()) => Ok(()),
+            Err(StoreError::Gone) => Err(no_member()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// The organisation's newest audit entries, newest first.
     pub async fn audit_log(
         &self,
@@ -201,6 +326,16 @@ pub fn org_json(org: &Org, usage: Option<Usage>) -> Value {
         });
     }
     v
+}
+
+/// The JSON an admin command prints for an integration.
+pub fn integration_json(i: &IntegrationConfig) -> Value {
+    json!({
+        "name": i.name,
+        "url": i.url,
+        "auth": i.auth.as_str(),
+        "createdAt": i.created_at.to_iso8601(),
+    })
 }
 
 /// The JSON an admin command prints for an audit entry.

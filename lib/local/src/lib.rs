@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use knowledge_core::clock::Clock;
 use knowledge_core::ports::{Agent, Integrations, Workflow};
+use knowledge_core::seal::Sealer;
 use knowledge_core::service::{Deps, Service};
 use knowledge_core::steps::Steps;
 use knowledge_http::cookie::{CookieSigner, key_from_hex};
@@ -27,13 +28,17 @@ pub use crate::workflow::{LocalWorkflow, StepTasks};
 /// the key file in the data directory.
 pub const SIGNING_KEY_ENV: &str = "KNOWLEDGE_SIGNING_KEY";
 const SIGNING_KEY_FILE: &str = "signing.key";
+/// Environment variable that supplies the key sealing members' integration credentials (hex,
+/// 32 bytes) instead of the key file in the data directory.
+pub const SEALING_KEY_ENV: &str = "KNOWLEDGE_SEALING_KEY";
+const SEALING_KEY_FILE: &str = "sealing.key";
 
 /// Errors of assembling or running the local service.
 #[derive(Debug, thiserror::Error)]
 pub enum LocalError {
     #[error("store: {0}")]
     Store(#[from] knowledge_core::ports::StoreError),
-    #[error("signing key: {0}")]
+    #[error("key: {0}")]
     Key(String),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
@@ -44,15 +49,29 @@ pub enum LocalError {
 /// The cookie-signing key: from [`SIGNING_KEY_ENV`] when set, else from `signing.key` in the
 /// data directory, created (random, mode 0600) on first use.
 pub fn signing_key(data_dir: &Path) -> Result<Vec<u8>, LocalError> {
+    key(data_dir, SIGNING_KEY_ENV, SIGNING_KEY_FILE)
+}
+
+/// The key that seals members' integration credentials: from [`SEALING_KEY_ENV`] when set,
+/// else from `sealing.key` in the data directory, created (random, mode 0600) on first use.
+/// Losing it makes the stored credentials unreadable, not readable by others.
+pub fn sealer(data_dir: &Path) -> Result<Sealer, LocalError> {
+    let key = key(data_dir, SEALING_KEY_ENV, SEALING_KEY_FILE)?;
+    Sealer::new(&key).map_err(|e| LocalError::Key(format!("{SEALING_KEY_FILE}: {e}")))
+}
+
+/// A 32-byte key from the environment variable `env` (hex), else from `file` in the data
+/// directory, created on first use; concurrent first uses agree on one key.
+fn key(data_dir: &Path, env: &str, file: &str) -> Result<Vec<u8>, LocalError> {
     let decode = |hex_text: &str, from: &str| {
         key_from_hex(hex_text).map_err(|e| LocalError::Key(format!("{from}: {e}")))
     };
-    if let Ok(value) = std::env::var(SIGNING_KEY_ENV) {
-        return decode(&value, SIGNING_KEY_ENV);
+    if let Ok(value) = std::env::var(env) {
+        return decode(&value, env);
     }
-    let path = data_dir.join(SIGNING_KEY_FILE);
+    let path = data_dir.join(file);
     match std::fs::read_to_string(&path) {
-        Ok(text) => decode(&text, SIGNING_KEY_FILE),
+        Ok(text) => decode(&text, file),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             std::fs::create_dir_all(data_dir)?;
             let mut key = [0u8; 32];
@@ -61,7 +80,7 @@ pub fn signing_key(data_dir: &Path) -> Result<Vec<u8>, LocalError> {
                 Ok(()) => Ok(key.to_vec()),
                 // Another process created it first: use theirs.
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    decode(&std::fs::read_to_string(&path)?, SIGNING_KEY_FILE)
+                    decode(&std::fs::read_to_string(&path)?, file)
                 }
                 Err(e) => Err(e.into()),
             }

@@ -7,13 +7,15 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::SystemClock;
-use knowledge_core::domain::{OrgStatus, Plan, Role};
+use knowledge_core::domain::{IntegrationAuth, OrgStatus, Plan, Role};
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_docs::TantivyDocs;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
-use knowledge_local::admin::{Admin, DEFAULT_ORG, OrgChanges, audit_json, org_json};
-use knowledge_local::{LocalService, LocalStore, Parts, SqliteStore, signing_key};
+use knowledge_local::admin::{
+    Admin, DEFAULT_ORG, OrgChanges, audit_json, integration_json, org_json,
+};
+use knowledge_local::{LocalService, LocalStore, Parts, SqliteStore, sealer, signing_key};
 use serde_json::json;
 
 /// The sample folder the default run searches, relative to the working directory.
@@ -110,6 +112,9 @@ enum Command {
     /// SCIM provisioning.
     #[command(subcommand)]
     Scim(ScimCommand),
+    /// Remote MCP servers connected to organisations.
+    #[command(subcommand)]
+    Integration(IntegrationCommand),
     /// Print an organisation's audit log, newest first, one JSON entry per line.
     Audit {
         #[arg(long)]
@@ -168,6 +173,63 @@ enum OrgCommand {
         #[arg(long)]
         org: OrgId,
     },
+}
+
+#[derive(Subcommand)]
+enum IntegrationCommand {
+    /// Connect an MCP server (streamable HTTP) to an organisation, or change the one of that
+    /// name; its tools are offered to the agent from the next step on.
+    Add {
+        #[arg(long)]
+        org: OrgId,
+        /// Short name (a-z, 0-9, -); it prefixes the server's tool names.
+        #[arg(long)]
+        name: String,
+        /// The server's MCP endpoint, such as https://mcp.example.com/mcp.
+        #[arg(long)]
+        url: String,
+        /// `none`, or `per-user`: each member's own bearer token, set with `integration
+        /// credential`; members without one do not reach the server.
+        #[arg(long, default_value = "none")]
+        auth: AuthKind,
+    },
+    /// Disconnect an integration.
+    Remove {
+        #[arg(long)]
+        org: OrgId,
+        #[arg(long)]
+        name: String,
+    },
+    /// List an organisation's integrations, one JSON object per line.
+    List {
+        #[arg(long)]
+        org: OrgId,
+    },
+    /// Store a member's bearer token for a per-user integration, read from standard input (so
+    /// it stays out of the shell history); stored sealed, removed when the member is.
+    Credential {
+        #[arg(long)]
+        org: OrgId,
+        #[arg(long)]
+        user: UserId,
+        #[arg(long)]
+        name: String,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum AuthKind {
+    None,
+    PerUser,
+}
+
+impl From<AuthKind> for IntegrationAuth {
+    fn from(a: AuthKind) -> Self {
+        match a {
+            AuthKind::None => Self::None,
+            AuthKind::PerUser => Self::PerUser,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -327,6 +389,38 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             print(
                 token.clone(),
                 json!({ "orgId": org.to_string(), "token": token }),
+            );
+        }
+        Command::Integration(IntegrationCommand::Add {
+            org,
+            name,
+            url,
+            auth,
+        }) => {
+            let i = admin
+                .connect_integration(&org, &name, &url, auth.into())
+                .await?;
+            print(i.name.clone(), integration_json(&i));
+        }
+        Command::Integration(IntegrationCommand::Remove { org, name }) => {
+            admin.disconnect_integration(&org, &name).await?;
+            print(name.clone(), json!({ "name": name, "removed": true }));
+        }
+        Command::Integration(IntegrationCommand::List { org }) => {
+            for i in admin.integrations(&org).await? {
+                println!("{}", integration_json(&i));
+            }
+        }
+        Command::Integration(IntegrationCommand::Credential { org, user, name }) => {
+            let mut token = String::new();
+            std::io::stdin().read_line(&mut token)?;
+            let token = token.trim_end_matches(['\n', '\r']);
+            admin
+                .set_credential(&org, &user, &name, token, &sealer(&cli.data_dir)?)
+                .await?;
+            print(
+                name.clone(),
+                json!({ "orgId": org.to_string(), "userId": user.to_string(), "name": name, "stored": true }),
             );
         }
         Command::Audit { org, limit } => {

@@ -5,8 +5,9 @@ use std::collections::BTreeSet;
 
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{
-    Actor, AuditAction, AuditEntry, Awaiting, Event, Member, MemberData, MemberDataKind, NewEvent,
-    Org, OrgStatus, Plan, Profile, Role, Session, TurnProgress, Usage,
+    Actor, AuditAction, AuditEntry, Awaiting, Event, IntegrationAuth, IntegrationConfig, Member,
+    MemberData, MemberDataKind, NewEvent, Org, OrgStatus, Plan, Profile, Role, Session,
+    TurnProgress, Usage,
 };
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, Store, StoreError};
@@ -811,4 +812,78 @@ async fn removing_a_member_removes_their_data_in_the_same_step() {
         log.iter().map(|a| a.action).collect::<Vec<_>>(),
         [AuditAction::UserDeactivated, AuditAction::UserProvisioned]
     );
+}
+
+fn mcp(name: &str, url: &str, auth: IntegrationAuth) -> IntegrationConfig {
+    IntegrationConfig {
+        name: name.into(),
+        url: url.into(),
+        auth,
+        created_at: NOW,
+    }
+}
+
+#[tokio::test]
+async fn integrations_are_listed_by_name_replaced_by_name_and_removed_once_with_their_audit() {
+    let f = fixture().await;
+    let org = business_org(&*f.store).await;
+    let other = business_org(&*f.store).await;
+    let audit = |action, target: &str| AuditEntry::new(&org.id, NOW, Actor::Admin, action, target);
+    let connect = AuditAction::IntegrationConnected;
+    let wiki = mcp("wiki", "https://wiki.example/mcp", IntegrationAuth::PerUser);
+    let crm = mcp("crm", "http://127.0.0.1:9/mcp", IntegrationAuth::None);
+    f.store
+        .put_integration(&org.id, &wiki, &audit(connect, "wiki"))
+        .await
+        .unwrap();
+    f.store
+        .put_integration(&org.id, &crm, &audit(connect, "crm"))
+        .await
+        .unwrap();
+    assert_eq!(
+        f.store.list_integrations(&org.id).await.unwrap(),
+        vec![crm.clone(), wiki.clone()]
+    );
+    assert!(
+        f.store
+            .list_integrations(&other.id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let moved = mcp("wiki", "https://wiki2.example/mcp", IntegrationAuth::None);
+    f.store
+        .put_integration(&org.id, &moved, &audit(connect, "wiki"))
+        .await
+        .unwrap();
+    assert_eq!(
+        f.store.list_integrations(&org.id).await.unwrap(),
+        vec![crm.clone(), moved]
+    );
+
+    let disconnect = AuditAction::IntegrationDisconnected;
+    assert!(
+        f.store
+            .remove_integration(&org.id, "wiki", &audit(disconnect, "wiki"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !f.store
+            .remove_integration(&org.id, "wiki", &audit(disconnect, "wiki"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(f.store.list_integrations(&org.id).await.unwrap(), vec![crm]);
+    let actions: Vec<AuditAction> = f
+        .store
+        .list_audit(&org.id, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.action)
+        .collect();
+    assert_eq!(actions.iter().filter(|a| **a == connect).count(), 3);
+    assert_eq!(actions.iter().filter(|a| **a == disconnect).count(), 1);
 }
