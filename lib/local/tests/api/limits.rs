@@ -2,14 +2,21 @@
 //! the store, plus transcript paging.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
+use async_trait::async_trait;
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::domain::EventKind;
 use knowledge_core::ids::{EventId, SessionId};
 use knowledge_local::admin::OrgChanges;
 use serde_json::json;
 
-use crate::support::{Api, PricedAgent};
+use knowledge_core::ports::{
+    Agent, AgentAction, AgentError, AgentReply, AgentRequest, TokenUsage, ToolCall,
+};
+use knowledge_core::steps::MAX_AGENT_CALLS;
+
+use crate::support::{Api, GatedAgent, PricedAgent, Setup, docs};
 
 const SESSION: &str = "/api/managed-agents/session";
 
@@ -199,4 +206,150 @@ async fn transcript_pages_hold_a_hundred_events_and_has_more_leads_to_the_rest()
         .await;
     assert_eq!(tail.body["events"], json!([]));
     assert_eq!(tail.body["hasMore"], json!(false));
+}
+
+/// An agent whose every step costs `micros` and that searches again at each step until it
+/// must answer, so a turn takes as many paid steps as the workflow allows.
+struct SearchingAgent {
+    micros: u64,
+    calls: AtomicU64,
+}
+
+#[async_trait]
+impl Agent for SearchingAgent {
+    async fn health(&self) -> Result<(), AgentError> {
+        Ok(())
+    }
+
+    async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let action = if request.must_answer {
+            AgentAction::Answer("done searching".into())
+        } else {
+            AgentAction::UseTools(vec![ToolCall {
+                tool: request.tools[0].name.clone(),
+                input: json!({ "query": "cancel" }),
+            }])
+        };
+        Ok(AgentReply {
+            action,
+            usage: TokenUsage::default(),
+            cost_micros: self.micros,
+        })
+    }
+}
+
+#[tokio::test]
+async fn concurrent_turns_overspend_the_cost_cap_by_at_most_one_step_each() {
+    const STEP: u64 = 300;
+    const CAP: u64 = 1_000;
+    const TURNS: u64 = 4;
+    let agent = Arc::new(SearchingAgent {
+        micros: STEP,
+        calls: AtomicU64::new(0),
+    });
+    let api = Api::start_setup(Setup {
+        integrations: docs(),
+        ..Setup::new(agent.clone())
+    })
+    .await;
+    api.admin()
+        .update_org(
+            &api.user.org,
+            OrgChanges {
+                cap_micros: Some(Some(CAP)),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let questions: Vec<String> = (0..TURNS).map(|i| format!("question {i}")).collect();
+    let ids = futures_util::future::join_all(questions.iter().map(|q| api.create(q))).await;
+    api.settle().await;
+
+    // Unbounded, each turn would take MAX_AGENT_CALLS paid steps.
+    let spent = api.admin().usage(&api.user.org).await.unwrap().cost_micros;
+    assert!(spent >= CAP, "the turns reach the cap: {spent}");
+    assert!(spent <= CAP + TURNS * STEP, "overspent: {spent}");
+    assert_eq!(spent, agent.calls.load(Ordering::SeqCst) * STEP);
+    assert!(spent < TURNS * u64::from(MAX_AGENT_CALLS) * STEP);
+    let mut stopped = 0;
+    for id in &ids {
+        let events = api.all_events(id).await;
+        let k = crate::support::kinds(&events);
+        assert_eq!(k.last().map(String::as_str), Some("status_idle"), "{k:?}");
+        if k.contains(&"error".to_owned()) {
+            let error = events.iter().find(|e| e["type"] == "error").unwrap();
+            assert_eq!(error["payload"]["code"], "cost_cap_reached");
+            stopped += 1;
+        }
+    }
+    assert!(stopped >= 1, "at least one turn was stopped by the cap");
+    let r = api.message(&ids[0], "one more").await;
+    assert_eq!((r.status, r.code()), (429, "cost_cap_reached"));
+    assert_eq!(r.body["capUsd"], json!(0.001));
+    assert_eq!(r.body["monthToDateUsd"], json!(spent as f64 / 1e6));
+}
+
+#[tokio::test]
+async fn a_follow_up_queued_behind_the_turn_that_crosses_the_cap_is_not_answered() {
+    let agent = GatedAgent::new();
+    let api = Api::start_setup(Setup::new(Arc::new(PricedGate {
+        inner: agent.clone(),
+        micros: 2_000,
+    })))
+    .await;
+    api.admin()
+        .update_org(
+            &api.user.org,
+            OrgChanges {
+                cap_micros: Some(Some(1_000)),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let id = api.create("first").await;
+    assert_eq!(agent.asked().await, "first");
+    // Accepted: the spend is still under the cap while the first answer is in flight.
+    assert_eq!(api.message(&id, "second").await.status, 200);
+    agent.release(1);
+    api.settle().await;
+    let events = api.all_events(&id).await;
+    assert_eq!(
+        crate::support::kinds(&events),
+        [
+            "user_message",
+            "user_message",
+            "agent_message",
+            "status_idle",
+            "error",
+            "status_idle"
+        ]
+    );
+    assert_eq!(events[4]["payload"]["code"], "cost_cap_reached");
+    assert_eq!(
+        api.admin().usage(&api.user.org).await.unwrap().cost_micros,
+        2_000,
+        "the queued turn made no provider call"
+    );
+}
+
+/// A gated agent whose answers cost `micros`.
+struct PricedGate {
+    inner: Arc<GatedAgent>,
+    micros: u64,
+}
+
+#[async_trait]
+impl Agent for PricedGate {
+    async fn health(&self) -> Result<(), AgentError> {
+        Ok(())
+    }
+
+    async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError> {
+        let mut reply = self.inner.respond(request).await?;
+        reply.cost_micros = self.micros;
+        Ok(reply)
+    }
 }
