@@ -1,0 +1,242 @@
+//! The OpenAI-compatible adapter: Chat Completions with tool calling, as OpenAI serves it and
+//! as local servers (llama.cpp, vLLM, Ollama) imitate it.
+
+use std::fmt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use knowledge_core::conversation::Message;
+use knowledge_core::ports::{
+    Agent, AgentError, AgentReply, AgentRequest, TokenUsage, ToolCall, ToolSpec,
+};
+use knowledge_core::pricing::Price;
+use reqwest::header::{AUTHORIZATION, HeaderMap};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::config::ConfigError;
+use crate::health::HealthPolicy;
+use crate::http::{self, ApiKey, Transport};
+use crate::render::{self, SYSTEM_PROMPT};
+
+/// OpenAI's own API; local servers are usually at `http://127.0.0.1:<port>/v1`.
+pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// How to reach an OpenAI-compatible server. `Debug` hides the key.
+#[derive(Debug, Clone)]
+pub struct OpenAiConfig {
+    /// Up to and including the version segment: requests go to `{base_url}/chat/completions`.
+    pub base_url: String,
+    /// Sent as `Authorization: Bearer <key>`; local servers usually need none.
+    pub api_key: Option<ApiKey>,
+    pub model: String,
+    pub price: Price,
+    /// Time allowed for one call, connection included.
+    pub timeout: Duration,
+    pub health: HealthPolicy,
+}
+
+impl OpenAiConfig {
+    /// OpenAI's API without a key, a 60 s timeout and the default health policy.
+    pub fn new(model: impl Into<String>, price: Price) -> Self {
+        Self {
+            base_url: DEFAULT_OPENAI_BASE_URL.into(),
+            api_key: None,
+            model: model.into(),
+            price,
+            timeout: http::DEFAULT_REQUEST_TIMEOUT,
+            health: HealthPolicy::default(),
+        }
+    }
+}
+
+/// An [`Agent`] backed by an OpenAI-compatible Chat Completions endpoint.
+pub struct OpenAiAgent {
+    model: String,
+    base_url: String,
+    transport: Transport,
+}
+
+impl fmt::Debug for OpenAiAgent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiAgent")
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiAgent {
+    /// Errors: `BaseUrl` for a base URL that is not absolute http(s), `Client` when the HTTP
+    /// client cannot be built.
+    pub fn new(config: OpenAiConfig) -> Result<Self, ConfigError> {
+        let base_url = http::base_url(&config.base_url).map_err(ConfigError::BaseUrl)?;
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &config.api_key {
+            headers.insert(AUTHORIZATION, key.header("Bearer "));
+        }
+        let transport = Transport::new(
+            headers,
+            config.timeout,
+            format!("{base_url}/models"),
+            config.health,
+            config.price,
+        )?;
+        Ok(Self {
+            model: config.model,
+            base_url,
+            transport,
+        })
+    }
+
+    fn body(&self, request: &AgentRequest) -> Value {
+        let mut messages = vec![json!({"role": "system", "content": SYSTEM_PROMPT})];
+        for message in render::conversation(request) {
+            match message {
+                Message::User(text) => messages.push(json!({"role": "user", "content": text})),
+                Message::Assistant(text) => {
+                    messages.push(json!({"role": "assistant", "content": text}));
+                }
+                Message::ToolCalls(calls) => {
+                    let calls: Vec<Value> = calls
+                        .iter()
+                        .map(|c| {
+                            json!({
+                                "id": c.id,
+                                "type": "function",
+                                "function": {"name": c.tool, "arguments": c.input.to_string()},
+                            })
+                        })
+                        .collect();
+                    messages.push(json!({"role": "assistant", "tool_calls": calls}));
+                }
+                Message::ToolResults(results) => messages.extend(results.iter().map(|r| {
+                    json!({
+                        "role": "tool",
+                        "tool_call_id": r.id,
+                        "content": render::output_text(&r.output),
+                    })
+                })),
+            }
+        }
+        let mut body = json!({"model": self.model, "messages": messages});
+        if !request.tools.is_empty() {
+            body["tools"] = request.tools.iter().map(tool).collect();
+            body["tool_choice"] = json!(if request.must_answer { "none" } else { "auto" });
+        }
+        body
+    }
+}
+
+fn tool(spec: &ToolSpec) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.input_schema,
+        },
+    })
+}
+
+#[derive(Deserialize)]
+struct Completion {
+    choices: Vec<Choice>,
+    /// Some local servers leave it out; their models are priced at zero anyway.
+    usage: Option<Usage>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    message: ReplyMessage,
+}
+
+#[derive(Deserialize)]
+struct ReplyMessage {
+    content: Option<String>,
+    tool_calls: Option<Vec<ReplyToolCall>>,
+}
+
+#[derive(Deserialize)]
+struct ReplyToolCall {
+    function: ReplyFunction,
+}
+
+#[derive(Deserialize)]
+struct ReplyFunction {
+    name: String,
+    /// The input as a JSON string, which must hold an object.
+    arguments: String,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+}
+
+/// The tool calls of a reply. Errors: `Failed` when arguments are not a JSON object (an
+/// empty string, which some servers send for a call without input, counts as `{}`).
+fn tool_calls(calls: Vec<ReplyToolCall>) -> Result<Vec<ToolCall>, AgentError> {
+    calls
+        .into_iter()
+        .map(|c| {
+            let input = if c.function.arguments.trim().is_empty() {
+                Value::Object(Map::new())
+            } else {
+                serde_json::from_str::<Value>(&c.function.arguments)
+                    .ok()
+                    .filter(Value::is_object)
+                    .ok_or_else(|| {
+                        AgentError::Failed(format!(
+                            "the arguments of a call of {:?} are not a JSON object",
+                            c.function.name
+                        ))
+                    })?
+            };
+            Ok(ToolCall {
+                tool: c.function.name,
+                input,
+            })
+        })
+        .collect()
+}
+
+#[async_trait]
+impl Agent for OpenAiAgent {
+    async fn health(&self) -> Result<(), AgentError> {
+        self.transport.health().await
+    }
+
+    async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError> {
+        let url = format!("{}/chat/completions", self.base_url);
+        let completion: Completion = self.transport.post(&url, &self.body(&request)).await?;
+        let Some(choice) = completion.choices.into_iter().next() else {
+            return Err(AgentError::Failed("the reply has no choices".into()));
+        };
+        let calls = tool_calls(choice.message.tool_calls.unwrap_or_default())?;
+        let text = choice.message.content.unwrap_or_default();
+        let usage = completion.usage.map_or_else(
+            || {
+                tracing::warn!(model = %self.model, "the provider reported no token usage");
+                TokenUsage::default()
+            },
+            |u| TokenUsage {
+                input: u.prompt_tokens,
+                output: u.completion_tokens,
+            },
+        );
+        let action = render::decide(&request, text, calls)?;
+        tracing::debug!(
+            model = %self.model,
+            input_tokens = usage.input,
+            output_tokens = usage.output,
+            "openai-compatible reply"
+        );
+        Ok(AgentReply {
+            action,
+            usage,
+            cost_micros: self.transport.cost_micros(usage),
+        })
+    }
+}

@@ -1,0 +1,170 @@
+//! What both adapters say and decide the same way: the system prompt, the conversation as
+//! they render it, tool outputs as text, and the action a provider's reply amounts to.
+
+use knowledge_core::conversation::Message;
+use knowledge_core::ports::{AgentAction, AgentError, AgentRequest, ToolCall};
+use serde_json::Value;
+
+/// The fixed instructions sent ahead of every conversation.
+pub(crate) const SYSTEM_PROMPT: &str = "You are the knowledge assistant of an organisation. \
+You answer questions from members of the organisation about its work, documents and systems. \
+Use the tools you are given when they can help: search before answering questions about the \
+organisation, and base your answer on what the tools return, naming the sources you used. If \
+the tools find nothing relevant, say so rather than guessing. Answer in Markdown, concisely.";
+
+/// The conversation to send. With no tools to declare, earlier tool calls and results are
+/// rewritten as plain text: both APIs refuse tool calls in the history of a request that
+/// declares no tools, or may, and the model still sees what was found.
+pub(crate) fn conversation(request: &AgentRequest) -> Vec<Message> {
+    let messages = request.messages();
+    if !request.tools.is_empty() {
+        return messages;
+    }
+    messages
+        .into_iter()
+        .map(|message| match message {
+            Message::ToolCalls(calls) => Message::Assistant(
+                calls
+                    .iter()
+                    .map(|c| format!("(I called the tool `{}` with {})", c.tool, c.input))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            Message::ToolResults(results) => Message::User(
+                results
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "(Not from the user: the tool `{}` returned {})",
+                            r.tool,
+                            output_text(&r.output)
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            other => other,
+        })
+        .collect()
+}
+
+/// A tool's output as the text of a tool result: a string as it is, anything else as JSON.
+pub(crate) fn output_text(output: &Value) -> String {
+    match output {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The action a reply amounts to: its tool calls if it made any (any text beside them is the
+/// model thinking aloud, and dropped), else its text as the answer. When the request had to be
+/// answered and the provider called tools anyway (a local server may ignore `tool_choice`),
+/// the text is the answer if there is one.
+/// Errors: `Failed` for a reply with neither text nor tool calls, or with only tool calls
+/// when an answer was required: either may come out differently when asked again.
+pub(crate) fn decide(
+    request: &AgentRequest,
+    text: String,
+    calls: Vec<ToolCall>,
+) -> Result<AgentAction, AgentError> {
+    let has_text = !text.trim().is_empty();
+    match (calls.is_empty(), has_text) {
+        (false, _) if !request.must_answer => Ok(AgentAction::UseTools(calls)),
+        (false, false) => Err(AgentError::Failed(
+            "the provider called tools when it was told to answer".into(),
+        )),
+        (_, true) => Ok(AgentAction::Answer(text)),
+        (true, false) => Err(AgentError::Failed(
+            "the reply holds neither text nor tool calls".into(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use knowledge_core::clock::Timestamp;
+    use knowledge_core::domain::{Event, EventKind};
+    use knowledge_core::ids::OrgId;
+    use serde_json::json;
+
+    fn request(tools: bool, must_answer: bool) -> AgentRequest {
+        let event = |seq, kind, payload| Event {
+            seq,
+            kind,
+            payload,
+            occurred_at: Timestamp(0),
+        };
+        AgentRequest {
+            org: OrgId::generate(),
+            history: vec![event(1, EventKind::UserMessage, json!({"text": "q"}))],
+            steps: vec![
+                event(
+                    2,
+                    EventKind::ToolUse,
+                    json!({"tool": "search", "input": {"query": "q"}}),
+                ),
+                event(
+                    3,
+                    EventKind::ToolResult,
+                    json!({"tool": "search", "output": "found"}),
+                ),
+            ],
+            tools: if tools {
+                vec![knowledge_core::ports::ToolSpec {
+                    name: "search".into(),
+                    description: "Searches.".into(),
+                    input_schema: json!({"type": "object"}),
+                }]
+            } else {
+                vec![]
+            },
+            must_answer,
+        }
+    }
+
+    #[test]
+    fn without_tools_the_tool_history_becomes_plain_text() {
+        let messages = conversation(&request(false, true));
+        assert_eq!(
+            messages,
+            vec![
+                Message::User("q".into()),
+                Message::Assistant(r#"(I called the tool `search` with {"query":"q"})"#.into()),
+                Message::User("(Not from the user: the tool `search` returned found)".into()),
+            ]
+        );
+        assert!(matches!(
+            conversation(&request(true, true))[1],
+            Message::ToolCalls(_)
+        ));
+    }
+
+    #[test]
+    fn a_reply_is_tool_calls_unless_an_answer_is_required() {
+        let call = || {
+            vec![ToolCall {
+                tool: "search".into(),
+                input: json!({}),
+            }]
+        };
+        let free = request(true, false);
+        let bound = request(true, true);
+        assert_eq!(
+            decide(&free, "thinking".into(), call()).unwrap(),
+            AgentAction::UseTools(call())
+        );
+        assert_eq!(
+            decide(&bound, "the answer".into(), call()).unwrap(),
+            AgentAction::Answer("the answer".into())
+        );
+        assert!(matches!(
+            decide(&bound, " ".into(), call()),
+            Err(AgentError::Failed(_))
+        ));
+        assert!(matches!(
+            decide(&free, String::new(), vec![]),
+            Err(AgentError::Failed(_))
+        ));
+    }
+}
