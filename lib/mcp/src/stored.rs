@@ -1,0 +1,219 @@
+//! The integrations each organisation connected, read from the store on every request, with
+//! the member's own sealed credential for those that authenticate per user.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use knowledge_core::domain::{IntegrationAuth, IntegrationConfig, MemberData, MemberDataKind};
+use knowledge_core::ids::{OrgId, UserId};
+use knowledge_core::ports::{Integration, IntegrationError, Integrations, Store};
+use knowledge_core::seal::{Sealer, credential_context};
+
+use crate::integration::{McpIntegration, Timeouts};
+
+/// [`Integrations`] from [`Store::list_integrations`], each an [`McpIntegration`], after the
+/// fixed ones given at construction. Caches nothing: every `connected` reads the
+/// store, and an opened credential lives only in the integrations that call returns.
+pub struct StoredIntegrations {
+    store: Arc<dyn Store>,
+    sealer: Arc<Sealer>,
+    fixed: Arc<dyn Integrations>,
+    timeouts: Timeouts,
+}
+
+impl StoredIntegrations {
+    /// The `fixed` integrations (the local docs search of the default organisation, say) come
+    /// first; `sealer` opens the members' credentials; `timeouts` apply to every MCP server.
+    pub fn new(
+        store: Arc<dyn Store>,
+        sealer: Arc<Sealer>,
+        fixed: Arc<dyn Integrations>,
+        timeouts: Timeouts,
+    ) -> Self {
+        Self {
+            store,
+            sealer,
+            fixed,
+            timeouts,
+        }
+    }
+}
+
+/// The bearer token `user` holds for `integration` in `org`: their
+/// [`MemberDataKind::IntegrationToken`] named after it, opened for its
+/// [`credential_context`]. `None` when they have none, or it does not open (sealed for someone
+/// else, under another key, or tampered with).
+pub fn member_credential(
+    sealer: &Sealer,
+    org: &OrgId,
+    user: &UserId,
+    integration: &str,
+    data: &[MemberData],
+) -> Option<String> {
+    let sealed = data
+        .iter()
+        .find(|d| d.kind == MemberDataKind::IntegrationToken && d.name == integration)?;
+    let context = credential_context(org.as_str(), user.as_str(), integration);
+    match sealer.open(&context, &sealed.value) {
+        Ok(token) => Some(token),
+        Err(_) => {
+            tracing::warn!(
+                org = %org, user = %user, integration,
+                "a member's credential for an integration does not open; leaving it out"
+            );
+            None
+        }
+    }
+}
+
+/// The integrations a member reaches, in order, each with the bearer token to send: none for
+/// those without authentication, the member's `credential` for those that authenticate per
+/// user; an integration of the latter kind without one is left out.
+fn reachable(
+    configs: Vec<IntegrationConfig>,
+    credential: impl Fn(&str) -> Option<String>,
+) -> Vec<(IntegrationConfig, Option<String>)> {
+    configs
+        .into_iter()
+        .filter_map(|config| match config.auth {
+            IntegrationAuth::None => Some((config, None)),
+            IntegrationAuth::PerUser => {
+                let token = credential(&config.name)?;
+                Some((config, Some(token)))
+            }
+        })
+        .collect()
+}
+
+#[async_trait]
+impl Integrations for StoredIntegrations {
+    /// The fixed integrations, then the organisation's MCP servers by name, leaving out those
+    /// that authenticate per user for which `user` holds no credential that opens.
+    /// Errors: `Unavailable` when the store fails.
+    async fn connected(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+    ) -> Result<Vec<Arc<dyn Integration>>, IntegrationError> {
+        let store_failed = |e| IntegrationError::Unavailable(format!("reading integrations: {e}"));
+        let configs = self
+            .store
+            .list_integrations(org)
+            .await
+            .map_err(store_failed)?;
+        let data = if configs.iter().any(|c| c.auth == IntegrationAuth::PerUser) {
+            self.store
+                .list_member_data(org, user)
+                .await
+                .map_err(store_failed)?
+        } else {
+            Vec::new()
+        };
+        let credential = |name: &str| member_credential(&self.sealer, org, user, name, &data);
+        let mut connected = self.fixed.connected(org, user).await?;
+        for (config, token) in reachable(configs, credential) {
+            connected.push(Arc::new(McpIntegration::new(
+                config.name,
+                config.url,
+                token,
+                self.timeouts,
+            )));
+        }
+        Ok(connected)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use knowledge_core::clock::Timestamp;
+
+    use super::*;
+
+    fn ids() -> (OrgId, UserId) {
+        (OrgId::generate(), UserId::generate())
+    }
+
+    fn token(name: &str, value: String) -> MemberData {
+        MemberData {
+            kind: MemberDataKind::IntegrationToken,
+            name: name.to_owned(),
+            value,
+        }
+    }
+
+    #[test]
+    fn the_members_token_named_after_the_integration_is_opened() {
+        let sealer = Sealer::new(&[3; 32]).unwrap();
+        let (org, user) = ids();
+        let seal = |integration: &str, secret: &str| {
+            let context = credential_context(org.as_str(), user.as_str(), integration);
+            sealer.seal(&context, secret)
+        };
+        let data = vec![
+            MemberData {
+                kind: MemberDataKind::AgentMemory,
+                name: "wiki".to_owned(),
+                value: "remembered".to_owned(),
+            },
+            token("tracker", seal("tracker", "tracker-token")),
+            token("wiki", seal("wiki", "wiki-token")),
+        ];
+        let found = member_credential(&sealer, &org, &user, "wiki", &data);
+        assert_eq!(found.as_deref(), Some("wiki-token"));
+        assert_eq!(
+            member_credential(&sealer, &org, &user, "drive", &data),
+            None
+        );
+    }
+
+    #[test]
+    fn a_token_sealed_for_another_member_or_integration_does_not_count() {
+        let sealer = Sealer::new(&[3; 32]).unwrap();
+        let (org, user) = ids();
+        let (_, other) = ids();
+        let for_other = credential_context(org.as_str(), other.as_str(), "wiki");
+        let for_tracker = credential_context(org.as_str(), user.as_str(), "tracker");
+        let copied = vec![token("wiki", sealer.seal(&for_other, "their-token"))];
+        assert_eq!(
+            member_credential(&sealer, &org, &user, "wiki", &copied),
+            None
+        );
+        let renamed = vec![token("wiki", sealer.seal(&for_tracker, "tracker-token"))];
+        assert_eq!(
+            member_credential(&sealer, &org, &user, "wiki", &renamed),
+            None
+        );
+        let garbage = vec![token("wiki", "v1.00".to_owned())];
+        assert_eq!(
+            member_credential(&sealer, &org, &user, "wiki", &garbage),
+            None
+        );
+    }
+
+    #[test]
+    fn per_user_integrations_are_reached_only_with_a_credential_and_open_ones_without() {
+        let config = |name: &str, auth| IntegrationConfig {
+            name: name.to_owned(),
+            url: format!("https://{name}.example/mcp"),
+            auth,
+            created_at: Timestamp(0),
+        };
+        let configs = vec![
+            config("drive", IntegrationAuth::PerUser),
+            config("search", IntegrationAuth::None),
+            config("wiki", IntegrationAuth::PerUser),
+        ];
+        let credential = |name: &str| (name == "wiki").then(|| "wiki-token".to_owned());
+        let reached: Vec<(String, Option<String>)> = reachable(configs, credential)
+            .into_iter()
+            .map(|(c, token)| (c.name, token))
+            .collect();
+        assert_eq!(
+            reached,
+            [
+                ("search".to_owned(), None),
+                ("wiki".to_owned(), Some("wiki-token".to_owned()))
+            ]
+        );
+    }
+}
