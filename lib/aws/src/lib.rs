@@ -18,6 +18,8 @@ use knowledge_core::steps::Steps;
 use knowledge_dynamo::{DynamoStore, RequestCounter};
 use knowledge_http::cookie::CookieSigner;
 use knowledge_http::{AppState, Endpoint, HttpConfig};
+use knowledge_mcp::{StoredIntegrations, Timeouts};
+use knowledge_providers::agent_from_env;
 
 pub use crate::config::{ConfigError, Env};
 pub use crate::sfn::SfnWorkflow;
@@ -102,8 +104,7 @@ impl App {
                 aws_sdk_sfn::Client::new(shared),
                 env.state_machine_arn.clone(),
             ),
-            // The built-in agent, and no integrations, until the providers and MCP connectors
-            // arrive (see docs/deploy.md).
+            // The functions that use them replace these with the configured ones (`with_ai`).
             agent: Arc::new(BuiltinAgent),
             integrations: Arc::new(FixedIntegrations::new()),
         }
@@ -132,6 +133,48 @@ impl App {
         knowledge_http::router_for(state, &[endpoint])
     }
 
+    /// Replaces the built-in agent and the empty integrations by the configured ones, for the
+    /// functions that use them: `uses` says which. The provider comes from the variables
+    /// [`knowledge_providers::agent_from_env`] reads, with its API key from the secret named by
+    /// `PROVIDER_API_KEY_SECRET_ARN`; the integrations are the organisations' MCP servers, with
+    /// members' credentials opened by the key in `SEALING_KEY_SECRET_ARN`.
+    /// Errors: a missing or wrong setting or secret, so the cold start fails loudly.
+    pub async fn with_ai(
+        mut self,
+        shared: &SdkConfig,
+        env: &Env,
+        uses: Uses,
+    ) -> Result<Self, ConfigError> {
+        let secrets = aws_sdk_secretsmanager::Client::new(shared);
+        if uses.agent {
+            let api_key = match &env.provider_key_secret {
+                Some(id) => Some(config::secret_string(&secrets, id).await?),
+                None => None,
+            };
+            let configured = agent_from_env(|name| match name {
+                "OPENAI_API_KEY" | "ANTHROPIC_API_KEY" => api_key.clone(),
+                _ => std::env::var(name).ok(),
+            })
+            .map_err(|e| ConfigError::Agent(e.to_string()))?;
+            tracing::info!(agent = %configured.description, "agent configured");
+            self.agent = configured.agent;
+        }
+        if uses.integrations {
+            let id = env
+                .sealing_key_secret
+                .as_deref()
+                .ok_or(ConfigError::Missing(config::SEALING_KEY_SECRET_ENV))?;
+            let sealer = config::sealer(&secrets, id).await?;
+            self.integrations = Arc::new(StoredIntegrations::new(
+                self.store(),
+                Arc::new(sealer),
+                Arc::new(FixedIntegrations::new()),
+                Timeouts::default(),
+            ));
+        }
+        Ok(self)
+    }
+
     /// The workflow steps a task function runs.
     pub fn steps(&self) -> Steps {
         Steps::new(
@@ -145,6 +188,32 @@ impl App {
     /// The task function of `handler`.
     pub fn task(&self, handler: Handler) -> task::TaskFunction {
         task::TaskFunction::new(self.steps(), self.store(), handler)
+    }
+}
+
+/// Which of the configured agent and integrations a function uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Uses {
+    pub agent: bool,
+    pub integrations: bool,
+}
+
+impl Uses {
+    /// Create session checks the provider's health and whether anything is connected.
+    pub fn of_endpoint(endpoint: Endpoint) -> Self {
+        let creates = endpoint == Endpoint::CreateSession;
+        Self {
+            agent: creates,
+            integrations: creates,
+        }
+    }
+
+    /// CallAgent asks the provider and lists the tools; RunTool calls them.
+    pub fn of_handler(handler: Handler) -> Self {
+        Self {
+            agent: handler == Handler::CallAgent,
+            integrations: matches!(handler, Handler::CallAgent | Handler::RunTool),
+        }
     }
 }
 
@@ -163,7 +232,10 @@ pub async fn run_http(endpoint: Endpoint) -> Result<(), lambda_http::Error> {
     let http = Http::for_endpoint(endpoint, &shared, &env)
         .await
         .map_err(init_failed)?;
-    let app = App::connect(&shared, &env, RequestCounter::default());
+    let app = App::connect(&shared, &env, RequestCounter::default())
+        .with_ai(&shared, &env, Uses::of_endpoint(endpoint))
+        .await
+        .map_err(init_failed)?;
     lambda_http::run(app.router(endpoint, &http)).await
 }
 
@@ -172,7 +244,11 @@ pub async fn run_task(handler: Handler) -> Result<(), lambda_runtime::Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let env = Env::from_env().map_err(init_failed)?;
     let shared = aws_config::load_from_env().await;
-    let task = App::connect(&shared, &env, RequestCounter::default()).task(handler);
+    let task = App::connect(&shared, &env, RequestCounter::default())
+        .with_ai(&shared, &env, Uses::of_handler(handler))
+        .await
+        .map_err(init_failed)?
+        .task(handler);
     lambda_runtime::run(lambda_runtime::service_fn(move |event| {
         let task = task.clone();
         async move { task.handle(event).await }

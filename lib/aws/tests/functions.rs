@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use aws_config::BehaviorVersion;
 use aws_sdk_sfn::config::Credentials;
-use knowledge_aws::{App, Env, Handler, Http, SfnWorkflow};
+use knowledge_aws::{App, Env, Handler, Http, SfnWorkflow, Uses};
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{
     Actor, AuditAction, AuditEntry, Member, NewEvent, Org, OrgStatus, Plan, Role, Session,
@@ -78,6 +78,13 @@ impl Deployment {
             .send()
             .await
             .unwrap();
+        let sealing = aws_sdk_secretsmanager::Client::new(&shared)
+            .create_secret()
+            .name(format!("sealing-key-{unique}"))
+            .secret_string(KEY_HEX)
+            .send()
+            .await
+            .unwrap();
         let sfn = aws_sdk_sfn::Client::new(&shared);
         let mut definition = repo_file("infra/statemachine/agent.asl.json");
         for h in Handler::ALL {
@@ -102,9 +109,20 @@ impl Deployment {
             state_machine_arn: Some(machine.state_machine_arn().to_owned()),
             app_origin: Some(ORIGIN.into()),
             signing_key_secret: Some(secret.arn().unwrap().to_owned()),
+            sealing_key_secret: Some(sealing.arn().unwrap().to_owned()),
+            provider_key_secret: None,
         };
         let counter = RequestCounter::default();
-        let app = App::connect(&shared, &env, counter.clone());
+        // As the create-session, call-agent and run-tool functions load it: the agent from the
+        // environment (the built-in one here) and the stored integrations with the sealing key.
+        let uses = Uses {
+            agent: true,
+            integrations: true,
+        };
+        let app = App::connect(&shared, &env, counter.clone())
+            .with_ai(&shared, &env, uses)
+            .await
+            .unwrap();
         let http = Http::load(&shared, &env).await.unwrap();
         let scim_http = Http::for_endpoint(Endpoint::Scim, &shared, &env)
             .await
@@ -265,6 +283,7 @@ async fn create_session_event_creates_a_session_and_starts_its_execution() {
         made,
         requests(&[
             ("GetItem", 4),
+            ("Query", 1),
             ("PutItem", 1),
             ("TransactWriteItems", 1),
             ("UpdateItem", 1)
@@ -492,7 +511,9 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
     assert_eq!(made, requests(&[("GetItem", 1)]));
     let (answered, made) = run(Handler::CallAgent).await;
     assert_eq!(answered["next"], "finish", "{answered}");
-    let step = requests(&[("GetItem", 1), ("Query", 1), ("TransactWriteItems", 1)]);
+    // The session, the organisation (for its cost cap), the connected integrations, the
+    // history, then the answer with the session.
+    let step = requests(&[("GetItem", 2), ("Query", 2), ("TransactWriteItems", 1)]);
     assert_eq!(made, step);
     // RunTool delivered late, after the agent answered without tools: it commits nothing.
     let (late, made) = run(Handler::RunTool).await;

@@ -46,7 +46,11 @@ pub async fn find_tool(
     tool: &str,
 ) -> Result<Option<Arc<dyn Integration>>, IntegrationError> {
     for integration in integrations.connected(org, user).await? {
-        if integration.tools().await?.iter().any(|t| t.name == tool) {
+        let owns = match integration.owns(tool) {
+            Some(owns) => owns,
+            None => integration.tools().await?.iter().any(|t| t.name == tool),
+        };
+        if owns {
             return Ok(Some(integration));
         }
     }

@@ -260,6 +260,12 @@ pub type CancelSignal<'a> = Pin<&'a mut (dyn Future<Output = ()> + Send)>;
 pub trait Integration: Send + Sync {
     /// Short name for logs and answers, such as `docs`.
     fn name(&self) -> &str;
+    /// Whether `tool` is this integration's, when that shows from the name alone (a prefix);
+    /// `None` (the default) means the tools must be listed to know. Saves a remote listing
+    /// for every integration but the one that runs the call.
+    fn owns(&self, _tool: &str) -> Option<bool> {
+        None
+    }
     async fn tools(&self) -> Result<Vec<ToolSpec>, IntegrationError>;
     /// Runs `tool` with `input`, unless `cancelled` resolves first. Side effects are the
     /// integration's own; the workflow records the result once however often this runs.

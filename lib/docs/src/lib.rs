@@ -459,7 +459,8 @@ mod tests {
             json!({"query": "a", "limit": 0}),
         ] {
             assert!(matches!(
-                docs.call(TOOL, &input, std::pin::pin!(std::future::pending())).await,
+                docs.call(TOOL, &input, std::pin::pin!(std::future::pending()))
+                    .await,
                 Err(IntegrationError::Invalid(_))
             ));
         }

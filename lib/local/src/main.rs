@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::SystemClock;
 use knowledge_core::domain::{IntegrationAuth, OrgStatus, Plan, Role};
 use knowledge_core::ids::{OrgId, UserId};
@@ -16,6 +15,8 @@ use knowledge_local::admin::{
     Admin, DEFAULT_ORG, OrgChanges, audit_json, integration_json, org_json,
 };
 use knowledge_local::{LocalService, LocalStore, Parts, SqliteStore, sealer, signing_key};
+use knowledge_mcp::{StoredIntegrations, Timeouts};
+use knowledge_providers::agent_from_env;
 use serde_json::json;
 
 /// The sample folder the default run searches, relative to the working directory.
@@ -461,9 +462,16 @@ async fn serve(
         ));
         integrations = integrations.connect(OrgId::parse(DEFAULT_ORG)?, Arc::new(index));
     }
+    let agent = agent_from_env(|name| std::env::var(name).ok())?;
+    let integrations = StoredIntegrations::new(
+        store.shared(),
+        Arc::new(sealer(data_dir)?),
+        Arc::new(integrations),
+        Timeouts::default(),
+    );
     let service = LocalService::new(Parts {
         store,
-        agent: Arc::new(BuiltinAgent),
+        agent: agent.agent,
         integrations: Arc::new(integrations),
         clock: Arc::new(SystemClock),
         signing_key: signing_key(data_dir)?,
@@ -474,9 +482,10 @@ async fn serve(
     if resumed > 0 {
         println!("resumed {resumed} run(s) left in flight by the previous process");
     }
+    println!("agent: {}", agent.description);
     match connected {
         Some(line) => println!("{line}"),
-        None => println!("no integrations connected; serve --docs DIR connects a folder"),
+        None => println!("no docs folder connected; serve --docs DIR connects one"),
     }
     if let Some((org, user)) = created {
         println!(

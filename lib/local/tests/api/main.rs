@@ -8,6 +8,8 @@ mod conformance;
 mod durability;
 mod lifecycle;
 mod limits;
+mod mcp;
+mod providers;
 mod requests;
 mod runs;
 mod scim;

@@ -1,0 +1,240 @@
+//! MCP integrations end to end: an organisation connects the test MCP server (the official
+//! Python SDK's, on loopback) through the admin commands, and the real service offers its tools
+//! to the agent, runs them through the integration port, tells the server of a cancel, and
+//! reaches a per-user server only with the member's own sealed token.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use knowledge_core::domain::{IntegrationAuth, MemberDataKind};
+use knowledge_core::integrations::FixedIntegrations;
+use knowledge_core::ports::{
+    Agent, AgentAction, AgentError, AgentReply, AgentRequest, Integration, TokenUsage, ToolCall,
+};
+use knowledge_core::seal::Sealer;
+use knowledge_local::LocalStore;
+use knowledge_mcp::test_server::{Server, start};
+use knowledge_mcp::{McpIntegration, StoredIntegrations, Timeouts};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::support::{Api, Setup, WAIT, kinds, open_store};
+
+const SESSION: &str = "/api/managed-agents/session";
+
+/// A service whose integrations are the organisations' MCP servers from its store.
+async fn service(agent: Arc<dyn Agent>) -> (Api, Arc<Sealer>) {
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let store: LocalStore = open_store(dir.path()).await;
+    let sealer = Arc::new(Sealer::new(&[9; 32]).unwrap());
+    let integrations = StoredIntegrations::new(
+        store.shared(),
+        sealer.clone(),
+        Arc::new(FixedIntegrations::new()),
+        Timeouts::default(),
+    );
+    let api = Api::start_setup(Setup {
+        dir: Some(dir),
+        integrations: Arc::new(integrations),
+        ..Setup::new(agent)
+    })
+    .await;
+    (api, sealer)
+}
+
+/// An agent that calls the tools it is given in order, one per step, then answers with the
+/// names of the tools it was offered.
+struct ScriptedAgent {
+    calls: Vec<ToolCall>,
+    offered: mpsc::UnboundedSender<Vec<String>>,
+}
+
+#[async_trait]
+impl Agent for ScriptedAgent {
+    async fn health(&self) -> Result<(), AgentError> {
+        Ok(())
+    }
+
+    async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError> {
+        let names: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
+        let _ = self.offered.send(names.clone());
+        let done = request.steps.len() / 2;
+        let action = match self.calls.get(done) {
+            Some(call) if !request.must_answer => AgentAction::UseTools(vec![call.clone()]),
+            _ => AgentAction::Answer(format!("offered: {}", names.join(", "))),
+        };
+        Ok(AgentReply {
+            action,
+            usage: TokenUsage::default(),
+            cost_micros: 0,
+        })
+    }
+}
+
+fn scripted(calls: Vec<ToolCall>) -> (Arc<ScriptedAgent>, mpsc::UnboundedReceiver<Vec<String>>) {
+    let (offered, rx) = mpsc::unbounded_channel();
+    (Arc::new(ScriptedAgent { calls, offered }), rx)
+}
+
+fn call(tool: &str, input: Value) -> ToolCall {
+    ToolCall {
+        tool: tool.into(),
+        input,
+    }
+}
+
+/// The test server's `cancellations` counts, read through a client of its own.
+async fn counts(server: &Server) -> Value {
+    let client = McpIntegration::new("kb", &server.url, None, Timeouts::default());
+    client
+        .call(
+            "kb_cancellations",
+            &json!({}),
+            std::pin::pin!(std::future::pending()),
+        )
+        .await
+        .unwrap()
+}
+
+/// Waits (bounded) until the server's counts satisfy `done`.
+async fn until_counts(server: &Server, done: impl Fn(&Value) -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let c = counts(server).await;
+        if done(&c) {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "counts stayed {c}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_connected_mcp_servers_tools_are_offered_called_and_recorded_in_the_transcript() {
+    let server = start(&[]).await;
+    let (agent, mut offered) = scripted(vec![
+        call("kb_search", json!({ "query": "cancel" })),
+        call("kb_fail", json!({ "reason": "no such page" })),
+    ]);
+    let (api, _) = service(agent).await;
+    let created = api.post(SESSION, json!({ "text": "before" })).await;
+    assert_eq!(created.body["noConnectors"], json!(true));
+    api.settle().await;
+    let _ = offered.recv().await;
+
+    api.admin()
+        .connect_integration(&api.user.org, "kb", &server.url, IntegrationAuth::None)
+        .await
+        .unwrap();
+    let created = api
+        .post(SESSION, json!({ "text": "how do I cancel?" }))
+        .await;
+    assert_eq!(created.status, 200);
+    assert_eq!(created.body["noConnectors"], json!(false));
+    let id = created.body["id"].as_str().unwrap().to_owned();
+    api.settle().await;
+
+    let first_offer = offered.recv().await.unwrap();
+    assert!(
+        first_offer.contains(&"kb_search".to_owned())
+            && first_offer.contains(&"kb_slow".to_owned()),
+        "{first_offer:?}"
+    );
+    let events = api.all_events(&id).await;
+    assert_eq!(
+        kinds(&events),
+        [
+            "user_message",
+            "tool_use",
+            "tool_result",
+            "tool_use",
+            "tool_result",
+            "agent_message",
+            "status_idle"
+        ]
+    );
+    assert_eq!(events[1]["payload"]["tool"], "kb_search");
+    assert_eq!(events[1]["payload"]["input"], json!({ "query": "cancel" }));
+    assert_eq!(events[2]["payload"]["output"]["query"], "cancel");
+    assert_eq!(
+        events[2]["payload"]["output"]["hits"][0]["title"],
+        "Cancelling"
+    );
+    let failed = events[4]["payload"]["output"]["error"].as_str().unwrap();
+    assert!(failed.contains("no such page"), "{failed}");
+}
+
+#[tokio::test]
+async fn a_cancel_during_a_slow_mcp_tool_sends_the_cancellation_and_terminates_the_run() {
+    let server = start(&[]).await;
+    let (agent, _offered) = scripted(vec![call("kb_slow", json!({}))]);
+    let (api, _) = service(agent).await;
+    api.admin()
+        .connect_integration(&api.user.org, "kb", &server.url, IntegrationAuth::None)
+        .await
+        .unwrap();
+    let id = api.create("wait for it").await;
+    until_counts(&server, |c| c["started"] == 1).await;
+
+    let r = api.cancel(&id).await;
+    assert_eq!(r.status, 200);
+    until_counts(&server, |c| c["cancelled"] == 1).await;
+    api.settle().await;
+    let k = kinds(&api.all_events(&id).await);
+    assert_eq!(k, ["user_message", "tool_use", "status_terminated"]);
+}
+
+#[tokio::test]
+async fn a_per_user_server_is_reached_only_with_the_members_sealed_token_which_leaves_with_them() {
+    let server = start(&["--token", "ann-secret-token"]).await;
+    let (agent, mut offered) = scripted(vec![call("crm_search", json!({ "query": "deals" }))]);
+    let (api, sealer) = service(agent).await;
+    let admin = api.admin();
+    let org = api.user.org.clone();
+    admin
+        .connect_integration(&org, "crm", &server.url, IntegrationAuth::PerUser)
+        .await
+        .unwrap();
+
+    // Without a token of their own the member does not reach the server.
+    let created = api.post(SESSION, json!({ "text": "no token yet" })).await;
+    assert_eq!(created.body["noConnectors"], json!(true));
+    api.settle().await;
+    assert_eq!(offered.recv().await.unwrap(), Vec::<String>::new());
+
+    admin
+        .set_credential(&org, &api.user.id, "crm", "ann-secret-token", &sealer)
+        .await
+        .unwrap();
+    let stored = api
+        .svc
+        .store
+        .list_member_data(&org, &api.user.id)
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].kind, MemberDataKind::IntegrationToken);
+    assert!(
+        !stored[0].value.contains("ann-secret-token"),
+        "stored sealed"
+    );
+
+    let created = api.post(SESSION, json!({ "text": "with my token" })).await;
+    assert_eq!(created.body["noConnectors"], json!(false));
+    let id = created.body["id"].as_str().unwrap().to_owned();
+    api.settle().await;
+    let events = api.all_events(&id).await;
+    assert_eq!(events[2]["type"], "tool_result");
+    assert_eq!(events[2]["payload"]["output"]["query"], "deals");
+
+    admin.remove_member(&org, &api.user.id).await.unwrap();
+    assert!(
+        api.svc
+            .store
+            .list_member_data(&org, &api.user.id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
