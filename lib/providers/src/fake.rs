@@ -598,3 +598,23 @@ impl Wire for Anthropic {
         }
     }
 }
+
+/// Declares the generic tests `$test::<W: Wire>()` of the calling module once per wire format,
+/// as `openai::$test` and `anthropic::$test`, so that each behaviour is written once.
+#[macro_export]
+macro_rules! for_each_provider {
+    ($($test:ident),* $(,)?) => {
+        mod openai {
+            $(#[tokio::test]
+            async fn $test() {
+                super::$test::<$crate::fake::OpenAi>().await
+            })*
+        }
+        mod anthropic {
+            $(#[tokio::test]
+            async fn $test() {
+                super::$test::<$crate::fake::Anthropic>().await
+            })*
+        }
+    };
+}

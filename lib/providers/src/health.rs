@@ -11,7 +11,8 @@ use tokio::time::Instant;
 /// How the provider's health is probed and for how long an outcome is trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HealthPolicy {
-    /// How long a healthy outcome is reused (default 60 s).
+    /// How long a healthy outcome is reused (default 15 s: a provider that goes down is
+    /// noticed by new sessions within that).
     pub ok_ttl: Duration,
     /// How long an unhealthy outcome is reused (default 5 s), shorter so that a recovered
     /// provider is noticed soon.
@@ -23,7 +24,7 @@ pub struct HealthPolicy {
 impl Default for HealthPolicy {
     fn default() -> Self {
         Self {
-            ok_ttl: Duration::from_secs(60),
+            ok_ttl: Duration::from_secs(15),
             failure_ttl: Duration::from_secs(5),
             timeout: Duration::from_secs(3),
         }

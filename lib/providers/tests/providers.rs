@@ -418,24 +418,7 @@ async fn must_answer_sends_tool_choice_none<W: Wire>() {
     assert_eq!(W::declared_tools(&body), ["search_docs"]);
 }
 
-macro_rules! for_each_provider {
-    ($($test:ident),* $(,)?) => {
-        mod openai {
-            $(#[tokio::test]
-            async fn $test() {
-                super::$test::<super::OpenAi>().await
-            })*
-        }
-        mod anthropic {
-            $(#[tokio::test]
-            async fn $test() {
-                super::$test::<super::Anthropic>().await
-            })*
-        }
-    };
-}
-
-for_each_provider!(
+knowledge_providers::for_each_provider!(
     a_plain_answer_comes_back_with_its_usage_priced,
     a_tool_call_round_trip_links_the_call_and_its_result_by_one_id,
     dropping_a_slow_answer_aborts_the_request_at_the_provider,

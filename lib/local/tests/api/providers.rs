@@ -12,9 +12,7 @@ use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::Integrations;
 use knowledge_core::steps::errors;
 use knowledge_local::asl::AGENT_DEFINITION;
-use knowledge_providers::fake::{
-    AgentSetup, Anthropic, COST, Fake, KEY, OpenAi, Reply, Seen, Wire, nowhere,
-};
+use knowledge_providers::fake::{AgentSetup, COST, Fake, KEY, Reply, Seen, Wire, nowhere};
 use serde_json::{Value, json};
 
 use crate::support::{Api, Setup, docs, kinds};
@@ -272,24 +270,7 @@ async fn a_refused_key_ends_the_turn_with_agent_rejected_after_one_provider_call
     assert!(!transcript.contains(KEY), "{transcript}");
 }
 
-macro_rules! for_each_provider {
-    ($($test:ident),* $(,)?) => {
-        mod openai {
-            $(#[tokio::test]
-            async fn $test() {
-                super::$test::<super::OpenAi>().await
-            })*
-        }
-        mod anthropic {
-            $(#[tokio::test]
-            async fn $test() {
-                super::$test::<super::Anthropic>().await
-            })*
-        }
-    };
-}
-
-for_each_provider!(
+knowledge_providers::for_each_provider!(
     a_plain_answer_is_logged_and_its_priced_usage_is_charged_to_the_organisation,
     a_tool_call_round_trip_logs_the_search_and_sends_its_result_back_linked_by_id,
     cancelling_a_slow_answer_aborts_the_provider_request_and_terminates_the_run,
