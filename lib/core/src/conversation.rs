@@ -8,6 +8,10 @@
 //! [`Message::ToolResults`] answering exactly its calls, in order. A call left without a result
 //! (its turn was cancelled or failed) gets a synthetic error result; a result whose call fell
 //! outside the history window is dropped.
+//!
+//! A follow-up is logged when it is sent, which may be while an earlier turn is still running;
+//! it is placed after that turn's end (`status_idle` or `status_terminated`), where the
+//! conversation reached it, so each answer follows its own question.
 
 use serde_json::{Value, json};
 
@@ -58,6 +62,10 @@ struct Builder {
     out: Vec<Message>,
     calls: Vec<CallRecord>,
     results: Vec<ResultRecord>,
+    /// A turn is running: a user message now was queued behind it.
+    in_turn: bool,
+    /// Those queued user messages, placed when the turn ends.
+    queued: Vec<String>,
 }
 
 impl Builder {
@@ -88,9 +96,11 @@ impl Builder {
 
     fn push(&mut self, event: &Event) {
         match event.kind {
+            EventKind::UserMessage if self.in_turn => self.queued.push(Self::text(event)),
             EventKind::UserMessage => {
                 self.close();
                 self.out.push(Message::User(Self::text(event)));
+                self.in_turn = true;
             }
             EventKind::AgentMessage => {
                 self.close();
@@ -125,8 +135,18 @@ impl Builder {
                     self.close();
                 }
             }
-            EventKind::StatusIdle | EventKind::StatusTerminated | EventKind::Error => {}
+            EventKind::StatusIdle | EventKind::StatusTerminated => self.end_turn(),
+            EventKind::Error => {}
         }
+    }
+
+    /// Ends the running turn; the first message queued behind it starts the next one.
+    fn end_turn(&mut self) {
+        self.close();
+        self.in_turn = false;
+        let queued = std::mem::take(&mut self.queued);
+        self.in_turn = !queued.is_empty();
+        self.out.extend(queued.into_iter().map(Message::User));
     }
 }
 
@@ -136,7 +156,7 @@ pub fn rebuild<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec<Message> 
     for event in events {
         b.push(event);
     }
-    b.close();
+    b.end_turn();
     let first_user = b
         .out
         .iter()
@@ -219,6 +239,29 @@ mod tests {
         assert_eq!(results[0].id, "call_2");
         assert!(results[0].is_error());
         assert_eq!(messages[3], Message::User("again".into()));
+    }
+
+    #[test]
+    fn a_follow_up_queued_while_a_turn_ran_comes_after_that_turns_answer() {
+        use EventKind::*;
+        let events = log(&[
+            (UserMessage, json!({"text": "first"})),
+            (UserMessage, json!({"text": "second, sent early"})),
+            (ToolUse, json!({"tool": "a", "input": {"q": 3}})),
+            (ToolResult, json!({"tool": "a", "output": [1]})),
+            (AgentMessage, json!({"text": "first answer"})),
+            (StatusIdle, json!({})),
+        ]);
+        assert_eq!(
+            rebuild(&events),
+            vec![
+                Message::User("first".into()),
+                Message::ToolCalls(vec![call(3, "a")]),
+                Message::ToolResults(vec![result(3, "a", json!([1]))]),
+                Message::Assistant("first answer".into()),
+                Message::User("second, sent early".into()),
+            ]
+        );
     }
 
     #[test]

@@ -73,9 +73,11 @@ impl Sealer {
     }
 }
 
-/// The context a member's credential for an integration is sealed for.
-pub fn credential_context(org: &str, user: &str, integration: &str) -> String {
-    format!("integration-credential\n{org}\n{user}\n{integration}")
+/// The context a member's credential for an integration is sealed for: the member, and the
+/// integration's name and URL, so that a token stops opening when the integration is pointed
+/// at another server, rather than being sent there.
+pub fn credential_context(org: &str, user: &str, integration: &str, url: &str) -> String {
+    format!("integration-credential\n{org}\n{user}\n{integration}\n{url}")
 }
 
 #[cfg(test)]

@@ -35,11 +35,18 @@ pub const MAX_TOOL_CALLS_PER_STEP: usize = 8;
 /// Bytes of JSON a tool's input or output, or an answer, may take in the log; larger ones are
 /// cut (a DynamoDB item holds 400 KB, and a step commits up to 8 events at once).
 pub const EVENT_PAYLOAD_LIMIT: usize = 32 * 1024;
-/// A provider's rate limit is waited out inside the step when it asks for at most this long,
-/// at most [`RATE_LIMIT_WAITS`] times; longer or repeated limits fail the step, and the state
-/// machine's backoff takes over.
-pub const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(30);
-pub const RATE_LIMIT_WAITS: u32 = 3;
+/// Provider rate limits are waited out inside the step while the waits add up to at most
+/// this; a longer hint, or one past the budget, fails the step and the state machine's backoff
+/// takes over. With a provider call bounded to 60 s (85 s at most, see the providers' config),
+/// the step stays under the state machine's 120 s `TimeoutSeconds`, so a turn never has two
+/// provider calls in flight.
+pub const RATE_LIMIT_WAIT_BUDGET: Duration = Duration::from_secs(30);
+/// How long listing one integration's tools may take; an integration slower than that is
+/// left out of the step, like one that is down. They are listed concurrently.
+pub const TOOL_LISTING_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bytes of event payloads the history sent to the agent holds at most; older events are
+/// dropped first, so a long conversation stays within a model's context.
+pub const HISTORY_BYTES: usize = 256 * 1024;
 
 /// The Task handlers, by the names the state machine's resources carry
 /// (`${LoadTurnFunctionArn}` is `LoadTurn`).
@@ -411,14 +418,14 @@ impl Steps {
     /// One provider call, waiting out short rate limits the provider announces. Errors:
     /// `AgentRejected` when retrying cannot help, `AgentFailed` otherwise.
     async fn ask(&self, request: AgentRequest) -> Result<AgentReply, StepError> {
-        let mut waits = 0;
+        let mut waited = Duration::ZERO;
         loop {
             match self.agent.respond(request.clone()).await {
                 Ok(reply) => return Ok(reply),
                 Err(AgentError::RateLimited {
                     retry_after: Some(wait),
-                }) if wait <= MAX_RATE_LIMIT_WAIT && waits < RATE_LIMIT_WAITS => {
-                    waits += 1;
+                }) if waited + wait <= RATE_LIMIT_WAIT_BUDGET => {
+                    waited += wait;
                     tracing::info!(wait_ms = wait.as_millis() as u64, "provider rate limit");
                     tokio::time::sleep(wait).await;
                 }
@@ -489,7 +496,7 @@ impl Steps {
         let output = match output {
             Ok(Ok(value)) => bounded_output(value),
             Ok(Err(message)) | Err(IntegrationError::Invalid(message)) => {
-                serde_json::json!({ "error": message })
+                serde_json::json!({ "error": bounded_text(&message) })
             }
             Err(IntegrationError::Cancelled) => return Ok(StepOutput::cancelled()),
             Err(e @ IntegrationError::Unavailable(_)) => {
@@ -625,10 +632,23 @@ impl Steps {
         let turn_from = s.turn.as_ref().map_or(s.next_seq, |t| t.from_seq);
         let (history, own): (Vec<Event>, Vec<Event>) =
             log.into_iter().partition(|e| e.seq < turn_from);
-        let history = history
+        let mut history: Vec<Event> = history
             .into_iter()
             .filter(|e| e.kind != EventKind::UserMessage || e.seq <= user_seq)
             .collect();
+        // Over the byte budget, the oldest events go first; the question itself always stays.
+        let mut excess = history
+            .iter()
+            .map(|e| e.payload.to_string().len())
+            .sum::<usize>()
+            .saturating_sub(HISTORY_BYTES);
+        history.retain(|e| {
+            if excess == 0 || e.seq == user_seq {
+                return true;
+            }
+            excess = excess.saturating_sub(e.payload.to_string().len());
+            false
+        });
         let steps = own
             .into_iter()
             .filter(|e| matches!(e.kind, EventKind::ToolUse | EventKind::ToolResult))
@@ -636,23 +656,37 @@ impl Steps {
         Ok((history, steps))
     }
 
+    /// The tools of every integration the member reaches, listed concurrently, each within
+    /// [`TOOL_LISTING_TIMEOUT`], in the integrations' order. One that is down or slow is left
+    /// out: the agent answers from what it can reach.
     async fn tools(&self, key: &SessionKey) -> Result<Vec<crate::ports::ToolSpec>, StepError> {
-        let mut tools = vec![];
         let connected = self
             .integrations
             .connected(&key.org, &key.user)
             .await
             .map_err(|e| StepError::new(errors::TOOL, e.to_string()))?;
-        for integration in connected {
-            match integration.tools().await {
-                Ok(list) => tools.extend(list),
-                // One integration down should not silence the others; the agent answers from
-                // what it can reach.
-                Err(e) => tracing::warn!(integration = integration.name(), error = %e,
+        let mut listings = tokio::task::JoinSet::new();
+        for (i, integration) in connected.into_iter().enumerate() {
+            listings.spawn(async move {
+                let listed = tokio::time::timeout(TOOL_LISTING_TIMEOUT, integration.tools()).await;
+                (i, integration.name().to_owned(), listed)
+            });
+        }
+        let mut found = Vec::new();
+        while let Some(joined) = listings.join_next().await {
+            match joined {
+                Ok((i, _, Ok(Ok(list)))) => found.push((i, list)),
+                Ok((_, name, Ok(Err(e)))) => tracing::warn!(integration = name, error = %e,
                     "could not list an integration's tools"),
+                Ok((_, name, Err(_))) => tracing::warn!(
+                    integration = name,
+                    "an integration did not list its tools in time"
+                ),
+                Err(e) => tracing::error!(error = %e, "listing an integration's tools panicked"),
             }
         }
-        Ok(tools)
+        found.sort_by_key(|(i, _)| *i);
+        Ok(found.into_iter().flat_map(|(_, list)| list).collect())
     }
 
     /// The session, if it exists, is not being deleted, and `run` is its active run.
@@ -761,5 +795,35 @@ fn bounded_input(input: &Value) -> Value {
     match bounded_output(input.clone()) {
         Value::Object(o) => Value::Object(o),
         other => serde_json::json!({ "value": other }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_longer_than_the_log_keeps_is_cut_on_a_character_boundary_and_marked() {
+        let text = "é".repeat(EVENT_PAYLOAD_LIMIT);
+        let cut = bounded_text(&text);
+        assert!(cut.len() < EVENT_PAYLOAD_LIMIT + 100);
+        assert!(cut.ends_with("[cut: the text was longer than the log keeps]"));
+        assert_eq!(bounded_text("short"), "short");
+    }
+
+    #[test]
+    fn an_oversized_output_keeps_the_start_of_its_json_and_says_it_was_cut() {
+        let big = serde_json::json!({ "rows": vec!["x".repeat(100); 1000] });
+        let kept = bounded_output(big.clone());
+        assert_eq!(kept["truncated"], true);
+        assert!(
+            kept["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("{\"rows\":[\"xxx")
+        );
+        let small = serde_json::json!([1, 2]);
+        assert_eq!(bounded_output(small.clone()), small);
+        assert!(bounded_input(&serde_json::json!("a string")).is_object());
     }
 }

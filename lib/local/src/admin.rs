@@ -273,7 +273,7 @@ impl Admin<'_> {
                 "a member holds {MEMBER_DATA_LIMIT} credentials at most"
             )));
         }
-        let context = credential_context(org.as_str(), user.as_str(), name);
+        let context = credential_context(org.as_str(), user.as_str(), name, &integration.url);
         let data = MemberData {
             kind: MemberDataKind::IntegrationToken,
             name: name.to_owned(),

@@ -413,6 +413,18 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         Command::Integration(IntegrationCommand::Credential { org, user, name }) => {
+            // Against a shared table the token must be sealed with the deployment's key; a
+            // key file made up here would seal it so that the service cannot open it.
+            if !matches!(cli.store, StoreKind::Sqlite)
+                && std::env::var_os(knowledge_local::SEALING_KEY_ENV).is_none()
+            {
+                return Err(format!(
+                    "set {} to the deployment's sealing key (the secret SealingKeySecretArn \
+                     holds) to store a credential in DynamoDB",
+                    knowledge_local::SEALING_KEY_ENV
+                )
+                .into());
+            }
             let mut token = String::new();
             std::io::stdin().read_line(&mut token)?;
             let token = token.trim_end_matches(['\n', '\r']);

@@ -42,23 +42,24 @@ impl StoredIntegrations {
 /// The bearer token `user` holds for `integration` in `org`: their
 /// [`MemberDataKind::IntegrationToken`] named after it, opened for its
 /// [`credential_context`]. `None` when they have none, or it does not open (sealed for someone
-/// else, under another key, or tampered with).
+/// else, for the integration at another URL, under another key, or tampered with).
 pub fn member_credential(
     sealer: &Sealer,
     org: &OrgId,
     user: &UserId,
-    integration: &str,
+    integration: &IntegrationConfig,
     data: &[MemberData],
 ) -> Option<String> {
+    let name = integration.name.as_str();
     let sealed = data
         .iter()
-        .find(|d| d.kind == MemberDataKind::IntegrationToken && d.name == integration)?;
-    let context = credential_context(org.as_str(), user.as_str(), integration);
+        .find(|d| d.kind == MemberDataKind::IntegrationToken && d.name == name)?;
+    let context = credential_context(org.as_str(), user.as_str(), name, &integration.url);
     match sealer.open(&context, &sealed.value) {
         Ok(token) => Some(token),
         Err(_) => {
             tracing::warn!(
-                org = %org, user = %user, integration,
+                org = %org, user = %user, integration = name,
                 "a member's credential for an integration does not open; leaving it out"
             );
             None
@@ -71,14 +72,14 @@ pub fn member_credential(
 /// user; an integration of the latter kind without one is left out.
 fn reachable(
     configs: Vec<IntegrationConfig>,
-    credential: impl Fn(&str) -> Option<String>,
+    credential: impl Fn(&IntegrationConfig) -> Option<String>,
 ) -> Vec<(IntegrationConfig, Option<String>)> {
     configs
         .into_iter()
         .filter_map(|config| match config.auth {
             IntegrationAuth::None => Some((config, None)),
             IntegrationAuth::PerUser => {
-                let token = credential(&config.name)?;
+                let token = credential(&config)?;
                 Some((config, Some(token)))
             }
         })
@@ -109,7 +110,8 @@ impl Integrations for StoredIntegrations {
         } else {
             Vec::new()
         };
-        let credential = |name: &str| member_credential(&self.sealer, org, user, name, &data);
+        let credential =
+            |config: &IntegrationConfig| member_credential(&self.sealer, org, user, config, &data);
         let mut connected = self.fixed.connected(org, user).await?;
         for (config, token) in reachable(configs, credential) {
             connected.push(Arc::new(McpIntegration::new(
@@ -133,6 +135,19 @@ mod tests {
         (OrgId::generate(), UserId::generate())
     }
 
+    fn wiki(name: &str) -> IntegrationConfig {
+        IntegrationConfig {
+            name: name.to_owned(),
+            url: format!("https://{name}.example/mcp"),
+            auth: IntegrationAuth::PerUser,
+            created_at: Timestamp(0),
+        }
+    }
+
+    fn context(org: &OrgId, user: &UserId, name: &str) -> String {
+        credential_context(org.as_str(), user.as_str(), name, &wiki(name).url)
+    }
+
     fn token(name: &str, value: String) -> MemberData {
         MemberData {
             kind: MemberDataKind::IntegrationToken,
@@ -146,8 +161,7 @@ mod tests {
         let sealer = Sealer::new(&[3; 32]).unwrap();
         let (org, user) = ids();
         let seal = |integration: &str, secret: &str| {
-            let context = credential_context(org.as_str(), user.as_str(), integration);
-            sealer.seal(&context, secret)
+            sealer.seal(&context(&org, &user, integration), secret)
         };
         let data = vec![
             MemberData {
@@ -158,10 +172,10 @@ mod tests {
             token("tracker", seal("tracker", "tracker-token")),
             token("wiki", seal("wiki", "wiki-token")),
         ];
-        let found = member_credential(&sealer, &org, &user, "wiki", &data);
+        let found = member_credential(&sealer, &org, &user, &wiki("wiki"), &data);
         assert_eq!(found.as_deref(), Some("wiki-token"));
         assert_eq!(
-            member_credential(&sealer, &org, &user, "drive", &data),
+            member_credential(&sealer, &org, &user, &wiki("drive"), &data),
             None
         );
     }
@@ -171,21 +185,34 @@ mod tests {
         let sealer = Sealer::new(&[3; 32]).unwrap();
         let (org, user) = ids();
         let (_, other) = ids();
-        let for_other = credential_context(org.as_str(), other.as_str(), "wiki");
-        let for_tracker = credential_context(org.as_str(), user.as_str(), "tracker");
+        let for_other = context(&org, &other, "wiki");
+        let for_tracker = context(&org, &user, "tracker");
         let copied = vec![token("wiki", sealer.seal(&for_other, "their-token"))];
         assert_eq!(
-            member_credential(&sealer, &org, &user, "wiki", &copied),
+            member_credential(&sealer, &org, &user, &wiki("wiki"), &copied),
             None
         );
         let renamed = vec![token("wiki", sealer.seal(&for_tracker, "tracker-token"))];
         assert_eq!(
-            member_credential(&sealer, &org, &user, "wiki", &renamed),
+            member_credential(&sealer, &org, &user, &wiki("wiki"), &renamed),
             None
+        );
+        let moved = IntegrationConfig {
+            url: "https://elsewhere.example/mcp".into(),
+            ..wiki("wiki")
+        };
+        let sealed = vec![token(
+            "wiki",
+            sealer.seal(&context(&org, &user, "wiki"), "t"),
+        )];
+        assert_eq!(
+            member_credential(&sealer, &org, &user, &moved, &sealed),
+            None,
+            "a token does not follow its integration to another URL"
         );
         let garbage = vec![token("wiki", "v1.00".to_owned())];
         assert_eq!(
-            member_credential(&sealer, &org, &user, "wiki", &garbage),
+            member_credential(&sealer, &org, &user, &wiki("wiki"), &garbage),
             None
         );
     }
@@ -203,7 +230,8 @@ mod tests {
             config("search", IntegrationAuth::None),
             config("wiki", IntegrationAuth::PerUser),
         ];
-        let credential = |name: &str| (name == "wiki").then(|| "wiki-token".to_owned());
+        let credential =
+            |c: &IntegrationConfig| (c.name == "wiki").then(|| "wiki-token".to_owned());
         let reached: Vec<(String, Option<String>)> = reachable(configs, credential)
             .into_iter()
             .map(|(c, token)| (c.name, token))

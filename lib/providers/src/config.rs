@@ -58,7 +58,8 @@ impl fmt::Debug for ConfiguredAgent {
 /// - `KNOWLEDGE_MODEL`: the model name, required for `openai` and `anthropic`;
 /// - `KNOWLEDGE_PRICES`: the JSON price table ([`PriceTable::parse`]), required for `openai`
 ///   and `anthropic`, and it must price the model;
-/// - `KNOWLEDGE_AGENT_TIMEOUT_SECS`: time allowed for one provider call (default 60);
+/// - `KNOWLEDGE_AGENT_TIMEOUT_SECS`: time allowed for one provider call (default 60, at most
+///   [`MAX_CALL_TIMEOUT_SECS`]);
 /// - `OPENAI_BASE_URL` (default `https://api.openai.com/v1`), `OPENAI_API_KEY` (optional);
 /// - `ANTHROPIC_API_KEY` (required), `ANTHROPIC_BASE_URL` (default
 ///   `https://api.anthropic.com`), `KNOWLEDGE_MAX_TOKENS` (default 4096).
@@ -88,11 +89,18 @@ pub fn agent_from_env(
     let required = |name: &'static str| var(name).ok_or(ConfigError::Missing { var: name, agent });
     let model = required("KNOWLEDGE_MODEL")?;
     let price = PriceTable::parse(&required("KNOWLEDGE_PRICES")?)?.price(&model)?;
-    let timeout = Duration::from_secs(positive(
+    let timeout_secs = positive(
         "KNOWLEDGE_AGENT_TIMEOUT_SECS",
         var("KNOWLEDGE_AGENT_TIMEOUT_SECS"),
         http::DEFAULT_REQUEST_TIMEOUT.as_secs(),
-    )?);
+    )?;
+    if timeout_secs > MAX_CALL_TIMEOUT_SECS {
+        return Err(ConfigError::Invalid {
+            var: "KNOWLEDGE_AGENT_TIMEOUT_SECS",
+            problem: format!("{timeout_secs} is over the {MAX_CALL_TIMEOUT_SECS} s a step allows"),
+        });
+    }
+    let timeout = Duration::from_secs(timeout_secs);
     let base_url = |name: &'static str, default: &str| {
         http::base_url(&var(name).unwrap_or_else(|| default.into()))
             .map_err(|problem| ConfigError::Invalid { var: name, problem })
@@ -154,6 +162,11 @@ pub fn agent_from_env(
 }
 
 /// `value` as a whole number above zero, or `default` when unset.
+/// The longest provider call allowed: with the step's rate-limit waits
+/// ([`knowledge_core::steps::RATE_LIMIT_WAIT_BUDGET`]) it stays under the state machine's
+/// 120 s `CallAgent` timeout, so a timed-out step never leaves a call in flight beside its retry.
+pub const MAX_CALL_TIMEOUT_SECS: u64 = 85;
+
 fn positive(name: &'static str, value: Option<String>, default: u64) -> Result<u64, ConfigError> {
     let Some(value) = value else {
         return Ok(default);

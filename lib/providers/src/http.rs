@@ -63,11 +63,15 @@ impl fmt::Debug for ApiKey {
 pub(crate) fn base_url(url: &str) -> Result<String, String> {
     let trimmed = url.trim().trim_end_matches('/');
     match reqwest::Url::parse(trimmed) {
+        // Credentials in the URL would be logged with it; keys have their own variables.
+        Ok(parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
+            Err("holds credentials; give the key in the provider's API key variable".into())
+        }
         Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => {
             Ok(trimmed.to_owned())
         }
         Ok(_) => Err(format!("{trimmed:?} is not an http or https URL")),
-        Err(e) => Err(format!("{trimmed:?} is not a URL: {e}")),
+        Err(_) => Err("is not a URL".into()),
     }
 }
 

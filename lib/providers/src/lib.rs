@@ -17,7 +17,7 @@ mod render;
 pub use anthropic::{
     AnthropicAgent, AnthropicConfig, DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_MAX_TOKENS,
 };
-pub use config::{ConfigError, ConfiguredAgent, agent_from_env};
+pub use config::{ConfigError, ConfiguredAgent, MAX_CALL_TIMEOUT_SECS, agent_from_env};
 pub use health::HealthPolicy;
 pub use http::{ApiKey, InvalidApiKey};
 pub use openai::{DEFAULT_OPENAI_BASE_URL, OpenAiAgent, OpenAiConfig};
