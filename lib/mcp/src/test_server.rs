@@ -6,11 +6,15 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use knowledge_core::ports::Integration;
+use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
-use tokio::time::timeout;
+use tokio::time::{Instant, sleep, timeout};
 
-/// How long to wait for the server to start.
+use crate::{McpIntegration, Timeouts};
+
+/// How long to wait for the server to start, or to record something.
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A running test server; killed when dropped.
@@ -76,5 +80,32 @@ pub async fn start(args: &[&str]) -> Server {
         url,
         _stdout: stdout,
         _child: child,
+    }
+}
+
+impl Server {
+    /// Polls (bounded) the server's `cancellations` counts, `{"started", "cancelled"}` of its
+    /// `slow` tool, through a client of its own, until `done` holds of them.
+    pub async fn wait_for_counts(&self, done: impl Fn(&Value) -> bool) {
+        let client = McpIntegration::new("probe", &self.url, None, Timeouts::default());
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let counts = client
+                .call(
+                    "probe_cancellations",
+                    &json!({}),
+                    std::pin::pin!(std::future::pending()),
+                )
+                .await
+                .expect("the cancellations tool answers");
+            if done(&counts) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server's counts stayed at {counts}"
+            );
+            sleep(Duration::from_millis(50)).await;
+        }
     }
 }

@@ -8,7 +8,7 @@ use knowledge_core::ports::{Integration, IntegrationError};
 use knowledge_mcp::test_server::start;
 use knowledge_mcp::{McpIntegration, Timeouts};
 use serde_json::{Value, json};
-use tokio::time::{Instant, sleep, timeout};
+use tokio::time::timeout;
 
 /// How long a test waits for the server to record something.
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -25,24 +25,6 @@ async fn call(
 ) -> Result<Value, IntegrationError> {
     let never = pin!(std::future::pending::<()>());
     integration.call(tool, &input, never).await
-}
-
-/// Polls the server's `cancellations` tool until `done` holds of its counts.
-async fn wait_for_counts(integration: &McpIntegration, done: impl Fn(&Value) -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let counts = call(integration, "test_cancellations", json!({}))
-            .await
-            .expect("the cancellations tool answers");
-        if done(&counts) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the server's counts stayed at {counts}"
-        );
-        sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test]
@@ -128,13 +110,13 @@ async fn a_slow_call_cancelled_midway_returns_cancelled_and_the_server_records_i
     let server = start(&[]).await;
     let integration = integration(&server.url, None);
     // The run is cancelled once the server is running the call.
-    let running = pin!(wait_for_counts(&integration, |c| c["started"] == 1));
+    let running = pin!(server.wait_for_counts(|c| c["started"] == 1));
     let result = integration.call("test_slow", &json!({}), running).await;
     assert!(
         matches!(result, Err(IntegrationError::Cancelled)),
         "{result:?}"
     );
-    wait_for_counts(&integration, |c| c["cancelled"] == 1).await;
+    server.wait_for_counts(|c| c["cancelled"] == 1).await;
 }
 
 #[tokio::test]

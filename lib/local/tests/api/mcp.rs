@@ -4,22 +4,21 @@
 //! reaches a per-user server only with the member's own sealed token.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use knowledge_core::domain::{IntegrationAuth, MemberDataKind};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{
-    Agent, AgentAction, AgentError, AgentReply, AgentRequest, Integration, TokenUsage, ToolCall,
+    Agent, AgentAction, AgentError, AgentReply, AgentRequest, TokenUsage, ToolCall,
 };
 use knowledge_core::seal::Sealer;
 use knowledge_local::LocalStore;
-use knowledge_mcp::test_server::{Server, start};
-use knowledge_mcp::{McpIntegration, StoredIntegrations, Timeouts};
+use knowledge_mcp::test_server::start;
+use knowledge_mcp::{StoredIntegrations, Timeouts};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::support::{Api, Setup, WAIT, kinds, open_store};
+use crate::support::{Api, Setup, kinds, open_store};
 
 const SESSION: &str = "/api/managed-agents/session";
 
@@ -81,32 +80,6 @@ fn call(tool: &str, input: Value) -> ToolCall {
     ToolCall {
         tool: tool.into(),
         input,
-    }
-}
-
-/// The test server's `cancellations` counts, read through a client of its own.
-async fn counts(server: &Server) -> Value {
-    let client = McpIntegration::new("kb", &server.url, None, Timeouts::default());
-    client
-        .call(
-            "kb_cancellations",
-            &json!({}),
-            std::pin::pin!(std::future::pending()),
-        )
-        .await
-        .unwrap()
-}
-
-/// Waits (bounded) until the server's counts satisfy `done`.
-async fn until_counts(server: &Server, done: impl Fn(&Value) -> bool) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let c = counts(server).await;
-        if done(&c) {
-            return;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "counts stayed {c}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -175,11 +148,11 @@ async fn a_cancel_during_a_slow_mcp_tool_sends_the_cancellation_and_terminates_t
         .await
         .unwrap();
     let id = api.create("wait for it").await;
-    until_counts(&server, |c| c["started"] == 1).await;
+    server.wait_for_counts(|c| c["started"] == 1).await;
 
     let r = api.cancel(&id).await;
     assert_eq!(r.status, 200);
-    until_counts(&server, |c| c["cancelled"] == 1).await;
+    server.wait_for_counts(|c| c["cancelled"] == 1).await;
     api.settle().await;
     let k = kinds(&api.all_events(&id).await);
     assert_eq!(k, ["user_message", "tool_use", "status_terminated"]);
