@@ -3,11 +3,26 @@
 use std::sync::Arc;
 
 use knowledge_core::clock::SystemClock;
+use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Agent, Integrations};
+use knowledge_local::admin::Admin;
 use knowledge_local::{LocalService, LocalStore, Parts, SqliteStore};
 
 /// The cookie-signing key of benchmark services.
 pub const KEY: [u8; 32] = [7; 32];
+
+/// A fresh store in a temporary directory (kept while the returned guard lives), with the
+/// default organisation and its admin.
+pub async fn fresh_store() -> (tempfile::TempDir, SqliteStore, OrgId, UserId) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let (org, user) = Admin { store: &store }
+        .bootstrap()
+        .await
+        .unwrap()
+        .expect("a fresh store has no default organisation yet");
+    (dir, store, org, user)
+}
 
 /// Serves the API over `store` on an ephemeral 127.0.0.1 port; returns the service and its base
 /// URL, which is also the application origin.

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use knowledge_bench::{KEY, serve};
+use knowledge_bench::{KEY, fresh_store, serve};
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{NewEvent, Session};
@@ -15,7 +15,6 @@ use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::Store;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::SqliteStore;
-use knowledge_local::admin::Admin;
 
 struct Scenario {
     name: String,
@@ -36,19 +35,7 @@ async fn seed(store: &SqliteStore, user: &UserId, org: &OrgId, events: usize) ->
         session: SessionId::generate(),
     };
     let now = SystemClock.now();
-    let mut session = Session {
-        key: key.clone(),
-        title: format!("{events} events"),
-        created_at: now,
-        updated_at: now,
-        cancelled_at: None,
-        deleting: false,
-        run_id: None,
-        pending: vec![],
-        turn: None,
-        next_seq: 1,
-        version: 1,
-    };
+    let mut session = Session::new(key.clone(), format!("{events} events"), now);
     let text = "A question of ordinary length, about eighty characters, as users tend to ask.";
     let placed = session.place(
         now,
@@ -118,15 +105,7 @@ async fn main() {
     let requests: usize = args.next().map_or(5_000, |a| a.parse().expect("requests"));
     let concurrency: usize = args.next().map_or(8, |a| a.parse().expect("concurrency"));
 
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path()).unwrap();
-    let (org, user) = Admin {
-        store: &store as &dyn knowledge_core::ports::Store,
-    }
-    .bootstrap()
-    .await
-    .unwrap()
-    .expect("fresh store");
+    let (_dir, store, org, user) = fresh_store().await;
     let (_service, base) = serve(
         &store,
         Arc::new(BuiltinAgent),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use knowledge_bench::{KEY, serve};
+use knowledge_bench::{KEY, fresh_store, serve};
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::SystemClock;
 use knowledge_core::domain::{EventKind, Role};
@@ -84,15 +84,7 @@ impl Users {
 /// Cancel request to `status_terminated` in the log, at random points of slow turns that search
 /// the docs; four clients at once.
 async fn cancel_latency(cancels: usize) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path()).unwrap();
-    let (org, _) = Admin {
-        store: &store as &dyn knowledge_core::ports::Store,
-    }
-    .bootstrap()
-    .await
-    .unwrap()
-    .unwrap();
+    let (_dir, store, org, _) = fresh_store().await;
     let docs = TantivyDocs::open(Path::new("docs/guide")).expect("run from the repository root");
     let integrations = FixedIntegrations::new().connect(org.clone(), Arc::new(docs));
     let (_service, base) = serve(&store, Arc::new(SlowAgent), Arc::new(integrations)).await;
@@ -224,15 +216,7 @@ async fn turn_overhead(turns: usize) {
     println!("| runner | p50 | p90 | p99 |");
     println!("|---|---:|---:|---:|");
     for engine in [false, true] {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(dir.path()).unwrap();
-        let (org, _) = Admin {
-            store: &store as &dyn knowledge_core::ports::Store,
-        }
-        .bootstrap()
-        .await
-        .unwrap()
-        .unwrap();
+        let (_dir, store, org, _) = fresh_store().await;
         let shared: Arc<dyn Store> = Arc::new(store.clone());
         let integrations: Arc<dyn Integrations> = Arc::new(FixedIntegrations::new());
         let agent: Arc<dyn Agent> = Arc::new(BuiltinAgent);

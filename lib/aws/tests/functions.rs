@@ -182,19 +182,7 @@ impl Deployment {
         );
         store.set_scim_token(&org, &hash, &audit).await.unwrap();
         self.scim_token = token;
-        let mut session = Session {
-            key: self.key.clone(),
-            title: "What is our refund policy?".into(),
-            created_at: now,
-            updated_at: now,
-            cancelled_at: None,
-            run_id: None,
-            deleting: false,
-            pending: vec![],
-            turn: None,
-            next_seq: 1,
-            version: 1,
-        };
+        let mut session = Session::new(self.key.clone(), "What is our refund policy?".into(), now);
         let events = session.place(
             now,
             vec![

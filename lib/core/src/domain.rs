@@ -436,6 +436,23 @@ pub struct Session {
 }
 
 impl Session {
+    /// A new session with an empty log, no run and nothing pending, at version 1.
+    pub fn new(key: SessionKey, title: String, now: Timestamp) -> Self {
+        Self {
+            key,
+            title,
+            created_at: now,
+            updated_at: now,
+            cancelled_at: None,
+            run_id: None,
+            deleting: false,
+            pending: vec![],
+            turn: None,
+            next_seq: 1,
+            version: 1,
+        }
+    }
+
     /// The title for an opening message: its first [`TITLE_CHARS`] Unicode scalar values.
     pub fn title_for(text: &str) -> String {
         text.chars().take(TITLE_CHARS).collect()

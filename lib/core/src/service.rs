@@ -148,19 +148,8 @@ impl Service {
 
         let key = p.key(&SessionId::generate());
         let run = RunId::generate();
-        let mut session = Session {
-            key: key.clone(),
-            title: Session::title_for(text),
-            created_at: now,
-            updated_at: now,
-            cancelled_at: None,
-            run_id: Some(run.clone()),
-            deleting: false,
-            pending: vec![],
-            turn: None,
-            next_seq: 1,
-            version: 1,
-        };
+        let mut session = Session::new(key.clone(), Session::title_for(text), now);
+        session.run_id = Some(run.clone());
         let events = session.place(now, vec![NewEvent::user_message(text)]);
         session.pending.push(events[0].seq);
         self.deps.store.create_session(&session, &events).await?;

@@ -421,7 +421,16 @@ impl Steps {
         let mut waited = Duration::ZERO;
         loop {
             match self.agent.respond(request.clone()).await {
-                Ok(reply) => return Ok(reply),
+                Ok(reply) => {
+                    tracing::info!(
+                        org = %request.org,
+                        input_tokens = reply.usage.input,
+                        output_tokens = reply.usage.output,
+                        cost_micros = reply.cost_micros,
+                        "agent step"
+                    );
+                    return Ok(reply);
+                }
                 Err(AgentError::RateLimited {
                     retry_after: Some(wait),
                 }) if waited + wait <= RATE_LIMIT_WAIT_BUDGET => {
@@ -657,8 +666,8 @@ impl Steps {
     }
 
     /// The tools of every integration the member reaches, listed concurrently, each within
-    /// [`TOOL_LISTING_TIMEOUT`], in the integrations' order. One that is down or slow is left
-    /// out: the agent answers from what it can reach.
+    /// [`TOOL_LISTING_TIMEOUT`], in the integrations' order, each name once. One that is down or
+    /// slow is left out: the agent answers from what it can reach.
     async fn tools(&self, key: &SessionKey) -> Result<Vec<crate::ports::ToolSpec>, StepError> {
         let connected = self
             .integrations
@@ -686,7 +695,19 @@ impl Steps {
             }
         }
         found.sort_by_key(|(i, _)| *i);
-        Ok(found.into_iter().flat_map(|(_, list)| list).collect())
+        // A name two integrations offer is the first one's, as `find_tool` runs it.
+        let mut tools: Vec<crate::ports::ToolSpec> = Vec::new();
+        for tool in found.into_iter().flat_map(|(_, list)| list) {
+            if tools.iter().any(|t| t.name == tool.name) {
+                tracing::warn!(
+                    tool = tool.name,
+                    "two integrations offer a tool of this name; the first one's is kept"
+                );
+            } else {
+                tools.push(tool);
+            }
+        }
+        Ok(tools)
     }
 
     /// The session, if it exists, is not being deleted, and `run` is its active run.

@@ -339,16 +339,35 @@ impl DynamoStore {
     /// The items of a partition, strongly consistent: all of them in key order, or the newest
     /// `newest` in reverse key order.
     async fn partition(&self, pk: String, newest: Option<usize>) -> Result<Vec<Item>, StoreError> {
+        self.query_items(pk, None, newest).await
+    }
+
+    /// The items of partition `pk` whose sort key starts with `sk_prefix` (all when `None`),
+    /// strongly consistent, read page by page: all of them in key order, or the newest
+    /// `newest` in reverse key order.
+    async fn query_items(
+        &self,
+        pk: String,
+        sk_prefix: Option<&str>,
+        newest: Option<usize>,
+    ) -> Result<Vec<Item>, StoreError> {
         let mut items = Vec::new();
         let mut start = None;
         loop {
-            let out = self
+            let mut query = self
                 .client
                 .query()
                 .table_name(&self.table)
                 .key_condition_expression("#pk = :pk")
                 .expression_attribute_names("#pk", keys::PK)
-                .expression_attribute_values(":pk", s(&pk))
+                .expression_attribute_values(":pk", s(&pk));
+            if let Some(prefix) = sk_prefix {
+                query = query
+                    .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                    .expression_attribute_names("#sk", keys::SK)
+                    .expression_attribute_values(":prefix", s(prefix));
+            }
+            let out = query
                 .consistent_read(true)
                 .scan_index_forward(newest.is_none())
                 .set_limit(newest.map(|l| i32::try_from(l - items.len()).unwrap_or(i32::MAX)))
@@ -587,31 +606,11 @@ impl Store for DynamoStore {
 
     async fn list_members(&self, org: &OrgId) -> Result<Vec<Member>, StoreError> {
         let (pk, prefix) = keys::members(org);
-        let mut members = Vec::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
-                .expression_attribute_names("#pk", keys::PK)
-                .expression_attribute_names("#sk", keys::SK)
-                .expression_attribute_values(":pk", s(&pk))
-                .expression_attribute_values(":prefix", s(prefix))
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(backend)?;
-            for item in out.items() {
-                members.push(member_from(item)?);
-            }
-            match out.last_evaluated_key {
-                Some(k) => start = Some(k),
-                None => return Ok(members),
-            }
-        }
+        self.query_items(pk, Some(prefix), None)
+            .await?
+            .iter()
+            .map(member_from)
+            .collect()
     }
 
     async fn update_member(

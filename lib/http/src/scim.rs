@@ -36,6 +36,14 @@ const DOCS_URL: &str = "https://github.com/knowledge-service/knowledge/blob/main
 #[derive(Debug, Clone)]
 struct Base(String);
 
+/// Who a SCIM request acts for, put in its extensions by the guard: the token's organisation,
+/// and the base URL its resources' `location`s are built on.
+#[derive(Debug, Clone)]
+struct Tenant {
+    org: OrgId,
+    base: String,
+}
+
 /// The path prefixes the SCIM routes are served under, longest first.
 const PREFIXES: [&str; 2] = ["/api/scim/v2", "/api/scim"];
 
@@ -80,7 +88,7 @@ fn prefixed(state: &AppState, prefix: &str) -> Router<AppState> {
         .route("/Schemas/{id}", get(schema_by_id))
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(from_fn_with_state(state.clone(), guard))
+        .layer(from_fn_with_state((state.clone(), base.clone()), guard))
         .layer(Extension(base))
         .layer(middleware::map_response(scim_headers))
 }
@@ -96,9 +104,9 @@ async fn scim_headers(mut response: Response) -> Response {
 }
 
 /// The bearer token (401), the organisation's plan (403), then the body's content type (415).
-/// Puts the organisation's id into the request's extensions.
+/// Puts the [`Tenant`] into the request's extensions.
 async fn guard(
-    State(app): State<AppState>,
+    State((app, Base(base))): State<(AppState, Base)>,
     mut req: Request,
     next: Next,
 ) -> Result<Response, ScimApiError> {
@@ -119,7 +127,7 @@ async fn guard(
     if !content_type_ok {
         return Err(ScimApiError::UnsupportedMediaType);
     }
-    req.extensions_mut().insert(org);
+    req.extensions_mut().insert(Tenant { org, base });
     Ok(next.run(req).await)
 }
 
@@ -220,8 +228,7 @@ fn projection(q: &QueryParams) -> Projection {
 
 async fn list_users(
     State(app): State<AppState>,
-    Extension(org): Extension<OrgId>,
-    Extension(Base(base)): Extension<Base>,
+    Extension(Tenant { org, base }): Extension<Tenant>,
     RawQuery(q): RawQuery,
 ) -> ScimResult {
     let q = ListQuery::parse(q.as_deref(), filter::USER_FILTERS)?;
@@ -230,8 +237,7 @@ async fn list_users(
 
 async fn search_users(
     State(app): State<AppState>,
-    Extension(org): Extension<OrgId>,
-    Extension(Base(base)): Extension<Base>,
+    Extension(Tenant { org, base }): Extension<Tenant>,
     ScimBody(body): ScimBody,
 ) -> ScimResult {
     let q = ListQuery::from_search(&body, filter::USER_FILTERS)?;
@@ -253,8 +259,7 @@ async fn users(app: &AppState, org: &OrgId, base: &str, q: ListQuery) -> ScimRes
 
 async fn create_user(
     State(app): State<AppState>,
-    Extension(org): Extension<OrgId>,
-    Extension(Base(base)): Extension<Base>,
+    Extension(Tenant { org, base }): Extension<Tenant>,
     ScimBody(body): ScimBody,
 ) -> ScimResult {
     let member = app.directory.create(&org, &body).await?;
@@ -269,8 +274,7 @@ async fn create_user(
 
 async fn get_user(
     State(app): State<AppState>,
-    Extension(org): Extension<OrgId>,
-    Extension(Base(base)): Extension<Base>,
+    Extension(Tenant { org, base }): Extension<Tenant>,
     Path(id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> ScimResult {
@@ -292,8 +296,7 @@ fn change_response(change: Change, base: &str) -> Response {
 
 async fn replace_user(
     State(app): State<AppState>,
-    Extension(org): Extension<OrgId>,
-    Extension(Base(base)): Extension<Base>,
+    Extension(Tenant { org, base }): Extension<Tenant>,
     Path(id): Path<String>,
     ScimBody(body): ScimBody,
 ) -> ScimResult {
@@ -303,8 +306,7 @@ async fn replace_user(
 
 async fn patch_user(
     State(app): State<AppState>,
-    Extension(org): Extension<OrgId>,
-    Extension(Base(base)): Extension<Base>,
+    Extension(Tenant { org, base }): Extension<Tenant>,
     Path(id): Path<String>,
     ScimBody(body): ScimBody,
 ) -> ScimResult {
@@ -314,7 +316,7 @@ async fn patch_user(
 
 async fn delete_user(
     State(app): State<AppState>,
-    Extension(org): Extension<OrgId>,
+    Extension(Tenant { org, .. }): Extension<Tenant>,
     Path(id): Path<String>,
 ) -> ScimResult {
     app.directory.delete(&org, &id).await?;
@@ -330,8 +332,7 @@ fn group_values(g: &Group, path: &str) -> Vec<String> {
 
 async fn list_groups(
     State(app): State<AppState>,
-    Extension(org): Extension<OrgId>,
-    Extension(Base(base)): Extension<Base>,
+    Extension(Tenant { org, base }): Extension<Tenant>,
     RawQuery(q): RawQuery,
 ) -> ScimResult {
     let q = ListQuery::parse(q.as_deref(), filter::GROUP_FILTERS)?;
@@ -340,8 +341,7 @@ async fn list_groups(
 
 async fn search_groups(
     State(app): State<AppState>,
-    Extension(org): Extension<OrgId>,
-    Extension(Base(base)): Extension<Base>,
+    Extension(Tenant { org, base }): Extension<Tenant>,
     ScimBody(body): ScimBody,
 ) -> ScimResult {
     let q = ListQuery::from_search(&body, filter::GROUP_FILTERS)?;
@@ -364,8 +364,7 @@ async fn groups(app: &AppState, org: &OrgId, base: &str, q: ListQuery) -> ScimRe
 
 async fn get_group(
     State(app): State<AppState>,
-    Extension(org): Extension<OrgId>,
-    Extension(Base(base)): Extension<Base>,
+    Extension(Tenant { org, base }): Extension<Tenant>,
     Path(id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> ScimResult {

@@ -28,10 +28,6 @@ pub enum AdminError {
     Store(#[from] StoreError),
 }
 
-/// The integration name whose tools (`search_…`) would clash with the docs search
-/// (`search_docs`); refused.
-const RESERVED_INTEGRATION: &str = "search";
-
 /// The organisation and user created on a fresh data directory.
 pub const DEFAULT_ORG: &str = "org_default";
 pub const DEFAULT_USER: &str = "usr_default";
@@ -178,11 +174,6 @@ impl Admin<'_> {
                 "the name must be 1 to 24 characters of a-z, 0-9 and -, starting with a letter"
                     .into(),
             ));
-        }
-        if name == RESERVED_INTEGRATION {
-            return Err(AdminError::Invalid(format!(
-                "{RESERVED_INTEGRATION} is reserved: its tools would shadow the docs search tool"
-            )));
         }
         if !IntegrationConfig::valid_url(url) {
             return Err(AdminError::Invalid(

@@ -333,19 +333,8 @@ async fn a_run_left_in_flight_by_a_dead_process_is_resumed_and_answered_at_start
             session: SessionId::generate(),
         };
         let now = SystemClock.now();
-        let mut session = Session {
-            key: key.clone(),
-            title: "interrupted".into(),
-            created_at: now,
-            updated_at: now,
-            cancelled_at: None,
-            run_id: Some(RunId::generate()),
-            deleting: false,
-            pending: vec![],
-            turn: None,
-            next_seq: 1,
-            version: 1,
-        };
+        let mut session = Session::new(key.clone(), "interrupted".into(), now);
+        session.run_id = Some(RunId::generate());
         let events = session.place(now, vec![NewEvent::user_message("interrupted")]);
         session.pending.push(events[0].seq);
         store.create_session(&session, &events).await.unwrap();

@@ -1,4 +1,4 @@
-//! MCP integrations end to end: an organisation connects the test MCP server (the official
+//! MCP integrations end to end, and how the tools of several integrations are offered: an organisation connects the test MCP server (the official
 //! Python SDK's, on loopback) through the admin commands, and the real service offers its tools
 //! to the agent, runs them through the integration port, tells the server of a cancel, and
 //! reaches a per-user server only with the member's own sealed token.
@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use knowledge_core::domain::{IntegrationAuth, MemberDataKind};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{
-    Agent, AgentAction, AgentError, AgentReply, AgentRequest, TokenUsage, ToolCall,
+    Agent, AgentAction, AgentError, AgentReply, AgentRequest, CancelSignal, Integration,
+    IntegrationError, TokenUsage, ToolCall, ToolSpec,
 };
 use knowledge_core::seal::Sealer;
 use knowledge_local::LocalStore;
@@ -210,4 +211,50 @@ async fn a_per_user_server_is_reached_only_with_the_members_sealed_token_which_l
             .unwrap()
             .is_empty()
     );
+}
+
+/// An integration offering one tool, `shared`, that answers with the integration's name.
+struct Offering(&'static str);
+
+#[async_trait]
+impl Integration for Offering {
+    fn name(&self) -> &str {
+        self.0
+    }
+
+    async fn tools(&self) -> Result<Vec<ToolSpec>, IntegrationError> {
+        Ok(vec![ToolSpec {
+            name: "shared".into(),
+            description: format!("{}'s tool", self.0),
+            input_schema: json!({ "type": "object" }),
+        }])
+    }
+
+    async fn call(
+        &self,
+        _: &str,
+        _: &Value,
+        _: CancelSignal<'_>,
+    ) -> Result<Value, IntegrationError> {
+        Ok(json!(self.0))
+    }
+}
+
+#[tokio::test]
+async fn a_tool_name_two_integrations_offer_is_offered_once_and_runs_the_first_ones_tool() {
+    let (agent, mut offered) = scripted(vec![call("shared", json!({}))]);
+    let org = knowledge_core::ids::OrgId::parse("org_default").unwrap();
+    let integrations = FixedIntegrations::new()
+        .connect(org.clone(), Arc::new(Offering("first")))
+        .connect(org, Arc::new(Offering("second")));
+    let api = Api::start_setup(Setup {
+        integrations: Arc::new(integrations),
+        ..Setup::new(agent)
+    })
+    .await;
+    let id = api.create("which one?").await;
+    api.settle().await;
+    assert_eq!(offered.recv().await.unwrap(), ["shared"]);
+    let events = api.all_events(&id).await;
+    assert_eq!(events[2]["payload"]["output"], "first");
 }

@@ -68,19 +68,7 @@ pub async fn seed_session(
 ) -> knowledge_core::domain::Session {
     use knowledge_core::domain::{NewEvent, Session};
     let message = |i: usize| NewEvent::user_message(&format!("m{i}"));
-    let mut session = Session {
-        key: key.clone(),
-        title: "seeded".into(),
-        created_at: now,
-        updated_at: now,
-        cancelled_at: None,
-        run_id: None,
-        deleting: false,
-        pending: vec![],
-        turn: None,
-        next_seq: 1,
-        version: 1,
-    };
+    let mut session = Session::new(key.clone(), "seeded".into(), now);
     let first = session.place(now, vec![message(0)]);
     store.create_session(&session, &first).await.unwrap();
     let mut i = 1;
