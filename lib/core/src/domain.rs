@@ -453,6 +453,13 @@ impl Session {
         }
     }
 
+    /// Whether a turn is in flight: a run owns the session and has a message to answer. A run
+    /// whose last turn has ended (`status_idle` written) with nothing pending is only waiting
+    /// to end quietly; it is not in flight, so a cancel then changes nothing.
+    pub fn in_flight(&self) -> bool {
+        self.run_id.is_some() && !self.pending.is_empty()
+    }
+
     /// The title for an opening message: its first [`TITLE_CHARS`] Unicode scalar values.
     pub fn title_for(text: &str) -> String {
         text.chars().take(TITLE_CHARS).collect()

@@ -172,7 +172,8 @@ pub trait Store: Send + Sync {
         after: u64,
         limit: usize,
     ) -> Result<Vec<Event>, StoreError>;
-    /// The user's sessions in an organisation, most recently updated first.
+    /// The user's sessions in an organisation, most recently updated first; sessions being
+    /// deleted are not listed.
     async fn list_sessions(
         &self,
         user: &UserId,
@@ -181,8 +182,12 @@ pub trait Store: Send + Sync {
     ) -> Result<Vec<SessionSummary>, StoreError>;
     /// Removes the session and every event of it; `Ok(false)` when it did not exist. The DynamoDB
     /// adapter pages through the events, so callers first commit the session as `deleting`,
-    /// which every writer treats as gone, and the adapter removes the record last.
+    /// which every writer treats as gone, and the adapter removes the record last. Idempotent:
+    /// a removal cut short is finished by calling it again.
     async fn delete_session(&self, key: &SessionKey) -> Result<bool, StoreError>;
+    /// Sessions committed as `deleting` whose removal has not finished (a crash cut it short),
+    /// at most `limit`, in no particular order. [`Store::list_sessions`] never lists them.
+    async fn deleting_sessions(&self, limit: usize) -> Result<Vec<SessionKey>, StoreError>;
 
     /// The rate-limit record under `key` (empty, version 0, when absent).
     async fn get_rate_window(&self, key: &str) -> Result<RateWindow, StoreError>;

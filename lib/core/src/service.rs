@@ -62,9 +62,11 @@ pub struct Service {
     deps: Deps,
 }
 
+/// What stamping a cancellation did.
 #[derive(Debug, PartialEq, Eq)]
 enum CancelStamp {
-    Stamped,
+    /// Committed; with the run it cancelled, when a turn was in flight.
+    Stamped(Option<RunId>),
     AlreadyCancelled,
     NotRunning,
 }
@@ -75,6 +77,9 @@ const ALL_SESSIONS: usize = i32::MAX as usize;
 /// Attempts of an optimistic commit before the request fails; each lost race means another
 /// writer made progress, so this is reached only under pathological contention.
 const MAX_COMMIT_ATTEMPTS: usize = 64;
+
+/// Interrupted deletes read per store request by [`Service::finish_deletes`].
+const DELETE_BATCH: usize = 100;
 
 /// Returns `text` when it has a non-whitespace character.
 fn non_empty<'a>(field: &'static str, text: &'a str) -> Result<&'a str, CoreError> {
@@ -277,12 +282,22 @@ impl Service {
     }
 
     /// Removes the session and its whole log. It first commits the session as `deleting` (with
-    /// the cancellation stamped when a run is active), so that from then on every writer, the
-    /// workflow and concurrent messages alike, finds it gone. Errors: `NotFound`.
+    /// the cancellation stamped when a turn is in flight), so that from then on every writer,
+    /// the workflow and concurrent messages alike, finds it gone; then it removes the rows.
+    /// A delete cut short between the two (a crash) left a session that is gone to everyone
+    /// else: deleting it again finishes the removal and succeeds, as does
+    /// [`Service::finish_deletes`] at the next start. Errors: `NotFound`.
     pub async fn delete(&self, p: &Principal, session: &SessionId) -> Result<(), CoreError> {
         let key = p.key(session);
-        let current = self.load(&key).await?;
-        self.stamp(&key, current, true).await?;
+        let current = self
+            .deps
+            .store
+            .get_session(&key)
+            .await?
+            .ok_or(CoreError::NotFound("session"))?;
+        if !current.deleting {
+            self.stamp(&key, current, true).await?;
+        }
         if self.deps.store.delete_session(&key).await? {
             Ok(())
         } else {
@@ -290,74 +305,60 @@ impl Service {
         }
     }
 
-    /// Cancels every running turn of `user` in `org`, as cancel does for one session; used when
-    /// the member is removed. Returns how many it cancelled. The sessions themselves stay.
-    pub async fn cancel_all_runs(&self, user: &UserId, org: &OrgId) -> Result<usize, CoreError> {
-        let sessions = self
-            .deps
-            .store
-            .list_sessions(user, org, ALL_SESSIONS)
-            .await?;
-        let mut cancelled = 0;
-        for summary in sessions {
-            let key = SessionKey {
-                user: user.clone(),
-                org: org.clone(),
-                session: summary.id,
-            };
-            match self.load(&key).await {
-                Ok(current) if current.run_id.is_some() => {
-                    if self.stamp(&key, current, false).await? == CancelStamp::Stamped {
-                        cancelled += 1;
-                    }
-                }
-                Ok(_) | Err(CoreError::NotFound(_)) => {}
-                Err(e) => return Err(e),
+    /// Finishes every delete that a crash cut short, as a process does when it starts; returns
+    /// how many it finished. Idempotent, and safe beside a delete of the same session in
+    /// flight: whichever removes the rows last finds nothing left.
+    pub async fn finish_deletes(&self) -> Result<usize, CoreError> {
+        let mut finished = 0;
+        loop {
+            let keys = self.deps.store.deleting_sessions(DELETE_BATCH).await?;
+            let batch = keys.len();
+            for key in keys {
+                self.deps.store.delete_session(&key).await?;
+                finished += 1;
+            }
+            if batch < DELETE_BATCH {
+                return Ok(finished);
             }
         }
-        Ok(cancelled)
     }
 
-    /// Stamps `cancelled_at` if a run is active and not yet cancelled, and tells the workflow.
-    /// With `delete`, also marks the session as being deleted, whatever its state.
+    /// Cancels every running turn of `user` in `org`, as cancel does for one session, and tells
+    /// the workflow; used when the member is removed. Returns how many it cancelled. The
+    /// sessions themselves stay.
+    pub async fn cancel_all_runs(&self, user: &UserId, org: &OrgId) -> Result<usize, CoreError> {
+        let cancelled = cancel_member_turns(
+            self.deps.store.as_ref(),
+            self.deps.clock.as_ref(),
+            user,
+            org,
+        )
+        .await?;
+        for (key, run) in &cancelled {
+            self.deps.workflow.cancelled(key, run).await;
+        }
+        Ok(cancelled.len())
+    }
+
+    /// [`stamp`], then the workflow is told of the run it cancelled.
     async fn stamp(
         &self,
         key: &SessionKey,
-        mut current: Session,
+        current: Session,
         delete: bool,
     ) -> Result<CancelStamp, CoreError> {
-        for _ in 0..MAX_COMMIT_ATTEMPTS {
-            let run = match (&current.run_id, current.cancelled_at) {
-                (Some(run), None) => Some(run.clone()),
-                (_, Some(_)) if !delete => return Ok(CancelStamp::AlreadyCancelled),
-                (None, None) if !delete => return Ok(CancelStamp::NotRunning),
-                _ => None,
-            };
-            let expected = current.version;
-            let mut next = current.clone();
-            next.version += 1;
-            next.deleting = delete;
-            if run.is_some() {
-                next.cancelled_at = Some(self.now());
-            }
-            match self
-                .deps
-                .store
-                .commit_session(&next, expected, &[], None)
-                .await
-            {
-                Ok(()) => {
-                    if let Some(run) = &run {
-                        self.deps.workflow.cancelled(key, run).await;
-                    }
-                    return Ok(CancelStamp::Stamped);
-                }
-                Err(StoreError::Conflict) => current = self.load(key).await?,
-                Err(StoreError::Gone) => return Err(CoreError::NotFound("session")),
-                Err(e) => return Err(e.into()),
-            }
+        let stamped = stamp(
+            self.deps.store.as_ref(),
+            self.deps.clock.as_ref(),
+            key,
+            current,
+            delete,
+        )
+        .await?;
+        if let CancelStamp::Stamped(Some(run)) = &stamped {
+            self.deps.workflow.cancelled(key, run).await;
         }
-        Err(CoreError::Internal("cancel commit stayed contended".into()))
+        Ok(stamped)
     }
 
     /// The session, unless it does not exist or is being deleted. Errors: `NotFound`.
@@ -427,6 +428,80 @@ impl Service {
             )),
         }
     }
+}
+
+/// Stamps the cancellation of every turn `user` has in flight in `org`, as cancel does for one
+/// session; returns the runs it cancelled, for the caller to tell the workflow. A process that
+/// cannot reach the workflow engine (the admin command) may leave that out: the run sees the
+/// stamp at its next step. The sessions themselves stay.
+pub async fn cancel_member_turns(
+    store: &dyn Store,
+    clock: &dyn Clock,
+    user: &UserId,
+    org: &OrgId,
+) -> Result<Vec<(SessionKey, RunId)>, CoreError> {
+    let sessions = store.list_sessions(user, org, ALL_SESSIONS).await?;
+    let mut cancelled = Vec::new();
+    for summary in sessions {
+        let key = SessionKey {
+            user: user.clone(),
+            org: org.clone(),
+            session: summary.id,
+        };
+        match store.get_session(&key).await? {
+            Some(current) if current.in_flight() && !current.deleting => {
+                if let CancelStamp::Stamped(Some(run)) =
+                    stamp(store, clock, &key, current, false).await?
+                {
+                    cancelled.push((key, run));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(cancelled)
+}
+
+/// Stamps `cancelled_at` if a turn is in flight ([`Session::in_flight`]) and not yet
+/// cancelled. A run that has ended its last turn and waits only to end is not in flight:
+/// cancelling it would write `status_terminated` after `status_idle`. With `delete`, also
+/// marks the session as being deleted, whatever its state. Returns the run it cancelled, if
+/// any, in `Stamped`. Errors: `NotFound` when the session is gone or being deleted.
+async fn stamp(
+    store: &dyn Store,
+    clock: &dyn Clock,
+    key: &SessionKey,
+    mut current: Session,
+    delete: bool,
+) -> Result<CancelStamp, CoreError> {
+    for _ in 0..MAX_COMMIT_ATTEMPTS {
+        let run = match (&current.run_id, current.cancelled_at) {
+            (Some(run), None) if current.in_flight() => Some(run.clone()),
+            (_, Some(_)) if !delete => return Ok(CancelStamp::AlreadyCancelled),
+            (_, None) if !delete => return Ok(CancelStamp::NotRunning),
+            _ => None,
+        };
+        let expected = current.version;
+        let mut next = current.clone();
+        next.version += 1;
+        next.deleting = delete;
+        if run.is_some() {
+            next.cancelled_at = Some(clock.now());
+        }
+        match store.commit_session(&next, expected, &[], None).await {
+            Ok(()) => return Ok(CancelStamp::Stamped(run)),
+            Err(StoreError::Conflict) => {
+                current = store
+                    .get_session(key)
+                    .await?
+                    .filter(|s| !s.deleting)
+                    .ok_or(CoreError::NotFound("session"))?;
+            }
+            Err(StoreError::Gone) => return Err(CoreError::NotFound("session")),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(CoreError::Internal("cancel commit stayed contended".into()))
 }
 
 /// The error for a month whose usage is at the organisation's cost cap or query quota, if it is.

@@ -11,6 +11,7 @@
 //! | connected integration (MCP server) | `ORG#<org>#INTEGRATION` | `<name>` | |
 //! | monthly usage | `ORG#<org>` | `USAGE#<YYYY-MM>` | |
 //! | session | `USER#<user>#ORG#<org>#SESSION#<session>` | `SESSION` | `USER#<user>#ORG#<org>` / `<updatedAt, 20 digits>#<session>` |
+//! | session being deleted | same | `SESSION` | `DELETING` / its `PK` |
 //! | event | same as its session | `EVENT#<seq, 20 digits>` | |
 //! | rate-limit window | `RATE#<limit key>` | `RATE` | |
 //!
@@ -127,6 +128,28 @@ pub fn session_listing(key: &SessionKey, updated_at: Timestamp) -> (String, Stri
     )
 }
 
+/// The index partition that lists the sessions being deleted (so a delete cut short by a crash
+/// can be found and finished), keyed by their partition. A session stays there only while its
+/// rows are being removed.
+pub const DELETING: &str = "DELETING";
+
+/// The index keys of a session being deleted.
+pub fn deleting_listing(key: &SessionKey) -> (String, String) {
+    (DELETING.to_owned(), session_partition(key))
+}
+
+/// The session whose partition is `pk`, if `pk` is a session partition.
+pub fn session_key_of(pk: &str) -> Option<SessionKey> {
+    let rest = pk.strip_prefix("USER#")?;
+    let (user, rest) = rest.split_once("#ORG#")?;
+    let (org, session) = rest.split_once("#SESSION#")?;
+    Some(SessionKey {
+        user: UserId::parse(user).ok()?,
+        org: OrgId::parse(org).ok()?,
+        session: knowledge_core::ids::SessionId::parse(session).ok()?,
+    })
+}
+
 /// The index partition of a user's sessions in an organisation.
 pub fn user_org(user: &UserId, org: &OrgId) -> String {
     format!("USER#{user}#ORG#{org}")
@@ -192,6 +215,16 @@ mod tests {
             audit(&k.org, Timestamp(10_000), "a").1,
         );
         assert!(early < late);
+    }
+
+    #[test]
+    fn a_session_being_deleted_is_listed_by_its_partition_which_reads_back_as_its_key() {
+        let k = key("usr_a", "org_a");
+        let (pk, sk) = deleting_listing(&k);
+        assert_eq!((pk.as_str(), sk.clone()), (DELETING, session_partition(&k)));
+        assert_eq!(session_key_of(&sk), Some(k));
+        assert_eq!(session_key_of("ORG#org_a"), None);
+        assert_eq!(session_key_of("USER#usr_a#ORG#org_a#DATA"), None);
     }
 
     #[test]

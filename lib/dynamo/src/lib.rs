@@ -120,12 +120,15 @@ fn session_item(session: &Session) -> Result<Item, StoreError> {
     }
     item.insert("nextSeq".into(), n(session.next_seq));
     item.insert("version".into(), n(session.version));
-    // A session being deleted leaves the list at once.
-    if !session.deleting {
-        let (gpk, gsk) = keys::session_listing(&session.key, session.updated_at);
-        item.insert(keys::GSI1PK.into(), s(gpk));
-        item.insert(keys::GSI1SK.into(), s(gsk));
-    }
+    // A session being deleted leaves the user's list at once, for the list of deletes to
+    // finish.
+    let (gpk, gsk) = if session.deleting {
+        keys::deleting_listing(&session.key)
+    } else {
+        keys::session_listing(&session.key, session.updated_at)
+    };
+    item.insert(keys::GSI1PK.into(), s(gpk));
+    item.insert(keys::GSI1SK.into(), s(gsk));
     Ok(item)
 }
 
@@ -970,6 +973,28 @@ impl Store for DynamoStore {
             .await
             .map_err(backend)?;
         Ok(out.attributes.is_some_and(|a| !a.is_empty()))
+    }
+
+    async fn deleting_sessions(&self, limit: usize) -> Result<Vec<SessionKey>, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(keys::GSI1)
+            .key_condition_expression("#pk = :pk")
+            .expression_attribute_names("#pk", keys::GSI1PK)
+            .expression_attribute_values(":pk", s(keys::DELETING))
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX))
+            .send()
+            .await
+            .map_err(backend)?;
+        out.items()
+            .iter()
+            .map(|item| {
+                keys::session_key_of(get_s(item, keys::GSI1SK)?)
+                    .ok_or_else(|| corrupt(keys::GSI1SK))
+            })
+            .collect()
     }
 
     async fn get_rate_window(&self, key: &str) -> Result<RateWindow, StoreError> {

@@ -10,6 +10,7 @@ use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Store, StoreError};
 use knowledge_core::scim;
 use knowledge_core::seal::{Sealer, credential_context};
+use knowledge_core::service::cancel_member_turns;
 use serde_json::{Value, json};
 
 /// Errors of admin commands; their text is shown to the operator.
@@ -26,6 +27,9 @@ pub enum AdminError {
     Invalid(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The member was removed, but their turns in flight could not all be cancelled.
+    #[error("the member was removed, but cancelling their running turns failed: {0}")]
+    Cancel(String),
 }
 
 /// The organisation and user created on a fresh data directory.
@@ -133,16 +137,22 @@ impl Admin<'_> {
 
     /// Removes a member with their profile and data; their cookies for that organisation stop
     /// working at once.
-    pub async fn remove_member(&self, org: &OrgId, user: &UserId) -> Result<(), AdminError> {
+    /// Removes the member with their data, as SCIM deprovisioning does, then cancels their
+    /// turns in flight; returns how many it cancelled. The serving process has no signal from
+    /// here: each cancelled run sees the stamp at its next step (an agent call in flight still
+    /// completes, and its result is dropped) and ends with `status_terminated`.
+    pub async fn remove_member(&self, org: &OrgId, user: &UserId) -> Result<usize, AdminError> {
         let audit = self.audit(org, AuditAction::MemberRemoved, user.as_str());
-        if self.store.remove_member(org, user, &audit).await? {
-            Ok(())
-        } else {
-            Err(AdminError::NoSuchMember {
+        if !self.store.remove_member(org, user, &audit).await? {
+            return Err(AdminError::NoSuchMember {
                 org: org.clone(),
                 user: user.clone(),
-            })
+            });
         }
+        let cancelled = cancel_member_turns(self.store, &SystemClock, user, org)
+            .await
+            .map_err(|e| AdminError::Cancel(e.to_string()))?;
+        Ok(cancelled.len())
     }
 
     /// Generates the organisation's SCIM token, replacing (and so invalidating) the previous

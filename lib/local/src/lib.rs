@@ -44,6 +44,8 @@ pub enum LocalError {
     Io(#[from] std::io::Error),
     #[error(transparent)]
     StateMachine(#[from] asl::LoadError),
+    #[error(transparent)]
+    Core(#[from] knowledge_core::CoreError),
 }
 
 /// The cookie-signing key: from [`SIGNING_KEY_ENV`] when set, else from `signing.key` in the
@@ -169,6 +171,12 @@ impl LocalService {
             workflow,
             state,
         })
+    }
+
+    /// Finishes the deletes the previous process was cut off in; run before
+    /// [`LocalService::resume_runs`], so that no run of a session being deleted is resumed.
+    pub async fn finish_deletes(&self) -> Result<usize, LocalError> {
+        Ok(self.state.service.finish_deletes().await?)
     }
 
     /// Restarts the runs that were in flight when the previous process stopped.

@@ -379,10 +379,11 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             );
         }
         Command::Member(MemberCommand::Remove { org, user }) => {
-            admin.remove_member(&org, &user).await?;
+            let cancelled = admin.remove_member(&org, &user).await?;
             print(
                 user.to_string(),
-                json!({ "orgId": org.to_string(), "userId": user.to_string(), "removed": true }),
+                json!({ "orgId": org.to_string(), "userId": user.to_string(), "removed": true,
+                        "cancelledTurns": cancelled }),
             );
         }
         Command::Scim(ScimCommand::Token { org }) => {
@@ -489,8 +490,12 @@ async fn serve(
         signing_key: signing_key(data_dir)?,
         app_origin: origin.clone(),
     })?;
+    let finished = service.finish_deletes().await?;
     let resumed = service.resume_runs().await?;
     // The listening line comes last: scripts may read up to it and know the rest is printed.
+    if finished > 0 {
+        println!("finished {finished} delete(s) cut short by the previous process");
+    }
     if resumed > 0 {
         println!("resumed {resumed} run(s) left in flight by the previous process");
     }

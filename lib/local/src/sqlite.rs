@@ -83,6 +83,7 @@ CREATE TABLE IF NOT EXISTS sessions (
 DROP INDEX IF EXISTS sessions_by_update;
 CREATE INDEX IF NOT EXISTS sessions_recent ON sessions (user_id, org_id, updated_at DESC, session_id DESC);
 CREATE INDEX IF NOT EXISTS sessions_running ON sessions (run_id) WHERE run_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS sessions_deleting ON sessions (user_id, org_id, session_id) WHERE deleting = 1;
 CREATE TABLE IF NOT EXISTS events (
     user_id TEXT NOT NULL,
     org_id TEXT NOT NULL,
@@ -210,7 +211,8 @@ impl SqliteStore {
     pub async fn running_sessions(&self) -> Result<Vec<(SessionKey, RunId)>, StoreError> {
         self.read(|c| {
             let mut stmt = c.prepare(
-                "SELECT user_id, org_id, session_id, run_id FROM sessions WHERE run_id IS NOT NULL",
+                "SELECT user_id, org_id, session_id, run_id FROM sessions
+                 WHERE run_id IS NOT NULL AND deleting = 0",
             )?;
             let rows = stmt.query_map([], |r| {
                 Ok((
@@ -910,7 +912,8 @@ impl Store for SqliteStore {
         self.read(move |c| {
             let mut stmt = c.prepare_cached(
                 "SELECT session_id, title, updated_at FROM sessions
-                 WHERE user_id = ?1 AND org_id = ?2 ORDER BY updated_at DESC, session_id DESC LIMIT ?3",
+                 WHERE user_id = ?1 AND org_id = ?2 AND deleting = 0
+                 ORDER BY updated_at DESC, session_id DESC LIMIT ?3",
             )?;
             let rows = stmt.query_map(params![u.as_str(), o.as_str(), limit as i64], |r| {
                 Ok(SessionSummary {
@@ -940,6 +943,19 @@ impl Store for SqliteStore {
                 )
                 .map_err(backend)?;
             Ok(n > 0)
+        })
+        .await
+    }
+
+    async fn deleting_sessions(&self, limit: usize) -> Result<Vec<SessionKey>, StoreError> {
+        self.read(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT user_id, org_id, session_id FROM sessions WHERE deleting = 1 LIMIT ?1",
+            )?;
+            let rows = stmt.query_map(params![limit as i64], |r| {
+                key_from(r.get(0)?, r.get(1)?, r.get(2)?)
+            })?;
+            rows.collect()
         })
         .await
     }

@@ -317,6 +317,45 @@ async fn delete_removes_the_session_and_every_event_of_a_long_log_and_nothing_el
 }
 
 #[tokio::test]
+async fn a_session_being_deleted_is_never_listed_and_is_found_until_its_removal_finishes() {
+    let f = fixture().await;
+    let key = new_key();
+    let kept = SessionKey {
+        session: SessionId::generate(),
+        ..key.clone()
+    };
+    let mut s = seed_session(&*f.store, &key, NOW, 3).await;
+    seed_session(&*f.store, &kept, NOW, 1).await;
+    assert!(f.store.deleting_sessions(100).await.unwrap().is_empty());
+    // The first half of a delete, and then the process dies.
+    let expected = s.version;
+    s.version += 1;
+    s.deleting = true;
+    f.store
+        .commit_session(&s, expected, &[], None)
+        .await
+        .unwrap();
+
+    let listed = f
+        .store
+        .list_sessions(&key.user, &key.org, 50)
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.iter().map(|s| &s.id).collect::<Vec<_>>(),
+        [&kept.session]
+    );
+    assert_eq!(f.store.deleting_sessions(100).await.unwrap(), [key.clone()]);
+    assert_eq!(f.store.rows_for(&key).await.unwrap(), (1, 3));
+
+    // Finishing it removes everything, and it is no longer among the deletes to finish.
+    assert!(f.store.delete_session(&key).await.unwrap());
+    assert_eq!(f.store.rows_for(&key).await.unwrap(), (0, 0));
+    assert!(f.store.deleting_sessions(100).await.unwrap().is_empty());
+    assert_eq!(f.store.rows_for(&kept).await.unwrap(), (1, 1));
+}
+
+#[tokio::test]
 async fn a_commit_to_a_deleted_session_is_gone_and_writes_nothing() {
     let f = fixture().await;
     let key = new_key();

@@ -269,10 +269,90 @@ async fn a_session_marked_for_deletion_is_gone_to_every_writer() {
         assert_eq!(out.next, Next::Done, "{handler}");
     }
     assert_eq!(rig.kinds(&key).await, ["user_message"]);
-    // The second half removes what is left.
-    rig.service.delete(&rig.p, &created.id).await.unwrap_err();
-    assert!(rig.store.delete_session(&key).await.unwrap());
+    // A client's retried delete finishes what the first one began; a third finds nothing.
+    rig.service.delete(&rig.p, &created.id).await.unwrap();
     assert_eq!(rig.store.rows_for(&key).await.unwrap(), (0, 0));
+    gone(rig.service.delete(&rig.p, &created.id).await);
+}
+
+/// Commits the first half of a delete of `key`, as a process that then dies would have.
+async fn half_delete(rig: &Rig, key: &SessionKey) {
+    let mut s = rig.store.get_session(key).await.unwrap().unwrap();
+    let expected = s.version;
+    s.version += 1;
+    s.deleting = true;
+    rig.store
+        .commit_session(&s, expected, &[], None)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn deletes_cut_short_are_finished_at_the_next_start_and_their_runs_are_not_resumed() {
+    let rig = Rig::new().await;
+    let mut cut = Vec::new();
+    for text in ["one", "two", "three"] {
+        let created = rig.service.create_session(&rig.p, text).await.unwrap();
+        cut.push(rig.key(&created.id));
+    }
+    let kept = rig.service.create_session(&rig.p, "kept").await.unwrap();
+    for key in &cut {
+        half_delete(&rig, key).await;
+    }
+    let listed = rig.service.list_sessions(&rig.p).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|s| &s.id).collect::<Vec<_>>(),
+        [&kept.id],
+        "a session being deleted is not listed"
+    );
+    if let LocalStore::Sqlite(sqlite) = &rig.store {
+        let running = sqlite.running_sessions().await.unwrap();
+        assert_eq!(running.len(), 1, "only the kept session's run is resumed");
+    }
+
+    assert_eq!(rig.service.finish_deletes().await.unwrap(), 3);
+    for key in &cut {
+        assert_eq!(rig.store.rows_for(key).await.unwrap(), (0, 0));
+    }
+    assert_eq!(rig.service.finish_deletes().await.unwrap(), 0);
+    let kept = rig.key(&kept.id);
+    assert_eq!(rig.store.rows_for(&kept).await.unwrap(), (1, 1));
+}
+
+#[tokio::test]
+async fn a_cancel_after_the_last_turn_ended_but_before_its_run_ended_changes_nothing() {
+    let rig = Rig::new().await;
+    let created = rig.service.create_session(&rig.p, "one").await.unwrap();
+    let key = rig.key(&created.id);
+    let run = &created.run_id;
+    let loaded = rig.step("LoadTurn", &key, run, None).await;
+    let answered = rig.step("CallAgent", &key, run, loaded.turn).await;
+    assert_eq!(
+        rig.step("FinishTurn", &key, run, answered.turn).await.next,
+        Next::Load
+    );
+    // status_idle is written; the run still owns the session until its LoadTurn ends it.
+    let before = rig.store.get_session(&key).await.unwrap().unwrap();
+    assert_eq!(before.run_id.as_ref(), Some(run));
+    let already = rig.service.cancel(&rig.p, &created.id).await.unwrap();
+    assert!(!already, "nothing was cancelled before");
+    let after = rig.store.get_session(&key).await.unwrap().unwrap();
+    assert_eq!(after, before, "the cancel changed nothing");
+
+    rig.drive(&key, run).await;
+    assert_eq!(
+        rig.kinds(&key).await,
+        ["user_message", "agent_message", "status_idle"]
+    );
+    let ended = rig.store.get_session(&key).await.unwrap().unwrap();
+    assert_eq!((ended.run_id, ended.cancelled_at), (None, None));
+    assert_eq!(
+        rig.service
+            .cancel_all_runs(&rig.p.user, &rig.p.org)
+            .await
+            .unwrap(),
+        0
+    );
 }
 
 #[tokio::test]
