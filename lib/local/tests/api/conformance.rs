@@ -345,7 +345,10 @@ async fn a_session_being_deleted_is_never_listed_and_is_found_until_its_removal_
         listed.iter().map(|s| &s.id).collect::<Vec<_>>(),
         [&kept.session]
     );
-    assert_eq!(f.store.deleting_sessions(100).await.unwrap(), [key.clone()]);
+    assert_eq!(
+        f.store.deleting_sessions(100).await.unwrap(),
+        std::slice::from_ref(&key)
+    );
     assert_eq!(f.store.rows_for(&key).await.unwrap(), (1, 3));
 
     // Finishing it removes everything, and it is no longer among the deletes to finish.
