@@ -280,8 +280,8 @@ impl StateMachine {
                     }
                     (None, None) => 0.0,
                 };
-                tokio::time::sleep(Duration::from_secs_f64(secs.max(0.0) * options.delay_scale))
-                    .await;
+                let wait = Duration::from_secs_f64(secs.max(0.0) * options.delay_scale);
+                wait_unless_signalled(wait, signal).await;
                 follow(then, select(&io.output_path, selected)?)
             }
             State::Choice {
@@ -369,7 +369,18 @@ async fn invoke_with_retry(
         }
         tracing::warn!(handler, error = %error, attempt = attempts[i], "task failed; retrying");
         let delay = retry[i].delay(attempts[i], sample());
-        tokio::time::sleep(delay.mul_f64(options.delay_scale)).await;
+        wait_unless_signalled(delay.mul_f64(options.delay_scale), signal).await;
+    }
+}
+
+/// Sleeps for `wait`, or less: the wait ends at once when the execution's signal fires (the
+/// run was cancelled, deleted or superseded), so that the next Task attempt, which reads the
+/// session first, routes the run to its end without waiting out a backoff meant for a
+/// healthy run. Step Functions cannot cut its own waits short: see docs/workflow.md.
+async fn wait_unless_signalled(wait: Duration, signal: &CancellationToken) {
+    tokio::select! {
+        () = tokio::time::sleep(wait) => {}
+        () = signal.cancelled() => {}
     }
 }
 
@@ -562,6 +573,50 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(e.error, "States.NoChoiceMatched");
+    }
+
+    /// Runs `definition` with the definition's own timing on a signal that has fired; the
+    /// execution must end well before the minute its waits would take.
+    async fn run_signalled(definition: Value, script: Arc<Script>) -> Result<Value, TaskError> {
+        let machine = StateMachine::load(&definition.to_string(), &HANDLERS).unwrap();
+        let signal = CancellationToken::new();
+        signal.cancel();
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            machine.run(json!({}), script, signal, &TracingObserver, Options::default()),
+        )
+        .await
+        .expect("a signalled execution does not wait out its delays")
+    }
+
+    #[tokio::test]
+    async fn a_signal_ends_a_retry_backoff_at_once_and_the_next_attempt_runs() {
+        let script = Arc::new(Script::default());
+        *script.failures.lock().unwrap() = vec!["A"];
+        let out = run_signalled(
+            json!({"StartAt": "T", "States": {
+                "T": {"Type": "Task", "Resource": "${FlakyFunctionArn}",
+                      "Retry": [{"ErrorEquals": ["A"], "MaxAttempts": 3, "IntervalSeconds": 60}],
+                      "End": true}}}),
+            script.clone(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(out, json!({"ok": true}));
+        assert_eq!(script.calls.lock().unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_signal_ends_a_wait_state_at_once() {
+        let out = run_signalled(
+            json!({"StartAt": "W", "States": {
+                "W": {"Type": "Wait", "Seconds": 60, "Next": "P"},
+                "P": {"Type": "Pass", "Result": "after", "End": true}}}),
+            Arc::default(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(out, json!("after"));
     }
 
     #[test]
