@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use super::filter::{self, Filter, Filterable};
 use super::schema::{
     self, Attribute, ENTERPRISE_ATTRIBUTES, ENTERPRISE_SCHEMA, Mutability, USER_ATTRIBUTES,
-    USER_SCHEMA, UserInput,
+    USER_SCHEMA, UserInput, check_multi_count,
 };
 use super::{ScimError, field};
 use crate::domain::Profile;
@@ -280,8 +280,7 @@ fn edit(
     }
     let multi = t.attribute.is_some_and(|a| a.multi);
     if op == Op::Remove {
-        remove(container, t, value.as_ref());
-        return Ok(());
+        return remove(container, t, value.as_ref());
     }
     let value = value
         .filter(|v| !v.is_null())
@@ -292,16 +291,21 @@ fn edit(
                 Value::Array(items) => items,
                 single => vec![single],
             };
+            // Bounded before any comparison: the duplicate check below then compares at most
+            // MULTI_VALUE_MAX values with at most twice as many.
+            check_multi_count(t.name, new.len())?;
             let slot = container
                 .entry(t.name.to_owned())
                 .or_insert_with(|| Value::Array(vec![]));
             match (op, slot) {
                 (Op::Add, Value::Array(items)) => {
+                    check_multi_count(t.name, items.len())?;
                     for v in new {
                         if !items.contains(&v) {
                             items.push(v);
                         }
                     }
+                    check_multi_count(t.name, items.len())?;
                 }
                 (_, slot) => *slot = Value::Array(new),
             }
@@ -354,6 +358,7 @@ fn edit(
                 }
                 let mut element = Value::Object(element);
                 set_in_element(&mut element, sub, value)?;
+                check_multi_count(t.name, items.len() + 1)?;
                 items.push(element);
             }
         }
@@ -396,7 +401,11 @@ fn merge(current: &mut Map<String, Value>, new: Map<String, Value>) {
     }
 }
 
-fn remove(container: &mut Map<String, Value>, t: &Target, value: Option<&Value>) {
+fn remove(
+    container: &mut Map<String, Value>,
+    t: &Target,
+    value: Option<&Value>,
+) -> Result<(), ScimError> {
     match (&t.filter, t.sub) {
         (None, None) => {
             // With a value, a multi-valued attribute loses just the values given.
@@ -406,6 +415,8 @@ fn remove(container: &mut Map<String, Value>, t: &Target, value: Option<&Value>)
                         Value::Array(vs) => vs.iter().collect(),
                         single => vec![single],
                     };
+                    check_multi_count(t.name, gone.len())?;
+                    check_multi_count(t.name, items.len())?;
                     items.retain(|i| {
                         !gone.iter().any(|g| {
                             *g == i
@@ -438,6 +449,7 @@ fn remove(container: &mut Map<String, Value>, t: &Target, value: Option<&Value>)
             }
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -543,6 +555,62 @@ mod tests {
         );
         assert!(!out.profile.attributes.contains_key("emails"));
         assert_eq!(out.profile.external_id, None);
+    }
+
+    fn emails(n: usize) -> Value {
+        (0..n)
+            .map(|i| json!({"value": format!("u{i}@example.org"), "type": "work"}))
+            .collect()
+    }
+
+    #[test]
+    fn adding_more_values_than_a_multi_valued_attribute_holds_is_refused() {
+        // Sixteen thousand addresses once stalled the server checking each against the others.
+        for n in [schema::MULTI_VALUE_MAX + 1, 16_000] {
+            let refused = patch(json!([{"op": "add", "path": "emails", "value": emails(n)}]));
+            assert!(
+                matches!(refused, Err(ScimError::InvalidValue(ref m)) if m.contains("at most 100")),
+                "{n}: {refused:?}"
+            );
+        }
+        let replaced = patch(json!([{"op": "replace", "path": "emails", "value": emails(101)}]));
+        assert!(matches!(replaced, Err(ScimError::InvalidValue(_))));
+        let removed = patch(json!([{"op": "remove", "path": "emails", "value": emails(101)}]));
+        assert!(matches!(removed, Err(ScimError::InvalidValue(_))));
+    }
+
+    #[test]
+    fn values_up_to_the_maximum_are_added_once_each() {
+        let mut twice = emails(50).as_array().unwrap().clone();
+        twice.extend(emails(50).as_array().unwrap().iter().cloned());
+        let out = patch(json!([{"op": "add", "path": "emails", "value": twice}])).unwrap();
+        // The profile has one address already, which the new ones do not repeat.
+        assert_eq!(
+            out.profile.attributes["emails"].as_array().unwrap().len(),
+            51
+        );
+        let full = patch(json!([{"op": "add", "path": "emails", "value": emails(99)}])).unwrap();
+        assert_eq!(
+            full.profile.attributes["emails"].as_array().unwrap().len(),
+            100
+        );
+        let over = patch(json!([
+            {"op": "add", "path": "emails", "value": emails(99)},
+            {"op": "add", "path": "emails", "value": [{"value": "one-more@example.org"}]}
+        ]));
+        assert!(matches!(over, Err(ScimError::InvalidValue(_))), "{over:?}");
+    }
+
+    #[test]
+    fn filtered_adds_stop_creating_values_at_the_maximum() {
+        let ops: Vec<Value> = (0..=schema::MULTI_VALUE_MAX)
+            .map(|i| json!({"op": "add", "path": format!("phoneNumbers[type eq \"t{i}\"].value"), "value": "1"}))
+            .collect();
+        let refused = patch(Value::Array(ops));
+        assert!(
+            matches!(refused, Err(ScimError::InvalidValue(_))),
+            "{refused:?}"
+        );
     }
 
     #[test]

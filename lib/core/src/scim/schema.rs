@@ -17,6 +17,21 @@ pub const ERROR_SCHEMA: &str = "urn:ietf:params:scim:api:messages:2.0:Error";
 /// Longest string value accepted in any attribute, in characters.
 pub const STRING_MAX_CHARS: usize = 2048;
 
+/// Most values a multi-valued attribute (`emails`, `phoneNumbers`, `addresses`, ...) holds; a
+/// request that would give it more is refused with 400 `invalidValue`. Identity providers send
+/// a handful; the bound keeps the work of one request small, whatever its size.
+pub const MULTI_VALUE_MAX: usize = 100;
+
+/// Refuses `count` values for the multi-valued attribute `name` past [`MULTI_VALUE_MAX`].
+pub fn check_multi_count(name: &str, count: usize) -> Result<(), ScimError> {
+    if count > MULTI_VALUE_MAX {
+        return Err(ScimError::InvalidValue(format!(
+            "{name} holds at most {MULTI_VALUE_MAX} values"
+        )));
+    }
+    Ok(())
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Type {
     String,
@@ -431,6 +446,7 @@ fn attribute_value(a: &Attribute, value: &Value) -> Result<Option<Value>, ScimEr
             Value::Array(items) => items,
             single => std::slice::from_ref(single),
         };
+        check_multi_count(a.name, items.len())?;
         let mut out = Vec::new();
         for item in items {
             if let Some(v) = single_value(a, item)? {

@@ -583,7 +583,13 @@ mod tests {
         signal.cancel();
         tokio::time::timeout(
             Duration::from_secs(5),
-            machine.run(json!({}), script, signal, &TracingObserver, Options::default()),
+            machine.run(
+                json!({}),
+                script,
+                signal,
+                &TracingObserver,
+                Options::default(),
+            ),
         )
         .await
         .expect("a signalled execution does not wait out its delays")

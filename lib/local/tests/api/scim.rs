@@ -893,6 +893,13 @@ async fn every_write_and_token_generation_is_in_the_audit_log() {
     );
 }
 
+/// `n` distinct work addresses.
+fn many_emails(n: usize) -> Value {
+    (0..n)
+        .map(|i| json!({ "value": format!("user{i:05}@example.org"), "type": "work" }))
+        .collect()
+}
+
 #[tokio::test]
 async fn bad_input_gets_a_clear_scim_error_and_changes_nothing() {
     let s = Scim::start().await;
@@ -941,6 +948,13 @@ async fn bad_input_gets_a_clear_scim_error_and_changes_nothing() {
             Some("noTarget"),
         ),
         (send(Method::PUT, &format!("/Users/{id}"), json_type, json!({ "userName": "" }).to_string().into_bytes()), 400, Some("invalidValue")),
+        // Sixteen thousand addresses (661 KiB, under the body limit) once stalled every tenant.
+        (
+            send(Method::PATCH, &format!("/Users/{id}"), json_type, json!({ "schemas": [PATCH_OP], "Operations": [{ "op": "add", "path": "emails", "value": many_emails(16_000) }] }).to_string().into_bytes()),
+            400,
+            Some("invalidValue"),
+        ),
+        (send(Method::PUT, &format!("/Users/{id}"), json_type, json!({ "userName": "ann@x.org", "emails": many_emails(101) }).to_string().into_bytes()), 400, Some("invalidValue")),
         (send(Method::GET, "/Users/usr_x%0D%0ASet-Cookie:%20a=b", json_type, vec![]), 404, None),
         (send(Method::DELETE, "/Users/%0D%0A", json_type, vec![]), 404, None),
         (send(Method::GET, "/Users?filter=userName%20eq%20%22a%22%22%0D%0A", json_type, vec![]), 400, Some("invalidFilter")),
