@@ -45,9 +45,8 @@ pub async fn serve(
     let server = service.clone();
     tokio::spawn(async move {
         server
-            .serve(listener, std::future::pending())
+            .serve(listener, Default::default(), std::future::pending())
             .await
-            .unwrap()
     });
     (service, base)
 }

@@ -33,6 +33,19 @@ pub enum ApiError {
     RouteNotFound,
     #[error("method not allowed on this route")]
     MethodNotAllowed,
+    #[error("the request body did not arrive in time")]
+    RequestTimeout,
+    #[error(
+        "the request target is longer than {} bytes",
+        crate::edge::URI_MAX_BYTES
+    )]
+    UriTooLong,
+    #[error(
+        "the request has more than {} header fields or more than {} bytes of them",
+        crate::edge::HEADER_MAX_COUNT,
+        crate::edge::HEADERS_MAX_BYTES
+    )]
+    HeadersTooLarge,
 }
 
 impl ApiError {
@@ -66,6 +79,12 @@ impl ApiError {
             ApiError::OriginForbidden => (StatusCode::FORBIDDEN, "origin_forbidden"),
             ApiError::RouteNotFound => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
+            ApiError::RequestTimeout => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
+            ApiError::UriTooLong => (StatusCode::URI_TOO_LONG, "uri_too_long"),
+            ApiError::HeadersTooLarge => (
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "headers_too_large",
+            ),
         }
     }
 }
@@ -106,8 +125,25 @@ impl IntoResponse for ApiError {
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
-        response
+        close_if_unread(response)
     }
+}
+
+/// Answers that leave the request unread (its body, or a head too large to act on) close the
+/// connection: what the client sends next cannot be told apart from the rest of this request.
+fn close_if_unread(mut response: Response) -> Response {
+    if matches!(
+        response.status(),
+        StatusCode::REQUEST_TIMEOUT
+            | StatusCode::PAYLOAD_TOO_LARGE
+            | StatusCode::URI_TOO_LONG
+            | StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
+    ) {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
 }
 
 /// Every failure a SCIM request can end in.
@@ -132,6 +168,19 @@ pub enum ScimApiError {
     RouteNotFound,
     #[error("method not allowed on this SCIM endpoint")]
     MethodNotAllowed,
+    #[error("the request body did not arrive in time")]
+    RequestTimeout,
+    #[error(
+        "the request target is longer than {} bytes",
+        crate::edge::URI_MAX_BYTES
+    )]
+    UriTooLong,
+    #[error(
+        "the request has more than {} header fields or more than {} bytes of them",
+        crate::edge::HEADER_MAX_COUNT,
+        crate::edge::HEADERS_MAX_BYTES
+    )]
+    HeadersTooLarge,
 }
 
 impl ScimApiError {
@@ -157,6 +206,9 @@ impl ScimApiError {
             }
             ScimApiError::SearchAcrossTypes => StatusCode::NOT_IMPLEMENTED,
             ScimApiError::RouteNotFound => StatusCode::NOT_FOUND,
+            ScimApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+            ScimApiError::UriTooLong => StatusCode::URI_TOO_LONG,
+            ScimApiError::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
         }
     }
 }
@@ -196,6 +248,6 @@ impl IntoResponse for ScimApiError {
             }
             _ => {}
         }
-        response
+        close_if_unread(response)
     }
 }

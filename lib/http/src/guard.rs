@@ -117,27 +117,44 @@ pub fn media_type(headers: &HeaderMap) -> Option<&str> {
 
 /// Why a request body could not be read.
 pub enum BodyError {
-    /// It is longer than the limit.
+    /// It is longer than the limit, or its `Content-Length` says it will be.
     TooLarge,
+    /// It did not arrive within the server's body timeout.
+    TimedOut,
     /// The connection failed while it was read.
     Unreadable,
 }
 
-/// The request body as text, at most `limit` bytes of UTF-8.
+/// The error a server's request body yields when the body did not arrive in time; the body
+/// reader answers it with 408. The local server's bodies carry a deadline (see
+/// `knowledge_local::server`); on Lambda the body has arrived before the handler runs.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive in time")]
+pub struct BodyTimedOut;
+
+/// The request body as text, at most `limit` bytes of UTF-8. A body whose declared length
+/// (`Content-Length`) is over `limit` is refused before a byte of it is read.
 /// Errors: `Err(None)` when it is not valid UTF-8.
 pub async fn read_text(body: Body, limit: usize) -> Result<String, Option<BodyError>> {
+    if http_body::Body::size_hint(&body).lower() > limit as u64 {
+        return Err(Some(BodyError::TooLarge));
+    }
     let bytes = axum::body::to_bytes(body, limit).await.map_err(|e| {
-        let too_large = e
-            .into_inner()
-            .downcast_ref::<http_body_util::LengthLimitError>()
-            .is_some();
-        Some(if too_large {
+        Some(if caused_by::<http_body_util::LengthLimitError>(&e) {
             BodyError::TooLarge
+        } else if caused_by::<BodyTimedOut>(&e) {
+            BodyError::TimedOut
         } else {
             BodyError::Unreadable
         })
     })?;
     String::from_utf8(bytes.to_vec()).map_err(|_| None)
+}
+
+/// Whether `E` is in the chain of `error`'s causes: body errors arrive wrapped once per body
+/// adapter they passed through.
+fn caused_by<E: std::error::Error + 'static>(error: &(dyn std::error::Error + 'static)) -> bool {
+    std::iter::successors(Some(error), |e| e.source()).any(|e| e.is::<E>())
 }
 
 /// A request body that is a JSON object of at most [`BODY_LIMIT`] bytes.
@@ -155,6 +172,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
             .await
             .map_err(|e| match e {
                 Some(BodyError::TooLarge) => ApiError::PayloadTooLarge { limit: BODY_LIMIT },
+                Some(BodyError::TimedOut) => ApiError::RequestTimeout,
                 Some(BodyError::Unreadable) => ApiError::InvalidJson,
                 None => ApiError::InvalidEncoding,
             })?;

@@ -2,6 +2,7 @@
 //! `axum::serve` and the Lambda functions hand to `lambda_http::run`.
 
 pub mod cookie;
+pub mod edge;
 pub mod error;
 pub mod guard;
 pub mod routes;
@@ -141,6 +142,7 @@ pub fn router_for(state: AppState, endpoints: &[Endpoint]) -> Router {
     app.route("/api/managed-agents/", bare)
         .fallback(routes::route_not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)
+        .layer(axum::middleware::from_fn(edge::limit_head))
         .layer(axum::middleware::from_fn(guard::log))
         .with_state(state)
 }

@@ -142,6 +142,7 @@ impl<S: Send + Sync> FromRequest<S> for ScimBody {
             .await
             .map_err(|e| match e {
                 Some(BodyError::TooLarge) => ScimApiError::PayloadTooLarge,
+                Some(BodyError::TimedOut) => ScimApiError::RequestTimeout,
                 Some(BodyError::Unreadable) => {
                     ScimError::InvalidSyntax("the request body could not be read".into()).into()
                 }

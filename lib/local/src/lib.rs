@@ -3,11 +3,11 @@
 
 pub mod admin;
 pub mod asl;
+pub mod server;
 pub mod sqlite;
 pub mod store;
 pub mod workflow;
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -20,6 +20,7 @@ use knowledge_http::cookie::{CookieSigner, key_from_hex};
 use knowledge_http::{AppState, HttpConfig};
 use tokio::net::TcpListener;
 
+pub use crate::server::ServerLimits;
 pub use crate::sqlite::SqliteStore;
 pub use crate::store::LocalStore;
 pub use crate::workflow::{LocalWorkflow, StepTasks};
@@ -190,19 +191,15 @@ impl LocalService {
         Ok(running.len())
     }
 
-    /// Serves the API on `listener` until `shutdown` resolves, then waits for in-flight requests.
+    /// Serves the API on `listener`, with every client read bounded by `limits` (see
+    /// [`server`]), until `shutdown` resolves; then lets in-flight requests finish.
     pub async fn serve(
         &self,
         listener: TcpListener,
-        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-    ) -> Result<(), LocalError> {
+        limits: ServerLimits,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) {
         let router = knowledge_http::router(self.state.clone());
-        axum::serve(
-            listener,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(shutdown)
-        .await?;
-        Ok(())
+        server::serve(listener, router, limits, shutdown).await;
     }
 }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use knowledge_core::clock::SystemClock;
@@ -14,7 +15,9 @@ use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::admin::{
     Admin, DEFAULT_ORG, OrgChanges, audit_json, integration_json, org_json,
 };
-use knowledge_local::{LocalService, LocalStore, Parts, SqliteStore, sealer, signing_key};
+use knowledge_local::{
+    LocalService, LocalStore, Parts, ServerLimits, SqliteStore, sealer, signing_key,
+};
 use knowledge_mcp::{StoredIntegrations, Timeouts};
 use knowledge_providers::agent_from_env;
 use serde_json::json;
@@ -103,6 +106,13 @@ enum Command {
         /// `docs` search integration; default `docs/guide` when that folder exists.
         #[arg(long, env = "KNOWLEDGE_DOCS")]
         docs: Option<PathBuf>,
+        /// Seconds a client has to send a request's headers, counted from when the connection
+        /// is ready for a request; also how long an idle keep-alive connection stays open.
+        #[arg(long, env = "KNOWLEDGE_HEADER_TIMEOUT_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        header_timeout_secs: u64,
+        /// Seconds a client has to send a request's whole body, from its headers (408 past it).
+        #[arg(long, env = "KNOWLEDGE_BODY_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        body_timeout_secs: u64,
     },
     /// Organisations.
     #[command(subcommand)]
@@ -332,8 +342,18 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let store = cli.open_store().await?;
     let admin = Admin { store: &*store };
     match command {
-        Command::Serve { addr, origin, docs } => {
-            serve(&cli.data_dir, store.clone(), &addr, origin, docs).await?
+        Command::Serve {
+            addr,
+            origin,
+            docs,
+            header_timeout_secs,
+            body_timeout_secs,
+        } => {
+            let limits = ServerLimits {
+                header_timeout: Duration::from_secs(header_timeout_secs),
+                body_timeout: Duration::from_secs(body_timeout_secs),
+            };
+            serve(&cli.data_dir, store.clone(), &addr, origin, docs, limits).await?
         }
         Command::Org(OrgCommand::Create {
             name,
@@ -453,6 +473,7 @@ async fn serve(
     addr: &str,
     origin: Option<String>,
     docs: Option<PathBuf>,
+    limits: ServerLimits,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let created = Admin { store: &*store }.bootstrap().await?;
     let kind = store.kind();
@@ -518,7 +539,7 @@ async fn serve(
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    service.serve(listener, shutdown).await?;
+    service.serve(listener, limits, shutdown).await;
     // Give turns in flight a moment to finish; any still running are resumed at the next start.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(3), service.workflow.idle()).await;
     Ok(())

@@ -5,6 +5,7 @@
 
 mod concurrency;
 mod conformance;
+mod connections;
 mod durability;
 mod lifecycle;
 mod limits;

@@ -16,7 +16,9 @@ use knowledge_core::ports::{
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::admin::Admin;
 use knowledge_local::asl::{Observer, Options, Tasks, TracingObserver};
-use knowledge_local::{LocalService, LocalStore, LocalWorkflow, Parts, SqliteStore, StepTasks};
+use knowledge_local::{
+    LocalService, LocalStore, LocalWorkflow, Parts, ServerLimits, SqliteStore, StepTasks,
+};
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
@@ -137,6 +139,8 @@ pub struct Setup {
     pub wrap: WrapTasks,
     /// A data directory that may hold another service's data.
     pub dir: Option<Arc<tempfile::TempDir>>,
+    /// The server's bounds on slow clients.
+    pub limits: ServerLimits,
 }
 
 impl Setup {
@@ -147,6 +151,7 @@ impl Setup {
             observer: Arc::new(TracingObserver),
             wrap: |tasks| tasks,
             dir: None,
+            limits: ServerLimits::default(),
         }
     }
 }
@@ -195,7 +200,7 @@ impl Api {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let clock = Arc::new(ShiftedClock::default());
-        let (observer, wrap) = (setup.observer, setup.wrap);
+        let (observer, wrap, limits) = (setup.observer, setup.wrap, setup.limits);
         let svc = LocalService::with_workflow(
             Parts {
                 store: store.clone(),
@@ -210,7 +215,7 @@ impl Api {
         .unwrap();
         let server = {
             let svc = svc.clone();
-            tokio::spawn(async move { svc.serve(listener, std::future::pending()).await.unwrap() })
+            tokio::spawn(async move { svc.serve(listener, limits, std::future::pending()).await })
         };
         let signer = CookieSigner::new(&KEY).unwrap();
         let org = OrgId::parse("org_default").unwrap();

@@ -1,0 +1,41 @@
+//! Limits on a request's head (target and header fields), checked before routing, so that an
+//! oversized head gets the documented JSON error rather than the HTTP library's bare one.
+//! They sit below the server's own hard limits (see `knowledge_local::server`), which answer
+//! only what cannot be parsed at all.
+
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::error::{ApiError, ScimApiError};
+
+/// Longest request target (path and query) accepted, in bytes: 414 past it.
+pub const URI_MAX_BYTES: usize = 8 * 1024;
+/// Most header fields a request may carry: 431 past it.
+pub const HEADER_MAX_COUNT: usize = 100;
+/// Most bytes of header fields (names, values and their separators) a request may carry: 431
+/// past it.
+pub const HEADERS_MAX_BYTES: usize = 32 * 1024;
+
+/// Refuses a request whose target or header fields are over the limits above, in the error
+/// shape of the route it was meant for (SCIM's under `/api/scim`).
+pub async fn limit_head(req: Request, next: Next) -> Response {
+    let target = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
+    let header_bytes: usize = req
+        .headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum();
+    let too_long = target > URI_MAX_BYTES;
+    let too_many = req.headers().len() > HEADER_MAX_COUNT || header_bytes > HEADERS_MAX_BYTES;
+    if !too_long && !too_many {
+        return next.run(req).await;
+    }
+    let scim = req.uri().path().starts_with("/api/scim");
+    match (scim, too_long) {
+        (false, true) => ApiError::UriTooLong.into_response(),
+        (false, false) => ApiError::HeadersTooLarge.into_response(),
+        (true, true) => ScimApiError::UriTooLong.into_response(),
+        (true, false) => ScimApiError::HeadersTooLarge.into_response(),
+    }
+}
