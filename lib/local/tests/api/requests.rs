@@ -139,6 +139,33 @@ async fn a_removed_members_cookie_stops_working_at_once() {
 }
 
 #[tokio::test]
+async fn removing_a_member_with_the_admin_command_cancels_their_running_turns() {
+    let agent = crate::support::GatedAgent::new();
+    let api = Api::start_with(agent.clone()).await;
+    let org = api.user.org.clone();
+    let user = api.new_user(&org).await;
+    let created = api
+        .post_as(&user, SESSION, json!({ "text": "a long question" }))
+        .await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    agent.asked().await;
+    // The admin command runs in its own process: it stamps the cancellation in the store and
+    // the run sees it at its next step, without a signal.
+    let cancelled = api.admin().remove_member(&org, &user.id).await.unwrap();
+    assert_eq!(cancelled, 1);
+    agent.release(1);
+    let key = api.key(created.body["id"].as_str().unwrap());
+    let key = knowledge_core::ids::SessionKey {
+        user: user.id.clone(),
+        ..key
+    };
+    api.svc.workflow.idle().await;
+    let events = api.svc.store.list_events(&key, 0, 100).await.unwrap();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["user_message", "status_terminated"]);
+}
+
+#[tokio::test]
 async fn post_and_delete_without_the_application_origin_are_403_and_change_nothing() {
     let api = Api::start().await;
     let id = api.create("keep me").await;
