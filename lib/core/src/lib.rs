@@ -6,6 +6,7 @@ pub mod clock;
 pub mod conversation;
 pub mod domain;
 pub mod error;
+pub mod fault;
 pub mod ids;
 pub mod integrations;
 pub mod limits;

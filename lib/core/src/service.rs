@@ -297,6 +297,7 @@ impl Service {
             .ok_or(CoreError::NotFound("session"))?;
         if !current.deleting {
             self.stamp(&key, current, true).await?;
+            crate::fault::point("delete", "marked").await;
         }
         if self.deps.store.delete_session(&key).await? {
             Ok(())
@@ -356,6 +357,9 @@ impl Service {
         )
         .await?;
         if let CancelStamp::Stamped(Some(run)) = &stamped {
+            if !delete {
+                crate::fault::point("cancel", "stamped").await;
+            }
             self.deps.workflow.cancelled(key, run).await;
         }
         Ok(stamped)

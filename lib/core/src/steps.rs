@@ -310,6 +310,7 @@ impl Steps {
     ) -> Result<Value, StepError> {
         let input: StepInput = serde_json::from_value(input)
             .map_err(|e| StepError::new(errors::INPUT, e.to_string()))?;
+        crate::fault::point(name, "begin").await;
         let output = match name {
             "LoadTurn" => self.load_turn(&input).await,
             "CallAgent" => abortable(self.call_agent(&input), cancelled).await,
@@ -318,6 +319,7 @@ impl Steps {
             "Terminate" => self.terminate(&input).await,
             _ => Err(StepError::new(errors::INPUT, format!("no step {name}"))),
         }?;
+        crate::fault::point(name, "end").await;
         Ok(serde_json::to_value(output).expect("step outputs serialise"))
     }
 

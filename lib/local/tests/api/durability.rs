@@ -12,10 +12,10 @@ use tokio::process::{Child, Command};
 
 use crate::support::{Api, WAIT, kinds};
 
-const BIN: &str = env!("CARGO_BIN_EXE_knowledge");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_knowledge");
 
 /// Runs an admin command to completion; returns its standard output, trimmed.
-async fn admin(dir: &Path, args: &[&str]) -> String {
+pub(crate) async fn admin(dir: &Path, args: &[&str]) -> String {
     let out = Command::new(BIN)
         .arg("--data-dir")
         .arg(dir)
@@ -79,7 +79,7 @@ async fn serve_with(dir: &Path, options: &[&str]) -> (Child, String, String) {
     (child, base, printed)
 }
 
-async fn call(
+pub(crate) async fn call(
     method: reqwest::Method,
     base: &str,
     path: &str,
@@ -103,7 +103,7 @@ async fn call(
 }
 
 /// Polls (bounded) until the session has no run in flight; returns the event types.
-async fn wait_answered(base: &str, cookie: &str, session: &str) -> Vec<String> {
+pub(crate) async fn wait_answered(base: &str, cookie: &str, session: &str) -> Vec<String> {
     let path = format!("/api/managed-agents/transcript?sessionId={session}");
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {

@@ -6,6 +6,7 @@
 mod concurrency;
 mod conformance;
 mod connections;
+mod crashes;
 mod durability;
 mod lifecycle;
 mod limits;

@@ -1,0 +1,273 @@
+//! Crash recovery on the real binary: the `knowledge` process is stopped at a named fault point
+//! (`knowledge_core::fault`) inside a turn's steps, a delete or a cancel, killed there with
+//! SIGKILL, and started again on the same data directory. What it acknowledged must be there,
+//! nothing may stay half-deleted or claimed, and every log must stay gap-free. The points make
+//! each kill land exactly where it is meant to, every run.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use knowledge_core::fault::{FAULT_POINTS_ENV, REACHED};
+use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::mpsc;
+
+use crate::durability::{BIN, admin, call, wait_answered};
+use crate::support::WAIT;
+
+const GUIDE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/guide");
+/// The builtin agent searches the guide for this, then answers: every step of a turn runs.
+const QUESTION: &str = "How do I cancel a running answer?";
+const ANSWERED: [&str; 5] = [
+    "user_message",
+    "tool_use",
+    "tool_result",
+    "agent_message",
+    "status_idle",
+];
+
+/// A running `knowledge serve`.
+struct Process {
+    child: Child,
+    base: String,
+    /// What it printed up to its listening line.
+    printed: String,
+    /// The fault points it has stopped at, as it reports them.
+    reached: mpsc::UnboundedReceiver<String>,
+}
+
+impl Process {
+    /// Starts `serve` on `dir`, stopping at `points`.
+    async fn start(dir: &Path, points: &[&str]) -> Self {
+        let mut child = Command::new(BIN)
+            .arg("--data-dir")
+            .arg(dir)
+            .args(["serve", "--addr", "127.0.0.1:0", "--docs", GUIDE])
+            .env(FAULT_POINTS_ENV, points.join(","))
+            .env_remove("KNOWLEDGE_SIGNING_KEY")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let (tx, reached) = mpsc::unbounded_channel();
+        let mut errors = BufReader::new(child.stderr.take().unwrap()).lines();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = errors.next_line().await {
+                if let Some(point) = line.strip_prefix(REACHED) {
+                    let _ = tx.send(point.to_owned());
+                }
+            }
+        });
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut printed = String::new();
+        let base = tokio::time::timeout(WAIT, async {
+            loop {
+                let line = lines.next_line().await.unwrap().expect("serve starts");
+                printed.push_str(&line);
+                printed.push('\n');
+                if let Some(rest) = line.strip_prefix("knowledge service listening on ") {
+                    return rest.split_whitespace().next().unwrap().to_owned();
+                }
+            }
+        })
+        .await
+        .expect("serve starts in time");
+        // Keep reading, so that nothing it prints later meets a closed pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Self {
+            child,
+            base,
+            printed,
+            reached,
+        }
+    }
+
+    /// Waits (bounded) until the process reports that it stopped at `point`.
+    async fn stopped_at(&mut self, point: &str) {
+        let got = tokio::time::timeout(WAIT, self.reached.recv())
+            .await
+            .unwrap_or_else(|_| panic!("the process never reached {point}"));
+        assert_eq!(got.as_deref(), Some(point));
+    }
+
+    /// SIGKILL, and waits for the process to be gone.
+    async fn kill(mut self) {
+        self.child.start_kill().unwrap();
+        self.child.wait().await.unwrap();
+    }
+}
+
+async fn cookie(dir: &Path) -> String {
+    admin(
+        dir,
+        &["cookie", "--org", "org_default", "--user", "usr_default"],
+    )
+    .await
+}
+
+async fn create(p: &Process, cookie: &str, text: &str) -> String {
+    let (status, body) = call(
+        reqwest::Method::POST,
+        &p.base,
+        "/api/managed-agents/session",
+        cookie,
+        Some(json!({ "text": text })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    body["id"].as_str().unwrap().to_owned()
+}
+
+/// Sends a request whose answer will never come (the process stops, then dies, on its way).
+fn send_unanswered(p: &Process, cookie: &str, method: reqwest::Method, path: &str, body: Value) {
+    let request = reqwest::Client::new()
+        .request(method, format!("{}{path}", p.base))
+        .header("cookie", cookie)
+        .header("origin", &p.base)
+        .json(&body);
+    tokio::spawn(async move {
+        let _ = request.send().await;
+    });
+}
+
+/// Waits until the session's run has ended; returns its event types, after checking that the
+/// log is gap-free: ids numbered 1, 2, 3, ... in order.
+async fn settled_log(p: &Process, cookie: &str, session: &str) -> Vec<String> {
+    let kinds = wait_answered(&p.base, cookie, session).await;
+    let path = format!("/api/managed-agents/transcript?sessionId={session}");
+    let (_, t) = call(reqwest::Method::GET, &p.base, &path, cookie, None).await;
+    let ids: Vec<&str> = t["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    let expected: Vec<String> = (1..=ids.len()).map(|n| format!("evt_{n:012}")).collect();
+    assert_eq!(ids, expected, "{session}: the log has a gap or a repeat");
+    kinds
+}
+
+#[tokio::test]
+async fn a_kill_at_any_step_of_a_turn_is_recovered_at_restart_with_the_log_whole() {
+    let points = [
+        "LoadTurn.begin",
+        "LoadTurn.end",
+        "CallAgent.begin",
+        "CallAgent.end",
+        "RunTool.begin",
+        "RunTool.end",
+        "FinishTurn.begin",
+        "FinishTurn.end",
+    ];
+    for point in points {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = Process::start(dir.path(), &[point]).await;
+        let cookie = cookie(dir.path()).await;
+        let session = create(&p, &cookie, QUESTION).await;
+        p.stopped_at(point).await;
+        p.kill().await;
+
+        let p = Process::start(dir.path(), &[]).await;
+        assert!(
+            p.printed.contains("resumed 1 run"),
+            "{point}: {}",
+            p.printed
+        );
+        assert_eq!(
+            settled_log(&p, &cookie, &session).await,
+            ANSWERED,
+            "{point}: the turn is answered once"
+        );
+        p.kill().await;
+    }
+}
+
+#[tokio::test]
+async fn a_delete_cut_short_by_a_kill_is_finished_at_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = Process::start(dir.path(), &["delete.marked"]).await;
+    let cookie = cookie(dir.path()).await;
+    let kept = create(&p, &cookie, QUESTION).await;
+    let doomed = create(&p, &cookie, "delete me").await;
+    settled_log(&p, &cookie, &doomed).await;
+    let path = format!("/api/managed-agents/session?sessionId={doomed}");
+    send_unanswered(&p, &cookie, reqwest::Method::DELETE, &path, Value::Null);
+    p.stopped_at("delete.marked").await;
+    p.kill().await;
+
+    let key = SessionKey {
+        user: UserId::parse("usr_default").unwrap(),
+        org: OrgId::parse("org_default").unwrap(),
+        session: SessionId::parse(&doomed).unwrap(),
+    };
+    let store = knowledge_local::SqliteStore::open(dir.path()).unwrap();
+    let (records, events) = store.rows_for(&key).await.unwrap();
+    assert_eq!(records, 1, "the kill left the session half-deleted");
+    assert!(events > 0);
+
+    let p = Process::start(dir.path(), &[]).await;
+    assert!(p.printed.contains("finished 1 delete"), "{}", p.printed);
+    assert_eq!(store.rows_for(&key).await.unwrap(), (0, 0));
+    let (_, list) = call(
+        reqwest::Method::GET,
+        &p.base,
+        "/api/managed-agents/sessions",
+        &cookie,
+        None,
+    )
+    .await;
+    let listed: Vec<&str> = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [kept.as_str()]);
+    assert_eq!(settled_log(&p, &cookie, &kept).await, ANSWERED);
+    let (status, _) = call(reqwest::Method::DELETE, &p.base, &path, &cookie, None).await;
+    assert_eq!(status, 404, "nothing is left to delete");
+    p.kill().await;
+}
+
+#[tokio::test]
+async fn a_cancel_cut_short_by_a_kill_ends_the_run_at_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = Process::start(dir.path(), &["CallAgent.begin", "cancel.stamped"]).await;
+    let cookie = cookie(dir.path()).await;
+    let session = create(&p, &cookie, QUESTION).await;
+    p.stopped_at("CallAgent.begin").await;
+    let body = json!({ "sessionId": session });
+    send_unanswered(
+        &p,
+        &cookie,
+        reqwest::Method::POST,
+        "/api/managed-agents/cancel",
+        body,
+    );
+    p.stopped_at("cancel.stamped").await;
+    p.kill().await;
+
+    let p = Process::start(dir.path(), &[]).await;
+    assert!(p.printed.contains("resumed 1 run"), "{}", p.printed);
+    assert_eq!(
+        settled_log(&p, &cookie, &session).await,
+        ["user_message", "status_terminated"]
+    );
+    // The session goes on: a follow-up starts a fresh run and is answered.
+    let (status, body) = call(
+        reqwest::Method::POST,
+        &p.base,
+        "/api/managed-agents/message",
+        &cookie,
+        Some(json!({ "sessionId": session, "text": QUESTION })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let kinds = settled_log(&p, &cookie, &session).await;
+    assert_eq!(kinds[..2], ["user_message", "status_terminated"]);
+    assert_eq!(kinds[2..], ANSWERED);
+    p.kill().await;
+}
