@@ -265,7 +265,8 @@ enum MemberCommand {
         #[arg(long, default_value = "viewer")]
         role: Role,
     },
-    /// Remove a member; their cookies stop working at once.
+    /// Remove a member; their cookies stop working at once and their running turns are
+    /// cancelled.
     Remove {
         #[arg(long)]
         org: OrgId,
