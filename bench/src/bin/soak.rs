@@ -7,16 +7,18 @@
 //! log is gap-free. Prints Markdown for `docs/performance.md`; exits non-zero on a violation.
 //!
 //! Usage: soak [--users N] [--seconds T] [--agent-ms MS] [--poll-ms MS] [--kill-every SECS]
-//!             [--binary PATH]
+//!             [--fail-percent P] [--binary PATH]
 //! Build first: `cargo build --release -p knowledge-local -p knowledge-bench`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use axum::http::StatusCode;
 use axum::routing::{get, post};
 use knowledge_core::domain::Role;
 use knowledge_core::ids::UserId;
@@ -36,6 +38,7 @@ struct Options {
     agent_ms: u64,
     poll_ms: u64,
     kill_every: Option<u64>,
+    fail_percent: u64,
     binary: PathBuf,
 }
 
@@ -46,6 +49,7 @@ fn options() -> Options {
         agent_ms: 300,
         poll_ms: 100,
         kill_every: None,
+        fail_percent: 0,
         binary: PathBuf::from("target/release/knowledge"),
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -58,6 +62,7 @@ fn options() -> Options {
             "--agent-ms" => o.agent_ms = number(),
             "--poll-ms" => o.poll_ms = number(),
             "--kill-every" => o.kill_every = Some(number()).filter(|s| *s > 0),
+            "--fail-percent" => o.fail_percent = number().min(100),
             "--binary" => o.binary = PathBuf::from(value),
             other => panic!("unknown option {other}"),
         }
@@ -65,8 +70,11 @@ fn options() -> Options {
     o
 }
 
-/// An OpenAI-compatible provider on loopback that answers every completion after `delay`.
-async fn provider(delay: Duration) -> String {
+/// An OpenAI-compatible provider on loopback that answers every completion after `delay`,
+/// except `fail_percent` of them (spread evenly), which get a 500 at once: the workflow then
+/// retries after its backoff, and some cancels land in a backoff.
+async fn provider(delay: Duration, fail_percent: u64) -> String {
+    let calls = Arc::new(AtomicU64::new(0));
     let app = Router::new()
         .route(
             "/v1/models",
@@ -74,12 +82,19 @@ async fn provider(delay: Duration) -> String {
         )
         .route(
             "/v1/chat/completions",
-            post(move || async move {
-                tokio::time::sleep(delay).await;
-                axum::Json(json!({
-                    "choices": [{"message": {"role": "assistant", "content": "An answer."}}],
-                    "usage": {"prompt_tokens": 50, "completion_tokens": 5}
-                }))
+            post(move || {
+                let n = calls.fetch_add(1, Ordering::Relaxed);
+                async move {
+                    if n * fail_percent % 100 < fail_percent {
+                        return (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(json!({})));
+                    }
+                    tokio::time::sleep(delay).await;
+                    let answer = json!({
+                        "choices": [{"message": {"role": "assistant", "content": "An answer."}}],
+                        "usage": {"prompt_tokens": 50, "completion_tokens": 5}
+                    });
+                    (StatusCode::OK, axum::Json(answer))
+                }
             }),
         );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -180,11 +195,16 @@ impl Client {
             }
             Ok(r) => Outcome::Status(r.status().as_u16()),
         };
-        let mut stats = self.stats.lock().unwrap();
-        match outcome {
-            Outcome::Limited => *stats.limited.entry(endpoint).or_default() += 1,
-            _ => *stats.failed.entry(endpoint).or_default() += 1,
+        {
+            let mut stats = self.stats.lock().unwrap();
+            match outcome {
+                Outcome::Limited => *stats.limited.entry(endpoint).or_default() += 1,
+                _ => *stats.failed.entry(endpoint).or_default() += 1,
+            }
         }
+        // A user told to slow down (or finding the service down) waits a moment, as the app
+        // would, rather than retrying in a tight loop.
+        tokio::time::sleep(Duration::from_millis(500)).await;
         outcome
     }
 
@@ -287,9 +307,17 @@ async fn user(
     let mut rng = Rng(seed | 1);
     let mut sessions: Vec<Known> = Vec::new();
     let poll = Duration::from_millis(o.poll_ms);
+    // Creation is rate limited (10 a minute, 20 an hour): after a 429, the user works on the
+    // sessions it has for a while, as a person would.
+    let mut create_after = Instant::now();
     while Instant::now() < stop {
         let roll = rng.below(100);
-        if sessions.len() < 3 || (roll < 10 && sessions.len() < 8) {
+        let may_create = Instant::now() >= create_after;
+        if sessions.is_empty() && !may_create {
+            tokio::time::sleep(poll).await;
+            continue;
+        }
+        if may_create && (sessions.len() < 3 || (roll < 10 && sessions.len() < 8)) {
             match client
                 .create(&format!("question {}", rng.below(1000)))
                 .await
@@ -303,7 +331,7 @@ async fn user(
                     client.follow(&mut s, poll, stop).await;
                     sessions.push(s);
                 }
-                Outcome::Limited if !sessions.is_empty() => {}
+                Outcome::Limited => create_after = Instant::now() + Duration::from_secs(5),
                 _ => tokio::time::sleep(poll).await,
             }
             continue;
@@ -334,7 +362,7 @@ async fn user(
                     }
                 }
             }
-            80..90 => {
+            80..90 if sessions.len() > 1 => {
                 let s = sessions.swap_remove(i);
                 let outcome = client.delete(&s.id).await;
                 let mut ledger = ledger.lock().unwrap();
@@ -380,9 +408,10 @@ async fn check(
     store: &SqliteStore,
 ) -> Vec<String> {
     let mut violations = Vec::new();
-    let transcript = |cookie: &str, session: &str| {
+    let transcript = |cookie: &str, session: &str, since: Option<&str>| {
+        let cursor = since.map_or(String::new(), |c| format!("&sinceEventId={c}"));
         http.get(format!(
-            "{base}/api/managed-agents/transcript?sessionId={session}"
+            "{base}/api/managed-agents/transcript?sessionId={session}{cursor}"
         ))
         .header("cookie", cookie)
         .send()
@@ -390,9 +419,8 @@ async fn check(
     // Every run settles once the load stops.
     let deadline = Instant::now() + Duration::from_secs(60);
     for (cookie, session, acknowledged) in &ledger.live {
-        let mut events: Vec<Value> = Vec::new();
         loop {
-            let r = transcript(cookie, session).await.unwrap();
+            let r = transcript(cookie, session, None).await.unwrap();
             if r.status() != 200 {
                 violations.push(format!(
                     "{session}: acknowledged session answers {}",
@@ -402,7 +430,6 @@ async fn check(
             }
             let t: Value = r.json().await.unwrap();
             if t["workflowRunId"].is_null() {
-                events = t["events"].as_array().cloned().unwrap_or_default();
                 break;
             }
             if Instant::now() > deadline {
@@ -411,7 +438,17 @@ async fn check(
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        // Sessions here hold far fewer than a page of events.
+        // The whole log, page by page, as a client follows it.
+        let mut events: Vec<Value> = Vec::new();
+        loop {
+            let since = events.last().and_then(|e| e["id"].as_str());
+            let r = transcript(cookie, session, since).await.unwrap();
+            let t: Value = r.json().await.unwrap_or(Value::Null);
+            events.extend(t["events"].as_array().cloned().unwrap_or_default());
+            if t["hasMore"] != true {
+                break;
+            }
+        }
         for (n, e) in events.iter().enumerate() {
             if e["id"].as_str() != Some(&format!("evt_{:012}", n + 1)) {
                 violations.push(format!("{session}: event {} is {}", n + 1, e["id"]));
@@ -429,7 +466,7 @@ async fn check(
         }
     }
     for (cookie, session) in &ledger.deleted {
-        let status = transcript(cookie, session).await.unwrap().status();
+        let status = transcript(cookie, session, None).await.unwrap().status();
         if status != 404 {
             violations.push(format!("{session}: deleted, but answers {status}"));
         }
@@ -467,7 +504,7 @@ async fn main() {
         probe.local_addr().unwrap().to_string()
     };
     let base = format!("http://{addr}");
-    let provider = provider(Duration::from_millis(o.agent_ms)).await;
+    let provider = provider(Duration::from_millis(o.agent_ms), o.fail_percent).await;
     let mut child = start_service(&o, dir.path(), &addr, &provider).await;
 
     let started = Instant::now();
@@ -513,10 +550,12 @@ async fn main() {
 
     let stats = stats.lock().unwrap();
     println!(
-        "{} users, {:.0} s, agent {} ms, poll {} ms, {kills} kill -9 and restart(s)\n",
+        "{} users, {:.0} s, agent {} ms ({}% of calls answered 500), poll {} ms, {kills} kill -9 \
+         and restart(s)\n",
         o.users,
         elapsed.as_secs_f64(),
         o.agent_ms,
+        o.fail_percent,
         o.poll_ms
     );
     println!("| endpoint | 2xx | requests/s | p50 | p99 | 429 | other |");

@@ -308,17 +308,21 @@ impl Service {
 
     /// Finishes every delete that a crash cut short, as a process does when it starts; returns
     /// how many it finished. Idempotent, and safe beside a delete of the same session in
-    /// flight: whichever removes the rows last finds nothing left.
+    /// flight: whichever removes the rows last finds nothing left. Stops at a batch that
+    /// removed nothing, so an index that lags (DynamoDB's GSI) cannot keep it going.
     pub async fn finish_deletes(&self) -> Result<usize, CoreError> {
         let mut finished = 0;
         loop {
             let keys = self.deps.store.deleting_sessions(DELETE_BATCH).await?;
             let batch = keys.len();
+            let mut removed = 0;
             for key in keys {
-                self.deps.store.delete_session(&key).await?;
-                finished += 1;
+                if self.deps.store.delete_session(&key).await? {
+                    removed += 1;
+                }
             }
-            if batch < DELETE_BATCH {
+            finished += removed;
+            if batch < DELETE_BATCH || removed == 0 {
                 return Ok(finished);
             }
         }
