@@ -220,10 +220,13 @@ async fn a_turn_with_a_tool_call_records_the_search_and_answers_with_passages_an
 }
 
 #[tokio::test]
-async fn a_cancel_at_every_state_transition_ends_with_one_status_terminated_and_nothing_after() {
+async fn a_cancel_at_every_state_transition_terminates_a_turn_in_flight_once_and_an_ended_turn_not_at_all()
+ {
     let path = path_of_a_turn_with_a_search().await;
-    // The run owns the session until its last LoadTurn ends it.
+    // The run owns the session until its last LoadTurn ends it, but its turn is in flight only
+    // until FinishTurn commits status_idle: a cancel after that changes nothing.
     let last_load = path.iter().rposition(|s| s == "LoadTurn").unwrap();
+    let finish = path.iter().rposition(|s| s == "FinishTurn").unwrap();
     for (at, expected) in path.iter().enumerate() {
         let (api, id, state, resume) = paused_at(at).await;
         assert_eq!(&state, expected);
@@ -233,17 +236,26 @@ async fn a_cancel_at_every_state_transition_ends_with_one_status_terminated_and_
             at <= last_load,
             "run in flight before {at}:{state}"
         );
-        assert_eq!(api.cancel(&id).await.status, 200);
+        let cancelled = api.cancel(&id).await;
+        assert_eq!(cancelled.status, 200);
         resume.send(()).unwrap();
         api.settle().await;
         let events = kinds(&api.all_events(&id).await);
         let terminated = events.iter().filter(|k| *k == "status_terminated").count();
-        if running {
+        if at <= finish {
             assert_eq!(terminated, 1, "cancel before {at}:{state}: {events:?}");
             assert_eq!(events.last().unwrap(), "status_terminated", "{at}:{state}");
         } else {
-            assert_eq!(terminated, 0, "cancel after the run ended: {events:?}");
+            assert_eq!(
+                terminated, 0,
+                "cancel after the turn ended at {at}:{state}: {events:?}"
+            );
             assert_eq!(events.last().unwrap(), "status_idle", "{at}:{state}");
+            assert_eq!(
+                cancelled.body,
+                serde_json::json!({ "ok": true }),
+                "{at}:{state}"
+            );
         }
         assert!(api.transcript(&id).await.body["workflowRunId"].is_null());
     }
