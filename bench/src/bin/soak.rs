@@ -459,7 +459,7 @@ async fn check(
             .iter()
             .filter(|e| e["type"] == "user_message")
             .count();
-        if !events.is_empty() && messages < *acknowledged {
+        if messages < *acknowledged {
             violations.push(format!(
                 "{session}: {messages} messages, {acknowledged} acknowledged"
             ));

@@ -286,7 +286,9 @@ impl Service {
     /// the workflow and concurrent messages alike, finds it gone; then it removes the rows.
     /// A delete cut short between the two (a crash) left a session that is gone to everyone
     /// else: deleting it again finishes the removal and succeeds, as does
-    /// [`Service::finish_deletes`] at the next start. Errors: `NotFound`.
+    /// [`Service::finish_deletes`] at the next start. A delete that found the session succeeds
+    /// even when another remover (a retried request, the start-up sweep) took the last rows
+    /// first. Errors: `NotFound` when there was no session to find.
     pub async fn delete(&self, p: &Principal, session: &SessionId) -> Result<(), CoreError> {
         let key = p.key(session);
         let current = self
@@ -299,11 +301,8 @@ impl Service {
             self.stamp(&key, current, true).await?;
             crate::fault::point("delete", "marked").await;
         }
-        if self.deps.store.delete_session(&key).await? {
-            Ok(())
-        } else {
-            Err(CoreError::NotFound("session"))
-        }
+        self.deps.store.delete_session(&key).await?;
+        Ok(())
     }
 
     /// Finishes every delete that a crash cut short, as a process does when it starts; returns

@@ -113,6 +113,12 @@ enum Command {
         /// Seconds a client has to send a request's whole body, from its headers (408 past it).
         #[arg(long, env = "KNOWLEDGE_BODY_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
         body_timeout_secs: u64,
+        /// Seconds a write to a client may make no progress before the connection is closed.
+        #[arg(long, env = "KNOWLEDGE_WRITE_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        write_timeout_secs: u64,
+        /// Connections served at once; further ones wait to be accepted.
+        #[arg(long, env = "KNOWLEDGE_MAX_CONNECTIONS", default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=65536))]
+        max_connections: u64,
     },
     /// Organisations.
     #[command(subcommand)]
@@ -349,10 +355,14 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             docs,
             header_timeout_secs,
             body_timeout_secs,
+            write_timeout_secs,
+            max_connections,
         } => {
             let limits = ServerLimits {
                 header_timeout: Duration::from_secs(header_timeout_secs),
                 body_timeout: Duration::from_secs(body_timeout_secs),
+                write_timeout: Duration::from_secs(write_timeout_secs),
+                max_connections: max_connections as usize,
             };
             serve(&cli.data_dir, store.clone(), &addr, origin, docs, limits).await?
         }
@@ -512,7 +522,12 @@ async fn serve(
         signing_key: signing_key(data_dir)?,
         app_origin: origin.clone(),
     })?;
-    let finished = service.finish_deletes().await?;
+    // A store that fails here fails the first requests too; the deletes are finished at the
+    // next start or by the client's retry, so the service starts anyway.
+    let finished = service.finish_deletes().await.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "could not finish the deletes cut short by the previous process");
+        0
+    });
     let resumed = service.resume_runs().await?;
     // The listening line comes last: scripts may read up to it and know the rest is printed.
     if finished > 0 {

@@ -8,6 +8,12 @@
 //!   connection past it is closed without an answer (hyper has no request to answer).
 //! - **A body** must arrive whole within [`ServerLimits::body_timeout`] of its request's head;
 //!   the body reader then answers 408 and the connection closes.
+//! - **Writes**: a write to the client that makes no progress for
+//!   [`ServerLimits::write_timeout`] (a client that stopped reading its answers) closes the
+//!   connection.
+//! - **Connections**: at most [`ServerLimits::max_connections`] at once; past that, new ones
+//!   wait in the listen queue until one closes, rather than the process running out of file
+//!   descriptors. Only HTTP/1.1 is served (browsers speak it to a plain-HTTP origin).
 //! - **Sizes**: the router refuses heads over `knowledge_http::edge`'s limits and bodies over
 //!   the route's limit (413, from `Content-Length` alone when it declares too much), in the
 //!   documented JSON. Only what hyper cannot parse at all, or a head over its own hard limits
@@ -15,6 +21,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -25,7 +32,9 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use knowledge_http::guard::BodyTimedOut;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio::time::{Instant, Sleep};
+use tokio_io_timeout::TimeoutStream;
 
 /// Header fields hyper parses at most; the router refuses more than
 /// `knowledge_http::edge::HEADER_MAX_COUNT` in JSON long before this.
@@ -42,6 +51,10 @@ pub struct ServerLimits {
     pub header_timeout: Duration,
     /// For a request's whole body to arrive, from its head.
     pub body_timeout: Duration,
+    /// For one write to the client to make progress.
+    pub write_timeout: Duration,
+    /// Connections served at once.
+    pub max_connections: usize,
 }
 
 impl Default for ServerLimits {
@@ -49,6 +62,8 @@ impl Default for ServerLimits {
         Self {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(30),
+            max_connections: 512,
         }
     }
 }
@@ -68,8 +83,13 @@ pub async fn serve(
         .header_read_timeout(limits.header_timeout)
         .max_headers(HARD_MAX_HEADERS)
         .keep_alive(true);
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+            () = shutdown.as_mut() => break,
+        };
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
@@ -91,11 +111,15 @@ pub async fn serve(
             let req = req.map(|body| DeadlineBody::new(body, limits.body_timeout));
             tower::ServiceExt::oneshot(router.clone(), req)
         });
-        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        let mut stream = TimeoutStream::new(stream);
+        stream.set_write_timeout(Some(limits.write_timeout));
+        let io = TokioIo::new(Box::pin(stream));
+        let connection = graceful.watch(builder.serve_connection(io, service));
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::debug!(error = %e, "connection closed");
             }
+            drop(slot);
         });
     }
     drop(listener);

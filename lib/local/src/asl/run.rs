@@ -356,6 +356,11 @@ async fn invoke_with_retry(
 ) -> Result<Value, TaskError> {
     let mut attempts = vec![0u32; retry.len()];
     loop {
+        // An attempt that began before the run was signalled may have failed for reasons the
+        // signal makes moot: its backoff ends when the signal fires. One that began after (the
+        // run's termination, say) keeps its backoff, or a passing store failure would use up
+        // its retries at once.
+        let began_signalled = signal.is_cancelled();
         let error = match invoke_once(handler, input.clone(), timeout_secs, tasks, signal).await {
             Ok(v) => return Ok(v),
             Err(e) => e,
@@ -368,8 +373,14 @@ async fn invoke_with_retry(
             return Err(error);
         }
         tracing::warn!(handler, error = %error, attempt = attempts[i], "task failed; retrying");
-        let delay = retry[i].delay(attempts[i], sample());
-        wait_unless_signalled(delay.mul_f64(options.delay_scale), signal).await;
+        let delay = retry[i]
+            .delay(attempts[i], sample())
+            .mul_f64(options.delay_scale);
+        if began_signalled {
+            tokio::time::sleep(delay).await;
+        } else {
+            wait_unless_signalled(delay, signal).await;
+        }
     }
 }
 
@@ -423,7 +434,8 @@ mod tests {
     use std::sync::Mutex;
 
     /// Handlers for inline definitions: `Echo` returns its input, `Flaky` fails with the errors
-    /// queued in it first, `Slow` never answers, `Panic` panics. Every call is recorded.
+    /// queued in it first, `SignalFlaky` likewise but fires the run's signal as it fails,
+    /// `Slow` never answers, `Panic` panics. Every call is recorded.
     #[derive(Default)]
     struct Script {
         failures: Mutex<Vec<&'static str>>,
@@ -436,15 +448,20 @@ mod tests {
             &self,
             handler: &str,
             input: Value,
-            _: CancellationToken,
+            signal: CancellationToken,
         ) -> Result<Value, TaskError> {
             self.calls
                 .lock()
                 .unwrap()
                 .push((handler.to_owned(), input.clone()));
             match handler {
-                "Flaky" => match self.failures.lock().unwrap().pop() {
-                    Some(error) => Err(TaskError::new(error, "scripted")),
+                "Flaky" | "SignalFlaky" => match self.failures.lock().unwrap().pop() {
+                    Some(error) => {
+                        if handler == "SignalFlaky" {
+                            signal.cancel();
+                        }
+                        Err(TaskError::new(error, "scripted"))
+                    }
                     None => Ok(json!({"ok": true})),
                 },
                 "Slow" => std::future::pending().await,
@@ -454,7 +471,7 @@ mod tests {
         }
     }
 
-    const HANDLERS: [&str; 4] = ["Echo", "Flaky", "Slow", "Panic"];
+    const HANDLERS: [&str; 5] = ["Echo", "Flaky", "SignalFlaky", "Slow", "Panic"];
 
     async fn run(definition: Value, script: Arc<Script>, input: Value) -> Result<Value, TaskError> {
         let machine = StateMachine::load(&definition.to_string(), &HANDLERS).unwrap();
@@ -575,36 +592,39 @@ mod tests {
         assert_eq!(e.error, "States.NoChoiceMatched");
     }
 
-    /// Runs `definition` with the definition's own timing on a signal that has fired; the
-    /// execution must end well before the minute its waits would take.
-    async fn run_signalled(definition: Value, script: Arc<Script>) -> Result<Value, TaskError> {
+    /// Runs `definition` with the definition's own timing on `signal`, within `bound`.
+    async fn run_timed(
+        definition: Value,
+        script: Arc<Script>,
+        signal: CancellationToken,
+        bound: Duration,
+    ) -> Result<Value, TaskError> {
         let machine = StateMachine::load(&definition.to_string(), &HANDLERS).unwrap();
-        let signal = CancellationToken::new();
-        signal.cancel();
-        tokio::time::timeout(
-            Duration::from_secs(5),
-            machine.run(
-                json!({}),
-                script,
-                signal,
-                &TracingObserver,
-                Options::default(),
-            ),
-        )
-        .await
-        .expect("a signalled execution does not wait out its delays")
+        let run = machine.run(
+            json!({}),
+            script,
+            signal,
+            &TracingObserver,
+            Options::default(),
+        );
+        tokio::time::timeout(bound, run)
+            .await
+            .expect("the execution ends within its bound")
     }
 
     #[tokio::test]
-    async fn a_signal_ends_a_retry_backoff_at_once_and_the_next_attempt_runs() {
+    async fn a_signal_during_an_attempt_ends_its_retry_backoff_at_once() {
+        // The attempt fails as the run is cancelled; its minute of backoff is cut short.
         let script = Arc::new(Script::default());
         *script.failures.lock().unwrap() = vec!["A"];
-        let out = run_signalled(
+        let out = run_timed(
             json!({"StartAt": "T", "States": {
-                "T": {"Type": "Task", "Resource": "${FlakyFunctionArn}",
+                "T": {"Type": "Task", "Resource": "${SignalFlakyFunctionArn}",
                       "Retry": [{"ErrorEquals": ["A"], "MaxAttempts": 3, "IntervalSeconds": 60}],
                       "End": true}}}),
             script.clone(),
+            CancellationToken::new(),
+            Duration::from_secs(5),
         )
         .await
         .unwrap();
@@ -613,12 +633,40 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_attempt_begun_after_the_signal_keeps_its_backoff() {
+        // The run's own termination failing on a passing store error must not use up its
+        // retries at once.
+        let script = Arc::new(Script::default());
+        *script.failures.lock().unwrap() = vec!["A"];
+        let signal = CancellationToken::new();
+        signal.cancel();
+        let started = std::time::Instant::now();
+        run_timed(
+            json!({"StartAt": "T", "States": {
+                "T": {"Type": "Task", "Resource": "${FlakyFunctionArn}",
+                      "Retry": [{"ErrorEquals": ["A"], "MaxAttempts": 3, "IntervalSeconds": 1}],
+                      "End": true}}}),
+            script.clone(),
+            signal,
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        assert!(started.elapsed() >= Duration::from_millis(950));
+        assert_eq!(script.calls.lock().unwrap().len(), 2);
+    }
+
+    #[tokio::test]
     async fn a_signal_ends_a_wait_state_at_once() {
-        let out = run_signalled(
+        let signal = CancellationToken::new();
+        signal.cancel();
+        let out = run_timed(
             json!({"StartAt": "W", "States": {
                 "W": {"Type": "Wait", "Seconds": 60, "Next": "P"},
                 "P": {"Type": "Pass", "Result": "after", "End": true}}}),
             Arc::default(),
+            signal,
+            Duration::from_secs(5),
         )
         .await
         .unwrap();

@@ -1,6 +1,7 @@
 //! What a slow or hostile client does to the server, on raw sockets: connections that send
-//! nothing, half a request or half a body are closed after their bound; bodies that declare too
-//! much are refused from their head; heads over the limits get the documented JSON error.
+//! nothing, half a request or half a body, or stop reading their answers, are closed after
+//! their bound; connections past the limit wait; bodies that declare too much are refused from
+//! their head; heads over the limits get the documented JSON error.
 
 use std::time::Duration;
 
@@ -18,6 +19,8 @@ use crate::support::{Api, Setup};
 const SHORT: ServerLimits = ServerLimits {
     header_timeout: Duration::from_secs(1),
     body_timeout: Duration::from_secs(1),
+    write_timeout: Duration::from_secs(1),
+    max_connections: 512,
 };
 
 /// How long a test waits for the server to answer or close; several times the bounds above and
@@ -283,4 +286,70 @@ async fn heads_over_the_limits_get_the_documented_json_error() {
     let (received, _) = until_closed(&mut stream).await;
     assert_eq!(status_of(&received), 400, "{received}");
     assert_eq!(body_of(&received), Value::Null, "{received}");
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_its_answers_is_cut_off_after_the_write_timeout() {
+    use knowledge_core::domain::{NewEvent, Session};
+    let api = service(SHORT).await;
+    // A session whose first page is about 3 MB of JSON.
+    let key = api.key(knowledge_core::ids::SessionId::generate().as_str());
+    let now = api.clock_now();
+    let mut session = Session::new(key.clone(), "large".into(), now);
+    let text = "x".repeat(30 * 1024);
+    let events = session.place(
+        now,
+        (0..99).map(|_| NewEvent::user_message(&text)).collect(),
+    );
+    api.svc
+        .store
+        .create_session(&session, &events)
+        .await
+        .unwrap();
+
+    let mut stream = connect(&api).await;
+    let request = format!(
+        "GET /api/managed-agents/transcript?sessionId={} HTTP/1.1\r\nHost: test\r\nCookie: {}\r\n\r\n",
+        key.session, api.user.cookie
+    );
+    const ASKED: usize = 30;
+    stream
+        .write_all(request.repeat(ASKED).as_bytes())
+        .await
+        .unwrap();
+    // The client stops reading for twice the write timeout: the socket buffers fill, the
+    // server's write stalls, and the server gives up on the connection.
+    tokio::time::sleep(2 * SHORT.write_timeout).await;
+    let (received, _) = until_closed(&mut stream).await;
+    let answered = received.matches("HTTP/1.1 200").count();
+    assert!(
+        answered < ASKED,
+        "all {ASKED} answers were written to a client that stopped reading"
+    );
+}
+
+#[tokio::test]
+async fn connections_past_the_limit_wait_until_one_closes() {
+    let limits = ServerLimits {
+        header_timeout: Duration::from_secs(20),
+        max_connections: 2,
+        ..SHORT
+    };
+    let api = service(limits).await;
+    let idle = [connect(&api).await, connect(&api).await];
+    let mut waiting = connect(&api).await;
+    let request = format!(
+        "GET /api/managed-agents/sessions HTTP/1.1\r\nHost: test\r\nCookie: {}\r\n\r\n",
+        api.user.cookie
+    );
+    waiting.write_all(request.as_bytes()).await.unwrap();
+    let mut first = [0u8; 1];
+    let early = tokio::time::timeout(Duration::from_millis(500), waiting.peek(&mut first)).await;
+    assert!(
+        early.is_err(),
+        "a third connection was served while two held every slot"
+    );
+    drop(idle);
+    let (status, _, body) = response(&mut waiting).await;
+    assert_eq!(status, 200, "{body}");
 }

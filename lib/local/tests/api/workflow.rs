@@ -220,8 +220,7 @@ async fn a_turn_with_a_tool_call_records_the_search_and_answers_with_passages_an
 }
 
 #[tokio::test]
-async fn a_cancel_at_every_state_transition_terminates_a_turn_in_flight_once_and_an_ended_turn_not_at_all()
- {
+async fn a_cancel_at_every_state_transition_terminates_a_turn_in_flight_once_and_no_other() {
     let path = path_of_a_turn_with_a_search().await;
     // The run owns the session until its last LoadTurn ends it, but its turn is in flight only
     // until FinishTurn commits status_idle: a cancel after that changes nothing.
