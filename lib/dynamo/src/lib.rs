@@ -405,6 +405,23 @@ impl DynamoStore {
         }
     }
 
+    /// A query of at most `limit` items of GSI1's partition `pk` (eventually consistent, as
+    /// every index read is).
+    fn index_query(
+        &self,
+        pk: String,
+        limit: usize,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(&self.table)
+            .index_name(keys::GSI1)
+            .key_condition_expression("#pk = :pk")
+            .expression_attribute_names("#pk", keys::GSI1PK)
+            .expression_attribute_values(":pk", s(pk))
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX))
+    }
+
     /// A strongly consistent query of the session's events numbered above `after`, in order.
     fn events_query(
         &self,
@@ -913,15 +930,8 @@ impl Store for DynamoStore {
         limit: usize,
     ) -> Result<Vec<SessionSummary>, StoreError> {
         let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(keys::GSI1)
-            .key_condition_expression("#pk = :pk")
-            .expression_attribute_names("#pk", keys::GSI1PK)
-            .expression_attribute_values(":pk", s(keys::user_org(user, org)))
+            .index_query(keys::user_org(user, org), limit)
             .scan_index_forward(false)
-            .limit(i32::try_from(limit).unwrap_or(i32::MAX))
             .send()
             .await
             .map_err(backend)?;
@@ -977,14 +987,7 @@ impl Store for DynamoStore {
 
     async fn deleting_sessions(&self, limit: usize) -> Result<Vec<SessionKey>, StoreError> {
         let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(keys::GSI1)
-            .key_condition_expression("#pk = :pk")
-            .expression_attribute_names("#pk", keys::GSI1PK)
-            .expression_attribute_values(":pk", s(keys::DELETING))
-            .limit(i32::try_from(limit).unwrap_or(i32::MAX))
+            .index_query(keys::DELETING.to_owned(), limit)
             .send()
             .await
             .map_err(backend)?;

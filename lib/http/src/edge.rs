@@ -7,7 +7,7 @@ use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::error::{ApiError, ScimApiError};
+use crate::error::{ApiError, EdgeError, ScimApiError};
 
 /// Longest request target (path and query) accepted, in bytes: 414 past it.
 pub const URI_MAX_BYTES: usize = 8 * 1024;
@@ -31,11 +31,14 @@ pub async fn limit_head(req: Request, next: Next) -> Response {
     if !too_long && !too_many {
         return next.run(req).await;
     }
-    let scim = req.uri().path().starts_with("/api/scim");
-    match (scim, too_long) {
-        (false, true) => ApiError::UriTooLong.into_response(),
-        (false, false) => ApiError::HeadersTooLarge.into_response(),
-        (true, true) => ScimApiError::UriTooLong.into_response(),
-        (true, false) => ScimApiError::HeadersTooLarge.into_response(),
+    let refused = if too_long {
+        EdgeError::UriTooLong
+    } else {
+        EdgeError::HeadersTooLarge
+    };
+    if req.uri().path().starts_with("/api/scim") {
+        ScimApiError::from(refused).into_response()
+    } else {
+        ApiError::from(refused).into_response()
     }
 }

@@ -10,6 +10,38 @@ use knowledge_core::scim::ScimError;
 use knowledge_core::scim::schema::ERROR_SCHEMA;
 use serde_json::{Value, json};
 
+/// Failures of the request as sent, whatever its route: the same on the session routes and
+/// SCIM, each answered in its route's error shape.
+#[derive(Debug, thiserror::Error)]
+pub enum EdgeError {
+    #[error("the request body did not arrive in time")]
+    RequestTimeout,
+    #[error(
+        "the request target is longer than {} bytes",
+        crate::edge::URI_MAX_BYTES
+    )]
+    UriTooLong,
+    #[error(
+        "the request has more than {} header fields or more than {} bytes of them",
+        crate::edge::HEADER_MAX_COUNT,
+        crate::edge::HEADERS_MAX_BYTES
+    )]
+    HeadersTooLarge,
+}
+
+impl EdgeError {
+    fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            EdgeError::RequestTimeout => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
+            EdgeError::UriTooLong => (StatusCode::URI_TOO_LONG, "uri_too_long"),
+            EdgeError::HeadersTooLarge => (
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "headers_too_large",
+            ),
+        }
+    }
+}
+
 /// Every failure a request can end in.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -33,19 +65,8 @@ pub enum ApiError {
     RouteNotFound,
     #[error("method not allowed on this route")]
     MethodNotAllowed,
-    #[error("the request body did not arrive in time")]
-    RequestTimeout,
-    #[error(
-        "the request target is longer than {} bytes",
-        crate::edge::URI_MAX_BYTES
-    )]
-    UriTooLong,
-    #[error(
-        "the request has more than {} header fields or more than {} bytes of them",
-        crate::edge::HEADER_MAX_COUNT,
-        crate::edge::HEADERS_MAX_BYTES
-    )]
-    HeadersTooLarge,
+    #[error(transparent)]
+    Edge(#[from] EdgeError),
 }
 
 impl ApiError {
@@ -79,12 +100,7 @@ impl ApiError {
             ApiError::OriginForbidden => (StatusCode::FORBIDDEN, "origin_forbidden"),
             ApiError::RouteNotFound => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
-            ApiError::RequestTimeout => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
-            ApiError::UriTooLong => (StatusCode::URI_TOO_LONG, "uri_too_long"),
-            ApiError::HeadersTooLarge => (
-                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-                "headers_too_large",
-            ),
+            ApiError::Edge(e) => e.status_and_code(),
         }
     }
 }
@@ -168,19 +184,8 @@ pub enum ScimApiError {
     RouteNotFound,
     #[error("method not allowed on this SCIM endpoint")]
     MethodNotAllowed,
-    #[error("the request body did not arrive in time")]
-    RequestTimeout,
-    #[error(
-        "the request target is longer than {} bytes",
-        crate::edge::URI_MAX_BYTES
-    )]
-    UriTooLong,
-    #[error(
-        "the request has more than {} header fields or more than {} bytes of them",
-        crate::edge::HEADER_MAX_COUNT,
-        crate::edge::HEADERS_MAX_BYTES
-    )]
-    HeadersTooLarge,
+    #[error(transparent)]
+    Edge(#[from] EdgeError),
 }
 
 impl ScimApiError {
@@ -206,9 +211,7 @@ impl ScimApiError {
             }
             ScimApiError::SearchAcrossTypes => StatusCode::NOT_IMPLEMENTED,
             ScimApiError::RouteNotFound => StatusCode::NOT_FOUND,
-            ScimApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
-            ScimApiError::UriTooLong => StatusCode::URI_TOO_LONG,
-            ScimApiError::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            ScimApiError::Edge(e) => e.status_and_code().0,
         }
     }
 }

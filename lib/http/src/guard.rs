@@ -12,7 +12,7 @@ use knowledge_core::ids::SessionId;
 use serde_json::{Map, Value};
 
 use crate::AppState;
-use crate::error::ApiError;
+use crate::error::{ApiError, EdgeError};
 
 /// Logs every request's method, path (never the query or headers, which can carry cursors and
 /// cookies), status and latency.
@@ -172,7 +172,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
             .await
             .map_err(|e| match e {
                 Some(BodyError::TooLarge) => ApiError::PayloadTooLarge { limit: BODY_LIMIT },
-                Some(BodyError::TimedOut) => ApiError::RequestTimeout,
+                Some(BodyError::TimedOut) => EdgeError::RequestTimeout.into(),
                 Some(BodyError::Unreadable) => ApiError::InvalidJson,
                 None => ApiError::InvalidEncoding,
             })?;

@@ -19,7 +19,7 @@ use knowledge_core::scim::{self, Change, Group, ScimError};
 use serde_json::Value;
 
 use crate::AppState;
-use crate::error::ScimApiError;
+use crate::error::{EdgeError, ScimApiError};
 use crate::guard::{BodyError, QueryParams, media_type, read_text};
 
 /// SCIM request bodies larger than this are refused with 413; a user is a few KiB.
@@ -142,7 +142,7 @@ impl<S: Send + Sync> FromRequest<S> for ScimBody {
             .await
             .map_err(|e| match e {
                 Some(BodyError::TooLarge) => ScimApiError::PayloadTooLarge,
-                Some(BodyError::TimedOut) => ScimApiError::RequestTimeout,
+                Some(BodyError::TimedOut) => EdgeError::RequestTimeout.into(),
                 Some(BodyError::Unreadable) => {
                     ScimError::InvalidSyntax("the request body could not be read".into()).into()
                 }

@@ -14,7 +14,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
-use crate::durability::{BIN, admin, call, wait_answered};
+use crate::durability::{BIN, admin, call, listed, wait_answered};
 use crate::support::WAIT;
 
 const GUIDE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/guide");
@@ -211,21 +211,7 @@ async fn a_delete_cut_short_by_a_kill_is_finished_at_restart() {
     let p = Process::start(dir.path(), &[]).await;
     assert!(p.printed.contains("finished 1 delete"), "{}", p.printed);
     assert_eq!(store.rows_for(&key).await.unwrap(), (0, 0));
-    let (_, list) = call(
-        reqwest::Method::GET,
-        &p.base,
-        "/api/managed-agents/sessions",
-        &cookie,
-        None,
-    )
-    .await;
-    let listed: Vec<&str> = list["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(listed, [kept.as_str()]);
+    assert_eq!(listed(&p.base, &cookie).await, std::slice::from_ref(&kept));
     assert_eq!(settled_log(&p, &cookie, &kept).await, ANSWERED);
     let (status, _) = call(reqwest::Method::DELETE, &p.base, &path, &cookie, None).await;
     assert_eq!(status, 404, "nothing is left to delete");

@@ -102,6 +102,18 @@ pub(crate) async fn call(
     )
 }
 
+/// The ids of the sessions the cookie's user lists.
+pub(crate) async fn listed(base: &str, cookie: &str) -> Vec<String> {
+    let path = "/api/managed-agents/sessions";
+    let (_, list) = call(reqwest::Method::GET, base, path, cookie, None).await;
+    list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 /// Polls (bounded) until the session has no run in flight; returns the event types.
 pub(crate) async fn wait_answered(base: &str, cookie: &str, session: &str) -> Vec<String> {
     let path = format!("/api/managed-agents/transcript?sessionId={session}");
@@ -285,22 +297,9 @@ async fn kill_9_loses_nothing_acknowledged() {
     child.wait().await.unwrap();
 
     let (mut child, base, _) = serve(dir.path()).await;
-    let (_, list) = call(
-        reqwest::Method::GET,
-        &base,
-        "/api/managed-agents/sessions",
-        &cookie,
-        None,
-    )
-    .await;
-    let listed: Vec<&str> = list["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap())
-        .collect();
+    let listed = listed(&base, &cookie).await;
     for id in &acknowledged {
-        assert!(listed.contains(&id.as_str()), "{id} lost");
+        assert!(listed.contains(id), "{id} lost");
     }
     // Every session is answered, whether its run finished before the kill or was resumed.
     for id in &acknowledged {

@@ -129,6 +129,15 @@ impl Rig {
         serde_json::from_value(out).unwrap()
     }
 
+    /// Answers the run's turn step by step, up to its `status_idle`, leaving the run to end at
+    /// its next `LoadTurn`.
+    async fn answer_without_ending(&self, key: &SessionKey, run: &RunId) {
+        let loaded = self.step("LoadTurn", key, run, None).await;
+        let answered = self.step("CallAgent", key, run, loaded.turn).await;
+        let finished = self.step("FinishTurn", key, run, answered.turn).await;
+        assert_eq!(finished.next, Next::Load);
+    }
+
     /// Runs `run` to its end on the local engine and the real state machine.
     async fn drive(&self, key: &SessionKey, run: &RunId) {
         let machine =
@@ -325,12 +334,7 @@ async fn a_cancel_after_the_last_turn_ended_but_before_its_run_ended_changes_not
     let created = rig.service.create_session(&rig.p, "one").await.unwrap();
     let key = rig.key(&created.id);
     let run = &created.run_id;
-    let loaded = rig.step("LoadTurn", &key, run, None).await;
-    let answered = rig.step("CallAgent", &key, run, loaded.turn).await;
-    assert_eq!(
-        rig.step("FinishTurn", &key, run, answered.turn).await.next,
-        Next::Load
-    );
+    rig.answer_without_ending(&key, run).await;
     // status_idle is written; the run still owns the session until its LoadTurn ends it.
     let before = rig.store.get_session(&key).await.unwrap().unwrap();
     assert_eq!(before.run_id.as_ref(), Some(run));
@@ -361,12 +365,7 @@ async fn a_message_arriving_as_the_run_ends_is_answered_by_that_run() {
     let created = rig.service.create_session(&rig.p, "one").await.unwrap();
     let key = rig.key(&created.id);
     let run = &created.run_id;
-    let loaded = rig.step("LoadTurn", &key, run, None).await;
-    let answered = rig.step("CallAgent", &key, run, loaded.turn).await;
-    assert_eq!(
-        rig.step("FinishTurn", &key, run, answered.turn).await.next,
-        Next::Load
-    );
+    rig.answer_without_ending(&key, run).await;
     // The run has answered everything but not yet ended: the message joins it.
     rig.service
         .post_message(&rig.p, &created.id, "two")
