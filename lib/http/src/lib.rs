@@ -1,5 +1,6 @@
-//! The HTTP interface of the service: one axum [`Router`] that the local binary serves with
-//! `axum::serve` and the Lambda functions hand to `lambda_http::run`.
+//! The HTTP interface of the service: one axum [`Router`] that the local binary serves (over
+//! its own bounded HTTP/1.1 server, `knowledge_local::server`) and the Lambda functions hand to
+//! `lambda_http::run`.
 
 pub mod cookie;
 pub mod edge;
