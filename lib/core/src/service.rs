@@ -368,14 +368,8 @@ impl Service {
         Ok(stamped)
     }
 
-    /// The session, unless it does not exist or is being deleted. Errors: `NotFound`.
     async fn load(&self, key: &SessionKey) -> Result<Session, CoreError> {
-        self.deps
-            .store
-            .get_session(key)
-            .await?
-            .filter(|s| !s.deleting)
-            .ok_or(CoreError::NotFound("session"))
+        load(self.deps.store.as_ref(), key).await
     }
 
     /// The principal's organisation, if it may start sessions. Errors: `PlanForbidden`.
@@ -455,25 +449,34 @@ pub async fn cancel_member_turns(
             org: org.clone(),
             session: summary.id,
         };
-        match store.get_session(&key).await? {
-            Some(current) if current.in_flight() && !current.deleting => {
-                if let CancelStamp::Stamped(Some(run)) =
-                    stamp(store, clock, &key, current, false).await?
-                {
-                    cancelled.push((key, run));
-                }
-            }
-            _ => {}
+        let stamped = match load(store, &key).await {
+            Ok(current) => stamp(store, clock, &key, current, false).await,
+            Err(e) => Err(e),
+        };
+        match stamped {
+            Ok(CancelStamp::Stamped(Some(run))) => cancelled.push((key, run)),
+            Ok(_) | Err(CoreError::NotFound(_)) => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(cancelled)
 }
 
+/// The session, unless it does not exist or is being deleted. Errors: `NotFound`.
+async fn load(store: &dyn Store, key: &SessionKey) -> Result<Session, CoreError> {
+    store
+        .get_session(key)
+        .await?
+        .filter(|s| !s.deleting)
+        .ok_or(CoreError::NotFound("session"))
+}
+
 /// Stamps `cancelled_at` if a turn is in flight ([`Session::in_flight`]) and not yet
 /// cancelled. A run that has ended its last turn and waits only to end is not in flight:
 /// cancelling it would write `status_terminated` after `status_idle`. With `delete`, also
-/// marks the session as being deleted, whatever its state. Returns the run it cancelled, if
-/// any, in `Stamped`. Errors: `NotFound` when the session is gone or being deleted.
+/// marks the session as being deleted, whatever its state. `current` is as [`load`] read it,
+/// never a session being deleted. Returns the run it cancelled, if any, in `Stamped`.
+/// Errors: `NotFound` when the session is gone or being deleted.
 async fn stamp(
     store: &dyn Store,
     clock: &dyn Clock,
@@ -497,13 +500,7 @@ async fn stamp(
         }
         match store.commit_session(&next, expected, &[], None).await {
             Ok(()) => return Ok(CancelStamp::Stamped(run)),
-            Err(StoreError::Conflict) => {
-                current = store
-                    .get_session(key)
-                    .await?
-                    .filter(|s| !s.deleting)
-                    .ok_or(CoreError::NotFound("session"))?;
-            }
+            Err(StoreError::Conflict) => current = load(store, key).await?,
             Err(StoreError::Gone) => return Err(CoreError::NotFound("session")),
             Err(e) => return Err(e.into()),
         }

@@ -93,6 +93,43 @@ impl Cli {
     }
 }
 
+/// The server's bounds on slow and hostile clients (see `knowledge_local::server`).
+#[derive(clap::Args)]
+struct LimitFlags {
+    /// Seconds a client has to send a request's headers, counted from when the connection is
+    /// ready for a request; also how long an idle keep-alive connection stays open.
+    #[arg(long = "header-timeout-secs", env = "KNOWLEDGE_HEADER_TIMEOUT_SECS", default_value = "10", value_name = "SECS", value_parser = seconds)]
+    header_timeout: Duration,
+    /// Seconds a client has to send a request's whole body, from its headers (408 past it).
+    #[arg(long = "body-timeout-secs", env = "KNOWLEDGE_BODY_TIMEOUT_SECS", default_value = "30", value_name = "SECS", value_parser = seconds)]
+    body_timeout: Duration,
+    /// Seconds a write to a client may make no progress before the connection is closed.
+    #[arg(long = "write-timeout-secs", env = "KNOWLEDGE_WRITE_TIMEOUT_SECS", default_value = "30", value_name = "SECS", value_parser = seconds)]
+    write_timeout: Duration,
+    /// Connections served at once; further ones wait to be accepted.
+    #[arg(long, env = "KNOWLEDGE_MAX_CONNECTIONS", default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    max_connections: u64,
+}
+
+impl From<LimitFlags> for ServerLimits {
+    fn from(f: LimitFlags) -> Self {
+        Self {
+            header_timeout: f.header_timeout,
+            body_timeout: f.body_timeout,
+            write_timeout: f.write_timeout,
+            max_connections: f.max_connections as usize,
+        }
+    }
+}
+
+/// Whole seconds from 1 to 3600.
+fn seconds(text: &str) -> Result<Duration, String> {
+    match text.parse::<u64>() {
+        Ok(secs @ 1..=3600) => Ok(Duration::from_secs(secs)),
+        _ => Err("expected whole seconds from 1 to 3600".into()),
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Serve the API (the default command).
@@ -106,19 +143,8 @@ enum Command {
         /// `docs` search integration; default `docs/guide` when that folder exists.
         #[arg(long, env = "KNOWLEDGE_DOCS")]
         docs: Option<PathBuf>,
-        /// Seconds a client has to send a request's headers, counted from when the connection
-        /// is ready for a request; also how long an idle keep-alive connection stays open.
-        #[arg(long, env = "KNOWLEDGE_HEADER_TIMEOUT_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
-        header_timeout_secs: u64,
-        /// Seconds a client has to send a request's whole body, from its headers (408 past it).
-        #[arg(long, env = "KNOWLEDGE_BODY_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
-        body_timeout_secs: u64,
-        /// Seconds a write to a client may make no progress before the connection is closed.
-        #[arg(long, env = "KNOWLEDGE_WRITE_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
-        write_timeout_secs: u64,
-        /// Connections served at once; further ones wait to be accepted.
-        #[arg(long, env = "KNOWLEDGE_MAX_CONNECTIONS", default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=65536))]
-        max_connections: u64,
+        #[command(flatten)]
+        limits: LimitFlags,
     },
     /// Organisations.
     #[command(subcommand)]
@@ -353,17 +379,9 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             addr,
             origin,
             docs,
-            header_timeout_secs,
-            body_timeout_secs,
-            write_timeout_secs,
-            max_connections,
+            limits,
         } => {
-            let limits = ServerLimits {
-                header_timeout: Duration::from_secs(header_timeout_secs),
-                body_timeout: Duration::from_secs(body_timeout_secs),
-                write_timeout: Duration::from_secs(write_timeout_secs),
-                max_connections: max_connections as usize,
-            };
+            let limits = limits.into();
             serve(&cli.data_dir, store.clone(), &addr, origin, docs, limits).await?
         }
         Command::Org(OrgCommand::Create {

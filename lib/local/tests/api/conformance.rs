@@ -13,7 +13,7 @@ use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, Store, StoreError};
 use knowledge_local::LocalStore;
 
-use crate::support::{open_store, seed_session};
+use crate::support::{mark_deleting, open_store, seed_session};
 
 struct Fixture {
     store: LocalStore,
@@ -61,6 +61,12 @@ async fn append(store: &dyn Store, key: &SessionKey, text: &str) {
             Err(e) => panic!("append failed: {e}"),
         }
     }
+}
+
+/// The sessions listed for `key`'s user and organisation, newest first.
+async fn listed(store: &dyn Store, key: &SessionKey) -> Vec<SessionId> {
+    let sessions = store.list_sessions(&key.user, &key.org, 50).await.unwrap();
+    sessions.into_iter().map(|s| s.id).collect()
 }
 
 /// How many of the concurrent writes landed; every other one must have lost on `Conflict`.
@@ -303,14 +309,9 @@ async fn delete_removes_the_session_and_every_event_of_a_long_log_and_nothing_el
     assert_eq!(f.store.rows_for(&key).await.unwrap(), (0, 0));
     assert_eq!(f.store.get_session(&key).await.unwrap(), None);
     assert!(f.store.list_events(&key, 0, 100).await.unwrap().is_empty());
-    let listed = f
-        .store
-        .list_sessions(&key.user, &key.org, 50)
-        .await
-        .unwrap();
     assert_eq!(
-        listed.iter().map(|s| &s.id).collect::<Vec<_>>(),
-        [&neighbour.session]
+        listed(&*f.store, &key).await,
+        std::slice::from_ref(&neighbour.session)
     );
     assert_eq!(f.store.rows_for(&neighbour).await.unwrap(), (1, 2));
     assert!(!f.store.delete_session(&key).await.unwrap());
@@ -324,26 +325,15 @@ async fn a_session_being_deleted_is_never_listed_and_is_found_until_its_removal_
         session: SessionId::generate(),
         ..key.clone()
     };
-    let mut s = seed_session(&*f.store, &key, NOW, 3).await;
+    seed_session(&*f.store, &key, NOW, 3).await;
     seed_session(&*f.store, &kept, NOW, 1).await;
     assert!(f.store.deleting_sessions(100).await.unwrap().is_empty());
     // The first half of a delete, and then the process dies.
-    let expected = s.version;
-    s.version += 1;
-    s.deleting = true;
-    f.store
-        .commit_session(&s, expected, &[], None)
-        .await
-        .unwrap();
+    mark_deleting(&*f.store, &key).await;
 
-    let listed = f
-        .store
-        .list_sessions(&key.user, &key.org, 50)
-        .await
-        .unwrap();
     assert_eq!(
-        listed.iter().map(|s| &s.id).collect::<Vec<_>>(),
-        [&kept.session]
+        listed(&*f.store, &key).await,
+        std::slice::from_ref(&kept.session)
     );
     assert_eq!(
         f.store.deleting_sessions(100).await.unwrap(),

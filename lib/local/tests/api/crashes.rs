@@ -5,20 +5,18 @@
 //! each kill land exactly where it is meant to, every run.
 
 use std::path::Path;
-use std::process::Stdio;
 
-use knowledge_core::fault::{FAULT_POINTS_ENV, REACHED};
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
-use tokio::sync::mpsc;
 
-use crate::durability::{BIN, admin, call, listed, wait_answered};
-use crate::support::WAIT;
+use crate::binary::{Process, admin, call, listed, wait_answered};
 
-const GUIDE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/guide");
-/// The builtin agent searches the guide for this, then answers: every step of a turn runs.
+/// The sample guide, connected so that a turn searches it: every step of a turn runs.
+const DOCS: [&str; 2] = [
+    "--docs",
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/guide"),
+];
+/// The builtin agent searches the guide for this, then answers.
 const QUESTION: &str = "How do I cancel a running answer?";
 const ANSWERED: [&str; 5] = [
     "user_message",
@@ -27,78 +25,6 @@ const ANSWERED: [&str; 5] = [
     "agent_message",
     "status_idle",
 ];
-
-/// A running `knowledge serve`.
-struct Process {
-    child: Child,
-    base: String,
-    /// What it printed up to its listening line.
-    printed: String,
-    /// The fault points it has stopped at, as it reports them.
-    reached: mpsc::UnboundedReceiver<String>,
-}
-
-impl Process {
-    /// Starts `serve` on `dir`, stopping at `points`.
-    async fn start(dir: &Path, points: &[&str]) -> Self {
-        let mut child = Command::new(BIN)
-            .arg("--data-dir")
-            .arg(dir)
-            .args(["serve", "--addr", "127.0.0.1:0", "--docs", GUIDE])
-            .env(FAULT_POINTS_ENV, points.join(","))
-            .env_remove("KNOWLEDGE_SIGNING_KEY")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let (tx, reached) = mpsc::unbounded_channel();
-        let mut errors = BufReader::new(child.stderr.take().unwrap()).lines();
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = errors.next_line().await {
-                if let Some(point) = line.strip_prefix(REACHED) {
-                    let _ = tx.send(point.to_owned());
-                }
-            }
-        });
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut printed = String::new();
-        let base = tokio::time::timeout(WAIT, async {
-            loop {
-                let line = lines.next_line().await.unwrap().expect("serve starts");
-                printed.push_str(&line);
-                printed.push('\n');
-                if let Some(rest) = line.strip_prefix("knowledge service listening on ") {
-                    return rest.split_whitespace().next().unwrap().to_owned();
-                }
-            }
-        })
-        .await
-        .expect("serve starts in time");
-        // Keep reading, so that nothing it prints later meets a closed pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Self {
-            child,
-            base,
-            printed,
-            reached,
-        }
-    }
-
-    /// Waits (bounded) until the process reports that it stopped at `point`.
-    async fn stopped_at(&mut self, point: &str) {
-        let got = tokio::time::timeout(WAIT, self.reached.recv())
-            .await
-            .unwrap_or_else(|_| panic!("the process never reached {point}"));
-        assert_eq!(got.as_deref(), Some(point));
-    }
-
-    /// SIGKILL, and waits for the process to be gone.
-    async fn kill(mut self) {
-        self.child.start_kill().unwrap();
-        self.child.wait().await.unwrap();
-    }
-}
 
 async fn cookie(dir: &Path) -> String {
     admin(
@@ -164,13 +90,13 @@ async fn a_kill_at_any_step_of_a_turn_is_recovered_at_restart_with_the_log_whole
     ];
     for point in points {
         let dir = tempfile::tempdir().unwrap();
-        let mut p = Process::start(dir.path(), &[point]).await;
+        let mut p = Process::start(dir.path(), &DOCS, &[point]).await;
         let cookie = cookie(dir.path()).await;
         let session = create(&p, &cookie, QUESTION).await;
         p.stopped_at(point).await;
         p.kill().await;
 
-        let p = Process::start(dir.path(), &[]).await;
+        let p = Process::start(dir.path(), &DOCS, &[]).await;
         assert!(
             p.printed.contains("resumed 1 run"),
             "{point}: {}",
@@ -188,7 +114,7 @@ async fn a_kill_at_any_step_of_a_turn_is_recovered_at_restart_with_the_log_whole
 #[tokio::test]
 async fn a_delete_cut_short_by_a_kill_is_finished_at_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let mut p = Process::start(dir.path(), &["delete.marked"]).await;
+    let mut p = Process::start(dir.path(), &DOCS, &["delete.marked"]).await;
     let cookie = cookie(dir.path()).await;
     let kept = create(&p, &cookie, QUESTION).await;
     let doomed = create(&p, &cookie, "delete me").await;
@@ -208,7 +134,7 @@ async fn a_delete_cut_short_by_a_kill_is_finished_at_restart() {
     assert_eq!(records, 1, "the kill left the session half-deleted");
     assert!(events > 0);
 
-    let p = Process::start(dir.path(), &[]).await;
+    let p = Process::start(dir.path(), &DOCS, &[]).await;
     assert!(p.printed.contains("finished 1 delete"), "{}", p.printed);
     assert_eq!(store.rows_for(&key).await.unwrap(), (0, 0));
     assert_eq!(listed(&p.base, &cookie).await, std::slice::from_ref(&kept));
@@ -221,7 +147,7 @@ async fn a_delete_cut_short_by_a_kill_is_finished_at_restart() {
 #[tokio::test]
 async fn a_cancel_cut_short_by_a_kill_ends_the_run_at_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let mut p = Process::start(dir.path(), &["CallAgent.begin", "cancel.stamped"]).await;
+    let mut p = Process::start(dir.path(), &DOCS, &["CallAgent.begin", "cancel.stamped"]).await;
     let cookie = cookie(dir.path()).await;
     let session = create(&p, &cookie, QUESTION).await;
     p.stopped_at("CallAgent.begin").await;
@@ -236,7 +162,7 @@ async fn a_cancel_cut_short_by_a_kill_ends_the_run_at_restart() {
     p.stopped_at("cancel.stamped").await;
     p.kill().await;
 
-    let p = Process::start(dir.path(), &[]).await;
+    let p = Process::start(dir.path(), &DOCS, &[]).await;
     assert!(p.printed.contains("resumed 1 run"), "{}", p.printed);
     assert_eq!(
         settled_log(&p, &cookie, &session).await,

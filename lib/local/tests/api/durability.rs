@@ -1,140 +1,20 @@
 //! The `knowledge` binary as a user runs it: first start, admin commands, restarts, and a
 //! `kill -9` that must lose nothing the service acknowledged.
 
-use std::path::Path;
-use std::process::Stdio;
 use std::sync::Arc;
 
 use knowledge_core::agent::BuiltinAgent;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
-use crate::support::{Api, WAIT, kinds};
-
-pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_knowledge");
-
-/// Runs an admin command to completion; returns its standard output, trimmed.
-pub(crate) async fn admin(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(dir)
-        .args(args)
-        .env_remove("KNOWLEDGE_SIGNING_KEY")
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
-/// Runs an admin command with `--json`; returns what it printed, parsed.
-async fn admin_json(dir: &Path, args: &[&str]) -> Value {
-    let mut all = vec!["--json"];
-    all.extend_from_slice(args);
-    serde_json::from_str(&admin(dir, &all).await).expect("JSON output")
-}
-
-/// Starts `knowledge serve` on an ephemeral port; returns the child, its base URL and what it
-/// printed up to the listening line, which the binary prints last.
-async fn serve(dir: &Path) -> (Child, String, String) {
-    serve_with(dir, &[]).await
-}
-
-/// [`serve`] with more options, such as the store's.
-async fn serve_with(dir: &Path, options: &[&str]) -> (Child, String, String) {
-    let mut child = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(dir)
-        .args(options)
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .env_remove("KNOWLEDGE_SIGNING_KEY")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut printed = String::new();
-    let base = tokio::time::timeout(WAIT, async {
-        loop {
-            let line = lines
-                .next_line()
-                .await
-                .unwrap()
-                .expect("serve prints its address");
-            printed.push_str(&line);
-            printed.push('\n');
-            if let Some(rest) = line.strip_prefix("knowledge service listening on ") {
-                return rest.split_whitespace().next().unwrap().to_owned();
-            }
-        }
-    })
-    .await
-    .expect("serve starts");
-    (child, base, printed)
-}
-
-pub(crate) async fn call(
-    method: reqwest::Method,
-    base: &str,
-    path: &str,
-    cookie: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut req = reqwest::Client::new()
-        .request(method, format!("{base}{path}"))
-        .header("cookie", cookie)
-        .header("origin", base);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let r = req.send().await.unwrap();
-    let status = r.status().as_u16();
-    let bytes = r.bytes().await.unwrap();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
-
-/// The ids of the sessions the cookie's user lists.
-pub(crate) async fn listed(base: &str, cookie: &str) -> Vec<String> {
-    let path = "/api/managed-agents/sessions";
-    let (_, list) = call(reqwest::Method::GET, base, path, cookie, None).await;
-    list["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-/// Polls (bounded) until the session has no run in flight; returns the event types.
-pub(crate) async fn wait_answered(base: &str, cookie: &str, session: &str) -> Vec<String> {
-    let path = format!("/api/managed-agents/transcript?sessionId={session}");
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let (_, t) = call(reqwest::Method::GET, base, &path, cookie, None).await;
-        if t["workflowRunId"].is_null() {
-            return kinds(t["events"].as_array().unwrap());
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{session} never finished"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-}
+use crate::binary::{BIN, Process, admin, admin_json, call, listed, wait_answered};
+use crate::support::Api;
 
 #[tokio::test]
 async fn serve_on_an_empty_data_dir_creates_a_default_org_and_prints_how_to_get_a_cookie() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut child, base, printed) = serve(dir.path()).await;
+    let p = Process::start(dir.path(), &[], &[]).await;
+    let (base, printed) = (&p.base, &p.printed);
     assert!(
         printed.contains("cookie --org org_default --user usr_default"),
         "{printed}"
@@ -147,14 +27,14 @@ async fn serve_on_an_empty_data_dir_creates_a_default_org_and_prints_how_to_get_
     assert!(cookie.starts_with("ks_session="));
     let (status, body) = call(
         reqwest::Method::POST,
-        &base,
+        base,
         "/api/managed-agents/session",
         &cookie,
         Some(json!({ "text": "hi" })),
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    child.kill().await.unwrap();
+    p.kill().await;
 }
 
 #[tokio::test]
@@ -210,7 +90,8 @@ async fn admin_commands_print_ids_or_json_that_scripts_can_use() {
 #[tokio::test]
 async fn a_minted_cookie_expires_after_its_lifetime() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut child, base, _) = serve(dir.path()).await;
+    let p = Process::start(dir.path(), &[], &[]).await;
+    let base = &p.base;
     let cookie = admin(
         dir.path(),
         &[
@@ -228,7 +109,7 @@ async fn a_minted_cookie_expires_after_its_lifetime() {
     .await;
     let (first, _) = call(
         reqwest::Method::GET,
-        &base,
+        base,
         "/api/managed-agents/sessions",
         &cookie,
         None,
@@ -239,7 +120,7 @@ async fn a_minted_cookie_expires_after_its_lifetime() {
     loop {
         let (status, body) = call(
             reqwest::Method::GET,
-            &base,
+            base,
             "/api/managed-agents/sessions",
             &cookie,
             None,
@@ -255,7 +136,7 @@ async fn a_minted_cookie_expires_after_its_lifetime() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    child.kill().await.unwrap();
+    p.kill().await;
 }
 
 #[tokio::test]
@@ -274,7 +155,8 @@ async fn sessions_survive_a_restart_of_the_service() {
 #[tokio::test]
 async fn kill_9_loses_nothing_acknowledged() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut child, base, _) = serve(dir.path()).await;
+    let p = Process::start(dir.path(), &[], &[]).await;
+    let base = &p.base;
     let cookie = admin(
         dir.path(),
         &["cookie", "--org", "org_default", "--user", "usr_default"],
@@ -284,7 +166,7 @@ async fn kill_9_loses_nothing_acknowledged() {
     for i in 0..10 {
         let (status, body) = call(
             reqwest::Method::POST,
-            &base,
+            base,
             "/api/managed-agents/session",
             &cookie,
             Some(json!({ "text": format!("q{i}") })),
@@ -293,20 +175,20 @@ async fn kill_9_loses_nothing_acknowledged() {
         assert_eq!(status, 200);
         acknowledged.push(body["id"].as_str().unwrap().to_owned());
     }
-    child.start_kill().unwrap(); // SIGKILL
-    child.wait().await.unwrap();
+    p.kill().await; // SIGKILL
 
-    let (mut child, base, _) = serve(dir.path()).await;
-    let listed = listed(&base, &cookie).await;
+    let p = Process::start(dir.path(), &[], &[]).await;
+    let base = &p.base;
+    let listed = listed(base, &cookie).await;
     for id in &acknowledged {
         assert!(listed.contains(id), "{id} lost");
     }
     // Every session is answered, whether its run finished before the kill or was resumed.
     for id in &acknowledged {
-        let k = wait_answered(&base, &cookie, id).await;
+        let k = wait_answered(base, &cookie, id).await;
         assert_eq!(k, ["user_message", "agent_message", "status_idle"], "{id}");
     }
-    child.kill().await.unwrap();
+    p.kill().await;
 }
 
 #[tokio::test]
@@ -339,16 +221,17 @@ async fn a_run_left_in_flight_by_a_dead_process_is_resumed_and_answered_at_start
         store.create_session(&session, &events).await.unwrap();
         key
     };
-    let (mut child, base, printed) = serve(dir.path()).await;
+    let p = Process::start(dir.path(), &[], &[]).await;
+    let (base, printed) = (&p.base, &p.printed);
     assert!(printed.contains("resumed 1 run"), "{printed}");
     let cookie = admin(
         dir.path(),
         &["cookie", "--org", "org_default", "--user", "usr_default"],
     )
     .await;
-    let k = wait_answered(&base, &cookie, key.session.as_str()).await;
+    let k = wait_answered(base, &cookie, key.session.as_str()).await;
     assert_eq!(k, ["user_message", "agent_message", "status_idle"]);
-    child.kill().await.unwrap();
+    p.kill().await;
 }
 
 #[tokio::test]
@@ -364,7 +247,8 @@ async fn serve_on_dynamodb_answers_and_keeps_its_sessions_across_a_restart() {
         "--dynamodb-table",
         &table,
     ];
-    let (child, base, printed) = serve_with(dir.path(), &store).await;
+    let p = Process::start(dir.path(), &store, &[]).await;
+    let (base, printed) = (&p.base, &p.printed);
     assert!(printed.contains("store dynamodb"), "{printed}");
     assert!(
         printed.contains("created organisation org_default"),
@@ -377,7 +261,7 @@ async fn serve_on_dynamodb_answers_and_keeps_its_sessions_across_a_restart() {
     .await;
     let (status, created) = call(
         reqwest::Method::POST,
-        &base,
+        base,
         "/api/managed-agents/session",
         &cookie,
         Some(json!({ "text": "stored in DynamoDB?" })),
@@ -385,15 +269,16 @@ async fn serve_on_dynamodb_answers_and_keeps_its_sessions_across_a_restart() {
     .await;
     assert_eq!(status, 200, "{created}");
     let id = created["id"].as_str().unwrap().to_owned();
-    let answered = wait_answered(&base, &cookie, &id).await;
+    let answered = wait_answered(base, &cookie, &id).await;
     assert_eq!(answered, ["user_message", "agent_message", "status_idle"]);
-    drop(child);
+    p.kill().await;
 
     // Nothing is kept in the data directory but the signing key: a new process finds the
     // session in the table, and does not create the default organisation again.
-    let (_child, base, printed) = serve_with(dir.path(), &store).await;
+    let p = Process::start(dir.path(), &store, &[]).await;
+    let (base, printed) = (&p.base, &p.printed);
     assert!(!printed.contains("created organisation"), "{printed}");
-    assert_eq!(wait_answered(&base, &cookie, &id).await, answered);
+    assert_eq!(wait_answered(base, &cookie, &id).await, answered);
     let mut args = store.to_vec();
     args.extend(["org", "show", "--org", "org_default"]);
     let shown: Value = serde_json::from_str(&admin(dir.path(), &args).await).unwrap();

@@ -18,7 +18,7 @@ use knowledge_local::asl::{AGENT_DEFINITION, Options, StateMachine, TracingObser
 use knowledge_local::{LocalStore, StepTasks};
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{PricedAgent, docs};
+use crate::support::{PricedAgent, docs, mark_deleting};
 
 #[derive(Default)]
 struct RecordingWorkflow {
@@ -250,14 +250,7 @@ async fn a_session_marked_for_deletion_is_gone_to_every_writer() {
     let created = rig.service.create_session(&rig.p, "one").await.unwrap();
     let key = rig.key(&created.id);
     // The first half of a delete: the tombstone is committed, the rows are still there.
-    let mut s = rig.store.get_session(&key).await.unwrap().unwrap();
-    let expected = s.version;
-    s.version += 1;
-    s.deleting = true;
-    rig.store
-        .commit_session(&s, expected, &[], None)
-        .await
-        .unwrap();
+    mark_deleting(&*rig.store, &key).await;
 
     let gone = |r: Result<(), knowledge_core::CoreError>| {
         assert!(
@@ -284,18 +277,6 @@ async fn a_session_marked_for_deletion_is_gone_to_every_writer() {
     gone(rig.service.delete(&rig.p, &created.id).await);
 }
 
-/// Commits the first half of a delete of `key`, as a process that then dies would have.
-async fn half_delete(rig: &Rig, key: &SessionKey) {
-    let mut s = rig.store.get_session(key).await.unwrap().unwrap();
-    let expected = s.version;
-    s.version += 1;
-    s.deleting = true;
-    rig.store
-        .commit_session(&s, expected, &[], None)
-        .await
-        .unwrap();
-}
-
 #[tokio::test]
 async fn deletes_cut_short_are_finished_at_the_next_start_and_their_runs_are_not_resumed() {
     let rig = Rig::new().await;
@@ -306,7 +287,7 @@ async fn deletes_cut_short_are_finished_at_the_next_start_and_their_runs_are_not
     }
     let kept = rig.service.create_session(&rig.p, "kept").await.unwrap();
     for key in &cut {
-        half_delete(&rig, key).await;
+        mark_deleting(&*rig.store, key).await;
     }
     let listed = rig.service.list_sessions(&rig.p).await.unwrap();
     assert_eq!(

@@ -88,6 +88,16 @@ pub async fn seed_session(
     session
 }
 
+/// Commits the first half of a delete of `key` (the session marked `deleting`, its rows still
+/// there), as a process that dies between a delete's two writes leaves it.
+pub async fn mark_deleting(store: &dyn knowledge_core::ports::Store, key: &SessionKey) {
+    let mut s = store.get_session(key).await.unwrap().unwrap();
+    let expected = s.version;
+    s.version += 1;
+    s.deleting = true;
+    store.commit_session(&s, expected, &[], None).await.unwrap();
+}
+
 /// The store [`STORE_ENV`] selects, over the data directory `dir`.
 pub async fn open_store(dir: &std::path::Path) -> LocalStore {
     match std::env::var(STORE_ENV).as_deref() {
