@@ -2,11 +2,13 @@
 
 use std::sync::Arc;
 
-use knowledge_core::clock::SystemClock;
+use knowledge_app::Settings;
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Agent, Integrations};
+use knowledge_core::seal::Sealer;
+use knowledge_http::cookie::CookieSigner;
 use knowledge_local::admin::Admin;
-use knowledge_local::{LocalService, LocalStore, Parts, SqliteStore};
+use knowledge_local::{LocalService, LocalStore, SqliteStore};
 
 /// The cookie-signing key of benchmark services.
 pub const KEY: [u8; 32] = [7; 32];
@@ -24,6 +26,22 @@ pub async fn fresh_store() -> (tempfile::TempDir, SqliteStore, OrgId, UserId) {
     (dir, store, org, user)
 }
 
+/// The settings of a benchmark service at `origin`: its cookie key [`KEY`], a sealing key,
+/// `agent`, and `integrations` as the fixed ones.
+pub fn settings(
+    origin: &str,
+    agent: Arc<dyn Agent>,
+    integrations: Arc<dyn Integrations>,
+) -> Settings {
+    Settings {
+        cookie_signer: Some(Arc::new(CookieSigner::new(&KEY).unwrap())),
+        sealer: Some(Arc::new(Sealer::new(&KEY).unwrap())),
+        agent: Some(agent),
+        fixed_integrations: integrations,
+        ..Settings::new(origin)
+    }
+}
+
 /// Serves the API over `store` on an ephemeral 127.0.0.1 port; returns the service and its base
 /// URL, which is also the application origin.
 pub async fn serve(
@@ -33,14 +51,10 @@ pub async fn serve(
 ) -> (LocalService, String) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let service = LocalService::new(Parts {
-        store: LocalStore::Sqlite(store.clone()),
-        agent,
-        integrations,
-        clock: Arc::new(SystemClock),
-        signing_key: KEY.to_vec(),
-        app_origin: base.clone(),
-    })
+    let service = LocalService::new(
+        settings(&base, agent, integrations),
+        LocalStore::Sqlite(store.clone()),
+    )
     .unwrap();
     let server = service.clone();
     tokio::spawn(async move {

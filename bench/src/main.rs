@@ -12,7 +12,7 @@ use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{NewEvent, Session};
 use knowledge_core::ids::{EventId, OrgId, SessionId, SessionKey, UserId};
 use knowledge_core::integrations::FixedIntegrations;
-use knowledge_core::ports::Store;
+use knowledge_core::ports::SessionStore;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::SqliteStore;
 

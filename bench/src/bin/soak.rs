@@ -22,7 +22,7 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use knowledge_core::domain::Role;
 use knowledge_core::ids::UserId;
-use knowledge_core::ports::Store;
+use knowledge_core::ports::SessionStore;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::SqliteStore;
 use knowledge_local::admin::Admin;

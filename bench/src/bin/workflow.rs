@@ -9,21 +9,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use knowledge_bench::{KEY, fresh_store, serve};
+use knowledge_bench::{KEY, fresh_store, serve, settings};
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::SystemClock;
 use knowledge_core::domain::{EventKind, Role};
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{
-    Agent, AgentError, AgentReply, AgentRequest, Integrations, Store, Workflow, WorkflowError,
+    Agent, AgentError, AgentReply, AgentRequest, Integrations, SessionStore, Store, Workflow,
+    WorkflowError,
 };
-use knowledge_core::service::{Deps, Service};
-use knowledge_core::steps::{Next, StepInput, StepOutput, Steps};
+use knowledge_core::service::{Deps, Opening, Service};
+use knowledge_core::steps::{Handler, StepInput, StepOutput, Steps};
 use knowledge_docs::TantivyDocs;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::admin::Admin;
-use knowledge_local::{LocalService, Parts, SqliteStore};
+use knowledge_local::{LocalService, SqliteStore};
 
 /// How long the deliberately slow agent takes per step.
 const SLOW_STEP: Duration = Duration::from_millis(400);
@@ -181,7 +182,7 @@ struct DirectWorkflow(Steps);
 impl Workflow for DirectWorkflow {
     async fn start(&self, key: &SessionKey, run: &RunId) -> Result<(), WorkflowError> {
         let mut input = StepInput::start(key, run);
-        let mut handler = "LoadTurn";
+        let mut handler = Handler::LoadTurn;
         loop {
             let out = self
                 .0
@@ -191,16 +192,12 @@ impl Workflow for DirectWorkflow {
                     std::future::pending(),
                 )
                 .await
-                .map_err(|e| WorkflowError(e.to_string()))?;
+                .map_err(WorkflowError::new)?;
             let out: StepOutput = serde_json::from_value(out).unwrap();
-            handler = match out.next {
-                Next::Load => "LoadTurn",
-                Next::Agent => "CallAgent",
-                Next::Tool => "RunTool",
-                Next::Finish => "FinishTurn",
-                Next::Terminate => "Terminate",
-                Next::Done => return Ok(()),
+            let Some(next) = out.next.handler() else {
+                return Ok(());
             };
+            handler = next;
             input.turn = out.turn;
         }
     }
@@ -221,29 +218,29 @@ async fn turn_overhead(turns: usize) {
         let integrations: Arc<dyn Integrations> = Arc::new(FixedIntegrations::new());
         let agent: Arc<dyn Agent> = Arc::new(BuiltinAgent);
         let (service, local) = if engine {
-            let local = LocalService::new(Parts {
-                store: knowledge_local::LocalStore::Sqlite(store.clone()),
-                agent,
-                integrations,
-                clock: Arc::new(SystemClock),
-                signing_key: KEY.to_vec(),
-                app_origin: "http://bench".into(),
-            })
+            let local = LocalService::new(
+                settings("http://bench", agent, integrations),
+                knowledge_local::LocalStore::Sqlite(store.clone()),
+            )
             .unwrap();
-            (local.state.service.clone(), Some(local))
+            (local.service.clone(), Some(local))
         } else {
             let steps = Steps::new(
                 shared.clone(),
-                agent.clone(),
-                integrations.clone(),
+                shared.clone(),
+                shared.clone(),
                 Arc::new(SystemClock),
-            );
+            )
+            .with_agent(agent.clone())
+            .with_integrations(integrations.clone());
             let service = Service::new(Deps {
                 store: shared,
                 workflow: Arc::new(DirectWorkflow(steps)),
-                agent,
-                integrations,
                 clock: Arc::new(SystemClock),
+                opening: Some(Opening {
+                    agent,
+                    integrations,
+                }),
             });
             (service, None)
         };

@@ -2,9 +2,10 @@
 //! the keys (cookie signing, credential sealing, the provider's API key) from Secrets Manager,
 //! never from the environment or the template.
 
-use aws_sdk_secretsmanager::error::DisplayErrorContext;
+use knowledge_app::AssemblyError;
+use knowledge_core::ports::BackendError;
 use knowledge_core::seal::Sealer;
-use knowledge_http::cookie::key_from_hex;
+use knowledge_http::cookie::CookieSigner;
 
 /// Environment variables the template sets on every function.
 pub const TABLE_ENV: &str = "TABLE_NAME";
@@ -17,20 +18,32 @@ pub const SEALING_KEY_SECRET_ENV: &str = "SEALING_KEY_SECRET_ARN";
 /// `OPENAI_API_KEY` or `ANTHROPIC_API_KEY`; the other provider settings are plain variables.
 pub const PROVIDER_KEY_SECRET_ENV: &str = "PROVIDER_API_KEY_SECRET_ARN";
 
+/// Why a cold start cannot build its function. Messages name the variable or the secret at
+/// fault, never a secret's value; the cause follows as the error's source.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("environment variable {0} is not set")]
     Missing(&'static str),
-    /// The secret could not be read; the text names the secret, never its value.
-    #[error("signing key secret: {0}")]
-    Secret(String),
-    #[error("signing key: {0}")]
-    SigningKey(String),
-    #[error("sealing key: {0}")]
-    SealingKey(String),
-    /// The provider settings are incomplete or wrong; the text names the variable.
-    #[error("agent provider: {0}")]
-    Agent(String),
+    #[error("the secret {secret} could not be read")]
+    Secret {
+        secret: String,
+        #[source]
+        source: BackendError,
+    },
+    #[error("the secret {0} holds no string")]
+    NoString(String),
+    /// The key a secret holds is not usable (not hex, too short).
+    #[error("the key in the secret {secret}")]
+    Key {
+        secret: String,
+        #[source]
+        source: BackendError,
+    },
+    /// The provider settings are incomplete or wrong; the source names the variable.
+    #[error("the agent provider's settings")]
+    Agent(#[source] knowledge_providers::ConfigError),
+    #[error(transparent)]
+    Assembly(#[from] AssemblyError),
 }
 
 /// What a function reads from its environment. The template gives each function only what it
@@ -64,7 +77,7 @@ impl Env {
     }
 }
 
-/// The string held in the secret `secret_id`. Errors name the secret, never its value.
+/// The string held in the secret `secret_id`, without surrounding whitespace.
 pub async fn secret_string(
     client: &aws_sdk_secretsmanager::Client,
     secret_id: &str,
@@ -74,28 +87,35 @@ pub async fn secret_string(
         .secret_id(secret_id)
         .send()
         .await
-        .map_err(|e| ConfigError::Secret(format!("{secret_id}: {}", DisplayErrorContext(e))))?;
+        .map_err(|e| ConfigError::Secret {
+            secret: secret_id.to_owned(),
+            source: e.into(),
+        })?;
     out.secret_string()
         .map(|s| s.trim().to_owned())
-        .ok_or_else(|| ConfigError::Secret(format!("{secret_id} holds no string")))
+        .ok_or_else(|| ConfigError::NoString(secret_id.to_owned()))
 }
 
-/// The signing key held (as hex, at least 32 bytes) in the secret `secret_id`.
-pub async fn signing_key(
+/// The cookie signer of the key held (as hex, at least 32 bytes) in the secret `secret_id`.
+pub async fn cookie_signer(
     client: &aws_sdk_secretsmanager::Client,
     secret_id: &str,
-) -> Result<Vec<u8>, ConfigError> {
+) -> Result<CookieSigner, ConfigError> {
     let text = secret_string(client, secret_id).await?;
-    key_from_hex(&text).map_err(|e| ConfigError::SigningKey(format!("{secret_id}: {e}")))
+    CookieSigner::from_hex(&text).map_err(|e| ConfigError::Key {
+        secret: secret_id.to_owned(),
+        source: e.into(),
+    })
 }
 
-/// The credential-sealing key held (as hex, 32 bytes) in the secret `secret_id`.
+/// The credential sealer of the key held (as hex, 32 bytes) in the secret `secret_id`.
 pub async fn sealer(
     client: &aws_sdk_secretsmanager::Client,
     secret_id: &str,
 ) -> Result<Sealer, ConfigError> {
     let text = secret_string(client, secret_id).await?;
-    let key = hex::decode(&text)
-        .map_err(|_| ConfigError::SealingKey(format!("{secret_id} does not hold hex")))?;
-    Sealer::new(&key).map_err(|e| ConfigError::SealingKey(format!("{secret_id}: {e}")))
+    Sealer::from_hex(&text).map_err(|e| ConfigError::Key {
+        secret: secret_id.to_owned(),
+        source: e.into(),
+    })
 }

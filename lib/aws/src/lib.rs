@@ -1,6 +1,7 @@
-//! The service on AWS: configuration from the Lambda environment, the Step Functions workflow
-//! adapter, and the entry points that `functions/*/src/main.rs` call. Everything here is built
-//! once per cold start and shared by the invocations of that instance.
+//! The service on AWS: each Lambda function's settings read from its environment and the
+//! secrets it is given, the Step Functions workflow adapter, and the entry points that
+//! `functions/*/src/main.rs` call. Everything here is built once per cold start and shared by
+//! the invocations of that instance; the application itself is assembled by `knowledge_app`.
 
 pub mod config;
 pub mod sfn;
@@ -9,218 +10,142 @@ pub mod task;
 use std::sync::Arc;
 
 use aws_config::SdkConfig;
-use knowledge_core::agent::BuiltinAgent;
-use knowledge_core::clock::SystemClock;
-use knowledge_core::integrations::FixedIntegrations;
-use knowledge_core::ports::{Agent, Integrations, Store, Workflow};
-use knowledge_core::service::{Deps, Service};
-use knowledge_core::steps::Steps;
+use knowledge_app::{App, Settings};
+use knowledge_core::ports::Workflow;
 use knowledge_dynamo::{DynamoStore, RequestCounter};
-use knowledge_http::cookie::CookieSigner;
-use knowledge_http::{AppState, Endpoint, HttpConfig};
-use knowledge_mcp::{StoredIntegrations, Timeouts};
+use knowledge_http::Endpoint;
 use knowledge_providers::agent_from_env;
 
 pub use crate::config::{ConfigError, Env};
 pub use crate::sfn::SfnWorkflow;
-pub use crate::task::Handler;
+pub use knowledge_core::steps::Handler;
 
-/// The parts every function is built from.
-#[derive(Clone)]
-pub struct App {
-    pub store: DynamoStore,
-    pub workflow: SfnWorkflow,
-    pub agent: Arc<dyn Agent>,
-    pub integrations: Arc<dyn Integrations>,
+/// A Lambda function: an endpoint behind API Gateway, or a Task of the state machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Function {
+    Endpoint(Endpoint),
+    Task(Handler),
 }
 
-/// What an endpoint's function needs besides [`App`]: the cookie signer and the origin.
-#[derive(Clone)]
-pub struct Http {
-    pub signer: Arc<CookieSigner>,
-    pub app_origin: String,
-}
-
-/// The application's origin, without a trailing slash. Errors: `APP_ORIGIN` is not set.
-fn origin(env: &Env) -> Result<String, ConfigError> {
-    env.app_origin
-        .as_deref()
-        .map(|o| o.trim_end_matches('/').to_owned())
-        .ok_or(ConfigError::Missing(config::APP_ORIGIN_ENV))
-}
-
-impl Http {
-    /// Reads the signing key from Secrets Manager.
-    pub async fn load(shared: &SdkConfig, env: &Env) -> Result<Self, ConfigError> {
-        let secret = env
-            .signing_key_secret
-            .as_deref()
-            .ok_or(ConfigError::Missing(config::SIGNING_KEY_SECRET_ENV))?;
-        let origin = origin(env)?;
-        let secrets = aws_sdk_secretsmanager::Client::new(shared);
-        let key = config::signing_key(&secrets, secret).await?;
-        let signer = CookieSigner::new(&key).map_err(|e| ConfigError::SigningKey(e.to_string()))?;
-        Ok(Self {
-            signer: Arc::new(signer),
-            app_origin: origin,
-        })
+impl Function {
+    /// Every endpoint but SCIM reads and mints session cookies.
+    fn uses_cookies(self) -> bool {
+        matches!(self, Self::Endpoint(e) if e != Endpoint::Scim)
     }
 
-    /// For the SCIM function, which neither reads nor mints cookies and so is not given the
-    /// signing key's secret: a signer with a random key of its own, which no cookie matches.
-    pub fn without_cookies(env: &Env) -> Result<Self, ConfigError> {
-        let origin = origin(env)?;
-        let mut key = [0u8; 32];
-        getrandom::fill(&mut key).map_err(|e| ConfigError::SigningKey(e.to_string()))?;
-        let signer = CookieSigner::new(&key).map_err(|e| ConfigError::SigningKey(e.to_string()))?;
-        Ok(Self {
-            signer: Arc::new(signer),
-            app_origin: origin,
-        })
+    /// Create session checks the provider's health; `CallAgent` asks it.
+    fn uses_agent(self) -> bool {
+        match self {
+            Self::Endpoint(e) => e == Endpoint::CreateSession,
+            Self::Task(h) => h.asks_agent(),
+        }
     }
 
-    /// What `endpoint`'s function needs: the signing key for the session endpoints, none for
-    /// SCIM.
-    pub async fn for_endpoint(
-        endpoint: Endpoint,
-        shared: &SdkConfig,
-        env: &Env,
-    ) -> Result<Self, ConfigError> {
-        match endpoint {
-            Endpoint::Scim => Self::without_cookies(env),
-            _ => Self::load(shared, env).await,
+    /// Create session checks whether anything is connected; `CallAgent` lists the tools and
+    /// `RunTool` calls them.
+    fn uses_integrations(self) -> bool {
+        match self {
+            Self::Endpoint(e) => e == Endpoint::CreateSession,
+            Self::Task(h) => h.uses_integrations(),
         }
     }
 }
 
-impl App {
-    /// Builds the clients; DynamoDB requests are counted in `counter`.
-    pub fn connect(shared: &SdkConfig, env: &Env, counter: RequestCounter) -> Self {
+/// The settings of `function`'s cold start: the application's origin from `APP_ORIGIN` (which
+/// every endpoint needs), and from Secrets Manager only the keys and the provider API key that
+/// the function uses. The provider's other settings are the variables
+/// [`knowledge_providers::agent_from_env`] reads. Errors: a missing or wrong setting or secret,
+/// so the cold start fails loudly.
+pub async fn settings(
+    function: Function,
+    shared: &SdkConfig,
+    env: &Env,
+) -> Result<Settings, ConfigError> {
+    let origin = match (function, env.app_origin.as_deref()) {
+        (_, Some(origin)) => origin,
+        // The steps build no URL and check no origin.
+        (Function::Task(_), None) => "",
+        (Function::Endpoint(_), None) => return Err(ConfigError::Missing(config::APP_ORIGIN_ENV)),
+    };
+    let mut settings = Settings::new(origin);
+    let secrets = aws_sdk_secretsmanager::Client::new(shared);
+    let secret =
+        |id: &Option<String>, var: &'static str| id.clone().ok_or(ConfigError::Missing(var));
+    if function.uses_cookies() {
+        let id = secret(&env.signing_key_secret, config::SIGNING_KEY_SECRET_ENV)?;
+        settings.cookie_signer = Some(Arc::new(config::cookie_signer(&secrets, &id).await?));
+    }
+    if function.uses_integrations() {
+        let id = secret(&env.sealing_key_secret, config::SEALING_KEY_SECRET_ENV)?;
+        settings.sealer = Some(Arc::new(config::sealer(&secrets, &id).await?));
+    }
+    if function.uses_agent() {
+        let api_key = match &env.provider_key_secret {
+            Some(id) => Some(config::secret_string(&secrets, id).await?),
+            None => None,
+        };
+        let configured = agent_from_env(|name| match name {
+            "OPENAI_API_KEY" | "ANTHROPIC_API_KEY" => api_key.clone(),
+            _ => std::env::var(name).ok(),
+        })
+        .map_err(ConfigError::Agent)?;
+        tracing::info!(agent = %configured.description, "agent configured");
+        settings.agent = Some(configured.agent);
+    }
+    Ok(settings)
+}
+
+/// One function's cold start: its clients, and the application assembled over them.
+#[derive(Clone)]
+pub struct ColdStart {
+    pub store: DynamoStore,
+    pub workflow: SfnWorkflow,
+    pub app: App,
+}
+
+impl ColdStart {
+    /// Builds the clients over `settings`; DynamoDB requests are counted in `counter`.
+    pub fn new(shared: &SdkConfig, env: &Env, settings: Settings, counter: RequestCounter) -> Self {
         let dynamodb =
             aws_sdk_dynamodb::Client::from_conf(knowledge_dynamo::config(shared, counter).build());
+        let store = DynamoStore::new(dynamodb, &env.table);
         Self {
-            store: DynamoStore::new(dynamodb, &env.table),
+            app: App::new(settings, Arc::new(store.clone())),
+            store,
             workflow: SfnWorkflow::new(
                 aws_sdk_sfn::Client::new(shared),
                 env.state_machine_arn.clone(),
             ),
-            // The functions that use them replace these with the configured ones (`with_ai`).
-            agent: Arc::new(BuiltinAgent),
-            integrations: Arc::new(FixedIntegrations::new()),
         }
     }
 
-    fn store(&self) -> Arc<dyn Store> {
-        Arc::new(self.store.clone())
-    }
-
-    /// The router of one endpoint's function.
-    pub fn router(&self, endpoint: Endpoint, http: &Http) -> axum::Router {
-        let service = Service::new(Deps {
-            store: self.store(),
-            workflow: Arc::new(self.workflow.clone()) as Arc<dyn Workflow>,
-            agent: self.agent.clone(),
-            integrations: self.integrations.clone(),
-            clock: Arc::new(SystemClock),
-        });
-        let state = AppState::new(
-            service,
-            http.signer.clone(),
-            HttpConfig {
-                app_origin: http.app_origin.clone(),
-            },
-        );
-        knowledge_http::router_for(state, &[endpoint])
-    }
-
-    /// Replaces the built-in agent and the empty integrations by the configured ones, for the
-    /// functions that use them: `uses` says which. The provider comes from the variables
-    /// [`knowledge_providers::agent_from_env`] reads, with its API key from the secret named by
-    /// `PROVIDER_API_KEY_SECRET_ARN`; the integrations are the organisations' MCP servers, with
-    /// members' credentials opened by the key in `SEALING_KEY_SECRET_ARN`.
-    /// Errors: a missing or wrong setting or secret, so the cold start fails loudly.
-    pub async fn with_ai(
-        mut self,
+    /// Reads `function`'s settings and builds its clients.
+    pub async fn load(
+        function: Function,
         shared: &SdkConfig,
         env: &Env,
-        uses: Uses,
+        counter: RequestCounter,
     ) -> Result<Self, ConfigError> {
-        let secrets = aws_sdk_secretsmanager::Client::new(shared);
-        if uses.agent {
-            let api_key = match &env.provider_key_secret {
-                Some(id) => Some(config::secret_string(&secrets, id).await?),
-                None => None,
-            };
-            let configured = agent_from_env(|name| match name {
-                "OPENAI_API_KEY" | "ANTHROPIC_API_KEY" => api_key.clone(),
-                _ => std::env::var(name).ok(),
-            })
-            .map_err(|e| ConfigError::Agent(e.to_string()))?;
-            tracing::info!(agent = %configured.description, "agent configured");
-            self.agent = configured.agent;
-        }
-        if uses.integrations {
-            let id = env
-                .sealing_key_secret
-                .as_deref()
-                .ok_or(ConfigError::Missing(config::SEALING_KEY_SECRET_ENV))?;
-            let sealer = config::sealer(&secrets, id).await?;
-            self.integrations = Arc::new(StoredIntegrations::new(
-                self.store(),
-                Arc::new(sealer),
-                Arc::new(FixedIntegrations::new()),
-                Timeouts::default(),
-            ));
-        }
-        Ok(self)
+        let settings = settings(function, shared, env).await?;
+        Ok(Self::new(shared, env, settings, counter))
     }
 
-    /// The workflow steps a task function runs.
-    pub fn steps(&self) -> Steps {
-        Steps::new(
-            self.store(),
-            self.agent.clone(),
-            self.integrations.clone(),
-            Arc::new(SystemClock),
-        )
+    /// The router of `endpoint`'s function. Errors: a setting the endpoint needs is missing.
+    pub fn router(&self, endpoint: Endpoint) -> Result<axum::Router, ConfigError> {
+        let workflow: Arc<dyn Workflow> = Arc::new(self.workflow.clone());
+        Ok(self.app.endpoint_router(endpoint, workflow)?)
     }
 
     /// The task function of `handler`.
     pub fn task(&self, handler: Handler) -> task::TaskFunction {
-        task::TaskFunction::new(self.steps(), self.store(), handler)
+        task::TaskFunction::new(self.app.steps(), Arc::new(self.store.clone()), handler)
     }
 }
 
-/// Which of the configured agent and integrations a function uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Uses {
-    pub agent: bool,
-    pub integrations: bool,
-}
-
-impl Uses {
-    /// Create session checks the provider's health and whether anything is connected.
-    pub fn of_endpoint(endpoint: Endpoint) -> Self {
-        let creates = endpoint == Endpoint::CreateSession;
-        Self {
-            agent: creates,
-            integrations: creates,
-        }
-    }
-
-    /// CallAgent asks the provider and lists the tools; RunTool calls them.
-    pub fn of_handler(handler: Handler) -> Self {
-        Self {
-            agent: handler == Handler::CallAgent,
-            integrations: matches!(handler, Handler::CallAgent | Handler::RunTool),
-        }
-    }
-}
-
-/// Logs the cold start's failure, so that Lambda reports a failed init with its reason
-/// instead of serving half-configured.
+/// Logs the cold start's failure with its causes, so that Lambda reports a failed init with
+/// its reason instead of serving half-configured.
 fn init_failed(e: ConfigError) -> lambda_runtime::Error {
-    tracing::error!(error = %e, "cold start failed");
+    tracing::error!(error = %knowledge_core::error::Chain(&e), "cold start failed");
     e.into()
 }
 
@@ -229,14 +154,15 @@ pub async fn run_http(endpoint: Endpoint) -> Result<(), lambda_http::Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let env = Env::from_env().map_err(init_failed)?;
     let shared = aws_config::load_from_env().await;
-    let http = Http::for_endpoint(endpoint, &shared, &env)
-        .await
-        .map_err(init_failed)?;
-    let app = App::connect(&shared, &env, RequestCounter::default())
-        .with_ai(&shared, &env, Uses::of_endpoint(endpoint))
-        .await
-        .map_err(init_failed)?;
-    lambda_http::run(app.router(endpoint, &http)).await
+    let cold = ColdStart::load(
+        Function::Endpoint(endpoint),
+        &shared,
+        &env,
+        RequestCounter::default(),
+    )
+    .await
+    .map_err(init_failed)?;
+    lambda_http::run(cold.router(endpoint).map_err(init_failed)?).await
 }
 
 /// The `main` of a workflow task's function: runs `handler` for Step Functions.
@@ -244,11 +170,15 @@ pub async fn run_task(handler: Handler) -> Result<(), lambda_runtime::Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let env = Env::from_env().map_err(init_failed)?;
     let shared = aws_config::load_from_env().await;
-    let task = App::connect(&shared, &env, RequestCounter::default())
-        .with_ai(&shared, &env, Uses::of_handler(handler))
-        .await
-        .map_err(init_failed)?
-        .task(handler);
+    let task = ColdStart::load(
+        Function::Task(handler),
+        &shared,
+        &env,
+        RequestCounter::default(),
+    )
+    .await
+    .map_err(init_failed)?
+    .task(handler);
     lambda_runtime::run(lambda_runtime::service_fn(move |event| {
         let task = task.clone();
         async move { task.handle(event).await }

@@ -2,7 +2,6 @@
 //! state machine, named after the run id.
 
 use async_trait::async_trait;
-use aws_sdk_sfn::error::DisplayErrorContext;
 use knowledge_core::ids::{RunId, SessionKey};
 use knowledge_core::ports::{Workflow, WorkflowError};
 use knowledge_core::steps::StepInput;
@@ -33,12 +32,12 @@ impl Workflow for SfnWorkflow {
     /// starts two runs.
     async fn start(&self, key: &SessionKey, run: &RunId) -> Result<(), WorkflowError> {
         let Some(arn) = &self.state_machine_arn else {
-            return Err(WorkflowError(
-                "this function has no state machine (STATE_MACHINE_ARN is not set)".into(),
+            return Err(WorkflowError::new(
+                "this function has no state machine (STATE_MACHINE_ARN is not set)",
             ));
         };
-        let input = serde_json::to_string(&StepInput::start(key, run))
-            .map_err(|e| WorkflowError(e.to_string()))?;
+        let input =
+            serde_json::to_string(&StepInput::start(key, run)).map_err(WorkflowError::new)?;
         match self
             .client
             .start_execution()
@@ -56,7 +55,7 @@ impl Workflow for SfnWorkflow {
                 tracing::warn!(run = %run, "execution already exists; not started twice");
                 Ok(())
             }
-            Err(e) => Err(WorkflowError(DisplayErrorContext(e).to_string())),
+            Err(e) => Err(WorkflowError::new(e)),
         }
     }
 

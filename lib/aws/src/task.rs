@@ -5,66 +5,26 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use knowledge_core::error::Chain;
 use knowledge_core::ids::{RunId, SessionKey};
-use knowledge_core::ports::Store;
-use knowledge_core::steps::{StepInput, Steps};
+use knowledge_core::ports::SessionStore;
+use knowledge_core::steps::{Handler, StepInput, Steps};
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use serde_json::Value;
 
 /// How often an agent or tool step reads the session to notice a cancel while it waits.
 pub const WATCH_INTERVAL: Duration = Duration::from_secs(1);
 
-/// The Task handlers of the state machine, named as in its `${<Handler>FunctionArn}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Handler {
-    LoadTurn,
-    CallAgent,
-    RunTool,
-    FinishTurn,
-    Terminate,
-}
-
-impl Handler {
-    pub const ALL: [Handler; 5] = [
-        Self::LoadTurn,
-        Self::CallAgent,
-        Self::RunTool,
-        Self::FinishTurn,
-        Self::Terminate,
-    ];
-
-    /// The function's name in `functions/`, `template.yaml` (as `<name>Function`) and `events/`.
-    pub fn function_name(self) -> &'static str {
-        match self {
-            Self::LoadTurn => "load-turn",
-            Self::CallAgent => "call-agent",
-            Self::RunTool => "run-tool",
-            Self::FinishTurn => "finish-turn",
-            Self::Terminate => "terminate",
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::LoadTurn => "LoadTurn",
-            Self::CallAgent => "CallAgent",
-            Self::RunTool => "RunTool",
-            Self::FinishTurn => "FinishTurn",
-            Self::Terminate => "Terminate",
-        }
-    }
-}
-
 /// One task function: the steps, the store it watches for cancels, and its handler.
 #[derive(Clone)]
 pub struct TaskFunction {
     steps: Steps,
-    store: Arc<dyn Store>,
+    store: Arc<dyn SessionStore>,
     handler: Handler,
 }
 
 impl TaskFunction {
-    pub fn new(steps: Steps, store: Arc<dyn Store>, handler: Handler) -> Self {
+    pub fn new(steps: Steps, store: Arc<dyn SessionStore>, handler: Handler) -> Self {
         Self {
             steps,
             store,
@@ -81,7 +41,7 @@ impl TaskFunction {
             .map(|i| (i.session.key(), i.run_id));
         let cancelled = watch(self.store.clone(), run);
         self.steps
-            .invoke(self.handler.name(), event.payload, cancelled)
+            .invoke(self.handler, event.payload, cancelled)
             .await
             .map_err(|e| {
                 tracing::warn!(handler = self.handler.name(), error = e.name, message = %e.message, "step failed");
@@ -97,7 +57,7 @@ impl TaskFunction {
 /// store every [`WATCH_INTERVAL`]; the steps drop an in-flight agent or tool call then. Only
 /// the agent and tool steps wait on it, so the other steps make no reads for it. A read that
 /// fails is ignored: the state machine's next Choice reads the cancellation anyway.
-async fn watch(store: Arc<dyn Store>, run: Option<(SessionKey, RunId)>) {
+async fn watch(store: Arc<dyn SessionStore>, run: Option<(SessionKey, RunId)>) {
     let Some((key, run)) = run else {
         return std::future::pending().await;
     };
@@ -112,7 +72,7 @@ async fn watch(store: Arc<dyn Store>, run: Option<(SessionKey, RunId)>) {
             }
             Ok(Some(_)) => {}
             Err(e) => {
-                tracing::warn!(error = %e, "could not read the session to watch for a cancel")
+                tracing::warn!(error = %Chain(&e), "could not read the session to watch for a cancel")
             }
         }
     }

@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 
 use aws_config::BehaviorVersion;
 use aws_sdk_sfn::config::Credentials;
-use knowledge_aws::{App, Env, Handler, Http, SfnWorkflow, Uses};
+use knowledge_aws::{ColdStart, ConfigError, Env, Function, Handler, SfnWorkflow};
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{
     Actor, AuditAction, AuditEntry, Member, NewEvent, Org, OrgStatus, Plan, Role, Session,
 };
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
-use knowledge_core::ports::{Store, Workflow};
-use knowledge_dynamo::RequestCounter;
+use knowledge_core::ports::{DirectoryStore, OrgStore, SessionStore, StoredRows, Workflow};
+use knowledge_dynamo::{DynamoStore, RequestCounter};
 use knowledge_http::Endpoint;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use lambda_runtime::{Context, LambdaEvent};
@@ -41,13 +41,13 @@ fn repo_file(path: &str) -> String {
     std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// A deployment on moto: its own table, secret and state machine, and the app built from them
-/// as a cold start builds it.
+/// A deployment on moto: its own table, secrets and state machine; each function is built from
+/// them as its cold start builds it.
 struct Deployment {
-    app: App,
-    http: Http,
-    /// What the SCIM function runs with: no signing key.
-    scim_http: Http,
+    shared: aws_config::SdkConfig,
+    env: Env,
+    /// The table, counting requests in `counter` as the functions do.
+    store: DynamoStore,
     /// The sample organisation's SCIM token.
     scim_token: String,
     counter: RequestCounter,
@@ -113,33 +113,24 @@ impl Deployment {
             provider_key_secret: None,
         };
         let counter = RequestCounter::default();
-        // As the create-session, call-agent and run-tool functions load it: the agent from the
-        // environment (the built-in one here) and the stored integrations with the sealing key.
-        let uses = Uses {
-            agent: true,
-            integrations: true,
-        };
-        let app = App::connect(&shared, &env, counter.clone())
-            .with_ai(&shared, &env, uses)
-            .await
-            .unwrap();
-        let http = Http::load(&shared, &env).await.unwrap();
-        let scim_http = Http::for_endpoint(Endpoint::Scim, &shared, &env)
-            .await
-            .unwrap();
+        let client = aws_sdk_dynamodb::Client::from_conf(
+            knowledge_dynamo::config(&shared, counter.clone()).build(),
+        );
+        let store = DynamoStore::new(client, &env.table);
         let key = SessionKey {
             user: UserId::parse(USER).unwrap(),
             org: OrgId::parse(ORG).unwrap(),
             session: SessionId::parse(SESSION).unwrap(),
         };
+        let state_machine_arn = env.state_machine_arn.clone().unwrap();
         let mut d = Self {
-            app,
-            http,
-            scim_http,
+            shared,
+            env,
+            store,
             scim_token: String::new(),
             counter,
             sfn,
-            state_machine_arn: env.state_machine_arn.unwrap(),
+            state_machine_arn,
             key,
         };
         d.seed().await;
@@ -149,7 +140,7 @@ impl Deployment {
     /// The sample user, a member of both sample organisations (the first on the Business plan
     /// with SSO and a SCIM token), and an idle session holding one answered question.
     async fn seed(&mut self) {
-        let store = &self.app.store;
+        let store = &self.store;
         let now = SystemClock.now();
         for org in [ORG, SECOND_ORG] {
             let org = OrgId::parse(org).unwrap();
@@ -200,7 +191,7 @@ impl Deployment {
 
     /// The sample event of `endpoint`'s function, signed in as the sample user.
     fn event(&self, endpoint: Endpoint) -> lambda_http::Request {
-        let signer = CookieSigner::new(&hex::decode(KEY_HEX).unwrap()).unwrap();
+        let signer = CookieSigner::from_hex(KEY_HEX).unwrap();
         let cookie = signer.mint(&self.key.user, &self.key.org, 600).unwrap();
         let text = repo_file(&format!("events/{}.json", endpoint.function_name()))
             .replace(
@@ -214,16 +205,25 @@ impl Deployment {
         lambda_http::request::from_str(&text).unwrap()
     }
 
+    /// `function` as its cold start builds it, counting its DynamoDB requests in `counter`.
+    async fn cold_start(&self, function: Function) -> ColdStart {
+        ColdStart::load(function, &self.shared, &self.env, self.counter.clone())
+            .await
+            .unwrap()
+    }
+
+    /// The router of `endpoint`'s function.
+    async fn router(&self, endpoint: Endpoint) -> axum::Router {
+        let cold = self.cold_start(Function::Endpoint(endpoint)).await;
+        cold.router(endpoint).unwrap()
+    }
+
     /// Feeds the sample event to the function; returns status, body and the DynamoDB requests
     /// it made.
     async fn invoke(&self, endpoint: Endpoint) -> (u16, Value, BTreeMap<String, u64>) {
-        let http = match endpoint {
-            Endpoint::Scim => &self.scim_http,
-            _ => &self.http,
-        };
         let response = self
-            .app
-            .router(endpoint, http)
+            .router(endpoint)
+            .await
             .oneshot(self.event(endpoint))
             .await
             .unwrap();
@@ -265,7 +265,7 @@ async fn create_session_event_creates_a_session_and_starts_its_execution() {
         session: id,
         ..d.key.clone()
     };
-    let stored = d.app.store.get_session(&key).await.unwrap().unwrap();
+    let stored = d.store.get_session(&key).await.unwrap().unwrap();
     assert_eq!(stored.run_id.map(|r| r.to_string()).as_deref(), Some(run));
     assert_eq!(
         made,
@@ -302,10 +302,10 @@ async fn message_event_appends_the_question_and_starts_a_run() {
     let d = Deployment::new().await;
     let (status, body, made) = d.invoke(Endpoint::Message).await;
     assert_eq!((status, &body), (200, &json!({ "ok": true })));
-    let session = d.app.store.get_session(&d.key).await.unwrap().unwrap();
+    let session = d.store.get_session(&d.key).await.unwrap().unwrap();
     let run = session.run_id.expect("a run was claimed").to_string();
     assert_eq!(d.executions().await, [run]);
-    let last = d.app.store.list_events(&d.key, 6, 10).await.unwrap();
+    let last = d.store.list_events(&d.key, 6, 10).await.unwrap();
     assert_eq!(last[0].payload["text"], "And for annual plans?");
     assert_eq!(
         made,
@@ -331,11 +331,11 @@ async fn list_sessions_event_lists_the_session() {
 #[tokio::test]
 async fn cancel_event_on_an_idle_session_changes_nothing() {
     let d = Deployment::new().await;
-    let before = d.app.store.get_session(&d.key).await.unwrap();
+    let before = d.store.get_session(&d.key).await.unwrap();
     d.counter.take();
     let (status, body, made) = d.invoke(Endpoint::Cancel).await;
     assert_eq!((status, &body), (200, &json!({ "ok": true })));
-    assert_eq!(d.app.store.get_session(&d.key).await.unwrap(), before);
+    assert_eq!(d.store.get_session(&d.key).await.unwrap(), before);
     assert_eq!(made, requests(&[("GetItem", 3), ("PutItem", 1)]));
 }
 
@@ -344,7 +344,7 @@ async fn delete_session_event_removes_the_session_and_its_events() {
     let d = Deployment::new().await;
     let (status, body, made) = d.invoke(Endpoint::DeleteSession).await;
     assert_eq!((status, &body), (200, &json!({ "ok": true })));
-    assert_eq!(d.app.store.rows_for(&d.key).await.unwrap(), (0, 0));
+    assert_eq!(d.store.rows_for(&d.key).await.unwrap(), (0, 0));
     assert_eq!(
         made,
         requests(&[
@@ -361,8 +361,8 @@ async fn delete_session_event_removes_the_session_and_its_events() {
 async fn switch_org_event_sets_a_cookie_for_the_other_organisation() {
     let d = Deployment::new().await;
     let response = d
-        .app
-        .router(Endpoint::SwitchOrg, &d.http)
+        .router(Endpoint::SwitchOrg)
+        .await
         .oneshot(d.event(Endpoint::SwitchOrg))
         .await
         .unwrap();
@@ -377,15 +377,15 @@ async fn switch_org_event_sets_a_cookie_for_the_other_organisation() {
 async fn a_function_answers_another_endpoints_request_as_an_unknown_route() {
     let d = Deployment::new().await;
     let response = d
-        .app
-        .router(Endpoint::Transcript, &d.http)
+        .router(Endpoint::Transcript)
+        .await
         .oneshot(d.event(Endpoint::CreateSession))
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 404);
     let response = d
-        .app
-        .router(Endpoint::Transcript, &d.http)
+        .router(Endpoint::Transcript)
+        .await
         .oneshot(d.event(Endpoint::SwitchOrg))
         .await
         .unwrap();
@@ -405,26 +405,65 @@ async fn scim_event_provisions_the_entra_user_with_one_read_and_one_transaction(
     assert_eq!(made, requests(&[("GetItem", 1), ("TransactWriteItems", 1)]));
     let org = OrgId::parse(ORG).unwrap();
     let user = UserId::parse(body["id"].as_str().unwrap()).unwrap();
-    let member = d.app.store.get_member(&org, &user).await.unwrap().unwrap();
+    let member = d.store.get_member(&org, &user).await.unwrap().unwrap();
     assert_eq!(member.role, Role::Viewer);
     let profile = member.profile.unwrap();
     assert_eq!(
         profile.external_id.as_deref(),
         Some("0a21f0f2-8d2a-4f8e-bf98-7363c4aed4ef")
     );
-    let audit = d.app.store.list_audit(&org, 1).await.unwrap();
+    let audit = d.store.list_audit(&org, 1).await.unwrap();
     assert_eq!(
         (audit[0].action, audit[0].target.as_str()),
         (AuditAction::UserProvisioned, user.as_str())
     );
     // The same token on the function of another endpoint is an unknown route there.
     let response = d
-        .app
-        .router(Endpoint::Transcript, &d.http)
+        .router(Endpoint::Transcript)
+        .await
         .oneshot(d.event(Endpoint::Scim))
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 404);
+}
+
+#[tokio::test]
+async fn only_the_functions_that_use_a_key_read_its_secret() {
+    let d = Deployment::new().await;
+    let without_keys = Env {
+        signing_key_secret: None,
+        sealing_key_secret: None,
+        ..d.env.clone()
+    };
+    let load = |function| ColdStart::load(function, &d.shared, &without_keys, d.counter.clone());
+    // SCIM authenticates by bearer token, the message endpoint reaches no integration, and
+    // LoadTurn asks no agent: none of them needs a key.
+    for function in [
+        Function::Endpoint(Endpoint::Scim),
+        Function::Task(Handler::LoadTurn),
+    ] {
+        assert!(load(function).await.is_ok(), "{function:?}");
+    }
+    let missing = |r: Result<ColdStart, ConfigError>| match r {
+        Err(ConfigError::Missing(var)) => var,
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("started without its key"),
+    };
+    let message = load(Function::Endpoint(Endpoint::Message)).await;
+    assert_eq!(missing(message), "SIGNING_KEY_SECRET_ARN");
+    let tool = load(Function::Task(Handler::RunTool)).await;
+    assert_eq!(missing(tool), "SEALING_KEY_SECRET_ARN");
+    let scim = load(Function::Endpoint(Endpoint::Scim)).await.unwrap();
+    let (status, _, _) = {
+        let response = scim
+            .router(Endpoint::Scim)
+            .unwrap()
+            .oneshot(d.event(Endpoint::Scim))
+            .await
+            .unwrap();
+        (response.status().as_u16(), (), ())
+    };
+    assert_eq!(status, 201);
 }
 
 #[tokio::test]
@@ -453,7 +492,8 @@ async fn task(
     handler: Handler,
     payload: Value,
 ) -> Result<Value, lambda_runtime::Diagnostic> {
-    d.app
+    d.cold_start(Function::Task(handler))
+        .await
         .task(handler)
         .handle(LambdaEvent::new(payload, Context::default()))
         .await
@@ -463,7 +503,7 @@ async fn task(
 async fn task_events_drive_a_turn_through_the_task_functions() {
     let d = Deployment::new().await;
     // A follow-up whose run `RUN` is claimed, as the message endpoint leaves it.
-    let mut s = d.app.store.get_session(&d.key).await.unwrap().unwrap();
+    let mut s = d.store.get_session(&d.key).await.unwrap().unwrap();
     let expected = s.version;
     s.version += 1;
     s.run_id = Some(RunId::parse(RUN).unwrap());
@@ -472,8 +512,7 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
         vec![NewEvent::user_message("And for annual plans?")],
     );
     s.pending = vec![placed[0].seq];
-    d.app
-        .store
+    d.store
         .commit_session(&s, expected, &placed, None)
         .await
         .unwrap();
@@ -518,7 +557,6 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
     assert!(terminated.get("next").is_some(), "{terminated}");
 
     let kinds: Vec<&str> = d
-        .app
         .store
         .list_events(&d.key, 6, 100)
         .await
@@ -527,7 +565,7 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
         .map(|e| e.kind.as_str())
         .collect();
     assert_eq!(kinds, ["user_message", "agent_message", "status_idle"]);
-    let s = d.app.store.get_session(&d.key).await.unwrap().unwrap();
+    let s = d.store.get_session(&d.key).await.unwrap().unwrap();
     assert_eq!(s.run_id, None);
 }
 

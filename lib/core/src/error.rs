@@ -1,6 +1,8 @@
 //! The use cases' error type; the HTTP layer maps it to status codes in one place.
 
-use crate::ports::{AgentError, StoreError, WorkflowError};
+use std::fmt;
+
+use crate::ports::{AgentError, BackendError, StoreError, WorkflowError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CoreError {
@@ -32,12 +34,17 @@ pub enum CoreError {
     /// The AI provider cannot be reached.
     #[error("the AI provider could not be reached")]
     ProviderUnavailable,
-    /// Anything else; logged, never shown to clients.
-    #[error("internal: {0}")]
-    Internal(String),
+    /// Anything else; logged with its causes, never shown to clients.
+    #[error("internal error")]
+    Internal(#[source] BackendError),
 }
 
 impl CoreError {
+    /// An internal error caused by `cause`: another layer's error, or a message.
+    pub fn internal(cause: impl Into<BackendError>) -> Self {
+        Self::Internal(cause.into())
+    }
+
     pub fn invalid(code: &'static str, message: impl Into<String>) -> Self {
         Self::InvalidInput {
             code,
@@ -48,13 +55,13 @@ impl CoreError {
 
 impl From<StoreError> for CoreError {
     fn from(e: StoreError) -> Self {
-        Self::Internal(e.to_string())
+        Self::internal(e)
     }
 }
 
 impl From<WorkflowError> for CoreError {
     fn from(e: WorkflowError) -> Self {
-        Self::Internal(e.to_string())
+        Self::internal(e)
     }
 }
 
@@ -62,7 +69,38 @@ impl From<WorkflowError> for CoreError {
 /// provider cannot answer, which the interface reports as 502. The reason is logged here.
 impl From<AgentError> for CoreError {
     fn from(e: AgentError) -> Self {
-        tracing::warn!(error = %e, "agent provider health check failed");
+        tracing::warn!(error = %Chain(&e), "agent provider health check failed");
         Self::ProviderUnavailable
+    }
+}
+
+/// Displays an error followed by its causes, `outer: inner: innermost`, for logs: an SDK's
+/// or a driver's error says what failed only in its sources.
+pub struct Chain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut cause = self.0.source();
+        while let Some(e) = cause {
+            write!(f, ": {e}")?;
+            cause = e.source();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chain_shows_every_cause_after_the_error_itself() {
+        let store = StoreError::backend("disk full");
+        let core = CoreError::from(store);
+        assert_eq!(
+            Chain(&core).to_string(),
+            "internal error: storage backend failed: disk full"
+        );
     }
 }

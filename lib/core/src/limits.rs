@@ -2,7 +2,7 @@
 
 use crate::clock::{Clock, Timestamp, whole_seconds_until};
 use crate::ids::UserId;
-use crate::ports::{Store, StoreError};
+use crate::ports::{LimitStore, StoreError};
 
 /// At most `max` admitted requests in any window of `window_ms`.
 #[derive(Debug, Clone, Copy)]
@@ -118,7 +118,7 @@ const MAX_ATTEMPTS: usize = 64;
 /// Admits one `action` by `user` now, or refuses it. Race-free: the record is replaced with a
 /// version check, and a lost race re-reads (the record and the clock) and decides again.
 pub async fn acquire(
-    store: &dyn Store,
+    store: &dyn LimitStore,
     clock: &dyn Clock,
     action: Action,
     user: &UserId,
@@ -142,7 +142,7 @@ pub async fn acquire(
             }
         }
     }
-    Err(StoreError::Backend(format!(
+    Err(StoreError::backend(format!(
         "rate window {key} stayed contended"
     )))
 }

@@ -11,6 +11,8 @@ const FORMAT: &str = "v1.";
 pub enum SealError {
     #[error("the sealing key must be 32 bytes")]
     KeyLength,
+    #[error("the sealing key must be written in hex")]
+    NotHex,
     /// Wrong key, wrong owner, or tampered with; deliberately no more detail.
     #[error("the sealed value does not open")]
     Open,
@@ -34,6 +36,13 @@ impl Sealer {
         Ok(Self {
             key: LessSafeKey::new(key),
         })
+    }
+
+    /// The sealer of a key as it is stored (in a file, a variable or a secret): hex, surrounding
+    /// whitespace ignored. Errors: `NotHex`, `KeyLength`.
+    pub fn from_hex(text: &str) -> Result<Self, SealError> {
+        let key = hex::decode(text.trim()).map_err(|_| SealError::NotHex)?;
+        Self::new(&key)
     }
 
     /// Seals `secret` for `context` (who owns it and what it is for) under a fresh random

@@ -11,7 +11,7 @@ use crate::domain::{
 use crate::error::CoreError;
 use crate::ids::{EventId, OrgId, RunId, SessionId, SessionKey, UserId};
 use crate::limits::{self, Action, Admission};
-use crate::ports::{Agent, Integrations, Store, StoreError, UsageRefused, Workflow};
+use crate::ports::{Agent, Integrations, SessionStore, Store, StoreError, UsageRefused, Workflow};
 
 /// A signed-in user acting in their active organisation, whose membership has been checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,14 +46,24 @@ pub struct Transcript {
     pub has_more: bool,
 }
 
-/// The ports the use cases run on.
+/// What creating a session checks before it writes anything: that the agent's provider can be
+/// reached, and whether the member reaches any integration.
+#[derive(Clone)]
+pub struct Opening {
+    pub agent: Arc<dyn Agent>,
+    pub integrations: Arc<dyn Integrations>,
+}
+
+/// The ports the use cases run on. The store serves every role: the organisation (plan,
+/// limits), the membership check, the sessions and the limit counters.
 #[derive(Clone)]
 pub struct Deps {
     pub store: Arc<dyn Store>,
     pub workflow: Arc<dyn Workflow>,
-    pub agent: Arc<dyn Agent>,
-    pub integrations: Arc<dyn Integrations>,
     pub clock: Arc<dyn Clock>,
+    /// `None` in a process that creates no sessions (a Lambda function of another endpoint);
+    /// creating one there fails as an internal error.
+    pub opening: Option<Opening>,
 }
 
 /// The session use cases.
@@ -98,10 +108,6 @@ impl Service {
         Self { deps }
     }
 
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.deps.store
-    }
-
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.deps.clock
     }
@@ -137,14 +143,18 @@ impl Service {
         text: &str,
     ) -> Result<CreatedSession, CoreError> {
         let text = non_empty("text", text)?;
-        let org = self.active_org(p).await?;
-        self.deps.agent.health().await?;
-        let no_connectors = self
+        let opening = self
             .deps
+            .opening
+            .as_ref()
+            .ok_or_else(|| CoreError::internal("this process creates no sessions"))?;
+        let org = self.active_org(p).await?;
+        opening.agent.health().await?;
+        let no_connectors = opening
             .integrations
             .connected(&org.id, &p.user)
             .await
-            .map_err(|e| CoreError::Internal(e.to_string()))?
+            .map_err(CoreError::internal)?
             .is_empty();
         let now = self.now();
         self.check_usage(&org, now).await?;
@@ -228,9 +238,7 @@ impl Service {
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(CoreError::Internal(
-            "message commit stayed contended".into(),
-        ))
+        Err(CoreError::internal("message commit stayed contended"))
     }
 
     /// One page of the log after `since` (from the start when `None`), at most
@@ -436,7 +444,7 @@ impl Service {
 /// cannot reach the workflow engine (the admin command) may leave that out: the run sees the
 /// stamp at its next step. The sessions themselves stay.
 pub async fn cancel_member_turns(
-    store: &dyn Store,
+    store: &dyn SessionStore,
     clock: &dyn Clock,
     user: &UserId,
     org: &OrgId,
@@ -463,7 +471,7 @@ pub async fn cancel_member_turns(
 }
 
 /// The session, unless it does not exist or is being deleted. Errors: `NotFound`.
-async fn load(store: &dyn Store, key: &SessionKey) -> Result<Session, CoreError> {
+async fn load(store: &dyn SessionStore, key: &SessionKey) -> Result<Session, CoreError> {
     store
         .get_session(key)
         .await?
@@ -478,7 +486,7 @@ async fn load(store: &dyn Store, key: &SessionKey) -> Result<Session, CoreError>
 /// never a session being deleted. Returns the run it cancelled, if any, in `Stamped`.
 /// Errors: `NotFound` when the session is gone or being deleted.
 async fn stamp(
-    store: &dyn Store,
+    store: &dyn SessionStore,
     clock: &dyn Clock,
     key: &SessionKey,
     mut current: Session,
@@ -505,7 +513,7 @@ async fn stamp(
             Err(e) => return Err(e.into()),
         }
     }
-    Err(CoreError::Internal("cancel commit stayed contended".into()))
+    Err(CoreError::internal("cancel commit stayed contended"))
 }
 
 /// The error for a month whose usage is at the organisation's cost cap or query quota, if it is.

@@ -73,6 +73,11 @@ fn epoch_secs() -> u64 {
 }
 
 impl CookieSigner {
+    /// The signer of a key as it is stored: see [`key_from_hex`]. Errors: `NotHex`, `WeakKey`.
+    pub fn from_hex(text: &str) -> Result<Self, CookieError> {
+        Self::new(&key_from_hex(text)?)
+    }
+
     pub fn new(key: &[u8]) -> Result<Self, CookieError> {
         if key.len() < MIN_KEY_BYTES {
             return Err(CookieError::WeakKey);

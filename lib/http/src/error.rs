@@ -6,6 +6,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use knowledge_core::CoreError;
 use knowledge_core::domain::micros_to_usd;
+use knowledge_core::error::Chain;
 use knowledge_core::scim::ScimError;
 use knowledge_core::scim::schema::ERROR_SCHEMA;
 use serde_json::{Value, json};
@@ -109,8 +110,8 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
         let message = match &self {
-            ApiError::Core(CoreError::Internal(detail)) => {
-                tracing::error!(error = %detail, "internal error");
+            ApiError::Core(e @ CoreError::Internal(_)) => {
+                tracing::error!(error = %Chain(e), "internal error");
                 "internal error".to_owned()
             }
             other => other.to_string(),
@@ -220,8 +221,8 @@ impl IntoResponse for ScimApiError {
     fn into_response(self) -> Response {
         let status = self.status();
         let detail = match &self {
-            ScimApiError::Scim(ScimError::Internal(detail)) => {
-                tracing::error!(error = %detail, "internal error");
+            ScimApiError::Scim(e @ ScimError::Internal(_)) => {
+                tracing::error!(error = %Chain(e), "internal error");
                 "internal error".to_owned()
             }
             other => other.to_string(),

@@ -11,7 +11,7 @@ use knowledge_core::CoreError;
 use knowledge_core::ids::SessionId;
 use serde_json::{Map, Value};
 
-use crate::AppState;
+use crate::SessionApi;
 use crate::error::{ApiError, EdgeError};
 
 /// Logs every request's method, path (never the query or headers, which can carry cursors and
@@ -36,7 +36,7 @@ pub const BODY_LIMIT: usize = 256 * 1024;
 /// Session routes: a valid cookie of a current member, then the origin and body-type checks.
 /// Puts the [`knowledge_core::service::Principal`] into the request's extensions.
 pub async fn member(
-    State(app): State<AppState>,
+    State(app): State<SessionApi>,
     mut req: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
@@ -53,7 +53,7 @@ pub async fn member(
 /// The organisation switch: a valid cookie (membership is checked against the target), then the
 /// origin and body-type checks. Puts the [`crate::cookie::CookieClaims`] into the extensions.
 pub async fn signed_in(
-    State(app): State<AppState>,
+    State(app): State<SessionApi>,
     mut req: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
@@ -75,7 +75,7 @@ fn no_store(mut response: Response) -> Response {
 
 /// POST and DELETE must come from the application's origin (the CSRF guard) and send any body
 /// as JSON.
-fn check_mutation(app: &AppState, method: &Method, headers: &HeaderMap) -> Result<(), ApiError> {
+fn check_mutation(app: &SessionApi, method: &Method, headers: &HeaderMap) -> Result<(), ApiError> {
     if method != Method::POST && method != Method::DELETE {
         return Ok(());
     }

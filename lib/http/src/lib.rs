@@ -33,22 +33,37 @@ impl HttpConfig {
     }
 }
 
-/// Everything a handler needs.
+/// What the session routes and the organisation switch run on: the use cases, the cookie
+/// signer and the HTTP settings.
 #[derive(Clone)]
-pub struct AppState {
+pub struct SessionApi {
     pub service: Service,
-    pub directory: Directory,
     pub signer: Arc<CookieSigner>,
     pub config: Arc<HttpConfig>,
 }
 
-impl AppState {
-    /// The state over `service`; the SCIM directory shares its store and clock.
+impl SessionApi {
     pub fn new(service: Service, signer: Arc<CookieSigner>, config: HttpConfig) -> Self {
         Self {
-            directory: Directory::new(service.clone()),
             service,
             signer,
+            config: Arc::new(config),
+        }
+    }
+}
+
+/// What the SCIM routes run on: the directory, and the origin their resources' `location`s
+/// are built on. No cookie signer: SCIM authenticates by bearer token.
+#[derive(Clone)]
+pub struct ScimApi {
+    pub directory: Directory,
+    pub config: Arc<HttpConfig>,
+}
+
+impl ScimApi {
+    pub fn new(directory: Directory, config: HttpConfig) -> Self {
+        Self {
+            directory,
             config: Arc::new(config),
         }
     }
@@ -95,7 +110,7 @@ impl Endpoint {
     }
 
     /// The path under `/api/managed-agents` and the handler, for the session endpoints.
-    fn session_route(self) -> Option<(&'static str, MethodRouter<AppState>)> {
+    fn session_route(self) -> Option<(&'static str, MethodRouter<SessionApi>)> {
         Some(match self {
             Self::CreateSession => ("/session", post(routes::create_session)),
             Self::DeleteSession => ("/session", delete(routes::delete_session)),
@@ -108,16 +123,28 @@ impl Endpoint {
     }
 }
 
-/// Every endpoint, as the local service serves them.
-pub fn router(state: AppState) -> Router {
-    router_for(state, &Endpoint::ALL)
+/// Every route, as the local service serves them.
+pub fn router(sessions: SessionApi, scim: ScimApi) -> Router {
+    edge(session_routes(sessions, &Endpoint::ALL).merge(scim::routes(scim)))
 }
 
-/// The router of some endpoints: a Lambda function serves its own only, and answers any other
-/// request exactly as the full router answers an unknown route (401 without a valid cookie,
-/// then 404 or 405). Every request under `/api/managed-agents/` passes the member guard first,
-/// unknown paths and methods included.
-pub fn router_for(state: AppState, endpoints: &[Endpoint]) -> Router {
+/// The router of one Lambda function's session endpoint. Any other request is answered exactly
+/// as the full router answers an unknown route (401 without a valid cookie, then 404 or 405):
+/// every request under `/api/managed-agents/` passes the member guard first, unknown paths and
+/// methods included.
+pub fn session_function(sessions: SessionApi, endpoint: Endpoint) -> Router {
+    edge(session_routes(sessions, &[endpoint]))
+}
+
+/// The router of the SCIM function. It holds no cookie signer, so a request outside the SCIM
+/// routes (which API Gateway never sends it) is a plain 404.
+pub fn scim_function(scim: ScimApi) -> Router {
+    edge(scim::routes(scim))
+}
+
+/// The session routes of `endpoints`, behind the member guard, with the organisation switch
+/// when it is among them.
+fn session_routes(state: SessionApi, endpoints: &[Endpoint]) -> Router {
     let mut sessions = Router::new();
     for (path, handler) in endpoints.iter().filter_map(|e| e.session_route()) {
         // Routes on one path merge their methods.
@@ -135,15 +162,16 @@ pub fn router_for(state: AppState, endpoints: &[Endpoint]) -> Router {
                 .route_layer(from_fn_with_state(state.clone(), guard::signed_in)),
         );
     }
-    if endpoints.contains(&Endpoint::Scim) {
-        app = app.merge(scim::routes(&state));
-    }
     // The nested router's fallback does not see the prefix with a bare trailing slash.
     let bare = any(routes::route_not_found).layer(from_fn_with_state(state.clone(), guard::member));
-    app.route("/api/managed-agents/", bare)
-        .fallback(routes::route_not_found)
+    app.route("/api/managed-agents/", bare).with_state(state)
+}
+
+/// What every request passes, whatever its route: the head limits and the request log; and the
+/// answers to unknown routes outside the guarded prefixes.
+fn edge(app: Router) -> Router {
+    app.fallback(routes::route_not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)
         .layer(axum::middleware::from_fn(edge::limit_head))
         .layer(axum::middleware::from_fn(guard::log))
-        .with_state(state)
 }

@@ -13,7 +13,7 @@ use knowledge_core::ids::{EventId, OrgId};
 use knowledge_core::service::Principal;
 use serde_json::{Value, json};
 
-use crate::AppState;
+use crate::SessionApi;
 use crate::cookie::{CookieClaims, set_cookie_header};
 use crate::error::ApiError;
 use crate::guard::{JsonObject, QueryParams, session_id};
@@ -30,7 +30,7 @@ fn event_json(e: &Event) -> Value {
 }
 
 pub async fn create_session(
-    State(app): State<AppState>,
+    State(app): State<SessionApi>,
     Extension(p): Extension<Principal>,
     body: JsonObject,
 ) -> ApiResult {
@@ -43,7 +43,7 @@ pub async fn create_session(
 }
 
 pub async fn post_message(
-    State(app): State<AppState>,
+    State(app): State<SessionApi>,
     Extension(p): Extension<Principal>,
     body: JsonObject,
 ) -> ApiResult {
@@ -55,7 +55,7 @@ pub async fn post_message(
 }
 
 pub async fn transcript(
-    State(app): State<AppState>,
+    State(app): State<SessionApi>,
     Extension(p): Extension<Principal>,
     RawQuery(q): RawQuery,
 ) -> ApiResult {
@@ -77,7 +77,7 @@ pub async fn transcript(
 }
 
 pub async fn list_sessions(
-    State(app): State<AppState>,
+    State(app): State<SessionApi>,
     Extension(p): Extension<Principal>,
 ) -> ApiResult {
     let sessions = app.service.list_sessions(&p).await?;
@@ -89,7 +89,7 @@ pub async fn list_sessions(
 }
 
 pub async fn cancel(
-    State(app): State<AppState>,
+    State(app): State<SessionApi>,
     Extension(p): Extension<Principal>,
     body: JsonObject,
 ) -> ApiResult {
@@ -102,7 +102,7 @@ pub async fn cancel(
 }
 
 pub async fn delete_session(
-    State(app): State<AppState>,
+    State(app): State<SessionApi>,
     Extension(p): Extension<Principal>,
     RawQuery(q): RawQuery,
 ) -> ApiResult {
@@ -114,7 +114,7 @@ pub async fn delete_session(
 /// Takes `{"orgId": "..."}`; answers `{"ok": true, "orgId": ...}` and a new cookie for that
 /// organisation that expires when the current one does, so switching never extends a sign-in.
 pub async fn switch_org(
-    State(app): State<AppState>,
+    State(app): State<SessionApi>,
     Extension(claims): Extension<CookieClaims>,
     body: JsonObject,
 ) -> Result<Response, ApiError> {
@@ -126,10 +126,10 @@ pub async fn switch_org(
     let token = app
         .signer
         .mint_until(&p.user, &p.org, claims.expires_at)
-        .map_err(|e| CoreError::Internal(e.to_string()))?;
+        .map_err(CoreError::internal)?;
     let cookie = set_cookie_header(&token, claims.expires_at, app.config.secure_cookies());
     let mut response = Json(json!({ "ok": true, "orgId": p.org.to_string() })).into_response();
-    let value = HeaderValue::from_str(&cookie).map_err(|e| CoreError::Internal(e.to_string()))?;
+    let value = HeaderValue::from_str(&cookie).map_err(CoreError::internal)?;
     response.headers_mut().insert(SET_COOKIE, value);
     Ok(response)
 }

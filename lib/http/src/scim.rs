@@ -18,7 +18,7 @@ use knowledge_core::scim::schema;
 use knowledge_core::scim::{self, Change, Group, ScimError};
 use serde_json::Value;
 
-use crate::AppState;
+use crate::ScimApi;
 use crate::error::{EdgeError, ScimApiError};
 use crate::guard::{BodyError, QueryParams, media_type, read_text};
 
@@ -50,13 +50,16 @@ const PREFIXES: [&str; 2] = ["/api/scim/v2", "/api/scim"];
 type ScimResult = Result<Response, ScimApiError>;
 
 /// The SCIM routes, nested under both prefixes.
-pub fn routes(state: &AppState) -> Router<AppState> {
-    PREFIXES.iter().fold(Router::new(), |router, prefix| {
-        router.nest(prefix, prefixed(state, prefix))
-    })
+pub fn routes(state: ScimApi) -> Router {
+    PREFIXES
+        .iter()
+        .fold(Router::new(), |router, prefix| {
+            router.nest(prefix, prefixed(&state, prefix))
+        })
+        .with_state(state)
 }
 
-fn prefixed(state: &AppState, prefix: &str) -> Router<AppState> {
+fn prefixed(state: &ScimApi, prefix: &str) -> Router<ScimApi> {
     let base = Base(format!("{}{prefix}", state.config.app_origin));
     let read_only = || get(list_groups).fallback(groups_are_read_only);
     // Identity providers are configured by hand: the bare base URL and trailing slashes
@@ -106,7 +109,7 @@ async fn scim_headers(mut response: Response) -> Response {
 /// The bearer token (401), the organisation's plan (403), then the body's content type (415).
 /// Puts the [`Tenant`] into the request's extensions.
 async fn guard(
-    State((app, Base(base))): State<(AppState, Base)>,
+    State((app, Base(base))): State<(ScimApi, Base)>,
     mut req: Request,
     next: Next,
 ) -> Result<Response, ScimApiError> {
@@ -228,7 +231,7 @@ fn projection(q: &QueryParams) -> Projection {
 }
 
 async fn list_users(
-    State(app): State<AppState>,
+    State(app): State<ScimApi>,
     Extension(Tenant { org, base }): Extension<Tenant>,
     RawQuery(q): RawQuery,
 ) -> ScimResult {
@@ -237,7 +240,7 @@ async fn list_users(
 }
 
 async fn search_users(
-    State(app): State<AppState>,
+    State(app): State<ScimApi>,
     Extension(Tenant { org, base }): Extension<Tenant>,
     ScimBody(body): ScimBody,
 ) -> ScimResult {
@@ -250,7 +253,7 @@ async fn search_everything() -> ScimApiError {
     ScimApiError::SearchAcrossTypes
 }
 
-async fn users(app: &AppState, org: &OrgId, base: &str, q: ListQuery) -> ScimResult {
+async fn users(app: &ScimApi, org: &OrgId, base: &str, q: ListQuery) -> ScimResult {
     let members = app.directory.list(org, &q.filter).await?;
     let body = q.page.list(&members, |m| {
         q.projection.apply(resource::user_json(m, base))
@@ -259,7 +262,7 @@ async fn users(app: &AppState, org: &OrgId, base: &str, q: ListQuery) -> ScimRes
 }
 
 async fn create_user(
-    State(app): State<AppState>,
+    State(app): State<ScimApi>,
     Extension(Tenant { org, base }): Extension<Tenant>,
     ScimBody(body): ScimBody,
 ) -> ScimResult {
@@ -268,13 +271,13 @@ async fn create_user(
     let body = resource::created_user_json(&member, &base);
     let mut response = scim_json(StatusCode::CREATED, body);
     // The id is the service's own, so the header carries nothing the client sent.
-    let value = HeaderValue::from_str(&location).map_err(|e| ScimError::Internal(e.to_string()))?;
+    let value = HeaderValue::from_str(&location).map_err(ScimError::internal)?;
     response.headers_mut().insert(LOCATION, value);
     Ok(response)
 }
 
 async fn get_user(
-    State(app): State<AppState>,
+    State(app): State<ScimApi>,
     Extension(Tenant { org, base }): Extension<Tenant>,
     Path(id): Path<String>,
     RawQuery(q): RawQuery,
@@ -296,7 +299,7 @@ fn change_response(change: Change, base: &str) -> Response {
 }
 
 async fn replace_user(
-    State(app): State<AppState>,
+    State(app): State<ScimApi>,
     Extension(Tenant { org, base }): Extension<Tenant>,
     Path(id): Path<String>,
     ScimBody(body): ScimBody,
@@ -306,7 +309,7 @@ async fn replace_user(
 }
 
 async fn patch_user(
-    State(app): State<AppState>,
+    State(app): State<ScimApi>,
     Extension(Tenant { org, base }): Extension<Tenant>,
     Path(id): Path<String>,
     ScimBody(body): ScimBody,
@@ -316,7 +319,7 @@ async fn patch_user(
 }
 
 async fn delete_user(
-    State(app): State<AppState>,
+    State(app): State<ScimApi>,
     Extension(Tenant { org, .. }): Extension<Tenant>,
     Path(id): Path<String>,
 ) -> ScimResult {
@@ -332,7 +335,7 @@ fn group_values(g: &Group, path: &str) -> Vec<String> {
 }
 
 async fn list_groups(
-    State(app): State<AppState>,
+    State(app): State<ScimApi>,
     Extension(Tenant { org, base }): Extension<Tenant>,
     RawQuery(q): RawQuery,
 ) -> ScimResult {
@@ -341,7 +344,7 @@ async fn list_groups(
 }
 
 async fn search_groups(
-    State(app): State<AppState>,
+    State(app): State<ScimApi>,
     Extension(Tenant { org, base }): Extension<Tenant>,
     ScimBody(body): ScimBody,
 ) -> ScimResult {
@@ -349,7 +352,7 @@ async fn search_groups(
     groups(&app, &org, &base, q).await
 }
 
-async fn groups(app: &AppState, org: &OrgId, base: &str, q: ListQuery) -> ScimResult {
+async fn groups(app: &ScimApi, org: &OrgId, base: &str, q: ListQuery) -> ScimResult {
     let groups: Vec<Group> = app
         .directory
         .groups(org)
@@ -364,7 +367,7 @@ async fn groups(app: &AppState, org: &OrgId, base: &str, q: ListQuery) -> ScimRe
 }
 
 async fn get_group(
-    State(app): State<AppState>,
+    State(app): State<ScimApi>,
     Extension(Tenant { org, base }): Extension<Tenant>,
     Path(id): Path<String>,
     RawQuery(q): RawQuery,
@@ -428,7 +431,7 @@ async fn schema_by_id(
 
 /// Unknown paths are 404, except the base URL typed with a trailing slash, which the nested
 /// router's `/` route does not see.
-async fn route_not_found(State(app): State<AppState>, OriginalUri(uri): OriginalUri) -> Response {
+async fn route_not_found(State(app): State<ScimApi>, OriginalUri(uri): OriginalUri) -> Response {
     let path = uri.path().trim_end_matches('/');
     match PREFIXES.iter().find(|p| **p == path) {
         Some(prefix) => {

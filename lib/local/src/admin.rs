@@ -160,8 +160,7 @@ impl Admin<'_> {
     /// one. The token is returned to be shown once; only its hash is stored.
     pub async fn generate_scim_token(&self, org: &OrgId) -> Result<String, AdminError> {
         self.org(org).await?;
-        let (token, hash) = scim::token::generate(org)
-            .map_err(|e| StoreError::Backend(format!("no randomness: {e}")))?;
+        let (token, hash) = scim::token::generate(org).map_err(StoreError::backend)?;
         let audit = self.audit(org, AuditAction::ScimTokenGenerated, org.as_str());
         match self.store.set_scim_token(org, &hash, &audit).await {
             Ok(()) => Ok(token),

@@ -4,26 +4,25 @@
 pub mod admin;
 pub mod asl;
 pub mod server;
-pub mod sqlite;
 pub mod store;
 pub mod workflow;
 
 use std::path::Path;
 use std::sync::Arc;
 
-use knowledge_core::clock::Clock;
-use knowledge_core::ports::{Agent, Integrations, Workflow};
+use axum::Router;
+use knowledge_app::{App, AssemblyError, Settings};
+use knowledge_core::ports::{BackendError, Workflow};
 use knowledge_core::seal::Sealer;
-use knowledge_core::service::{Deps, Service};
+use knowledge_core::service::Service;
 use knowledge_core::steps::Steps;
-use knowledge_http::cookie::{CookieSigner, key_from_hex};
-use knowledge_http::{AppState, HttpConfig};
+use knowledge_http::cookie::CookieSigner;
 use tokio::net::TcpListener;
 
 pub use crate::server::ServerLimits;
-pub use crate::sqlite::SqliteStore;
 pub use crate::store::LocalStore;
 pub use crate::workflow::{LocalWorkflow, StepTasks};
+pub use knowledge_sqlite::SqliteStore;
 
 /// Environment variable that supplies the cookie-signing key (hex, at least 32 bytes) instead of
 /// the key file in the data directory.
@@ -39,51 +38,71 @@ const SEALING_KEY_FILE: &str = "sealing.key";
 pub enum LocalError {
     #[error("store: {0}")]
     Store(#[from] knowledge_core::ports::StoreError),
-    #[error("key: {0}")]
-    Key(String),
+    /// The key from `from` (a variable or a file) is not usable.
+    #[error("the key in {from}")]
+    Key {
+        from: String,
+        #[source]
+        source: BackendError,
+    },
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
     #[error(transparent)]
     StateMachine(#[from] asl::LoadError),
     #[error(transparent)]
     Core(#[from] knowledge_core::CoreError),
+    #[error(transparent)]
+    Assembly(#[from] AssemblyError),
 }
 
-/// The cookie-signing key: from [`SIGNING_KEY_ENV`] when set, else from `signing.key` in the
-/// data directory, created (random, mode 0600) on first use.
-pub fn signing_key(data_dir: &Path) -> Result<Vec<u8>, LocalError> {
-    key(data_dir, SIGNING_KEY_ENV, SIGNING_KEY_FILE)
+impl LocalError {
+    fn key(from: &str, source: impl Into<BackendError>) -> Self {
+        Self::Key {
+            from: from.to_owned(),
+            source: source.into(),
+        }
+    }
 }
 
-/// The key that seals members' integration credentials: from [`SEALING_KEY_ENV`] when set,
-/// else from `sealing.key` in the data directory, created (random, mode 0600) on first use.
-/// Losing it makes the stored credentials unreadable, not readable by others.
+/// The cookie signer of the key from [`SIGNING_KEY_ENV`] when set, else from `signing.key` in
+/// the data directory, created (random, mode 0600) on first use.
+pub fn cookie_signer(data_dir: &Path) -> Result<CookieSigner, LocalError> {
+    let (text, from) = key_text(data_dir, SIGNING_KEY_ENV, SIGNING_KEY_FILE)?;
+    CookieSigner::from_hex(&text).map_err(|e| LocalError::key(from, e))
+}
+
+/// The sealer of members' integration credentials, with the key from [`SEALING_KEY_ENV`] when
+/// set, else from `sealing.key` in the data directory, created (random, mode 0600) on first
+/// use. Losing it makes the stored credentials unreadable, not readable by others.
 pub fn sealer(data_dir: &Path) -> Result<Sealer, LocalError> {
-    let key = key(data_dir, SEALING_KEY_ENV, SEALING_KEY_FILE)?;
-    Sealer::new(&key).map_err(|e| LocalError::Key(format!("{SEALING_KEY_FILE}: {e}")))
+    let (text, from) = key_text(data_dir, SEALING_KEY_ENV, SEALING_KEY_FILE)?;
+    Sealer::from_hex(&text).map_err(|e| LocalError::key(from, e))
 }
 
-/// A 32-byte key from the environment variable `env` (hex), else from `file` in the data
-/// directory, created on first use; concurrent first uses agree on one key.
-fn key(data_dir: &Path, env: &str, file: &str) -> Result<Vec<u8>, LocalError> {
-    let decode = |hex_text: &str, from: &str| {
-        key_from_hex(hex_text).map_err(|e| LocalError::Key(format!("{from}: {e}")))
-    };
+/// The hex text of a key, with where it came from: the environment variable `env`, else `file`
+/// in the data directory, created with a random 32-byte key on first use; concurrent first
+/// uses agree on one key.
+fn key_text<'a>(
+    data_dir: &Path,
+    env: &'a str,
+    file: &'a str,
+) -> Result<(String, &'a str), LocalError> {
     if let Ok(value) = std::env::var(env) {
-        return decode(&value, env);
+        return Ok((value, env));
     }
     let path = data_dir.join(file);
     match std::fs::read_to_string(&path) {
-        Ok(text) => decode(&text, file),
+        Ok(text) => Ok((text, file)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             std::fs::create_dir_all(data_dir)?;
             let mut key = [0u8; 32];
-            getrandom::fill(&mut key).map_err(|e| LocalError::Key(e.to_string()))?;
-            match write_private(&path, &hex::encode(key)) {
-                Ok(()) => Ok(key.to_vec()),
+            getrandom::fill(&mut key).map_err(|e| LocalError::key(file, e))?;
+            let text = hex::encode(key);
+            match write_private(&path, &text) {
+                Ok(()) => Ok((text, file)),
                 // Another process created it first: use theirs.
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    decode(&std::fs::read_to_string(&path)?, file)
+                    Ok((std::fs::read_to_string(&path)?, file))
                 }
                 Err(e) => Err(e.into()),
             }
@@ -116,23 +135,14 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
 pub struct LocalService {
     pub store: LocalStore,
     pub workflow: LocalWorkflow,
-    pub state: AppState,
-}
-
-/// What the local service is built from.
-pub struct Parts {
-    pub store: LocalStore,
-    pub agent: Arc<dyn Agent>,
-    pub integrations: Arc<dyn Integrations>,
-    pub clock: Arc<dyn Clock>,
-    pub signing_key: Vec<u8>,
-    pub app_origin: String,
+    pub service: Service,
+    router: Router,
 }
 
 impl LocalService {
     /// The local service with the agent state machine run by the local engine.
-    pub fn new(parts: Parts) -> Result<Self, LocalError> {
-        Self::with_workflow(parts, |steps| {
+    pub fn new(settings: Settings, store: LocalStore) -> Result<Self, LocalError> {
+        Self::with_workflow(settings, store, |steps| {
             LocalWorkflow::new(
                 Arc::new(StepTasks(steps)),
                 Arc::new(asl::TracingObserver),
@@ -144,40 +154,25 @@ impl LocalService {
     /// The local service with the workflow `make` builds over the workflow steps; tests use it
     /// to observe the engine's transitions or to deliver steps twice.
     pub fn with_workflow(
-        parts: Parts,
+        settings: Settings,
+        store: LocalStore,
         make: impl FnOnce(Steps) -> Result<LocalWorkflow, asl::LoadError>,
     ) -> Result<Self, LocalError> {
-        let store = parts.store.shared();
-        let workflow = make(Steps::new(
-            store.clone(),
-            parts.agent.clone(),
-            parts.integrations.clone(),
-            parts.clock.clone(),
-        ))?;
-        let service = Service::new(Deps {
-            store,
-            workflow: Arc::new(workflow.clone()) as Arc<dyn Workflow>,
-            agent: parts.agent,
-            integrations: parts.integrations,
-            clock: parts.clock,
-        });
-        let signer =
-            CookieSigner::new(&parts.signing_key).map_err(|e| LocalError::Key(e.to_string()))?;
-        let config = HttpConfig {
-            app_origin: parts.app_origin.trim_end_matches('/').to_owned(),
-        };
-        let state = AppState::new(service, Arc::new(signer), config);
+        let app = App::new(settings, store.shared());
+        let workflow = make(app.steps())?;
+        let engine: Arc<dyn Workflow> = Arc::new(workflow.clone());
         Ok(Self {
-            store: parts.store,
+            store,
+            service: app.service(engine.clone()),
+            router: app.router(engine)?,
             workflow,
-            state,
         })
     }
 
     /// Finishes the deletes the previous process was cut off in; run before
     /// [`LocalService::resume_runs`], so that no run of a session being deleted is resumed.
     pub async fn finish_deletes(&self) -> Result<usize, LocalError> {
-        Ok(self.state.service.finish_deletes().await?)
+        Ok(self.service.finish_deletes().await?)
     }
 
     /// Restarts the runs that were in flight when the previous process stopped.
@@ -199,7 +194,6 @@ impl LocalService {
         limits: ServerLimits,
         shutdown: impl std::future::Future<Output = ()>,
     ) {
-        let router = knowledge_http::router(self.state.clone());
-        server::serve(listener, router, limits, shutdown).await;
+        server::serve(listener, self.router.clone(), limits, shutdown).await;
     }
 }

@@ -6,19 +6,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use knowledge_core::clock::SystemClock;
+use knowledge_app::Settings;
 use knowledge_core::domain::{IntegrationAuth, OrgStatus, Plan, Role};
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_docs::TantivyDocs;
-use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
+use knowledge_http::cookie::COOKIE_NAME;
 use knowledge_local::admin::{
     Admin, DEFAULT_ORG, OrgChanges, audit_json, integration_json, org_json,
 };
-use knowledge_local::{
-    LocalService, LocalStore, Parts, ServerLimits, SqliteStore, sealer, signing_key,
-};
-use knowledge_mcp::{StoredIntegrations, Timeouts};
+use knowledge_local::{LocalService, LocalStore, ServerLimits, SqliteStore, cookie_signer, sealer};
 use knowledge_providers::agent_from_env;
 use serde_json::json;
 
@@ -364,7 +361,7 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     };
     // Minting a cookie needs the signing key only, not the store.
     if let Command::Cookie { org, user, ttl } = command {
-        let signer = CookieSigner::new(&signing_key(&cli.data_dir)?)?;
+        let signer = cookie_signer(&cli.data_dir)?;
         let cookie = format!("{COOKIE_NAME}={}", signer.mint(&user, &org, ttl)?);
         print(
             cookie.clone(),
@@ -526,20 +523,14 @@ async fn serve(
         integrations = integrations.connect(OrgId::parse(DEFAULT_ORG)?, Arc::new(index));
     }
     let agent = agent_from_env(|name| std::env::var(name).ok())?;
-    let integrations = StoredIntegrations::new(
-        store.shared(),
-        Arc::new(sealer(data_dir)?),
-        Arc::new(integrations),
-        Timeouts::default(),
-    );
-    let service = LocalService::new(Parts {
-        store,
-        agent: agent.agent,
-        integrations: Arc::new(integrations),
-        clock: Arc::new(SystemClock),
-        signing_key: signing_key(data_dir)?,
-        app_origin: origin.clone(),
-    })?;
+    let settings = Settings {
+        cookie_signer: Some(Arc::new(cookie_signer(data_dir)?)),
+        sealer: Some(Arc::new(sealer(data_dir)?)),
+        agent: Some(agent.agent),
+        fixed_integrations: Arc::new(integrations),
+        ..Settings::new(&origin)
+    };
+    let service = LocalService::new(settings, store)?;
     // A store that fails here fails the first requests too; the deletes are finished at the
     // next start or by the client's retry, so the service starts anyway.
     let finished = service.finish_deletes().await.unwrap_or_else(|e| {

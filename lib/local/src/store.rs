@@ -51,11 +51,12 @@ impl LocalStore {
     }
 
     /// How many session records and events are stored under `key`.
+    #[cfg(feature = "testing")]
     pub async fn rows_for(&self, key: &SessionKey) -> Result<(u64, u64), StoreError> {
         match self {
-            Self::Sqlite(s) => s.rows_for(key).await,
+            Self::Sqlite(s) => knowledge_core::ports::StoredRows::rows_for(s, key).await,
             #[cfg(feature = "dynamodb")]
-            Self::Dynamo(d) => d.rows_for(key).await,
+            Self::Dynamo(d) => knowledge_core::ports::StoredRows::rows_for(d, key).await,
         }
     }
 

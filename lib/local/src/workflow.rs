@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use knowledge_core::ids::{RunId, SessionKey};
 use knowledge_core::ports::{Workflow, WorkflowError};
-use knowledge_core::steps::{HANDLERS, StepInput, Steps};
+use knowledge_core::steps::{Handler, StepInput, Steps, errors};
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -27,6 +27,9 @@ impl Tasks for StepTasks {
         input: Value,
         signal: CancellationToken,
     ) -> Result<Value, TaskError> {
+        let Some(handler) = Handler::named(handler) else {
+            return Err(TaskError::new(errors::INPUT, format!("no step {handler}")));
+        };
         self.0
             .invoke(handler, input, signal.cancelled_owned())
             .await
@@ -57,7 +60,7 @@ impl LocalWorkflow {
         observer: Arc<dyn Observer>,
         options: Options,
     ) -> Result<Self, LoadError> {
-        let machine = StateMachine::load(AGENT_DEFINITION, &HANDLERS)?;
+        let machine = StateMachine::load(AGENT_DEFINITION, &Handler::ALL.map(Handler::name))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 machine,
@@ -89,8 +92,7 @@ impl Workflow for LocalWorkflow {
             runs.insert(run.clone(), token.clone());
             self.inner.active.send_modify(|n| *n += 1);
         }
-        let input = serde_json::to_value(StepInput::start(key, run))
-            .map_err(|e| WorkflowError(e.to_string()))?;
+        let input = serde_json::to_value(StepInput::start(key, run)).map_err(WorkflowError::new)?;
         let inner = self.inner.clone();
         let (session, run) = (key.session.clone(), run.clone());
         tokio::spawn(async move {

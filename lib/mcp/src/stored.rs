@@ -6,16 +6,16 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use knowledge_core::domain::{IntegrationAuth, IntegrationConfig, MemberData, MemberDataKind};
 use knowledge_core::ids::{OrgId, UserId};
-use knowledge_core::ports::{Integration, IntegrationError, Integrations, Store};
+use knowledge_core::ports::{DirectoryStore, Integration, IntegrationError, Integrations};
 use knowledge_core::seal::{Sealer, credential_context};
 
 use crate::integration::{McpIntegration, Timeouts};
 
-/// [`Integrations`] from [`Store::list_integrations`], each an [`McpIntegration`], after the
+/// [`Integrations`] from [`DirectoryStore::list_integrations`], each an [`McpIntegration`], after the
 /// fixed ones given at construction. Caches nothing: every `connected` reads the
 /// store, and an opened credential lives only in the integrations that call returns.
 pub struct StoredIntegrations {
-    store: Arc<dyn Store>,
+    store: Arc<dyn DirectoryStore>,
     sealer: Arc<Sealer>,
     fixed: Arc<dyn Integrations>,
     timeouts: Timeouts,
@@ -25,7 +25,7 @@ impl StoredIntegrations {
     /// The `fixed` integrations (the local docs search of the default organisation, say) come
     /// first; `sealer` opens the members' credentials; `timeouts` apply to every MCP server.
     pub fn new(
-        store: Arc<dyn Store>,
+        store: Arc<dyn DirectoryStore>,
         sealer: Arc<Sealer>,
         fixed: Arc<dyn Integrations>,
         timeouts: Timeouts,

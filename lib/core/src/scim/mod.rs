@@ -16,7 +16,7 @@ use crate::clock::Clock;
 use crate::domain::{Actor, AuditAction, AuditEntry, Member, Plan, Role};
 use crate::error::CoreError;
 use crate::ids::{OrgId, UserId};
-use crate::ports::{Store, StoreError};
+use crate::ports::{BackendError, DirectoryStore, OrgStore, StoreError};
 use crate::service::Service;
 use filter::Filter;
 use schema::UserInput;
@@ -44,9 +44,9 @@ pub enum ScimError {
     InvalidValue(String),
     #[error("{0}")]
     Mutability(String),
-    /// Anything else; logged, never shown to clients.
-    #[error("internal: {0}")]
-    Internal(String),
+    /// Anything else; logged with its causes, never shown to clients.
+    #[error("internal error")]
+    Internal(#[source] BackendError),
 }
 
 impl ScimError {
@@ -65,15 +65,22 @@ impl ScimError {
     }
 }
 
+impl ScimError {
+    /// An internal error caused by `cause`.
+    pub fn internal(cause: impl Into<BackendError>) -> Self {
+        Self::Internal(cause.into())
+    }
+}
+
 impl From<StoreError> for ScimError {
     fn from(e: StoreError) -> Self {
-        Self::Internal(e.to_string())
+        Self::internal(e)
     }
 }
 
 impl From<CoreError> for ScimError {
     fn from(e: CoreError) -> Self {
-        Self::Internal(e.to_string())
+        Self::internal(e)
     }
 }
 
@@ -102,17 +109,23 @@ const MAX_UPDATE_ATTEMPTS: usize = 16;
 /// The SCIM use cases of every organisation; each call names the organisation its token proved.
 #[derive(Clone)]
 pub struct Directory {
-    store: Arc<dyn Store>,
+    orgs: Arc<dyn OrgStore>,
+    members: Arc<dyn DirectoryStore>,
     clock: Arc<dyn Clock>,
     sessions: Service,
 }
 
 impl Directory {
-    /// Runs on the session service's store and clock, and asks it to cancel a removed member's
-    /// running turns.
-    pub fn new(sessions: Service) -> Self {
+    /// Reads tokens from `orgs`, keeps members in `members`, and asks the session service
+    /// (whose clock it shares) to cancel a removed member's running turns.
+    pub fn new(
+        orgs: Arc<dyn OrgStore>,
+        members: Arc<dyn DirectoryStore>,
+        sessions: Service,
+    ) -> Self {
         Self {
-            store: sessions.store().clone(),
+            orgs,
+            members,
             clock: sessions.clock().clone(),
             sessions,
         }
@@ -129,7 +142,7 @@ impl Directory {
         let token = bearer.ok_or(ScimError::Unauthorized)?;
         let id = token::org_of(token).ok_or(ScimError::Unauthorized)?;
         let org = self
-            .store
+            .orgs
             .get_org(&id)
             .await?
             .ok_or(ScimError::Unauthorized)?;
@@ -167,7 +180,7 @@ impl Directory {
         member.profile = Some(input.profile);
         let audit = self.audit(org, AuditAction::UserProvisioned, member.user.as_str());
         for _ in 0..MAX_UPDATE_ATTEMPTS {
-            match self.store.create_member(&member, &audit).await {
+            match self.members.create_member(&member, &audit).await {
                 Ok(()) => return Ok(member),
                 Err(StoreError::AlreadyExists) => {
                     return Err(ScimError::Uniqueness(
@@ -179,16 +192,14 @@ impl Directory {
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(ScimError::Internal(
-            "member creation stayed contended".into(),
-        ))
+        Err(ScimError::internal("member creation stayed contended"))
     }
 
     /// A provisioned member. Errors: `NotFound`, also for ids that are not user ids, members
     /// an operator added without a profile, and other organisations' members.
     pub async fn get(&self, org: &OrgId, id: &str) -> Result<Member, ScimError> {
         let user = UserId::parse(id).map_err(|_| ScimError::NotFound("user"))?;
-        self.store
+        self.members
             .get_member(org, &user)
             .await?
             .filter(|m| m.profile.is_some())
@@ -200,12 +211,12 @@ impl Directory {
     pub async fn list(&self, org: &OrgId, filter: &Filter) -> Result<Vec<Member>, ScimError> {
         let candidates = match filter.value_of("userName") {
             Some(name) => self
-                .store
+                .members
                 .find_member_by_user_name(org, &crate::domain::user_name_key(name))
                 .await?
                 .into_iter()
                 .collect(),
-            None => self.store.list_members(org).await?,
+            None => self.members.list_members(org).await?,
         };
         Ok(candidates
             .into_iter()
@@ -237,7 +248,7 @@ impl Directory {
 
     /// The roles as groups, with their provisioned members.
     pub async fn groups(&self, org: &OrgId) -> Result<Vec<Group>, ScimError> {
-        let members = self.store.list_members(org).await?;
+        let members = self.members.list_members(org).await?;
         Ok(ROLES
             .into_iter()
             .map(|role| Group {
@@ -278,7 +289,7 @@ impl Directory {
             next.version += 1;
             next.updated_at = self.clock.now().max(current.updated_at);
             let audit = self.audit(org, AuditAction::UserUpdated, current.user.as_str());
-            match self.store.update_member(&current, &next, &audit).await {
+            match self.members.update_member(&current, &next, &audit).await {
                 Ok(()) => return Ok(Change::Updated(next)),
                 Err(StoreError::AlreadyExists) => {
                     return Err(ScimError::Uniqueness(
@@ -290,7 +301,7 @@ impl Directory {
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(ScimError::Internal("member update stayed contended".into()))
+        Err(ScimError::internal("member update stayed contended"))
     }
 
     /// Deprovisions: one transaction removes the membership, profile, `userName` claim and
@@ -305,7 +316,7 @@ impl Directory {
         action: AuditAction,
     ) -> Result<(), ScimError> {
         let audit = self.audit(org, action, user.as_str());
-        if !self.store.remove_member(org, user, &audit).await? {
+        if !self.members.remove_member(org, user, &audit).await? {
             return Err(ScimError::NotFound("user"));
         }
         if let Err(e) = self.sessions.cancel_all_runs(user, org).await {

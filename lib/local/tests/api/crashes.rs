@@ -130,6 +130,7 @@ async fn a_delete_cut_short_by_a_kill_is_finished_at_restart() {
         session: SessionId::parse(&doomed).unwrap(),
     };
     let store = knowledge_local::SqliteStore::open(dir.path()).unwrap();
+    use knowledge_core::ports::StoredRows;
     let (records, events) = store.rows_for(&key).await.unwrap();
     assert_eq!(records, 1, "the kill left the session half-deleted");
     assert!(events > 0);

@@ -196,7 +196,7 @@ async fn a_run_left_in_flight_by_a_dead_process_is_resumed_and_answered_at_start
     use knowledge_core::clock::{Clock, SystemClock};
     use knowledge_core::domain::{NewEvent, Session};
     use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
-    use knowledge_core::ports::Store;
+    use knowledge_core::ports::{SessionStore, Store};
 
     let dir = tempfile::tempdir().unwrap();
     // What a process killed mid-turn leaves behind: a claimed run and an unanswered message.

@@ -5,7 +5,6 @@
 
 mod binary;
 mod concurrency;
-mod conformance;
 mod connections;
 mod crashes;
 mod durability;

@@ -13,30 +13,22 @@ use knowledge_core::ports::{
     IntegrationError, TokenUsage, ToolCall, ToolSpec,
 };
 use knowledge_core::seal::Sealer;
-use knowledge_local::LocalStore;
+
 use knowledge_mcp::test_server::start;
-use knowledge_mcp::{StoredIntegrations, Timeouts};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::support::{Api, Setup, kinds, open_store};
+use crate::support::{Api, Setup, kinds};
 
 const SESSION: &str = "/api/managed-agents/session";
 
 /// A service whose integrations are the organisations' MCP servers from its store.
 async fn service(agent: Arc<dyn Agent>) -> (Api, Arc<Sealer>) {
     let dir = Arc::new(tempfile::tempdir().unwrap());
-    let store: LocalStore = open_store(dir.path()).await;
     let sealer = Arc::new(Sealer::new(&[9; 32]).unwrap());
-    let integrations = StoredIntegrations::new(
-        store.shared(),
-        sealer.clone(),
-        Arc::new(FixedIntegrations::new()),
-        Timeouts::default(),
-    );
     let api = Api::start_setup(Setup {
         dir: Some(dir),
-        integrations: Arc::new(integrations),
+        sealer: sealer.clone(),
         ..Setup::new(agent)
     })
     .await;

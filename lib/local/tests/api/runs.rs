@@ -11,8 +11,8 @@ use knowledge_core::clock::SystemClock;
 use knowledge_core::ids::{OrgId, RunId, SessionKey, UserId};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{Agent, Integrations, Workflow, WorkflowError};
-use knowledge_core::service::{Deps, Principal, Service};
-use knowledge_core::steps::{Next, StepInput, StepOutput, Steps, TurnRef};
+use knowledge_core::service::{Deps, Opening, Principal, Service};
+use knowledge_core::steps::{Handler, Next, StepInput, StepOutput, Steps, TurnRef};
 use knowledge_local::admin::Admin;
 use knowledge_local::asl::{AGENT_DEFINITION, Options, StateMachine, TracingObserver};
 use knowledge_local::{LocalStore, StepTasks};
@@ -61,11 +61,20 @@ impl Rig {
         let service = Service::new(Deps {
             store: shared.clone(),
             workflow: workflow.clone(),
-            agent: agent.clone(),
-            integrations: integrations.clone(),
             clock: Arc::new(SystemClock),
+            opening: Some(Opening {
+                agent: agent.clone(),
+                integrations: integrations.clone(),
+            }),
         });
-        let steps = Steps::new(shared, agent, integrations, Arc::new(SystemClock));
+        let steps = Steps::new(
+            shared.clone(),
+            shared.clone(),
+            shared,
+            Arc::new(SystemClock),
+        )
+        .with_agent(agent)
+        .with_integrations(integrations);
         let p = service
             .authenticate(
                 UserId::parse("usr_default").unwrap(),
@@ -108,7 +117,7 @@ impl Rig {
     /// Runs one step handler directly, as a Task of the state machine would.
     async fn step(
         &self,
-        handler: &str,
+        handler: Handler,
         key: &SessionKey,
         run: &RunId,
         turn: Option<TurnRef>,
@@ -132,16 +141,18 @@ impl Rig {
     /// Answers the run's turn step by step, up to its `status_idle`, leaving the run to end at
     /// its next `LoadTurn`.
     async fn answer_without_ending(&self, key: &SessionKey, run: &RunId) {
-        let loaded = self.step("LoadTurn", key, run, None).await;
-        let answered = self.step("CallAgent", key, run, loaded.turn).await;
-        let finished = self.step("FinishTurn", key, run, answered.turn).await;
+        let loaded = self.step(Handler::LoadTurn, key, run, None).await;
+        let answered = self.step(Handler::CallAgent, key, run, loaded.turn).await;
+        let finished = self
+            .step(Handler::FinishTurn, key, run, answered.turn)
+            .await;
         assert_eq!(finished.next, Next::Load);
     }
 
     /// Runs `run` to its end on the local engine and the real state machine.
     async fn drive(&self, key: &SessionKey, run: &RunId) {
         let machine =
-            StateMachine::load(AGENT_DEFINITION, &knowledge_core::steps::HANDLERS).unwrap();
+            StateMachine::load(AGENT_DEFINITION, &Handler::ALL.map(Handler::name)).unwrap();
         machine
             .run(
                 serde_json::to_value(StepInput::start(key, run)).unwrap(),
@@ -180,7 +191,7 @@ async fn a_message_after_cancel_finishes_the_cancelled_run_itself_when_the_workf
     );
 
     // The cancelled run, when it finally looks, finds it no longer owns the session.
-    let out = rig.step("LoadTurn", &key, &started[0], None).await;
+    let out = rig.step(Handler::LoadTurn, &key, &started[0], None).await;
     assert_eq!(out.next, Next::Done);
     assert_eq!(rig.kinds(&key).await.len(), 3);
     rig.drive(&key, &started[1]).await;
@@ -202,18 +213,18 @@ async fn a_step_delivered_twice_commits_its_events_once() {
     let created = rig.service.create_session(&rig.p, "one").await.unwrap();
     let key = rig.key(&created.id);
     let run = &created.run_id;
-    let loaded = rig.step("LoadTurn", &key, run, None).await;
+    let loaded = rig.step(Handler::LoadTurn, &key, run, None).await;
     assert_eq!(loaded.next, Next::Agent);
-    let first = rig.step("CallAgent", &key, run, loaded.turn).await;
-    let again = rig.step("CallAgent", &key, run, loaded.turn).await;
+    let first = rig.step(Handler::CallAgent, &key, run, loaded.turn).await;
+    let again = rig.step(Handler::CallAgent, &key, run, loaded.turn).await;
     assert_eq!(first.next, Next::Finish);
     assert_eq!(again, first, "the duplicate routes where the first went");
-    let finished = rig.step("FinishTurn", &key, run, first.turn).await;
-    let again = rig.step("FinishTurn", &key, run, first.turn).await;
+    let finished = rig.step(Handler::FinishTurn, &key, run, first.turn).await;
+    let again = rig.step(Handler::FinishTurn, &key, run, first.turn).await;
     assert_eq!(finished.next, Next::Load);
     assert_eq!(again.next, Next::Load);
     // A late duplicate of the agent step, after the turn ended, writes nothing either.
-    rig.step("CallAgent", &key, run, loaded.turn).await;
+    rig.step(Handler::CallAgent, &key, run, loaded.turn).await;
     assert_eq!(
         rig.kinds(&key).await,
         ["user_message", "agent_message", "status_idle"]
@@ -230,13 +241,13 @@ async fn a_late_duplicate_of_an_earlier_step_of_the_same_turn_commits_nothing() 
     let created = rig.service.create_session(&rig.p, "cancel").await.unwrap();
     let key = rig.key(&created.id);
     let run = &created.run_id;
-    let loaded = rig.step("LoadTurn", &key, run, None).await;
-    let searched = rig.step("CallAgent", &key, run, loaded.turn).await;
+    let loaded = rig.step(Handler::LoadTurn, &key, run, None).await;
+    let searched = rig.step(Handler::CallAgent, &key, run, loaded.turn).await;
     assert_eq!(searched.next, Next::Tool);
-    let found = rig.step("RunTool", &key, run, searched.turn).await;
+    let found = rig.step(Handler::RunTool, &key, run, searched.turn).await;
     // The turn waits for the agent again, as it did at step 0; only the marker tells them apart.
     assert_eq!(found.next, Next::Agent);
-    let late = rig.step("CallAgent", &key, run, loaded.turn).await;
+    let late = rig.step(Handler::CallAgent, &key, run, loaded.turn).await;
     assert_eq!(late, found, "the late copy routes to where the turn stands");
     assert_eq!(
         rig.kinds(&key).await,
@@ -266,9 +277,9 @@ async fn a_session_marked_for_deletion_is_gone_to_every_writer() {
             .await
             .map(|_| ()),
     );
-    for handler in knowledge_core::steps::HANDLERS {
+    for handler in Handler::ALL {
         let out = rig.step(handler, &key, &created.run_id, None).await;
-        assert_eq!(out.next, Next::Done, "{handler}");
+        assert_eq!(out.next, Next::Done, "{handler:?}");
     }
     assert_eq!(rig.kinds(&key).await, ["user_message"]);
     // A client's retried delete finishes what the first one began; a third finds nothing.

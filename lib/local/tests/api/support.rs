@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use knowledge_app::Settings;
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::ShiftedClock;
 use knowledge_core::domain::Role;
@@ -13,11 +14,12 @@ use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{
     Agent, AgentAction, AgentError, AgentReply, AgentRequest, Integrations, TokenUsage,
 };
+use knowledge_core::seal::Sealer;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::admin::Admin;
 use knowledge_local::asl::{Observer, Options, Tasks, TracingObserver};
 use knowledge_local::{
-    LocalService, LocalStore, LocalWorkflow, Parts, ServerLimits, SqliteStore, StepTasks,
+    LocalService, LocalStore, LocalWorkflow, ServerLimits, SqliteStore, StepTasks,
 };
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
@@ -59,46 +61,8 @@ pub async fn dynamo_store(dir: &std::path::Path) -> knowledge_dynamo::DynamoStor
     knowledge_dynamo::DynamoStore::new(client, table)
 }
 
-/// Writes an idle session under `key` whose log holds `events` user messages `m0`, `m1`, ...
-/// numbered from 1: created with the first, the rest committed fifty at a time, as a store's
-/// transactions are bounded (DynamoDB's at 100 items).
-pub async fn seed_session(
-    store: &dyn knowledge_core::ports::Store,
-    key: &SessionKey,
-    now: knowledge_core::clock::Timestamp,
-    events: usize,
-) -> knowledge_core::domain::Session {
-    use knowledge_core::domain::{NewEvent, Session};
-    let message = |i: usize| NewEvent::user_message(&format!("m{i}"));
-    let mut session = Session::new(key.clone(), "seeded".into(), now);
-    let first = session.place(now, vec![message(0)]);
-    store.create_session(&session, &first).await.unwrap();
-    let mut i = 1;
-    while i < events {
-        let chunk: Vec<NewEvent> = (i..events.min(i + 50)).map(message).collect();
-        i += chunk.len();
-        let expected = session.version;
-        session.version += 1;
-        let placed = session.place(now, chunk);
-        store
-            .commit_session(&session, expected, &placed, None)
-            .await
-            .unwrap();
-    }
-    session
-}
+pub use knowledge_store_tests::{mark_deleting, seed_session};
 
-/// Commits the first half of a delete of `key` (the session marked `deleting`, its rows still
-/// there), as a process that dies between a delete's two writes leaves it.
-pub async fn mark_deleting(store: &dyn knowledge_core::ports::Store, key: &SessionKey) {
-    let mut s = store.get_session(key).await.unwrap().unwrap();
-    let expected = s.version;
-    s.version += 1;
-    s.deleting = true;
-    store.commit_session(&s, expected, &[], None).await.unwrap();
-}
-
-/// The store [`STORE_ENV`] selects, over the data directory `dir`.
 pub async fn open_store(dir: &std::path::Path) -> LocalStore {
     match std::env::var(STORE_ENV).as_deref() {
         Err(_) | Ok("sqlite") => LocalStore::Sqlite(SqliteStore::open(dir).unwrap()),
@@ -142,7 +106,11 @@ pub type WrapTasks = fn(Arc<dyn Tasks>) -> Arc<dyn Tasks>;
 /// What a test service is built from.
 pub struct Setup {
     pub agent: Arc<dyn Agent>,
+    /// Integrations every organisation reaches without connecting them; the ones connected in
+    /// the store follow them.
     pub integrations: Arc<dyn Integrations>,
+    /// Seals the members' credentials of connected integrations.
+    pub sealer: Arc<Sealer>,
     /// Sees every state transition of every run, before the state runs.
     pub observer: Arc<dyn Observer>,
     /// Wraps the step handlers, to deliver steps twice or make them fail.
@@ -158,6 +126,7 @@ impl Setup {
         Self {
             agent,
             integrations: Arc::new(FixedIntegrations::new()),
+            sealer: Arc::new(Sealer::new(&[9; 32]).unwrap()),
             observer: Arc::new(TracingObserver),
             wrap: |tasks| tasks,
             dir: None,
@@ -211,17 +180,17 @@ impl Api {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let clock = Arc::new(ShiftedClock::default());
         let (observer, wrap, limits) = (setup.observer, setup.wrap, setup.limits);
-        let svc = LocalService::with_workflow(
-            Parts {
-                store: store.clone(),
-                agent: setup.agent,
-                integrations: setup.integrations,
-                clock: clock.clone(),
-                signing_key: KEY.to_vec(),
-                app_origin: base.clone(),
-            },
-            move |steps| LocalWorkflow::new(wrap(Arc::new(StepTasks(steps))), observer, FAST),
-        )
+        let settings = Settings {
+            cookie_signer: Some(Arc::new(CookieSigner::new(&KEY).unwrap())),
+            sealer: Some(setup.sealer),
+            agent: Some(setup.agent),
+            fixed_integrations: setup.integrations,
+            clock: clock.clone(),
+            ..Settings::new(&base)
+        };
+        let svc = LocalService::with_workflow(settings, store.clone(), move |steps| {
+            LocalWorkflow::new(wrap(Arc::new(StepTasks(steps))), observer, FAST)
+        })
         .unwrap();
         let server = {
             let svc = svc.clone();

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::ports::{Agent, AgentError, AgentReply, AgentRequest};
-use knowledge_core::steps::HANDLERS;
+use knowledge_core::steps::Handler;
 use knowledge_local::asl::{AGENT_DEFINITION, Observer, StateMachine, TaskError, Tasks};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -124,12 +124,13 @@ async fn path_of_a_turn_with_a_search() -> Vec<String> {
 
 #[tokio::test]
 async fn every_task_of_the_state_machine_has_a_local_handler_and_every_handler_a_task() {
-    let machine = StateMachine::load(AGENT_DEFINITION, &HANDLERS).unwrap();
+    let names = Handler::ALL.map(Handler::name);
+    let machine = StateMachine::load(AGENT_DEFINITION, &names).unwrap();
     let used: HashSet<&str> = machine.handlers();
-    let handlers: HashSet<&str> = HANDLERS.into_iter().collect();
+    let handlers: HashSet<&str> = names.into_iter().collect();
     assert_eq!(used, handlers);
     // Without one handler, the same file is refused at load time, naming the state.
-    let fewer: Vec<&str> = HANDLERS.into_iter().filter(|h| *h != "RunTool").collect();
+    let fewer: Vec<&str> = names.into_iter().filter(|h| *h != "RunTool").collect();
     let e = StateMachine::load(AGENT_DEFINITION, &fewer).unwrap_err();
     assert!(e.to_string().contains("\"RunTool\""), "{e}");
 }

@@ -1,25 +1,21 @@
-//! Ports: what the use cases need from storage, the workflow engine and the agent.
+//! The storage ports, one per role: organisations, the directory of members, sessions with
+//! their event logs, and limit counters; [`Store`] is their sum.
 //!
-//! The storage port is shaped for DynamoDB: every method is at most one request there (a
-//! GetItem, a Query on one partition with a key range, a conditional UpdateItem, or a
-//! TransactWriteItems of at most 100 items). Nothing needs a scan or a join, and every session
-//! method takes a [`SessionKey`], so another tenant's data cannot even be addressed.
-
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::time::Duration;
+//! They are shaped for DynamoDB: every method is at most one request there (a GetItem, a Query
+//! on one partition with a key range, a conditional UpdateItem, or a TransactWriteItems of at
+//! most 100 items). Nothing needs a scan or a join, and every session method takes a
+//! [`SessionKey`], so another tenant's data cannot even be addressed.
 
 use async_trait::async_trait;
-use serde::Serialize;
-use serde_json::Value;
 
 use crate::clock::Timestamp;
 use crate::domain::{
-    AuditEntry, Event, EventKind, IntegrationConfig, Member, MemberData, Org, Session,
-    SessionSummary, Usage,
+    AuditEntry, Event, IntegrationConfig, Member, MemberData, Org, Session, SessionSummary, Usage,
 };
-use crate::ids::{OrgId, RunId, SessionKey, UserId};
+use crate::ids::{OrgId, SessionKey, UserId};
+
+/// A backend's own error, kept whole so that logs show its cause chain.
+pub type BackendError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Failures of a storage adapter.
 #[derive(Debug, thiserror::Error)]
@@ -33,9 +29,16 @@ pub enum StoreError {
     /// The record to create exists already.
     #[error("the record exists already")]
     AlreadyExists,
-    /// The backend failed; the text is for logs, never for clients.
-    #[error("storage backend: {0}")]
-    Backend(String),
+    /// The backend failed; the cause is for logs, never for clients.
+    #[error("storage backend failed")]
+    Backend(#[source] BackendError),
+}
+
+impl StoreError {
+    /// A backend failure caused by `cause`: an SDK or driver error, or a message.
+    pub fn backend(cause: impl Into<BackendError>) -> Self {
+        Self::Backend(cause.into())
+    }
 }
 
 /// Spend to add to the session's organisation in the same transaction as a commit, so that a
@@ -60,9 +63,9 @@ pub struct RateWindow {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UsageRefused(pub Usage);
 
-/// Durable storage of organisations, members, sessions, events and limit counters.
+/// Organisations and their settings.
 #[async_trait]
-pub trait Store: Send + Sync {
+pub trait OrgStore: Send + Sync {
     /// Creates an organisation or replaces its settings; its SCIM token hash is kept.
     async fn put_org(&self, org: &Org) -> Result<(), StoreError>;
     async fn get_org(&self, org: &OrgId) -> Result<Option<Org>, StoreError>;
@@ -74,7 +77,12 @@ pub trait Store: Send + Sync {
         sha256: &str,
         audit: &AuditEntry,
     ) -> Result<(), StoreError>;
+}
 
+/// The directory of an organisation: members with their profiles and data, connected
+/// integrations, and the audit log of changes to them.
+#[async_trait]
+pub trait DirectoryStore: Send + Sync {
     /// Creates a membership (at version 1) and writes `audit`; with a profile, also claims its
     /// `userName` in the organisation; all or nothing, so of concurrent creates of one
     /// `userName` exactly one succeeds.
@@ -147,7 +155,11 @@ pub trait Store: Send + Sync {
 
     /// The organisation's newest audit entries, newest first, at most `limit`.
     async fn list_audit(&self, org: &OrgId, limit: usize) -> Result<Vec<AuditEntry>, StoreError>;
+}
 
+/// Sessions and their event logs.
+#[async_trait]
+pub trait SessionStore: Send + Sync {
     /// Writes a new session with its first events (at most 99: a DynamoDB transaction holds
     /// 100 items) in one transaction.
     /// Errors: `AlreadyExists` when the key is taken.
@@ -186,9 +198,13 @@ pub trait Store: Send + Sync {
     /// a removal cut short is finished by calling it again.
     async fn delete_session(&self, key: &SessionKey) -> Result<bool, StoreError>;
     /// Sessions committed as `deleting` whose removal has not finished (a crash cut it short),
-    /// at most `limit`, in no particular order. [`Store::list_sessions`] never lists them.
+    /// at most `limit`, in no particular order. [`SessionStore::list_sessions`] never lists them.
     async fn deleting_sessions(&self, limit: usize) -> Result<Vec<SessionKey>, StoreError>;
+}
 
+/// Counters that limit use: per-user rate windows and per-organisation monthly usage.
+#[async_trait]
+pub trait LimitStore: Send + Sync {
     /// The rate-limit record under `key` (empty, version 0, when absent).
     async fn get_rate_window(&self, key: &str) -> Result<RateWindow, StoreError>;
     /// Replaces the record if its version is still `expected_version`; the stored version becomes
@@ -214,178 +230,17 @@ pub trait Store: Send + Sync {
     async fn get_usage(&self, org: &OrgId, month: &str) -> Result<Usage, StoreError>;
 }
 
-/// Starts and signals workflow runs. Narrow on purpose: the engine behind it can change without
-/// touching the use cases.
+/// Durable storage of organisations, members, sessions, events and limit counters: every role
+/// at once, as an adapter implements it. Use cases take only the roles they use; an
+/// `Arc<dyn Store>` coerces to any of them.
+pub trait Store: OrgStore + DirectoryStore + SessionStore + LimitStore {}
+
+impl<T: OrgStore + DirectoryStore + SessionStore + LimitStore + ?Sized> Store for T {}
+
+/// What tests read of an adapter beyond the ports. Only with the `testing` feature.
+#[cfg(feature = "testing")]
 #[async_trait]
-pub trait Workflow: Send + Sync {
-    /// Starts processing the session's pending turns under `run`. Idempotent per run id: a
-    /// retried start of the same run does not start a second one.
-    async fn start(&self, key: &SessionKey, run: &RunId) -> Result<(), WorkflowError>;
-    /// Tells the engine that `run` was cancelled, so that an in-flight step can be abandoned
-    /// early. The cancellation itself is already durable in the store; this is only a hint.
-    async fn cancelled(&self, key: &SessionKey, run: &RunId);
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("workflow engine: {0}")]
-pub struct WorkflowError(pub String);
-
-/// A tool an integration offers the agent.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolSpec {
-    /// Unique among the organisation's tools; `[A-Za-z0-9_-]`, at most 64 characters, so that
-    /// every provider's tool-calling API accepts it.
-    pub name: String,
-    pub description: String,
-    /// JSON Schema of the tool's input object.
-    pub input_schema: Value,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum IntegrationError {
-    /// The tool refused the input or failed on it; the text is shown to the agent as the tool's
-    /// result, so it must not hold secrets.
-    #[error("{0}")]
-    Invalid(String),
-    /// The integration cannot be reached now; the workflow retries the step.
-    #[error("integration unavailable: {0}")]
-    Unavailable(String),
-    /// The run was cancelled while the call was in flight; the integration has been told.
-    #[error("the tool call was cancelled")]
-    Cancelled,
-}
-
-/// Resolves when the run a call belongs to is cancelled. An integration that can stop a call
-/// midway selects on it, tells the remote end, and returns [`IntegrationError::Cancelled`].
-pub type CancelSignal<'a> = Pin<&'a mut (dyn Future<Output = ()> + Send)>;
-
-/// A connected source of tools: the built-in docs search, remote MCP servers.
-#[async_trait]
-pub trait Integration: Send + Sync {
-    /// Short name for logs and answers, such as `docs`.
-    fn name(&self) -> &str;
-    /// Whether `tool` is this integration's, when that shows from the name alone (a prefix);
-    /// `None` (the default) means the tools must be listed to know. Saves a remote listing
-    /// for every integration but the one that runs the call.
-    fn owns(&self, _tool: &str) -> Option<bool> {
-        None
-    }
-    async fn tools(&self) -> Result<Vec<ToolSpec>, IntegrationError>;
-    /// Runs `tool` with `input`, unless `cancelled` resolves first. Side effects are the
-    /// integration's own; the workflow records the result once however often this runs.
-    async fn call(
-        &self,
-        tool: &str,
-        input: &Value,
-        cancelled: CancelSignal<'_>,
-    ) -> Result<Value, IntegrationError>;
-}
-
-/// Which integrations each organisation has connected, with the member's own credentials.
-#[async_trait]
-pub trait Integrations: Send + Sync {
-    /// The integrations `user` reaches in `org`, in a stable order; empty when none.
-    async fn connected(
-        &self,
-        org: &OrgId,
-        user: &UserId,
-    ) -> Result<Vec<Arc<dyn Integration>>, IntegrationError>;
-}
-
-/// What the agent is asked for one step of a turn.
-#[derive(Debug, Clone)]
-pub struct AgentRequest {
-    pub org: OrgId,
-    /// The conversation before this turn's own events, oldest first, ending with the user message
-    /// being answered; messages queued behind it are left out.
-    pub history: Vec<Event>,
-    /// This turn's `tool_use` and `tool_result` events so far, in order.
-    pub steps: Vec<Event>,
-    /// The organisation's tools; empty when none are connected.
-    pub tools: Vec<ToolSpec>,
-    /// The agent must answer now, without calling tools: the turn has used its steps or the
-    /// organisation its cost cap. The tools are still listed so that the history's tool calls
-    /// make sense to the provider.
-    pub must_answer: bool,
-}
-
-impl AgentRequest {
-    /// The text of the user message being answered.
-    pub fn question(&self) -> Option<&str> {
-        self.history
-            .iter()
-            .rev()
-            .find(|e| e.kind == EventKind::UserMessage)
-            .and_then(|e| e.payload.get("text"))
-            .and_then(Value::as_str)
-    }
-
-    /// The conversation rebuilt from the log for a provider: see [`crate::conversation`].
-    pub fn messages(&self) -> Vec<crate::conversation::Message> {
-        crate::conversation::rebuild(self.history.iter().chain(&self.steps))
-    }
-}
-
-/// A tool call the agent asks for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCall {
-    pub tool: String,
-    pub input: Value,
-}
-
-/// What the agent decided in one step.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AgentAction {
-    /// The final answer of the turn, in Markdown.
-    Answer(String),
-    /// Calls to run before the agent is asked again.
-    UseTools(Vec<ToolCall>),
-}
-
-/// Tokens one provider call used, as the provider reported them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TokenUsage {
-    /// Prompt tokens, cached or not.
-    pub input: u64,
-    pub output: u64,
-}
-
-/// The agent's answer to one step.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentReply {
-    pub action: AgentAction,
-    pub usage: TokenUsage,
-    /// What the step cost, in millionths of a US dollar: `usage` priced by the deployment's
-    /// [`crate::pricing::Price`].
-    pub cost_micros: u64,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum AgentError {
-    /// The provider could not be reached or did not answer in time; worth retrying.
-    #[error("agent provider unreachable: {0}")]
-    Unreachable(String),
-    /// The provider failed (a 5xx) or answered with something that is not its wire format;
-    /// worth retrying.
-    #[error("agent provider failed: {0}")]
-    Failed(String),
-    /// The provider is rate limiting; `retry_after` is its own hint, when it gave one.
-    #[error("agent provider rate limited the request")]
-    RateLimited { retry_after: Option<Duration> },
-    /// The provider refused the request (a bad key, an unknown model, a bad request); retrying
-    /// would not help.
-    #[error("agent provider refused the request: {0}")]
-    Rejected(String),
-}
-
-/// The AI agent that answers questions.
-#[async_trait]
-pub trait Agent: Send + Sync {
-    /// Whether the provider can be reached now; create session answers 502 when it cannot.
-    /// Cheap: adapters cache the answer briefly.
-    async fn health(&self) -> Result<(), AgentError>;
-    /// One step of a turn: one provider call. Side-effect free: the workflow may abandon it
-    /// midway (dropping the future aborts the request) or repeat it.
-    async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError>;
+pub trait StoredRows: Send + Sync {
+    /// How many session records and events are stored under `key`: a delete leaves `(0, 0)`.
+    async fn rows_for(&self, key: &SessionKey) -> Result<(u64, u64), StoreError>;
 }

@@ -1,0 +1,176 @@
+//! The application assembled in one place. Each runtime reads its [`Settings`] once (the local
+//! binary from its command line and data directory, a Lambda function from its environment and
+//! the secrets it is given) and hands them, with its store and workflow engine, to [`App`],
+//! which builds the use cases, the workflow steps and the HTTP routers from them.
+//!
+//! A setting a runtime leaves out is one its routes and steps do not use: the SCIM function
+//! has no cookie signer, only the functions that ask the agent or reach the integrations have
+//! the provider and the sealing key. Asking for a router that needs a missing setting is an
+//! [`AssemblyError`] at start-up, never a failure at request time.
+
+use std::sync::Arc;
+
+use axum::Router;
+use knowledge_core::clock::{Clock, SystemClock};
+use knowledge_core::integrations::FixedIntegrations;
+use knowledge_core::ports::{Agent, Integrations, Store, Workflow};
+use knowledge_core::scim::Directory;
+use knowledge_core::seal::Sealer;
+use knowledge_core::service::{Deps, Opening, Service};
+use knowledge_core::steps::Steps;
+use knowledge_http::cookie::CookieSigner;
+use knowledge_http::{Endpoint, HttpConfig, ScimApi, SessionApi};
+use knowledge_mcp::{StoredIntegrations, Timeouts};
+
+/// A setting the requested part of the application needs was not given.
+#[derive(Debug, thiserror::Error)]
+#[error("{0} is not configured")]
+pub struct AssemblyError(pub &'static str);
+
+/// What the application is built from, read once per process.
+#[derive(Clone)]
+pub struct Settings {
+    /// The application's own origin, `scheme://host[:port]` without a trailing slash: POST and
+    /// DELETE must carry it, SCIM's `location`s are built on it, and cookies are `Secure`
+    /// when it is `https`.
+    pub app_origin: String,
+    /// Signs and checks the session cookie; the session routes need it.
+    pub cookie_signer: Option<Arc<CookieSigner>>,
+    /// Opens members' sealed integration credentials; the integrations need it.
+    pub sealer: Option<Arc<Sealer>>,
+    /// The agent's provider; creating sessions and the `CallAgent` step need it.
+    pub agent: Option<Arc<dyn Agent>>,
+    /// Integrations that organisations reach without connecting them (the local docs search).
+    pub fixed_integrations: Arc<dyn Integrations>,
+    /// Bounds on every call to a connected MCP server.
+    pub mcp_timeouts: Timeouts,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Settings {
+    /// Settings for `app_origin` (a trailing slash is dropped) with nothing else configured:
+    /// no cookie signer, sealer or agent, no fixed integrations, the system clock.
+    pub fn new(app_origin: &str) -> Self {
+        Self {
+            app_origin: app_origin.trim_end_matches('/').to_owned(),
+            cookie_signer: None,
+            sealer: None,
+            agent: None,
+            fixed_integrations: Arc::new(FixedIntegrations::new()),
+            mcp_timeouts: Timeouts::default(),
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    fn http(&self) -> HttpConfig {
+        HttpConfig {
+            app_origin: self.app_origin.clone(),
+        }
+    }
+}
+
+/// The application over one store: builds the use cases, the steps and the routers.
+#[derive(Clone)]
+pub struct App {
+    settings: Settings,
+    store: Arc<dyn Store>,
+    /// The organisations' connected integrations after the fixed ones; only with a sealer.
+    integrations: Option<Arc<dyn Integrations>>,
+}
+
+impl App {
+    pub fn new(settings: Settings, store: Arc<dyn Store>) -> Self {
+        let integrations = settings.sealer.clone().map(|sealer| {
+            Arc::new(StoredIntegrations::new(
+                store.clone(),
+                sealer,
+                settings.fixed_integrations.clone(),
+                settings.mcp_timeouts,
+            )) as Arc<dyn Integrations>
+        });
+        Self {
+            settings,
+            store,
+            integrations,
+        }
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The workflow steps, with the agent and the integrations where they are configured.
+    pub fn steps(&self) -> Steps {
+        let store = &self.store;
+        let mut steps = Steps::new(
+            store.clone(),
+            store.clone(),
+            store.clone(),
+            self.settings.clock.clone(),
+        );
+        if let Some(agent) = &self.settings.agent {
+            steps = steps.with_agent(agent.clone());
+        }
+        if let Some(integrations) = &self.integrations {
+            steps = steps.with_integrations(integrations.clone());
+        }
+        steps
+    }
+
+    /// The session use cases, starting runs on `workflow`; they create sessions only when the
+    /// agent and the integrations are configured.
+    pub fn service(&self, workflow: Arc<dyn Workflow>) -> Service {
+        let opening = match (&self.settings.agent, &self.integrations) {
+            (Some(agent), Some(integrations)) => Some(Opening {
+                agent: agent.clone(),
+                integrations: integrations.clone(),
+            }),
+            _ => None,
+        };
+        Service::new(Deps {
+            store: self.store.clone(),
+            workflow,
+            clock: self.settings.clock.clone(),
+            opening,
+        })
+    }
+
+    fn session_api(&self, service: Service) -> Result<SessionApi, AssemblyError> {
+        let signer = self
+            .settings
+            .cookie_signer
+            .clone()
+            .ok_or(AssemblyError("the cookie signing key"))?;
+        Ok(SessionApi::new(service, signer, self.settings.http()))
+    }
+
+    fn scim_api(&self, service: Service) -> ScimApi {
+        let directory = Directory::new(self.store.clone(), self.store.clone(), service);
+        ScimApi::new(directory, self.settings.http())
+    }
+
+    /// Every route, as the local service serves them. Errors: no cookie signer.
+    pub fn router(&self, workflow: Arc<dyn Workflow>) -> Result<Router, AssemblyError> {
+        let service = self.service(workflow);
+        let sessions = self.session_api(service.clone())?;
+        Ok(knowledge_http::router(sessions, self.scim_api(service)))
+    }
+
+    /// The router of the Lambda function of `endpoint`. Errors: no cookie signer, for a
+    /// session endpoint.
+    pub fn endpoint_router(
+        &self,
+        endpoint: Endpoint,
+        workflow: Arc<dyn Workflow>,
+    ) -> Result<Router, AssemblyError> {
+        let service = self.service(workflow);
+        Ok(match endpoint {
+            Endpoint::Scim => knowledge_http::scim_function(self.scim_api(service)),
+            _ => knowledge_http::session_function(self.session_api(service)?, endpoint),
+        })
+    }
+}

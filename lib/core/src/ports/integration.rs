@@ -1,0 +1,74 @@
+//! The integration ports: sources of tools for the agent, and which of them each member reaches.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::ids::{OrgId, UserId};
+
+/// A tool an integration offers the agent.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolSpec {
+    /// Unique among the organisation's tools; `[A-Za-z0-9_-]`, at most 64 characters, so that
+    /// every provider's tool-calling API accepts it.
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the tool's input object.
+    pub input_schema: Value,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IntegrationError {
+    /// The tool refused the input or failed on it; the text is shown to the agent as the tool's
+    /// result, so it must not hold secrets.
+    #[error("{0}")]
+    Invalid(String),
+    /// The integration cannot be reached now; the workflow retries the step.
+    #[error("integration unavailable: {0}")]
+    Unavailable(String),
+    /// The run was cancelled while the call was in flight; the integration has been told.
+    #[error("the tool call was cancelled")]
+    Cancelled,
+}
+
+/// Resolves when the run a call belongs to is cancelled. An integration that can stop a call
+/// midway selects on it, tells the remote end, and returns [`IntegrationError::Cancelled`].
+pub type CancelSignal<'a> = Pin<&'a mut (dyn Future<Output = ()> + Send)>;
+
+/// A connected source of tools: the built-in docs search, remote MCP servers.
+#[async_trait]
+pub trait Integration: Send + Sync {
+    /// Short name for logs and answers, such as `docs`.
+    fn name(&self) -> &str;
+    /// Whether `tool` is this integration's, when that shows from the name alone (a prefix);
+    /// `None` (the default) means the tools must be listed to know. Saves a remote listing
+    /// for every integration but the one that runs the call.
+    fn owns(&self, _tool: &str) -> Option<bool> {
+        None
+    }
+    async fn tools(&self) -> Result<Vec<ToolSpec>, IntegrationError>;
+    /// Runs `tool` with `input`, unless `cancelled` resolves first. Side effects are the
+    /// integration's own; the workflow records the result once however often this runs.
+    async fn call(
+        &self,
+        tool: &str,
+        input: &Value,
+        cancelled: CancelSignal<'_>,
+    ) -> Result<Value, IntegrationError>;
+}
+
+/// Which integrations each organisation has connected, with the member's own credentials.
+#[async_trait]
+pub trait Integrations: Send + Sync {
+    /// The integrations `user` reaches in `org`, in a stable order; empty when none.
+    async fn connected(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+    ) -> Result<Vec<Arc<dyn Integration>>, IntegrationError>;
+}

@@ -1,0 +1,17 @@
+//! Ports: what the use cases need from storage, the workflow engine, the integrations and the
+//! agent. Adapters implement them in the other crates.
+
+mod agent;
+mod integration;
+mod store;
+mod workflow;
+
+pub use agent::{Agent, AgentAction, AgentError, AgentReply, AgentRequest, TokenUsage, ToolCall};
+pub use integration::{CancelSignal, Integration, IntegrationError, Integrations, ToolSpec};
+#[cfg(feature = "testing")]
+pub use store::StoredRows;
+pub use store::{
+    BackendError, Charge, DirectoryStore, LimitStore, OrgStore, RateWindow, SessionStore, Store,
+    StoreError, UsageRefused,
+};
+pub use workflow::{Workflow, WorkflowError};

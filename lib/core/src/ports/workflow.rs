@@ -1,0 +1,29 @@
+//! The workflow port: starting and signalling the runs that answer a session's turns.
+
+use async_trait::async_trait;
+
+use crate::ids::{RunId, SessionKey};
+use crate::ports::BackendError;
+
+/// Starts and signals workflow runs. Narrow on purpose: the engine behind it can change without
+/// touching the use cases.
+#[async_trait]
+pub trait Workflow: Send + Sync {
+    /// Starts processing the session's pending turns under `run`. Idempotent per run id: a
+    /// retried start of the same run does not start a second one.
+    async fn start(&self, key: &SessionKey, run: &RunId) -> Result<(), WorkflowError>;
+    /// Tells the engine that `run` was cancelled, so that an in-flight step can be abandoned
+    /// early. The cancellation itself is already durable in the store; this is only a hint.
+    async fn cancelled(&self, key: &SessionKey, run: &RunId);
+}
+
+/// The engine refused or could not be reached; the cause is for logs.
+#[derive(Debug, thiserror::Error)]
+#[error("workflow engine failed")]
+pub struct WorkflowError(#[source] pub BackendError);
+
+impl WorkflowError {
+    pub fn new(cause: impl Into<BackendError>) -> Self {
+        Self(cause.into())
+    }
+}

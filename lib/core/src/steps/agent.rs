@@ -1,0 +1,221 @@
+//! `CallAgent`: asks the agent once, with the conversation and the tools the member reaches,
+//! and commits its answer or the tool calls it asks for.
+
+use std::time::Duration;
+
+use crate::domain::{Awaiting, Event, EventKind, NewEvent, Session, TurnProgress};
+use crate::ids::{OrgId, SessionKey};
+use crate::ports::{AgentAction, AgentError, AgentReply, AgentRequest, Charge, ToolSpec};
+
+use super::bounds::{bounded_input, bounded_text};
+use super::contract::{Next, StepError, StepInput, StepOutput, errors};
+use super::record::Found;
+use super::{
+    HISTORY_BYTES, HISTORY_WINDOW, MAX_AGENT_CALLS, MAX_TOOL_CALLS_PER_STEP,
+    RATE_LIMIT_WAIT_BUDGET, Steps, TOOL_LISTING_TIMEOUT,
+};
+
+impl Steps {
+    /// Asks the agent once. Commits either the `tool_use` events it asks for or its
+    /// `agent_message`, with the step's cost, in one write. When the organisation's spend has
+    /// reached its cap, the agent is not asked: the turn ends with a `cost_cap_reached` error
+    /// instead. Every agent call starts under the cap and each turn has one call in flight, so
+    /// concurrent turns overspend the cap by at most one step each.
+    pub async fn call_agent(&self, input: &StepInput) -> Result<StepOutput, StepError> {
+        let key = input.session.key();
+        let s = match self.find(input, Next::Agent).await? {
+            Found::Proceed(s) => *s,
+            Found::Return(out) => return Ok(out),
+        };
+        let agent_calls = s.turn.as_ref().map_or(0, |t| t.agent_calls);
+        let (events, charge, answered) = if self.over_cost_cap(&key.org).await? {
+            let event = NewEvent::error(
+                "cost_cap_reached",
+                "Your organisation has reached its monthly spending cap for the AI provider, so \
+                 this message was not answered.",
+            );
+            (vec![event], None, true)
+        } else {
+            let tools = self.tools(&key).await?;
+            let (history, steps) = self.turn_log(&s).await?;
+            let request = AgentRequest {
+                org: key.org.clone(),
+                history,
+                steps,
+                must_answer: agent_calls + 1 >= MAX_AGENT_CALLS || tools.is_empty(),
+                tools,
+            };
+            let reply = self.ask(request.clone()).await?;
+            let events = match &reply.action {
+                AgentAction::Answer(text) => vec![NewEvent::agent_message(&bounded_text(text))],
+                AgentAction::UseTools(calls) if !calls.is_empty() && !request.must_answer => calls
+                    .iter()
+                    .take(MAX_TOOL_CALLS_PER_STEP)
+                    .map(|c| NewEvent::tool_use(&c.tool, &bounded_input(&c.input)))
+                    .collect(),
+                AgentAction::UseTools(_) => {
+                    return Err(StepError::new(
+                        errors::AGENT,
+                        "the agent asked for tools when it had to answer",
+                    ));
+                }
+            };
+            let charge = (reply.cost_micros > 0).then(|| Charge {
+                month: self.clock.now().month(),
+                micros: reply.cost_micros,
+            });
+            let answered = matches!(reply.action, AgentAction::Answer(_));
+            (events, charge, answered)
+        };
+        let count = events.len() as u64;
+        self.commit_step(input, Next::Agent, s, events, charge.as_ref(), |s| {
+            let first = s.next_seq;
+            let mut next = s.clone();
+            next.turn = Some(TurnProgress {
+                step: s.turn.as_ref().map_or(0, |t| t.step) + 1,
+                agent_calls: agent_calls + 1,
+                from_seq: s.turn.as_ref().map_or(first, |t| t.from_seq),
+                awaiting: if answered {
+                    Awaiting::Finish
+                } else {
+                    Awaiting::Tools((first..first + count).collect())
+                },
+            });
+            next
+        })
+        .await
+    }
+
+    /// One provider call, waiting out short rate limits the provider announces. Errors:
+    /// `AgentRejected` when retrying cannot help, `AgentFailed` otherwise.
+    async fn ask(&self, request: AgentRequest) -> Result<AgentReply, StepError> {
+        let mut waited = Duration::ZERO;
+        loop {
+            match self.agent()?.respond(request.clone()).await {
+                Ok(reply) => {
+                    tracing::info!(
+                        org = %request.org,
+                        input_tokens = reply.usage.input,
+                        output_tokens = reply.usage.output,
+                        cost_micros = reply.cost_micros,
+                        "agent step"
+                    );
+                    return Ok(reply);
+                }
+                Err(AgentError::RateLimited {
+                    retry_after: Some(wait),
+                }) if waited + wait <= RATE_LIMIT_WAIT_BUDGET => {
+                    waited += wait;
+                    tracing::info!(wait_ms = wait.as_millis() as u64, "provider rate limit");
+                    tokio::time::sleep(wait).await;
+                }
+                Err(e @ AgentError::Rejected(_)) => {
+                    return Err(StepError::new(errors::AGENT_REJECTED, e.to_string()));
+                }
+                Err(e) => return Err(StepError::new(errors::AGENT, e.to_string())),
+            }
+        }
+    }
+
+    /// Whether the organisation's month-to-date spend has reached its cost cap.
+    async fn over_cost_cap(&self, org: &OrgId) -> Result<bool, StepError> {
+        let Some(cap) = self
+            .orgs
+            .get_org(org)
+            .await?
+            .and_then(|o| o.cost_cap_micros)
+        else {
+            return Ok(false);
+        };
+        let usage = self
+            .limits
+            .get_usage(org, &self.clock.now().month())
+            .await?;
+        Ok(usage.cost_micros >= cap)
+    }
+
+    /// The conversation the agent sees: the history up to the answered message (without
+    /// messages queued behind it) and the turn's tool events so far.
+    async fn turn_log(&self, s: &Session) -> Result<(Vec<Event>, Vec<Event>), StepError> {
+        let user_seq = s.pending[0];
+        let from = user_seq.saturating_sub(HISTORY_WINDOW);
+        let mut log = Vec::new();
+        let mut after = from.saturating_sub(1);
+        while after + 1 < s.next_seq {
+            let page = self.sessions.list_events(&s.key, after, 100).await?;
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            log.extend(page);
+        }
+        let turn_from = s.turn.as_ref().map_or(s.next_seq, |t| t.from_seq);
+        let (history, own): (Vec<Event>, Vec<Event>) =
+            log.into_iter().partition(|e| e.seq < turn_from);
+        let mut history: Vec<Event> = history
+            .into_iter()
+            .filter(|e| e.kind != EventKind::UserMessage || e.seq <= user_seq)
+            .collect();
+        // Over the byte budget, the oldest events go first; the question itself always stays.
+        let mut excess = history
+            .iter()
+            .map(|e| e.payload.to_string().len())
+            .sum::<usize>()
+            .saturating_sub(HISTORY_BYTES);
+        history.retain(|e| {
+            if excess == 0 || e.seq == user_seq {
+                return true;
+            }
+            excess = excess.saturating_sub(e.payload.to_string().len());
+            false
+        });
+        let steps = own
+            .into_iter()
+            .filter(|e| matches!(e.kind, EventKind::ToolUse | EventKind::ToolResult))
+            .collect();
+        Ok((history, steps))
+    }
+
+    /// The tools of every integration the member reaches, listed concurrently, each within
+    /// [`TOOL_LISTING_TIMEOUT`], in the integrations' order, each name once. One that is down or
+    /// slow is left out: the agent answers from what it can reach.
+    async fn tools(&self, key: &SessionKey) -> Result<Vec<ToolSpec>, StepError> {
+        let connected = self
+            .integrations()?
+            .connected(&key.org, &key.user)
+            .await
+            .map_err(|e| StepError::new(errors::TOOL, e.to_string()))?;
+        let mut listings = tokio::task::JoinSet::new();
+        for (i, integration) in connected.into_iter().enumerate() {
+            listings.spawn(async move {
+                let listed = tokio::time::timeout(TOOL_LISTING_TIMEOUT, integration.tools()).await;
+                (i, integration.name().to_owned(), listed)
+            });
+        }
+        let mut found = Vec::new();
+        while let Some(joined) = listings.join_next().await {
+            match joined {
+                Ok((i, _, Ok(Ok(list)))) => found.push((i, list)),
+                Ok((_, name, Ok(Err(e)))) => tracing::warn!(integration = name, error = %e,
+                    "could not list an integration's tools"),
+                Ok((_, name, Err(_))) => tracing::warn!(
+                    integration = name,
+                    "an integration did not list its tools in time"
+                ),
+                Err(e) => tracing::error!(error = %e, "listing an integration's tools panicked"),
+            }
+        }
+        found.sort_by_key(|(i, _)| *i);
+        // A name two integrations offer is the first one's, as `find_tool` runs it.
+        let mut tools: Vec<ToolSpec> = Vec::new();
+        for tool in found.into_iter().flat_map(|(_, list)| list) {
+            if tools.iter().any(|t| t.name == tool.name) {
+                tracing::warn!(
+                    tool = tool.name,
+                    "two integrations offer a tool of this name; the first one's is kept"
+                );
+            } else {
+                tools.push(tool);
+            }
+        }
+        Ok(tools)
+    }
+}

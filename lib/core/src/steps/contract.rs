@@ -1,0 +1,224 @@
+//! The steps' wire format: the JSON each Task state passes in and out, the error names the
+//! state machine's Retry and Catch match, and the `error` event a caught failure becomes.
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::{Awaiting, NewEvent, Session};
+use crate::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
+use crate::ports::StoreError;
+
+use super::Handler;
+
+/// Error names a step fails with, as Step Functions sees them (`ErrorEquals`).
+pub mod errors {
+    /// The agent provider could not be reached or failed; retried, then the turn fails.
+    pub const AGENT: &str = "AgentFailed";
+    /// The agent provider refused the request (key, model, request shape); not retried.
+    pub const AGENT_REJECTED: &str = "AgentRejected";
+    /// An integration could not be reached; retried, then the turn fails.
+    pub const TOOL: &str = "ToolUnavailable";
+    /// The store failed; retried.
+    pub const STORE: &str = "StoreUnavailable";
+    /// The step's input is not what the state machine sends; never retried.
+    pub const INPUT: &str = "InvalidStepInput";
+}
+
+/// The session a run works on, as it travels in the execution's JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRef {
+    pub user: UserId,
+    pub org: OrgId,
+    pub session: SessionId,
+}
+
+impl From<&SessionKey> for SessionRef {
+    fn from(k: &SessionKey) -> Self {
+        Self {
+            user: k.user.clone(),
+            org: k.org.clone(),
+            session: k.session.clone(),
+        }
+    }
+}
+
+impl SessionRef {
+    pub fn key(&self) -> SessionKey {
+        SessionKey {
+            user: self.user.clone(),
+            org: self.org.clone(),
+            session: self.session.clone(),
+        }
+    }
+}
+
+/// Where a step expects the turn to be: the user message it answers and the step marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnRef {
+    pub user_seq: u64,
+    pub step: u32,
+}
+
+/// A caught failure, as a Catch with `ResultPath` hands it on (`Error`, `Cause`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    #[serde(rename = "Error")]
+    pub error: String,
+    #[serde(rename = "Cause", default)]
+    pub cause: Option<String>,
+}
+
+/// Every step's input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepInput {
+    pub session: SessionRef,
+    pub run_id: RunId,
+    #[serde(default)]
+    pub turn: Option<TurnRef>,
+    #[serde(default)]
+    pub failure: Option<Failure>,
+}
+
+impl StepInput {
+    /// The input of a run's first state.
+    pub fn start(key: &SessionKey, run: &RunId) -> Self {
+        Self {
+            session: key.into(),
+            run_id: run.clone(),
+            turn: None,
+            failure: None,
+        }
+    }
+}
+
+/// Which state the workflow goes to next; the Choice states route on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Next {
+    /// Load the next turn (or end the run).
+    Load,
+    Agent,
+    Tool,
+    Finish,
+    /// The run was cancelled: terminate it.
+    Terminate,
+    /// The run is over, or no longer owns the session (ended, replaced, or deleted).
+    Done,
+}
+
+impl Next {
+    /// The step the state machine's Choice states route to, `None` when the run is over.
+    pub fn handler(self) -> Option<Handler> {
+        Some(match self {
+            Self::Load => Handler::LoadTurn,
+            Self::Agent => Handler::CallAgent,
+            Self::Tool => Handler::RunTool,
+            Self::Finish => Handler::FinishTurn,
+            Self::Terminate => Handler::Terminate,
+            Self::Done => return None,
+        })
+    }
+}
+
+/// Every step's output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepOutput {
+    pub cancelled: bool,
+    pub next: Next,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<TurnRef>,
+}
+
+impl StepOutput {
+    pub(super) fn to(next: Next) -> Self {
+        Self {
+            cancelled: false,
+            next,
+            turn: None,
+        }
+    }
+
+    pub fn cancelled() -> Self {
+        Self {
+            cancelled: true,
+            next: Next::Terminate,
+            turn: None,
+        }
+    }
+
+    /// Where the run of `s` stands, for a step that the run owns.
+    pub(super) fn of(s: &Session) -> Self {
+        if s.cancelled_at.is_some() {
+            return Self::cancelled();
+        }
+        let Some(&user_seq) = s.pending.first() else {
+            return Self::to(Next::Load);
+        };
+        let next = match s.turn.as_ref().map(|t| &t.awaiting) {
+            None | Some(Awaiting::Agent) => Next::Agent,
+            Some(Awaiting::Tools(_)) => Next::Tool,
+            Some(Awaiting::Finish) => Next::Finish,
+        };
+        Self {
+            cancelled: false,
+            next,
+            turn: Some(TurnRef {
+                user_seq,
+                step: s.turn.as_ref().map_or(0, |t| t.step),
+            }),
+        }
+    }
+}
+
+/// A step's failure: `name` is the error name the state machine's Retry and Catch match.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name}: {message}")]
+pub struct StepError {
+    pub name: &'static str,
+    /// For logs; never shown to clients.
+    pub message: String,
+}
+
+impl StepError {
+    pub(super) fn new(name: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            name,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<StoreError> for StepError {
+    fn from(e: StoreError) -> Self {
+        Self::new(errors::STORE, e.to_string())
+    }
+}
+
+/// The client-facing `error` event for a failure the state machine caught: a stable code and a
+/// fixed message chosen by the error name. The cause is logged, never shown.
+pub(super) fn error_event(failure: &Failure, turn: bool) -> NewEvent {
+    let (code, message) = match failure.error.as_str() {
+        _ if !turn => (
+            "workflow_failed",
+            "The workflow answering this session failed and has stopped.",
+        ),
+        errors::AGENT => ("agent_failed", "The agent could not answer this message."),
+        errors::AGENT_REJECTED => (
+            "agent_rejected",
+            "The AI provider refused the request. An administrator should check the service's \
+             provider settings.",
+        ),
+        errors::TOOL => (
+            "tool_unavailable",
+            "A tool the agent needed could not be reached.",
+        ),
+        "States.Timeout" => ("step_timeout", "Answering this message took too long."),
+        _ => (
+            "step_failed",
+            "Something went wrong while answering this message.",
+        ),
+    };
+    NewEvent::error(code, message)
+}

@@ -1,0 +1,212 @@
+//! The agent workflow's steps, one per Task state of `infra/statemachine/agent.asl.json`: load
+//! the turn, call the agent once, run one tool call, finish the turn, terminate the run. Step
+//! Functions runs them as Lambda functions; the local engine calls them in-process. Both pass
+//! the same JSON in and out.
+//!
+//! Every step re-reads the session and commits its events together with the turn's step marker
+//! ([`TurnProgress::step`]) in one version-checked write, conditional on the run still owning
+//! the session. So a step retried or delivered twice commits its events once, a cancelled run
+//! writes nothing more than its one `status_terminated`, and nothing is written after a delete.
+//! A step that finds its work done (or moot) returns where the workflow stands instead, so
+//! whichever copy of a step returns last still routes the workflow correctly.
+//!
+//! [`Handler`] names the steps; the state machine's resources (`${LoadTurnFunctionArn}`), the
+//! Lambda functions (`load-turn`) and the local engine's Task handlers all derive from it. One
+//! module per step; `contract` is the wire format, `record` the reads and commits they share.
+
+mod agent;
+mod bounds;
+mod contract;
+mod finish;
+mod load;
+mod record;
+mod tool;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::clock::Clock;
+use crate::ports::{Agent, Integrations, LimitStore, OrgStore, SessionStore};
+
+pub use contract::{Failure, Next, SessionRef, StepError, StepInput, StepOutput, TurnRef, errors};
+
+/// Events before the answered message that the agent sees at most.
+pub const HISTORY_WINDOW: u64 = 50;
+/// Agent calls per turn at most; the last one is offered no tools, so it must answer.
+pub const MAX_AGENT_CALLS: u32 = 6;
+/// Tool calls recorded from one agent step at most; further ones are dropped.
+pub const MAX_TOOL_CALLS_PER_STEP: usize = 8;
+/// Bytes of JSON a tool's input or output, or an answer, may take in the log; larger ones are
+/// cut (a DynamoDB item holds 400 KB, and a step commits up to 8 events at once).
+pub const EVENT_PAYLOAD_LIMIT: usize = 32 * 1024;
+/// Provider rate limits are waited out inside the step while the waits add up to at most
+/// this; a longer hint, or one past the budget, fails the step and the state machine's backoff
+/// takes over. With a provider call bounded to 60 s (85 s at most, see the providers' config),
+/// the step stays under the state machine's 120 s `TimeoutSeconds`, so a turn never has two
+/// provider calls in flight.
+pub const RATE_LIMIT_WAIT_BUDGET: Duration = Duration::from_secs(30);
+/// How long listing one integration's tools may take; an integration slower than that is
+/// left out of the step, like one that is down. They are listed concurrently.
+pub const TOOL_LISTING_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bytes of event payloads the history sent to the agent holds at most; older events are
+/// dropped first, so a long conversation stays within a model's context.
+pub const HISTORY_BYTES: usize = 256 * 1024;
+
+/// The Task handlers of the agent state machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Handler {
+    LoadTurn,
+    CallAgent,
+    RunTool,
+    FinishTurn,
+    Terminate,
+}
+
+impl Handler {
+    pub const ALL: [Handler; 5] = [
+        Self::LoadTurn,
+        Self::CallAgent,
+        Self::RunTool,
+        Self::FinishTurn,
+        Self::Terminate,
+    ];
+
+    /// The name the state machine's Task resource carries: `${<name>FunctionArn}`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::LoadTurn => "LoadTurn",
+            Self::CallAgent => "CallAgent",
+            Self::RunTool => "RunTool",
+            Self::FinishTurn => "FinishTurn",
+            Self::Terminate => "Terminate",
+        }
+    }
+
+    /// The handler whose [`Handler::name`] is `name`.
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|h| h.name() == name)
+    }
+
+    /// The Task state's `Resource` in `infra/statemachine/agent.asl.json`, which SAM
+    /// substitutes with the function's ARN.
+    pub fn resource(self) -> String {
+        format!("${{{}FunctionArn}}", self.name())
+    }
+
+    /// The function's name in `functions/`, `events/` and `template.yaml` (as
+    /// `<name>Function`): the name in kebab case.
+    pub fn function_name(self) -> &'static str {
+        match self {
+            Self::LoadTurn => "load-turn",
+            Self::CallAgent => "call-agent",
+            Self::RunTool => "run-tool",
+            Self::FinishTurn => "finish-turn",
+            Self::Terminate => "terminate",
+        }
+    }
+
+    /// Whether the step asks the agent (only `CallAgent`).
+    pub fn asks_agent(self) -> bool {
+        self == Self::CallAgent
+    }
+
+    /// Whether the step lists or calls the integrations (`CallAgent` lists, `RunTool` calls).
+    pub fn uses_integrations(self) -> bool {
+        matches!(self, Self::CallAgent | Self::RunTool)
+    }
+}
+
+/// The workflow steps over the sessions they advance, the organisations (for the cost cap) and
+/// their usage, the agent and the integrations. A process that runs only some steps (one Lambda
+/// function) leaves out the agent or the integrations its steps do not use; a step that needs
+/// one it was not given fails with [`errors::INPUT`], never retried.
+#[derive(Clone)]
+pub struct Steps {
+    sessions: Arc<dyn SessionStore>,
+    orgs: Arc<dyn OrgStore>,
+    limits: Arc<dyn LimitStore>,
+    agent: Option<Arc<dyn Agent>>,
+    integrations: Option<Arc<dyn Integrations>>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Steps {
+    pub fn new(
+        sessions: Arc<dyn SessionStore>,
+        orgs: Arc<dyn OrgStore>,
+        limits: Arc<dyn LimitStore>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            sessions,
+            orgs,
+            limits,
+            agent: None,
+            integrations: None,
+            clock,
+        }
+    }
+
+    /// The steps with the agent `CallAgent` asks.
+    pub fn with_agent(mut self, agent: Arc<dyn Agent>) -> Self {
+        self.agent = Some(agent);
+        self
+    }
+
+    /// The steps with the integrations `CallAgent` lists and `RunTool` calls.
+    pub fn with_integrations(mut self, integrations: Arc<dyn Integrations>) -> Self {
+        self.integrations = Some(integrations);
+        self
+    }
+
+    fn agent(&self) -> Result<&dyn Agent, StepError> {
+        self.agent
+            .as_deref()
+            .ok_or_else(|| StepError::new(errors::INPUT, "this process runs no agent step"))
+    }
+
+    fn integrations(&self) -> Result<&dyn Integrations, StepError> {
+        self.integrations
+            .as_deref()
+            .ok_or_else(|| StepError::new(errors::INPUT, "this process runs no integration"))
+    }
+
+    /// Runs `handler` on a JSON input. `cancelled` resolves when the run is cancelled: an agent
+    /// or tool call in flight is then abandoned and the step returns `cancelled` without
+    /// committing. Errors: a [`StepError`] named for the state machine's Retry/Catch.
+    pub async fn invoke(
+        &self,
+        handler: Handler,
+        input: Value,
+        cancelled: impl Future<Output = ()> + Send,
+    ) -> Result<Value, StepError> {
+        let input: StepInput = serde_json::from_value(input)
+            .map_err(|e| StepError::new(errors::INPUT, e.to_string()))?;
+        crate::fault::point(handler.name(), "begin").await;
+        let output = match handler {
+            Handler::LoadTurn => self.load_turn(&input).await,
+            Handler::CallAgent => abortable(self.call_agent(&input), cancelled).await,
+            Handler::RunTool => self.run_tool(&input, cancelled).await,
+            Handler::FinishTurn => self.finish_turn(&input).await,
+            Handler::Terminate => self.terminate(&input).await,
+        }?;
+        crate::fault::point(handler.name(), "end").await;
+        Ok(serde_json::to_value(output).expect("step outputs serialise"))
+    }
+}
+
+/// Runs `step` unless `cancelled` resolves first; then the step is dropped before it commits
+/// anything and the run is routed to its termination.
+async fn abortable(
+    step: impl Future<Output = Result<StepOutput, StepError>>,
+    cancelled: impl Future<Output = ()>,
+) -> Result<StepOutput, StepError> {
+    tokio::select! {
+        biased;
+        () = cancelled => Ok(StepOutput::cancelled()),
+        out = step => out,
+    }
+}

@@ -1,0 +1,82 @@
+//! `RunTool`: runs the turn's oldest tool call that has no result yet.
+
+use std::future::Future;
+
+use crate::domain::{Awaiting, EventKind, NewEvent};
+use crate::integrations::find_tool;
+use crate::ports::IntegrationError;
+
+use super::Steps;
+use super::bounds::{bounded_output, bounded_text};
+use super::contract::{Next, StepError, StepInput, StepOutput, errors};
+use super::record::Found;
+
+impl Steps {
+    /// Runs the turn's oldest tool call that has no result yet, and commits its `tool_result`.
+    /// A tool that refuses its input gets `{"error": ...}` as its result, for the agent to see;
+    /// an unreachable integration fails the step, to be retried.
+    /// A cancel while the tool runs is passed to the integration, which tells the remote end;
+    /// the step then commits nothing and routes the run to its termination.
+    pub async fn run_tool(
+        &self,
+        input: &StepInput,
+        cancelled: impl Future<Output = ()> + Send,
+    ) -> Result<StepOutput, StepError> {
+        let mut cancelled = std::pin::pin!(cancelled);
+        let key = input.session.key();
+        let s = match self.find(input, Next::Tool).await? {
+            Found::Proceed(s) => *s,
+            Found::Return(out) => return Ok(out),
+        };
+        let Some(Awaiting::Tools(uses)) = s.turn.as_ref().map(|t| &t.awaiting) else {
+            unreachable!("find returns Proceed for Tool only while tools are awaited")
+        };
+        let use_seq = uses[0];
+        let call = self
+            .sessions
+            .list_events(&key, use_seq - 1, 1)
+            .await?
+            .into_iter()
+            .next()
+            .filter(|e| e.seq == use_seq && e.kind == EventKind::ToolUse)
+            .ok_or_else(|| StepError::new(errors::STORE, "the tool_use event is missing"))?;
+        let tool = call.payload["tool"].as_str().unwrap_or_default().to_owned();
+        let found = tokio::select! {
+            biased;
+            () = cancelled.as_mut() => return Ok(StepOutput::cancelled()),
+            found = find_tool(self.integrations()?, &key.org, &key.user, &tool) => found,
+        };
+        let output = match found {
+            Ok(Some(integration)) => integration
+                .call(&tool, &call.payload["input"], cancelled.as_mut())
+                .await
+                .map(Ok),
+            Ok(None) => Ok(Err(format!("there is no tool named {tool:?}"))),
+            Err(e) => Err(e),
+        };
+        let output = match output {
+            Ok(Ok(value)) => bounded_output(value),
+            Ok(Err(message)) | Err(IntegrationError::Invalid(message)) => {
+                serde_json::json!({ "error": bounded_text(&message) })
+            }
+            Err(IntegrationError::Cancelled) => return Ok(StepOutput::cancelled()),
+            Err(e @ IntegrationError::Unavailable(_)) => {
+                return Err(StepError::new(errors::TOOL, e.to_string()));
+            }
+        };
+        let events = vec![NewEvent::tool_result(&tool, &output)];
+        self.commit_step(input, Next::Tool, s, events, None, |s| {
+            let mut next = s.clone();
+            let t = next.turn.as_mut().expect("a turn awaiting tools");
+            t.step += 1;
+            if let Awaiting::Tools(uses) = &mut t.awaiting {
+                uses.remove(0);
+                if uses.is_empty() {
+                    t.awaiting = Awaiting::Agent;
+                }
+            }
+            next
+        })
+        .await
+    }
+}

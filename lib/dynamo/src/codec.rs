@@ -1,0 +1,195 @@
+//! The item codec: domain records to DynamoDB items and back, and the attribute helpers.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::types::AttributeValue;
+use knowledge_core::clock::Timestamp;
+use knowledge_core::domain::{AuditEntry, Event, Member, Session, TurnProgress, Usage};
+use knowledge_core::ids::{RunId, SessionKey};
+use knowledge_core::ports::StoreError;
+
+use crate::keys;
+
+/// A DynamoDB item: attribute names to values.
+pub(crate) type Item = HashMap<String, AttributeValue>;
+
+pub(crate) fn backend<E, R>(e: SdkError<E, R>) -> StoreError
+where
+    E: std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    StoreError::backend(e)
+}
+
+pub(crate) fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+pub(crate) fn n(v: impl ToString) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+pub(crate) fn key_item((pk, sk): (String, String)) -> Item {
+    HashMap::from([(keys::PK.to_owned(), s(pk)), (keys::SK.to_owned(), s(sk))])
+}
+
+pub(crate) fn corrupt(what: &str) -> StoreError {
+    StoreError::backend(format!("stored item has a missing or malformed {what}"))
+}
+
+pub(crate) fn get_s<'a>(item: &'a Item, name: &str) -> Result<&'a str, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::S(v)) => Ok(v),
+        _ => Err(corrupt(name)),
+    }
+}
+
+pub(crate) fn get_n<T: std::str::FromStr>(item: &Item, name: &str) -> Result<T, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::N(v)) => v.parse().map_err(|_| corrupt(name)),
+        _ => Err(corrupt(name)),
+    }
+}
+
+pub(crate) fn get_n_or_zero(item: &Item, name: &str) -> Result<u64, StoreError> {
+    if item.contains_key(name) {
+        get_n(item, name)
+    } else {
+        Ok(0)
+    }
+}
+
+pub(crate) fn get_json<T: serde::de::DeserializeOwned>(
+    item: &Item,
+    name: &str,
+) -> Result<T, StoreError> {
+    serde_json::from_str(get_s(item, name)?).map_err(|_| corrupt(name))
+}
+
+pub(crate) fn to_json(v: &impl serde::Serialize) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::backend(e.to_string()))
+}
+
+pub(crate) fn session_item(session: &Session) -> Result<Item, StoreError> {
+    let mut item = key_item(keys::session(&session.key));
+    item.insert("title".into(), s(&session.title));
+    item.insert("createdAt".into(), n(session.created_at.millis()));
+    item.insert("updatedAt".into(), n(session.updated_at.millis()));
+    if let Some(at) = session.cancelled_at {
+        item.insert("cancelledAt".into(), n(at.millis()));
+    }
+    if let Some(run) = &session.run_id {
+        item.insert("runId".into(), s(run.as_str()));
+    }
+    item.insert("deleting".into(), AttributeValue::Bool(session.deleting));
+    item.insert("pending".into(), s(to_json(&session.pending)?));
+    if let Some(turn) = &session.turn {
+        item.insert("turn".into(), s(to_json(turn)?));
+    }
+    item.insert("nextSeq".into(), n(session.next_seq));
+    item.insert("version".into(), n(session.version));
+    // A session being deleted leaves the user's list at once, for the list of deletes to
+    // finish.
+    let (gpk, gsk) = if session.deleting {
+        keys::deleting_listing(&session.key)
+    } else {
+        keys::session_listing(&session.key, session.updated_at)
+    };
+    item.insert(keys::GSI1PK.into(), s(gpk));
+    item.insert(keys::GSI1SK.into(), s(gsk));
+    Ok(item)
+}
+
+pub(crate) fn session_from(key: &SessionKey, item: &Item) -> Result<Session, StoreError> {
+    let optional_n = |name: &str| -> Result<Option<i64>, StoreError> {
+        item.contains_key(name)
+            .then(|| get_n(item, name))
+            .transpose()
+    };
+    Ok(Session {
+        key: key.clone(),
+        title: get_s(item, "title")?.to_owned(),
+        created_at: Timestamp(get_n(item, "createdAt")?),
+        updated_at: Timestamp(get_n(item, "updatedAt")?),
+        cancelled_at: optional_n("cancelledAt")?.map(Timestamp),
+        run_id: match item.get("runId") {
+            None => None,
+            Some(_) => Some(RunId::parse(get_s(item, "runId")?).map_err(|_| corrupt("runId"))?),
+        },
+        deleting: matches!(item.get("deleting"), Some(AttributeValue::Bool(true))),
+        pending: get_json(item, "pending")?,
+        turn: match item.get("turn") {
+            None => None,
+            Some(_) => Some(get_json::<TurnProgress>(item, "turn")?),
+        },
+        next_seq: get_n(item, "nextSeq")?,
+        version: get_n(item, "version")?,
+    })
+}
+
+pub(crate) fn event_item(key: &SessionKey, e: &Event) -> Result<Item, StoreError> {
+    let mut item = key_item(keys::event(key, e.seq));
+    item.insert("seq".into(), n(e.seq));
+    item.insert("kind".into(), s(e.kind.as_str()));
+    item.insert("payload".into(), s(to_json(&e.payload)?));
+    item.insert("occurredAt".into(), n(e.occurred_at.millis()));
+    Ok(item)
+}
+
+pub(crate) fn event_from(item: &Item) -> Result<Event, StoreError> {
+    Ok(Event {
+        seq: get_n(item, "seq")?,
+        kind: get_s(item, "kind")?.parse().map_err(|_| corrupt("kind"))?,
+        payload: get_json(item, "payload")?,
+        occurred_at: Timestamp(get_n(item, "occurredAt")?),
+    })
+}
+
+/// The organisation item's attribute holding its SCIM token hash.
+pub(crate) const SCIM_TOKEN: &str = "scimTokenSha256";
+/// Reads and retries of a member removal that lost a race before it fails.
+pub(crate) const REMOVE_ATTEMPTS: usize = 16;
+
+/// A member item: the record as JSON in `doc`, and its version as an attribute that conditions
+/// can read (the one in `doc` is ignored).
+pub(crate) fn member_item(member: &Member) -> Result<Item, StoreError> {
+    let mut item = key_item(keys::member(&member.org, &member.user));
+    item.insert("doc".into(), s(to_json(member)?));
+    item.insert("version".into(), n(member.version));
+    Ok(item)
+}
+
+pub(crate) fn member_from(item: &Item) -> Result<Member, StoreError> {
+    let mut member: Member = get_json(item, "doc")?;
+    member.version = get_n(item, "version")?;
+    Ok(member)
+}
+
+pub(crate) fn user_name_item(member: &Member, key: &str) -> Item {
+    let mut item = key_item(keys::user_name(&member.org, key));
+    item.insert("user".into(), s(member.user.as_str()));
+    item
+}
+
+pub(crate) fn audit_item(a: &AuditEntry) -> Item {
+    let mut item = key_item(keys::audit(&a.org, a.at, &a.id));
+    item.insert("at".into(), n(a.at.millis()));
+    item.insert("id".into(), s(&a.id));
+    item.insert("actor".into(), s(a.actor.as_str()));
+    item.insert("action".into(), s(a.action.as_str()));
+    item.insert("target".into(), s(&a.target));
+    item
+}
+
+pub(crate) fn usage_from(item: &Item) -> Result<Usage, StoreError> {
+    Ok(Usage {
+        queries: get_n_or_zero(item, "queries")?,
+        cost_micros: get_n_or_zero(item, "costMicros")?,
+    })
+}
+
+/// The request a builder made, or the reason it could not (a required field left unset).
+pub(crate) fn built<T>(r: Result<T, aws_sdk_dynamodb::error::BuildError>) -> Result<T, StoreError> {
+    r.map_err(|e| StoreError::backend(e.to_string()))
+}

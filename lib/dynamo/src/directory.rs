@@ -1,0 +1,287 @@
+//! [`DirectoryStore`] on DynamoDB: members, their `userName` claims and data, integrations
+//! and the audit log, in the organisation's partitions.
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
+use knowledge_core::clock::Timestamp;
+use knowledge_core::domain::{
+    AuditEntry, IntegrationConfig, MEMBER_DATA_LIMIT, Member, MemberData,
+};
+use knowledge_core::ids::{OrgId, UserId};
+use knowledge_core::ports::StoreError;
+
+use crate::codec::*;
+use crate::transact::TransactError;
+use crate::{DynamoStore, keys};
+use knowledge_core::ports::DirectoryStore;
+
+#[async_trait]
+impl DirectoryStore for DynamoStore {
+    async fn create_member(&self, member: &Member, audit: &AuditEntry) -> Result<(), StoreError> {
+        let mut writes = vec![self.put_new(member_item(member)?)?];
+        if let Some(profile) = &member.profile {
+            writes.push(self.put_new(user_name_item(member, &profile.user_name_key()))?);
+        }
+        writes.push(self.put_new(audit_item(audit))?);
+        match self.transact(writes).await {
+            Ok(()) => Ok(()),
+            Err(TransactError::FirstCondition { .. } | TransactError::OtherCondition(_)) => {
+                Err(StoreError::AlreadyExists)
+            }
+            Err(TransactError::Contended) => Err(StoreError::Conflict),
+            Err(TransactError::Backend(e)) => Err(e),
+        }
+    }
+
+    async fn get_member(&self, org: &OrgId, user: &UserId) -> Result<Option<Member>, StoreError> {
+        self.get(keys::member(org, user))
+            .await?
+            .map(|item| member_from(&item))
+            .transpose()
+    }
+
+    async fn find_member_by_user_name(
+        &self,
+        org: &OrgId,
+        key: &str,
+    ) -> Result<Option<Member>, StoreError> {
+        let Some(claim) = self.get(keys::user_name(org, key)).await? else {
+            return Ok(None);
+        };
+        let user = UserId::parse(get_s(&claim, "user")?).map_err(|_| corrupt("user"))?;
+        // The claim and the member change in one transaction; the check only guards a bug.
+        Ok(self
+            .get_member(org, &user)
+            .await?
+            .filter(|m| m.profile.as_ref().is_some_and(|p| p.user_name_key() == key)))
+    }
+
+    async fn list_members(&self, org: &OrgId) -> Result<Vec<Member>, StoreError> {
+        let (pk, prefix) = keys::members(org);
+        self.query_items(pk, Some(prefix), None)
+            .await?
+            .iter()
+            .map(member_from)
+            .collect()
+    }
+
+    async fn update_member(
+        &self,
+        previous: &Member,
+        next: &Member,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let mut writes = vec![self.put_versioned(member_item(next)?, previous.version)?];
+        let old_key = previous.profile.as_ref().map(|p| p.user_name_key());
+        let new_key = next.profile.as_ref().map(|p| p.user_name_key());
+        if old_key != new_key {
+            if let Some(old) = &old_key {
+                writes.push(self.delete(keys::user_name(&previous.org, old))?);
+            }
+            if let Some(new) = &new_key {
+                writes.push(self.put_new(user_name_item(next, new))?);
+            }
+        }
+        writes.push(self.put_new(audit_item(audit))?);
+        match self.transact(writes).await {
+            Ok(()) => Ok(()),
+            Err(TransactError::FirstCondition { stored: true } | TransactError::Contended) => {
+                Err(StoreError::Conflict)
+            }
+            Err(TransactError::FirstCondition { stored: false }) => Err(StoreError::Gone),
+            // The new claim: another member has the name.
+            Err(TransactError::OtherCondition(_)) => Err(StoreError::AlreadyExists),
+            Err(TransactError::Backend(e)) => Err(e),
+        }
+    }
+
+    async fn remove_member(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError> {
+        // Read the member and its data, then delete all of it on the condition that the
+        // member's version has not moved: a data item written meanwhile moves it, so nothing
+        // can be left behind. A lost race reads again.
+        for _ in 0..REMOVE_ATTEMPTS {
+            let Some(member) = self.get_member(org, user).await? else {
+                return Ok(false);
+            };
+            let data = self.member_data_keys(org, user).await?;
+            if data.len() > MEMBER_DATA_LIMIT {
+                return Err(StoreError::backend(format!(
+                    "member holds {} data items, more than the {MEMBER_DATA_LIMIT} one removal takes",
+                    data.len()
+                )));
+            }
+            let delete = Delete::builder()
+                .table_name(&self.table)
+                .set_key(Some(key_item(keys::member(org, user))))
+                .condition_expression("#v = :expected")
+                .expression_attribute_names("#v", "version")
+                .expression_attribute_values(":expected", n(member.version));
+            let mut writes = vec![
+                TransactWriteItem::builder()
+                    .delete(built(delete.build())?)
+                    .build(),
+            ];
+            if let Some(profile) = &member.profile {
+                writes.push(self.delete(keys::user_name(org, &profile.user_name_key()))?);
+            }
+            for key in data {
+                writes.push(self.delete(key)?);
+            }
+            writes.push(self.put_new(audit_item(audit))?);
+            match self.transact(writes).await {
+                Ok(()) => return Ok(true),
+                Err(TransactError::Backend(e)) => return Err(e),
+                Err(_) => {}
+            }
+        }
+        Err(StoreError::Conflict)
+    }
+
+    async fn put_member_data(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+        data: &MemberData,
+    ) -> Result<(), StoreError> {
+        let bump = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_item(keys::member(org, user))))
+            .update_expression("ADD #v :one")
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#v", "version")
+            .expression_attribute_names("#pk", keys::PK)
+            .expression_attribute_values(":one", n(1));
+        let mut item = key_item(keys::member_data(org, user, data.kind.as_str(), &data.name));
+        item.insert("value".into(), s(&data.value));
+        let put = Put::builder().table_name(&self.table).set_item(Some(item));
+        let writes = vec![
+            TransactWriteItem::builder()
+                .update(built(bump.build())?)
+                .build(),
+            TransactWriteItem::builder()
+                .put(built(put.build())?)
+                .build(),
+        ];
+        match self.transact(writes).await {
+            Ok(()) => Ok(()),
+            Err(TransactError::FirstCondition { .. }) => Err(StoreError::Gone),
+            Err(TransactError::Contended) => Err(StoreError::Conflict),
+            Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
+        }
+    }
+
+    async fn list_member_data(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+    ) -> Result<Vec<MemberData>, StoreError> {
+        let items = self
+            .partition(keys::member_data_partition(org, user), None)
+            .await?;
+        let mut data = items
+            .iter()
+            .map(|item| {
+                let sk = get_s(item, keys::SK)?;
+                let (kind, name) = sk.split_once('#').ok_or_else(|| corrupt(keys::SK))?;
+                Ok(MemberData {
+                    kind: kind.parse().map_err(|_| corrupt(keys::SK))?,
+                    name: name.to_owned(),
+                    value: get_s(item, "value")?.to_owned(),
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        data.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+        Ok(data)
+    }
+
+    async fn put_integration(
+        &self,
+        org: &OrgId,
+        integration: &IntegrationConfig,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let mut item = key_item(keys::integration(org, &integration.name));
+        let config =
+            serde_json::to_string(integration).map_err(|e| StoreError::backend(e.to_string()))?;
+        item.insert("config".into(), s(&config));
+        let put = Put::builder().table_name(&self.table).set_item(Some(item));
+        let writes = vec![
+            TransactWriteItem::builder()
+                .put(built(put.build())?)
+                .build(),
+            self.put_new(audit_item(audit))?,
+        ];
+        match self.transact(writes).await {
+            Ok(()) => Ok(()),
+            Err(TransactError::Contended) => Err(StoreError::Conflict),
+            Err(TransactError::FirstCondition { .. }) => {
+                Err(StoreError::backend("an unconditional put was refused"))
+            }
+            Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
+        }
+    }
+
+    async fn list_integrations(&self, org: &OrgId) -> Result<Vec<IntegrationConfig>, StoreError> {
+        self.partition(keys::integrations_partition(org), None)
+            .await?
+            .iter()
+            .map(|item| serde_json::from_str(get_s(item, "config")?).map_err(|_| corrupt("config")))
+            .collect()
+    }
+
+    async fn remove_integration(
+        &self,
+        org: &OrgId,
+        name: &str,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError> {
+        let delete = Delete::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_item(keys::integration(org, name))))
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#pk", keys::PK);
+        let writes = vec![
+            TransactWriteItem::builder()
+                .delete(built(delete.build())?)
+                .build(),
+            self.put_new(audit_item(audit))?,
+        ];
+        match self.transact(writes).await {
+            Ok(()) => Ok(true),
+            Err(TransactError::FirstCondition { .. }) => Ok(false),
+            Err(TransactError::Contended) => Err(StoreError::Conflict),
+            Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
+        }
+    }
+
+    async fn list_audit(&self, org: &OrgId, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let items = self
+            .partition(keys::audit_partition(org), Some(limit))
+            .await?;
+        items
+            .iter()
+            .map(|item| {
+                Ok(AuditEntry {
+                    org: org.clone(),
+                    at: Timestamp(get_n(item, "at")?),
+                    id: get_s(item, "id")?.to_owned(),
+                    actor: get_s(item, "actor")?
+                        .parse()
+                        .map_err(|_| corrupt("actor"))?,
+                    action: get_s(item, "action")?
+                        .parse()
+                        .map_err(|_| corrupt("action"))?,
+                    target: get_s(item, "target")?.to_owned(),
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,176 @@
+//! [`SessionStore`] on DynamoDB: a session's record and its events in one partition, listed
+//! through GSI1.
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{ReturnValue, TransactWriteItem, Update};
+use knowledge_core::clock::Timestamp;
+use knowledge_core::domain::{Event, Session, SessionSummary};
+use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
+use knowledge_core::ports::{Charge, StoreError};
+
+use crate::codec::*;
+use crate::transact::TransactError;
+use crate::{DynamoStore, keys};
+use knowledge_core::ports::SessionStore;
+
+/// Event keys a delete reads per page: four batches, so memory stays bounded however long the
+/// log is.
+const DELETE_PAGE: i32 = 100;
+
+#[async_trait]
+impl SessionStore for DynamoStore {
+    async fn create_session(&self, session: &Session, events: &[Event]) -> Result<(), StoreError> {
+        let mut writes = vec![self.put_new(session_item(session)?)?];
+        writes.extend(self.event_puts(&session.key, events)?);
+        match self.transact(writes).await {
+            Ok(()) => Ok(()),
+            Err(TransactError::FirstCondition { .. }) => Err(StoreError::AlreadyExists),
+            Err(TransactError::Contended) => Err(StoreError::Conflict),
+            Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
+        }
+    }
+
+    async fn get_session(&self, key: &SessionKey) -> Result<Option<Session>, StoreError> {
+        self.get(keys::session(key))
+            .await?
+            .map(|item| session_from(key, &item))
+            .transpose()
+    }
+
+    async fn commit_session(
+        &self,
+        session: &Session,
+        expected_version: u64,
+        events: &[Event],
+        charge: Option<&Charge>,
+    ) -> Result<(), StoreError> {
+        let mut writes = vec![self.put_versioned(session_item(session)?, expected_version)?];
+        writes.extend(self.event_puts(&session.key, events)?);
+        if let Some(charge) = charge {
+            writes.push(
+                TransactWriteItem::builder()
+                    .update(built(
+                        Update::builder()
+                            .table_name(&self.table)
+                            .set_key(Some(key_item(keys::usage(&session.key.org, &charge.month))))
+                            .update_expression("ADD costMicros :m")
+                            .expression_attribute_values(":m", n(charge.micros))
+                            .build(),
+                    )?)
+                    .build(),
+            );
+        }
+        match self.transact(writes).await {
+            Ok(()) => Ok(()),
+            // The old record comes back when there was one: then only its version moved.
+            Err(TransactError::FirstCondition { stored: true }) => Err(StoreError::Conflict),
+            Err(TransactError::FirstCondition { stored: false }) => Err(StoreError::Gone),
+            // A concurrent transaction on one of the items, or (only through a bug) an event
+            // number taken: re-read and try again.
+            Err(TransactError::Contended | TransactError::OtherCondition(_)) => {
+                Err(StoreError::Conflict)
+            }
+            Err(TransactError::Backend(e)) => Err(e),
+        }
+    }
+
+    async fn list_events(
+        &self,
+        key: &SessionKey,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        let out = self
+            .events_query(key, after)
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX))
+            .send()
+            .await
+            .map_err(backend)?;
+        out.items().iter().map(event_from).collect()
+    }
+
+    async fn list_sessions(
+        &self,
+        user: &UserId,
+        org: &OrgId,
+        limit: usize,
+    ) -> Result<Vec<SessionSummary>, StoreError> {
+        let out = self
+            .index_query(keys::user_org(user, org), limit)
+            .scan_index_forward(false)
+            .send()
+            .await
+            .map_err(backend)?;
+        out.items()
+            .iter()
+            .map(|item| {
+                let listing = get_s(item, keys::GSI1SK)?;
+                let id = listing
+                    .rsplit('#')
+                    .next()
+                    .and_then(|id| SessionId::parse(id).ok())
+                    .ok_or_else(|| corrupt(keys::GSI1SK))?;
+                Ok(SessionSummary {
+                    id,
+                    title: get_s(item, "title")?.to_owned(),
+                    updated_at: Timestamp(get_n(item, "updatedAt")?),
+                })
+            })
+            .collect()
+    }
+
+    async fn delete_session(&self, key: &SessionKey) -> Result<bool, StoreError> {
+        // Events first, page by page; the session item last, so that a delete cut short
+        // leaves a session that is still `deleting` and can be deleted again.
+        let mut start = None;
+        loop {
+            let out = self
+                .events_query(key, 0)
+                .projection_expression("#pk, #sk")
+                .limit(DELETE_PAGE)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(backend)?;
+            let page: Vec<Item> = out.items.unwrap_or_default();
+            self.delete_all(page).await?;
+            match out.last_evaluated_key {
+                Some(k) => start = Some(k),
+                None => break,
+            }
+        }
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key_item(keys::session(key))))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(backend)?;
+        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
+    }
+
+    async fn deleting_sessions(&self, limit: usize) -> Result<Vec<SessionKey>, StoreError> {
+        let out = self
+            .index_query(keys::DELETING.to_owned(), limit)
+            .send()
+            .await
+            .map_err(backend)?;
+        // An entry that does not name a session is skipped (and logged): it must not keep
+        // every other unfinished delete from being finished.
+        Ok(out
+            .items()
+            .iter()
+            .filter_map(|item| {
+                let key = get_s(item, keys::GSI1SK)
+                    .ok()
+                    .and_then(keys::session_key_of);
+                if key.is_none() {
+                    tracing::warn!("an entry of the DELETING index does not name a session");
+                }
+                key
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,173 @@
+//! Transactions: the conditional items they are made of, their submission, and why one was
+//! cancelled; and batched deletes.
+
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    CancellationReason, Delete, DeleteRequest, Put, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, WriteRequest,
+};
+use knowledge_core::domain::Event;
+use knowledge_core::ids::SessionKey;
+use knowledge_core::ports::StoreError;
+use std::time::Duration;
+
+use crate::codec::*;
+use crate::{DynamoStore, keys};
+
+/// Items one BatchWriteItem request takes at most.
+const BATCH: usize = 25;
+/// Rounds of retrying a batch's unprocessed items before giving up.
+const BATCH_ROUNDS: u32 = 8;
+
+pub(crate) fn reason_code(r: &CancellationReason) -> &str {
+    r.code().unwrap_or("None")
+}
+
+/// Why a transaction was not applied. Every transaction puts the record it is about first, so
+/// the first item's condition is the record's (exists, not exists, or its version).
+pub(crate) enum TransactError {
+    /// The first item's condition failed; `stored` when it returned the stored item
+    /// (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), so the record exists but moved.
+    FirstCondition {
+        stored: bool,
+    },
+    /// Another item's condition failed (a claim or key taken); the error is for logs.
+    OtherCondition(StoreError),
+    /// A concurrent transaction touched one of the items: re-read and try again.
+    Contended,
+    Backend(StoreError),
+}
+
+impl TransactError {
+    /// Classifies a cancellation by its reasons, one per item in order (code `None` for the
+    /// items that were fine).
+    fn cancelled(reasons: &[CancellationReason], error: StoreError) -> Self {
+        let failed = |code: &str| reasons.iter().any(|r| reason_code(r) == code);
+        match reasons.first() {
+            Some(first) if reason_code(first) == "ConditionalCheckFailed" => Self::FirstCondition {
+                stored: first.item().is_some_and(|i| !i.is_empty()),
+            },
+            _ if failed("ConditionalCheckFailed") => Self::OtherCondition(error),
+            _ if failed("TransactionConflict") => Self::Contended,
+            _ => Self::Backend(error),
+        }
+    }
+}
+
+impl DynamoStore {
+    /// A transaction item that writes `item` only where nothing is stored yet.
+    pub(crate) fn put_new(&self, item: Item) -> Result<TransactWriteItem, StoreError> {
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(#pk)")
+            .expression_attribute_names("#pk", keys::PK);
+        Ok(TransactWriteItem::builder()
+            .put(built(put.build())?)
+            .build())
+    }
+
+    /// A transaction item that replaces a record only at `expected` version, returning the
+    /// stored record when the condition fails.
+    pub(crate) fn put_versioned(
+        &self,
+        item: Item,
+        expected: u64,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("#v = :expected")
+            .expression_attribute_names("#v", "version")
+            .expression_attribute_values(":expected", n(expected))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        Ok(TransactWriteItem::builder()
+            .put(built(put.build())?)
+            .build())
+    }
+
+    /// The puts of new events. The session's version check already makes their numbers free;
+    /// the condition keeps a bug from overwriting an event all the same.
+    pub(crate) fn event_puts(
+        &self,
+        key: &SessionKey,
+        events: &[Event],
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        events
+            .iter()
+            .map(|e| self.put_new(event_item(key, e)?))
+            .collect()
+    }
+
+    /// A transaction item that deletes whatever is stored under `key`.
+    pub(crate) fn delete(&self, key: (String, String)) -> Result<TransactWriteItem, StoreError> {
+        let delete = Delete::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_item(key)));
+        Ok(TransactWriteItem::builder()
+            .delete(built(delete.build())?)
+            .build())
+    }
+
+    pub(crate) async fn transact(
+        &self,
+        writes: Vec<TransactWriteItem>,
+    ) -> Result<(), TransactError> {
+        match self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(writes))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) => match e.as_service_error() {
+                Some(TransactWriteItemsError::TransactionCanceledException(c)) => {
+                    let reasons = c.cancellation_reasons().to_vec();
+                    Err(TransactError::cancelled(&reasons, backend(e)))
+                }
+                _ => Err(TransactError::Backend(backend(e))),
+            },
+        }
+    }
+
+    /// Deletes `keys` in batches of [`BATCH`], retrying unprocessed items with backoff.
+    pub(crate) async fn delete_all(&self, mut items: Vec<Item>) -> Result<(), StoreError> {
+        while !items.is_empty() {
+            let rest = items.split_off(items.len().min(BATCH));
+            let mut requests: Vec<WriteRequest> = items
+                .drain(..)
+                .map(|key| {
+                    built(DeleteRequest::builder().set_key(Some(key)).build())
+                        .map(|d| WriteRequest::builder().delete_request(d).build())
+                })
+                .collect::<Result<_, _>>()?;
+            let mut round = 0;
+            while !requests.is_empty() {
+                if round == BATCH_ROUNDS {
+                    return Err(StoreError::backend(format!(
+                        "{} deletes still unprocessed after {BATCH_ROUNDS} rounds",
+                        requests.len()
+                    )));
+                }
+                if round > 0 {
+                    tokio::time::sleep(Duration::from_millis(25 << round.min(6))).await;
+                }
+                let out = self
+                    .client
+                    .batch_write_item()
+                    .request_items(&self.table, std::mem::take(&mut requests))
+                    .send()
+                    .await
+                    .map_err(backend)?;
+                requests = out
+                    .unprocessed_items
+                    .and_then(|mut u| u.remove(&self.table))
+                    .unwrap_or_default();
+                round += 1;
+            }
+            items = rest;
+        }
+        Ok(())
+    }
+}

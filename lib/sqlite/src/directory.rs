@@ -1,0 +1,347 @@
+//! [`DirectoryStore`] on SQLite: members with their profiles and data, integrations, audit.
+
+use async_trait::async_trait;
+use knowledge_core::clock::Timestamp;
+use rusqlite::{OptionalExtension, Row, params};
+
+use crate::{SqliteStore, backend, conversion, text_parse};
+use knowledge_core::domain::{AuditEntry, IntegrationConfig, Member, MemberData};
+use knowledge_core::ids::{OrgId, UserId};
+use knowledge_core::ports::{DirectoryStore, StoreError};
+
+const MEMBER_COLUMNS: &str = "org_id, user_id, role, created_at, updated_at, profile, version";
+
+fn member_from(r: &Row<'_>) -> rusqlite::Result<Member> {
+    let profile: Option<String> = r.get(5)?;
+    let created_at = Timestamp(r.get(3)?);
+    let updated_at = Timestamp(r.get(4)?);
+    Ok(Member {
+        org: OrgId::parse(&r.get::<_, String>(0)?).map_err(conversion)?,
+        user: UserId::parse(&r.get::<_, String>(1)?).map_err(conversion)?,
+        role: text_parse(r.get(2)?)?,
+        created_at,
+        updated_at: updated_at.max(created_at),
+        profile: profile
+            .map(|p| serde_json::from_str(&p))
+            .transpose()
+            .map_err(conversion)?,
+        version: r.get(6)?,
+    })
+}
+
+fn profile_json(m: &Member) -> Result<Option<String>, StoreError> {
+    m.profile
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(backend)
+}
+
+/// Whether a write failed on a uniqueness rule (primary key or the `userName` index).
+fn is_unique_violation(e: &rusqlite::Error) -> bool {
+    matches!(
+        e,
+        rusqlite::Error::SqliteFailure(f, _)
+            if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                || f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+    )
+}
+
+pub(crate) fn insert_audit(
+    tx: &rusqlite::Transaction<'_>,
+    a: &AuditEntry,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO audit (org_id, at, id, actor, action, target) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            a.org.as_str(),
+            a.at.millis(),
+            a.id,
+            a.actor.as_str(),
+            a.action.as_str(),
+            a.target
+        ],
+    )
+    .map_err(backend)?;
+    Ok(())
+}
+
+#[async_trait]
+impl DirectoryStore for SqliteStore {
+    async fn create_member(&self, member: &Member, audit: &AuditEntry) -> Result<(), StoreError> {
+        let (m, a) = (member.clone(), audit.clone());
+        self.write(move |tx| {
+            let inserted = tx.execute(
+                "INSERT INTO members
+                 (org_id, user_id, role, created_at, updated_at, profile, user_name_key, version)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    m.org.as_str(),
+                    m.user.as_str(),
+                    m.role.as_str(),
+                    m.created_at.millis(),
+                    m.updated_at.millis(),
+                    profile_json(&m)?,
+                    m.profile.as_ref().map(|p| p.user_name_key()),
+                    m.version,
+                ],
+            );
+            match inserted {
+                Ok(_) => insert_audit(tx, &a),
+                Err(e) if is_unique_violation(&e) => Err(StoreError::AlreadyExists),
+                Err(e) => Err(backend(e)),
+            }
+        })
+        .await
+    }
+
+    async fn get_member(&self, org: &OrgId, user: &UserId) -> Result<Option<Member>, StoreError> {
+        let (o, u) = (org.clone(), user.clone());
+        self.read(move |c| {
+            c.query_row(
+                &format!("SELECT {MEMBER_COLUMNS} FROM members WHERE org_id = ?1 AND user_id = ?2"),
+                [o.as_str(), u.as_str()],
+                member_from,
+            )
+            .optional()
+        })
+        .await
+    }
+
+    async fn find_member_by_user_name(
+        &self,
+        org: &OrgId,
+        key: &str,
+    ) -> Result<Option<Member>, StoreError> {
+        let (o, k) = (org.clone(), key.to_owned());
+        self.read(move |c| {
+            c.query_row(
+                &format!(
+                    "SELECT {MEMBER_COLUMNS} FROM members WHERE org_id = ?1 AND user_name_key = ?2"
+                ),
+                [o.as_str(), k.as_str()],
+                member_from,
+            )
+            .optional()
+        })
+        .await
+    }
+
+    async fn list_members(&self, org: &OrgId) -> Result<Vec<Member>, StoreError> {
+        let o = org.clone();
+        self.read(move |c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {MEMBER_COLUMNS} FROM members WHERE org_id = ?1 ORDER BY user_id"
+            ))?;
+            let rows = stmt.query_map([o.as_str()], member_from)?;
+            rows.collect()
+        })
+        .await
+    }
+
+    async fn update_member(
+        &self,
+        previous: &Member,
+        next: &Member,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let (p, m, a) = (previous.clone(), next.clone(), audit.clone());
+        self.write(move |tx| {
+            let updated = tx.execute(
+                "UPDATE members SET role = ?3, updated_at = ?4, profile = ?5, user_name_key = ?6,
+                        version = ?7
+                 WHERE org_id = ?1 AND user_id = ?2 AND version = ?8",
+                params![
+                    m.org.as_str(),
+                    m.user.as_str(),
+                    m.role.as_str(),
+                    m.updated_at.millis(),
+                    profile_json(&m)?,
+                    m.profile.as_ref().map(|p| p.user_name_key()),
+                    m.version,
+                    p.version,
+                ],
+            );
+            match updated {
+                Ok(1) => insert_audit(tx, &a),
+                Ok(_) => {
+                    let exists: bool = tx
+                        .query_row(
+                            "SELECT EXISTS (SELECT 1 FROM members WHERE org_id = ?1 AND user_id = ?2)",
+                            [m.org.as_str(), m.user.as_str()],
+                            |r| r.get(0),
+                        )
+                        .map_err(backend)?;
+                    Err(if exists {
+                        StoreError::Conflict
+                    } else {
+                        StoreError::Gone
+                    })
+                }
+                Err(e) if is_unique_violation(&e) => Err(StoreError::AlreadyExists),
+                Err(e) => Err(backend(e)),
+            }
+        })
+        .await
+    }
+
+    async fn remove_member(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError> {
+        let (o, u, a) = (org.clone(), user.clone(), audit.clone());
+        self.write(move |tx| {
+            let p = [o.as_str(), u.as_str()];
+            let n = tx
+                .execute("DELETE FROM members WHERE org_id = ?1 AND user_id = ?2", p)
+                .map_err(backend)?;
+            if n == 0 {
+                return Ok(false);
+            }
+            tx.execute(
+                "DELETE FROM member_data WHERE org_id = ?1 AND user_id = ?2",
+                p,
+            )
+            .map_err(backend)?;
+            insert_audit(tx, &a)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn put_member_data(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+        data: &MemberData,
+    ) -> Result<(), StoreError> {
+        let (o, u, d) = (org.clone(), user.clone(), data.clone());
+        self.write(move |tx| {
+            let n = tx
+                .execute(
+                    "UPDATE members SET version = version + 1 WHERE org_id = ?1 AND user_id = ?2",
+                    [o.as_str(), u.as_str()],
+                )
+                .map_err(backend)?;
+            if n == 0 {
+                return Err(StoreError::Gone);
+            }
+            tx.execute(
+                "INSERT OR REPLACE INTO member_data (org_id, user_id, kind, name, value)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![o.as_str(), u.as_str(), d.kind.as_str(), d.name, d.value],
+            )
+            .map_err(backend)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn list_member_data(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+    ) -> Result<Vec<MemberData>, StoreError> {
+        let (o, u) = (org.clone(), user.clone());
+        self.read(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT kind, name, value FROM member_data WHERE org_id = ?1 AND user_id = ?2
+                 ORDER BY kind, name",
+            )?;
+            let rows = stmt.query_map([o.as_str(), u.as_str()], |r| {
+                Ok(MemberData {
+                    kind: text_parse(r.get(0)?)?,
+                    name: r.get(1)?,
+                    value: r.get(2)?,
+                })
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
+    async fn put_integration(
+        &self,
+        org: &OrgId,
+        integration: &IntegrationConfig,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let (o, i, a) = (org.clone(), integration.clone(), audit.clone());
+        let config = serde_json::to_string(&i).map_err(backend)?;
+        self.write(move |tx| {
+            tx.execute(
+                "INSERT INTO integrations (org_id, name, config) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (org_id, name) DO UPDATE SET config = excluded.config",
+                params![o.as_str(), i.name, config],
+            )
+            .map_err(backend)?;
+            insert_audit(tx, &a)
+        })
+        .await
+    }
+
+    async fn list_integrations(&self, org: &OrgId) -> Result<Vec<IntegrationConfig>, StoreError> {
+        let o = org.clone();
+        let configs: Vec<String> = self
+            .read(move |c| {
+                let mut stmt = c.prepare_cached(
+                    "SELECT config FROM integrations WHERE org_id = ?1 ORDER BY name",
+                )?;
+                let rows = stmt.query_map([o.as_str()], |r| r.get(0))?;
+                rows.collect()
+            })
+            .await?;
+        configs
+            .iter()
+            .map(|c| serde_json::from_str(c).map_err(backend))
+            .collect()
+    }
+
+    async fn remove_integration(
+        &self,
+        org: &OrgId,
+        name: &str,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError> {
+        let (o, n, a) = (org.clone(), name.to_owned(), audit.clone());
+        self.write(move |tx| {
+            let removed = tx
+                .execute(
+                    "DELETE FROM integrations WHERE org_id = ?1 AND name = ?2",
+                    params![o.as_str(), n],
+                )
+                .map_err(backend)?;
+            if removed == 0 {
+                return Ok(false);
+            }
+            insert_audit(tx, &a)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn list_audit(&self, org: &OrgId, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        let o = org.clone();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT at, id, actor, action, target FROM audit WHERE org_id = ?1
+                 ORDER BY at DESC, id DESC LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![o.as_str(), limit], |r| {
+                Ok(AuditEntry {
+                    org: o.clone(),
+                    at: Timestamp(r.get(0)?),
+                    id: r.get(1)?,
+                    actor: text_parse(r.get(2)?)?,
+                    action: text_parse(r.get(3)?)?,
+                    target: r.get(4)?,
+                })
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+}

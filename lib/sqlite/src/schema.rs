@@ -1,0 +1,119 @@
+//! The embedded store's tables and indexes, and the migration of files written by earlier versions.
+
+use rusqlite::Connection;
+
+pub(crate) const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS orgs (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    plan TEXT NOT NULL,
+    status TEXT NOT NULL,
+    sso_enabled INTEGER NOT NULL,
+    monthly_query_quota INTEGER,
+    cost_cap_micros INTEGER,
+    created_at INTEGER NOT NULL,
+    scim_token_sha256 TEXT
+) STRICT;
+CREATE TABLE IF NOT EXISTS members (
+    org_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL DEFAULT 0,
+    profile TEXT,
+    user_name_key TEXT,
+    version INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (org_id, user_id)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS member_data (
+    org_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (org_id, user_id, kind, name)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS integrations (
+    org_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    config TEXT NOT NULL,
+    PRIMARY KEY (org_id, name)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS audit (
+    org_id TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT NOT NULL,
+    PRIMARY KEY (org_id, at, id)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sessions (
+    user_id TEXT NOT NULL,
+    org_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    cancelled_at INTEGER,
+    run_id TEXT,
+    deleting INTEGER NOT NULL DEFAULT 0,
+    pending TEXT NOT NULL,
+    turn TEXT,
+    next_seq INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    PRIMARY KEY (user_id, org_id, session_id)
+) STRICT, WITHOUT ROWID;
+DROP INDEX IF EXISTS sessions_by_update;
+CREATE INDEX IF NOT EXISTS sessions_recent ON sessions (user_id, org_id, updated_at DESC, session_id DESC);
+CREATE INDEX IF NOT EXISTS sessions_running ON sessions (run_id) WHERE run_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS sessions_deleting ON sessions (user_id, org_id, session_id) WHERE deleting = 1;
+CREATE TABLE IF NOT EXISTS events (
+    user_id TEXT NOT NULL,
+    org_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    occurred_at INTEGER NOT NULL,
+    PRIMARY KEY (user_id, org_id, session_id, seq)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS rate_windows (
+    key TEXT PRIMARY KEY,
+    hits TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS usage (
+    org_id TEXT NOT NULL,
+    month TEXT NOT NULL,
+    queries INTEGER NOT NULL,
+    cost_micros INTEGER NOT NULL,
+    PRIMARY KEY (org_id, month)
+) STRICT, WITHOUT ROWID;
+"#;
+
+/// Brings a data directory written by an earlier version up to the current schema.
+pub(crate) fn migrate(c: &Connection) -> rusqlite::Result<()> {
+    for (table, column, decl) in [
+        ("sessions", "turn", "TEXT"),
+        ("orgs", "scim_token_sha256", "TEXT"),
+        ("members", "updated_at", "INTEGER NOT NULL DEFAULT 0"),
+        ("members", "profile", "TEXT"),
+        ("members", "user_name_key", "TEXT"),
+        ("members", "version", "INTEGER NOT NULL DEFAULT 1"),
+    ] {
+        let present: bool = c.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
+            [table, column],
+            |r| r.get(0),
+        )?;
+        if !present {
+            c.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))?;
+        }
+    }
+    c.execute_batch(
+        "CREATE UNIQUE INDEX IF NOT EXISTS members_user_name
+             ON members (org_id, user_name_key) WHERE user_name_key IS NOT NULL",
+    )
+}

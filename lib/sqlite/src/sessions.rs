@@ -1,0 +1,276 @@
+//! [`SessionStore`] on SQLite: the `sessions` and `events` tables.
+
+use async_trait::async_trait;
+use knowledge_core::clock::Timestamp;
+use rusqlite::{OptionalExtension, Row, params};
+
+use crate::{SqliteStore, backend, conversion, text_parse};
+use knowledge_core::domain::{Event, EventKind, Session, SessionSummary, Usage};
+use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
+use knowledge_core::ports::{Charge, SessionStore, StoreError};
+
+use crate::key_from;
+use crate::limits::{read_usage, write_usage};
+
+fn session_from(key: SessionKey, r: &Row<'_>) -> rusqlite::Result<Session> {
+    let pending: String = r.get(5)?;
+    let turn: Option<String> = r.get(9)?;
+    Ok(Session {
+        key,
+        title: r.get(0)?,
+        created_at: Timestamp(r.get(1)?),
+        updated_at: Timestamp(r.get(2)?),
+        cancelled_at: r.get::<_, Option<i64>>(3)?.map(Timestamp),
+        run_id: r
+            .get::<_, Option<String>>(4)?
+            .map(|s| RunId::parse(&s))
+            .transpose()
+            .map_err(conversion)?,
+        pending: serde_json::from_str(&pending).map_err(conversion)?,
+        turn: turn
+            .map(|t| serde_json::from_str(&t))
+            .transpose()
+            .map_err(conversion)?,
+        next_seq: r.get(6)?,
+        version: r.get(7)?,
+        deleting: r.get(8)?,
+    })
+}
+
+fn event_from(r: &Row<'_>) -> rusqlite::Result<Event> {
+    let payload: String = r.get(2)?;
+    Ok(Event {
+        seq: r.get(0)?,
+        kind: text_parse::<EventKind>(r.get(1)?)?,
+        payload: serde_json::from_str(&payload).map_err(conversion)?,
+        occurred_at: Timestamp(r.get(3)?),
+    })
+}
+
+fn insert_events(
+    tx: &rusqlite::Transaction<'_>,
+    key: &SessionKey,
+    events: &[Event],
+) -> Result<(), StoreError> {
+    let mut stmt = tx
+        .prepare_cached(
+            "INSERT INTO events (user_id, org_id, session_id, seq, kind, payload, occurred_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )
+        .map_err(backend)?;
+    for e in events {
+        stmt.execute(params![
+            key.user.as_str(),
+            key.org.as_str(),
+            key.session.as_str(),
+            e.seq,
+            e.kind.as_str(),
+            e.payload.to_string(),
+            e.occurred_at.millis(),
+        ])
+        .map_err(backend)?;
+    }
+    Ok(())
+}
+
+fn pending_json(s: &Session) -> String {
+    serde_json::to_string(&s.pending).expect("a list of integers serialises")
+}
+
+fn turn_json(s: &Session) -> Option<String> {
+    s.turn
+        .as_ref()
+        .map(|t| serde_json::to_string(t).expect("turn progress serialises"))
+}
+
+#[async_trait]
+impl SessionStore for SqliteStore {
+    async fn create_session(&self, session: &Session, events: &[Event]) -> Result<(), StoreError> {
+        let (s, events) = (session.clone(), events.to_vec());
+        self.write(move |tx| {
+            let k = &s.key;
+            let inserted = tx
+                .execute(
+                    "INSERT OR IGNORE INTO sessions
+                     (user_id, org_id, session_id, title, created_at, updated_at, cancelled_at, run_id,
+                      pending, next_seq, version, deleting, turn)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                    params![
+                        k.user.as_str(),
+                        k.org.as_str(),
+                        k.session.as_str(),
+                        s.title,
+                        s.created_at.millis(),
+                        s.updated_at.millis(),
+                        s.cancelled_at.map(Timestamp::millis),
+                        s.run_id.as_ref().map(RunId::as_str),
+                        pending_json(&s),
+                        s.next_seq,
+                        s.version,
+                        s.deleting,
+                        turn_json(&s)
+                    ],
+                )
+                .map_err(backend)?;
+            if inserted == 0 {
+                return Err(StoreError::AlreadyExists);
+            }
+            insert_events(tx, k, &events)
+        })
+        .await
+    }
+
+    async fn get_session(&self, key: &SessionKey) -> Result<Option<Session>, StoreError> {
+        let k = key.clone();
+        self.read(move |c| {
+            c.query_row(
+                "SELECT title, created_at, updated_at, cancelled_at, run_id, pending, next_seq, version,
+                 deleting, turn FROM sessions WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3",
+                [k.user.as_str(), k.org.as_str(), k.session.as_str()],
+                |r| session_from(k.clone(), r),
+            )
+            .optional()
+        })
+        .await
+    }
+
+    async fn commit_session(
+        &self,
+        session: &Session,
+        expected_version: u64,
+        events: &[Event],
+        charge: Option<&Charge>,
+    ) -> Result<(), StoreError> {
+        let (s, events, charge) = (session.clone(), events.to_vec(), charge.cloned());
+        self.write(move |tx| {
+            let k = &s.key;
+            let updated = tx
+                .execute(
+                    "UPDATE sessions SET title = ?4, updated_at = ?5, cancelled_at = ?6, run_id = ?7,
+                     pending = ?8, next_seq = ?9, version = ?10, deleting = ?12, turn = ?13
+                     WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3 AND version = ?11",
+                    params![
+                        k.user.as_str(),
+                        k.org.as_str(),
+                        k.session.as_str(),
+                        s.title,
+                        s.updated_at.millis(),
+                        s.cancelled_at.map(Timestamp::millis),
+                        s.run_id.as_ref().map(RunId::as_str),
+                        pending_json(&s),
+                        s.next_seq,
+                        s.version,
+                        expected_version,
+                        s.deleting,
+                        turn_json(&s)
+                    ],
+                )
+                .map_err(backend)?;
+            if updated == 0 {
+                let exists: bool = tx
+                    .query_row(
+                        "SELECT EXISTS (SELECT 1 FROM sessions
+                         WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3)",
+                        [k.user.as_str(), k.org.as_str(), k.session.as_str()],
+                        |r| r.get(0),
+                    )
+                    .map_err(backend)?;
+                return Err(if exists { StoreError::Conflict } else { StoreError::Gone });
+            }
+            insert_events(tx, k, &events)?;
+            if let Some(charge) = charge {
+                let usage = read_usage(tx, &k.org, &charge.month).map_err(backend)?;
+                let after = Usage { cost_micros: usage.cost_micros.saturating_add(charge.micros), ..usage };
+                write_usage(tx, &k.org, &charge.month, after).map_err(backend)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn list_events(
+        &self,
+        key: &SessionKey,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        let k = key.clone();
+        self.read(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT seq, kind, payload, occurred_at FROM events
+                 WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3 AND seq > ?4
+                 ORDER BY seq LIMIT ?5",
+            )?;
+            let rows = stmt.query_map(
+                params![
+                    k.user.as_str(),
+                    k.org.as_str(),
+                    k.session.as_str(),
+                    after,
+                    limit as i64
+                ],
+                event_from,
+            )?;
+            rows.collect()
+        })
+        .await
+    }
+
+    async fn list_sessions(
+        &self,
+        user: &UserId,
+        org: &OrgId,
+        limit: usize,
+    ) -> Result<Vec<SessionSummary>, StoreError> {
+        let (u, o) = (user.clone(), org.clone());
+        self.read(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT session_id, title, updated_at FROM sessions
+                 WHERE user_id = ?1 AND org_id = ?2 AND deleting = 0
+                 ORDER BY updated_at DESC, session_id DESC LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![u.as_str(), o.as_str(), limit as i64], |r| {
+                Ok(SessionSummary {
+                    id: SessionId::parse(&r.get::<_, String>(0)?).map_err(conversion)?,
+                    title: r.get(1)?,
+                    updated_at: Timestamp(r.get(2)?),
+                })
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
+    async fn delete_session(&self, key: &SessionKey) -> Result<bool, StoreError> {
+        let k = key.clone();
+        self.write(move |tx| {
+            let p = params![k.user.as_str(), k.org.as_str(), k.session.as_str()];
+            tx.execute(
+                "DELETE FROM events WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3",
+                p,
+            )
+            .map_err(backend)?;
+            let n = tx
+                .execute(
+                    "DELETE FROM sessions WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3",
+                    p,
+                )
+                .map_err(backend)?;
+            Ok(n > 0)
+        })
+        .await
+    }
+
+    async fn deleting_sessions(&self, limit: usize) -> Result<Vec<SessionKey>, StoreError> {
+        self.read(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT user_id, org_id, session_id FROM sessions WHERE deleting = 1 LIMIT ?1",
+            )?;
+            let rows = stmt.query_map(params![limit as i64], |r| {
+                key_from(r.get(0)?, r.get(1)?, r.get(2)?)
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+}

@@ -1,0 +1,295 @@
+//! Cases of [`DirectoryStore`](knowledge_core::ports::DirectoryStore): members, their data,
+//! integrations and the audit log.
+
+use std::sync::Arc;
+
+use knowledge_core::domain::{
+    Actor, AuditAction, AuditEntry, IntegrationAuth, IntegrationConfig, Member, MemberData,
+    MemberDataKind, Role,
+};
+use knowledge_core::ids::{OrgId, UserId};
+use knowledge_core::ports::StoreError;
+
+use crate::{NOW, Tested, audit, business_org, provisioned};
+
+pub async fn organisations_and_memberships_read_back_and_are_removed_once(store: Arc<dyn Tested>) {
+    let org = business_org(&*store).await;
+    assert_eq!(store.get_org(&org.id).await.unwrap(), Some(org.clone()));
+    assert_eq!(store.get_org(&OrgId::generate()).await.unwrap(), None);
+
+    let member = Member::new(org.id.clone(), UserId::generate(), Role::Admin, NOW);
+    let added = audit(&org.id, AuditAction::MemberAdded, member.user.as_str());
+    store.create_member(&member, &added).await.unwrap();
+    assert!(matches!(
+        store.create_member(&member, &added).await,
+        Err(StoreError::AlreadyExists)
+    ));
+    let other_org = OrgId::generate();
+    assert_eq!(
+        store.get_member(&other_org, &member.user).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.get_member(&org.id, &member.user).await.unwrap(),
+        Some(member.clone())
+    );
+    let removed = audit(&org.id, AuditAction::MemberRemoved, member.user.as_str());
+    assert!(
+        store
+            .remove_member(&org.id, &member.user, &removed)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .remove_member(&org.id, &member.user, &removed)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.get_member(&org.id, &member.user).await.unwrap(), None);
+    let actions: Vec<AuditAction> = store
+        .list_audit(&org.id, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|a| a.action)
+        .collect();
+    assert_eq!(
+        actions,
+        [AuditAction::MemberRemoved, AuditAction::MemberAdded]
+    );
+}
+
+pub async fn a_user_name_is_claimed_once_per_organisation_in_any_case_and_moves_with_updates(
+    store: Arc<dyn Tested>,
+) {
+    let (org, other) = (OrgId::generate(), OrgId::generate());
+    let ann = provisioned(&org, "Ann@Example.org");
+    let created = || audit(&org, AuditAction::UserProvisioned, "new");
+    store.create_member(&ann, &created()).await.unwrap();
+    assert!(matches!(
+        store
+            .create_member(&provisioned(&org, "ann@example.ORG"), &created())
+            .await,
+        Err(StoreError::AlreadyExists)
+    ));
+    // Another organisation has its own names.
+    store
+        .create_member(&provisioned(&other, "ann@example.org"), &created())
+        .await
+        .unwrap();
+    let found = store
+        .find_member_by_user_name(&org, "ann@example.org")
+        .await
+        .unwrap();
+    assert_eq!(found, Some(ann.clone()));
+
+    let bob = provisioned(&org, "bob@example.org");
+    store.create_member(&bob, &created()).await.unwrap();
+    let listed: Vec<UserId> = store
+        .list_members(&org)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.user)
+        .collect();
+    let mut expected = vec![ann.user.clone(), bob.user.clone()];
+    expected.sort();
+    assert_eq!(listed, expected);
+
+    // Renaming Ann frees her old name and claims the new one; taking Bob's is refused.
+    let updated = || audit(&org, AuditAction::UserUpdated, "changed");
+    let mut renamed = ann.clone();
+    renamed.version += 1;
+    renamed.profile.as_mut().unwrap().user_name = "ann.lee@example.org".into();
+    store
+        .update_member(&ann, &renamed, &updated())
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .find_member_by_user_name(&org, "ann@example.org")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .find_member_by_user_name(&org, "ann.lee@example.org")
+            .await
+            .unwrap()
+            .map(|m| m.user),
+        Some(ann.user.clone())
+    );
+    let mut taking = renamed.clone();
+    taking.version += 1;
+    taking.profile.as_mut().unwrap().user_name = "BOB@example.org".into();
+    assert!(matches!(
+        store.update_member(&renamed, &taking, &updated()).await,
+        Err(StoreError::AlreadyExists)
+    ));
+    // A stale version conflicts; a removed member is gone.
+    assert!(matches!(
+        store.update_member(&ann, &renamed, &updated()).await,
+        Err(StoreError::Conflict)
+    ));
+    let removed = audit(&org, AuditAction::UserDeleted, bob.user.as_str());
+    store
+        .remove_member(&org, &bob.user, &removed)
+        .await
+        .unwrap();
+    let mut stale = bob.clone();
+    stale.version += 1;
+    assert!(matches!(
+        store.update_member(&bob, &stale, &updated()).await,
+        Err(StoreError::Gone)
+    ));
+    // Bob's name is free again.
+    store
+        .create_member(&provisioned(&org, "bob@example.org"), &created())
+        .await
+        .unwrap();
+}
+
+pub async fn concurrent_creates_of_one_user_name_claim_it_once(store: Arc<dyn Tested>) {
+    let org = OrgId::generate();
+    let attempts: Vec<_> = (0..8)
+        .map(|_| {
+            let store = store.clone();
+            let member = provisioned(&org, "same@example.org");
+            // Each with its own audit entry, so only the name can collide.
+            let created = audit(&org, AuditAction::UserProvisioned, member.user.as_str());
+            tokio::spawn(async move { store.create_member(&member, &created).await })
+        })
+        .collect();
+    let mut won = 0;
+    for attempt in attempts {
+        match attempt.await.unwrap() {
+            Ok(()) => won += 1,
+            Err(StoreError::AlreadyExists | StoreError::Conflict) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(won, 1);
+    assert_eq!(store.list_members(&org).await.unwrap().len(), 1);
+}
+
+pub async fn removing_a_member_removes_their_data_in_the_same_step(store: Arc<dyn Tested>) {
+    let org = OrgId::generate();
+    let ann = provisioned(&org, "ann@example.org");
+    let created = audit(&org, AuditAction::UserProvisioned, ann.user.as_str());
+    store.create_member(&ann, &created).await.unwrap();
+    let stranger = UserId::generate();
+    let token = MemberData {
+        kind: MemberDataKind::IntegrationToken,
+        name: "crm".into(),
+        value: "sealed:abc".into(),
+    };
+    let memory = MemberData {
+        kind: MemberDataKind::AgentMemory,
+        name: "notes".into(),
+        value: "prefers short answers".into(),
+    };
+    assert!(matches!(
+        store.put_member_data(&org, &stranger, &token).await,
+        Err(StoreError::Gone)
+    ));
+    for d in [&token, &memory] {
+        store.put_member_data(&org, &ann.user, d).await.unwrap();
+    }
+    let mut held = store.list_member_data(&org, &ann.user).await.unwrap();
+    held.sort_by_key(|d| d.kind);
+    assert_eq!(held, [token.clone(), memory.clone()]);
+    // Writing data moves the member's version, so a removal prepared before it retries.
+    let now = store.get_member(&org, &ann.user).await.unwrap().unwrap();
+    assert_eq!(now.version, ann.version + 2);
+
+    let removed = audit(&org, AuditAction::UserDeactivated, ann.user.as_str());
+    assert!(
+        store
+            .remove_member(&org, &ann.user, &removed)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.list_member_data(&org, &ann.user).await.unwrap(), []);
+    assert_eq!(store.get_member(&org, &ann.user).await.unwrap(), None);
+    assert_eq!(
+        store
+            .find_member_by_user_name(&org, "ann@example.org")
+            .await
+            .unwrap(),
+        None
+    );
+    let log = store.list_audit(&org, 10).await.unwrap();
+    assert_eq!(
+        log.iter().map(|a| a.action).collect::<Vec<_>>(),
+        [AuditAction::UserDeactivated, AuditAction::UserProvisioned]
+    );
+}
+
+fn mcp(name: &str, url: &str, auth: IntegrationAuth) -> IntegrationConfig {
+    IntegrationConfig {
+        name: name.into(),
+        url: url.into(),
+        auth,
+        created_at: NOW,
+    }
+}
+
+pub async fn integrations_are_listed_by_name_replaced_by_name_and_removed_once_with_their_audit(
+    store: Arc<dyn Tested>,
+) {
+    let org = business_org(&*store).await;
+    let other = business_org(&*store).await;
+    let audit = |action, target: &str| AuditEntry::new(&org.id, NOW, Actor::Admin, action, target);
+    let connect = AuditAction::IntegrationConnected;
+    let wiki = mcp("wiki", "https://wiki.example/mcp", IntegrationAuth::PerUser);
+    let crm = mcp("crm", "http://127.0.0.1:9/mcp", IntegrationAuth::None);
+    store
+        .put_integration(&org.id, &wiki, &audit(connect, "wiki"))
+        .await
+        .unwrap();
+    store
+        .put_integration(&org.id, &crm, &audit(connect, "crm"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.list_integrations(&org.id).await.unwrap(),
+        vec![crm.clone(), wiki.clone()]
+    );
+    assert!(store.list_integrations(&other.id).await.unwrap().is_empty());
+
+    let moved = mcp("wiki", "https://wiki2.example/mcp", IntegrationAuth::None);
+    store
+        .put_integration(&org.id, &moved, &audit(connect, "wiki"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.list_integrations(&org.id).await.unwrap(),
+        vec![crm.clone(), moved]
+    );
+
+    let disconnect = AuditAction::IntegrationDisconnected;
+    assert!(
+        store
+            .remove_integration(&org.id, "wiki", &audit(disconnect, "wiki"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .remove_integration(&org.id, "wiki", &audit(disconnect, "wiki"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.list_integrations(&org.id).await.unwrap(), vec![crm]);
+    let actions: Vec<AuditAction> = store
+        .list_audit(&org.id, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.action)
+        .collect();
+    assert_eq!(actions.iter().filter(|a| **a == connect).count(), 3);
+    assert_eq!(actions.iter().filter(|a| **a == disconnect).count(), 1);
+}

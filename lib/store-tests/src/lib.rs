@@ -1,0 +1,273 @@
+//! The storage ports' contract as executable cases, run by each adapter's own tests on a fresh
+//! store: `knowledge-sqlite` on a temporary file, `knowledge-dynamo` on a table of its own in a
+//! DynamoDB stand-in (moto). One module per role; [`conformance!`] declares every case as a
+//! test of the crate that invokes it.
+
+pub mod directory;
+pub mod limits;
+pub mod orgs;
+pub mod sessions;
+
+use knowledge_core::clock::Timestamp;
+use knowledge_core::domain::{
+    Actor, AuditAction, AuditEntry, Member, NewEvent, Org, OrgStatus, Plan, Profile, Role, Session,
+};
+use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
+use knowledge_core::ports::{Store, StoreError, StoredRows};
+
+/// A store under test: every port, and the row counts a delete is checked by.
+pub trait Tested: Store + StoredRows {}
+
+impl<T: Store + StoredRows + ?Sized> Tested for T {}
+
+/// The instant the cases write at.
+pub const NOW: Timestamp = Timestamp(1_795_000_000_000);
+
+pub async fn texts(store: &dyn Store, key: &SessionKey) -> Vec<String> {
+    store
+        .list_events(key, 0, 10_000)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.payload["text"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Appends one user message `text` to the session as it stands, retrying on conflicts.
+pub async fn append(store: &dyn Store, key: &SessionKey, text: &str) {
+    loop {
+        let mut s = store.get_session(key).await.unwrap().unwrap();
+        let expected = s.version;
+        s.version += 1;
+        let placed = s.place(NOW, vec![NewEvent::user_message(text)]);
+        match store.commit_session(&s, expected, &placed, None).await {
+            Ok(()) => return,
+            Err(StoreError::Conflict) => continue,
+            Err(e) => panic!("append failed: {e}"),
+        }
+    }
+}
+
+/// The sessions listed for `key`'s user and organisation, newest first.
+pub async fn listed(store: &dyn Store, key: &SessionKey) -> Vec<SessionId> {
+    let sessions = store.list_sessions(&key.user, &key.org, 50).await.unwrap();
+    sessions.into_iter().map(|s| s.id).collect()
+}
+
+/// How many of the concurrent writes landed; every other one must have lost on `Conflict`.
+pub async fn landed(tasks: Vec<tokio::task::JoinHandle<Result<(), StoreError>>>) -> usize {
+    let mut landed = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(()) => landed += 1,
+            Err(StoreError::Conflict) => {}
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+    landed
+}
+
+/// A key of a new session of a new user in a new organisation.
+pub fn new_key() -> SessionKey {
+    SessionKey {
+        user: UserId::generate(),
+        org: OrgId::generate(),
+        session: SessionId::generate(),
+    }
+}
+
+/// Writes an idle session under `key` whose log holds `events` user messages `m0`, `m1`, ...
+/// numbered from 1: created with the first, the rest committed fifty at a time, as a store's
+/// transactions are bounded (DynamoDB's at 100 items).
+pub async fn seed_session(
+    store: &dyn Store,
+    key: &SessionKey,
+    now: Timestamp,
+    events: usize,
+) -> Session {
+    let message = |i: usize| NewEvent::user_message(&format!("m{i}"));
+    let mut session = Session::new(key.clone(), "seeded".into(), now);
+    let first = session.place(now, vec![message(0)]);
+    store.create_session(&session, &first).await.unwrap();
+    let mut i = 1;
+    while i < events {
+        let chunk: Vec<NewEvent> = (i..events.min(i + 50)).map(message).collect();
+        i += chunk.len();
+        let expected = session.version;
+        session.version += 1;
+        let placed = session.place(now, chunk);
+        store
+            .commit_session(&session, expected, &placed, None)
+            .await
+            .unwrap();
+    }
+    session
+}
+
+/// Commits the first half of a delete of `key` (the session marked `deleting`, its rows still
+/// there), as a process that dies between a delete's two writes leaves it.
+pub async fn mark_deleting(store: &dyn Store, key: &SessionKey) {
+    let mut s = store.get_session(key).await.unwrap().unwrap();
+    let expected = s.version;
+    s.version += 1;
+    s.deleting = true;
+    store.commit_session(&s, expected, &[], None).await.unwrap();
+}
+
+/// An audit entry a millisecond after the previous one, so the log's order is defined.
+pub fn audit(org: &OrgId, action: AuditAction, target: &str) -> AuditEntry {
+    static TICK: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+    let tick = TICK.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    AuditEntry::new(org, NOW.plus_millis(tick), Actor::Scim, action, target)
+}
+
+pub fn provisioned(org: &OrgId, user_name: &str) -> Member {
+    let mut m = Member::new(org.clone(), UserId::generate(), Role::Viewer, NOW);
+    m.profile = Some(Profile {
+        user_name: user_name.into(),
+        external_id: Some("ext".into()),
+        attributes: serde_json::Map::from_iter([("title".to_owned(), "Engineer".into())]),
+    });
+    m
+}
+
+pub async fn business_org(store: &dyn Store) -> Org {
+    let org = Org {
+        id: OrgId::generate(),
+        name: "Acme".into(),
+        plan: Plan::Business,
+        status: OrgStatus::Suspended,
+        sso_enabled: true,
+        monthly_query_quota: Some(100),
+        cost_cap_micros: None,
+        created_at: NOW,
+        scim_token_sha256: None,
+    };
+    store.put_org(&org).await.unwrap();
+    org
+}
+
+/// Declares every case of the contract as a `#[tokio::test]` of the invoking crate, in one
+/// module per role, each on the fresh store that `$open().await` returns as
+/// `(Arc<dyn Tested>, guard)`; the guard (a temporary directory, say) lives as long as the case.
+#[macro_export]
+macro_rules! conformance {
+    ($open:path) => {
+        mod sessions {
+            use super::*;
+
+            #[tokio::test]
+            async fn a_session_reads_back_exactly_as_it_was_written() {
+                let (store, _guard) = $open().await;
+                $crate::sessions::a_session_reads_back_exactly_as_it_was_written(store).await;
+            }
+            #[tokio::test]
+            async fn creating_a_session_whose_key_is_taken_is_refused_and_changes_nothing() {
+                let (store, _guard) = $open().await;
+                $crate::sessions::creating_a_session_whose_key_is_taken_is_refused_and_changes_nothing(store).await;
+            }
+            #[tokio::test]
+            async fn events_follow_a_cursor_across_pages_in_order_exactly_once() {
+                let (store, _guard) = $open().await;
+                $crate::sessions::events_follow_a_cursor_across_pages_in_order_exactly_once(store).await;
+            }
+            #[tokio::test]
+            async fn another_user_or_organisation_cannot_read_change_or_delete_the_session() {
+                let (store, _guard) = $open().await;
+                $crate::sessions::another_user_or_organisation_cannot_read_change_or_delete_the_session(store).await;
+            }
+            #[tokio::test]
+            async fn of_concurrent_commits_at_one_version_exactly_one_lands() {
+                let (store, _guard) = $open().await;
+                $crate::sessions::of_concurrent_commits_at_one_version_exactly_one_lands(store).await;
+            }
+            #[tokio::test]
+            async fn concurrent_appenders_that_retry_on_conflict_leave_a_gap_free_log() {
+                let (store, _guard) = $open().await;
+                $crate::sessions::concurrent_appenders_that_retry_on_conflict_leave_a_gap_free_log(store).await;
+            }
+            #[tokio::test]
+            async fn of_concurrent_run_claims_exactly_one_wins() {
+                let (store, _guard) = $open().await;
+                $crate::sessions::of_concurrent_run_claims_exactly_one_wins(store).await;
+            }
+            #[tokio::test]
+            async fn delete_removes_the_session_and_every_event_of_a_long_log_and_nothing_else() {
+                let (store, _guard) = $open().await;
+                $crate::sessions::delete_removes_the_session_and_every_event_of_a_long_log_and_nothing_else(store).await;
+            }
+            #[tokio::test]
+            async fn a_session_being_deleted_is_never_listed_and_is_found_until_its_removal_finishes() {
+                let (store, _guard) = $open().await;
+                $crate::sessions::a_session_being_deleted_is_never_listed_and_is_found_until_its_removal_finishes(store).await;
+            }
+            #[tokio::test]
+            async fn a_commit_to_a_deleted_session_is_gone_and_writes_nothing() {
+                let (store, _guard) = $open().await;
+                $crate::sessions::a_commit_to_a_deleted_session_is_gone_and_writes_nothing(store).await;
+            }
+            #[tokio::test]
+            async fn sessions_list_newest_first_within_one_user_and_organisation() {
+                let (store, _guard) = $open().await;
+                $crate::sessions::sessions_list_newest_first_within_one_user_and_organisation(store).await;
+            }
+        }
+        mod limits {
+            use super::*;
+
+            #[tokio::test]
+            async fn a_rate_window_is_replaced_only_at_the_version_it_was_read_at() {
+                let (store, _guard) = $open().await;
+                $crate::limits::a_rate_window_is_replaced_only_at_the_version_it_was_read_at(store).await;
+            }
+            #[tokio::test]
+            async fn concurrent_queries_never_pass_the_monthly_quota_together() {
+                let (store, _guard) = $open().await;
+                $crate::limits::concurrent_queries_never_pass_the_monthly_quota_together(store).await;
+            }
+            #[tokio::test]
+            async fn spend_charged_with_a_commit_counts_against_the_cost_cap() {
+                let (store, _guard) = $open().await;
+                $crate::limits::spend_charged_with_a_commit_counts_against_the_cost_cap(store).await;
+            }
+        }
+        mod orgs {
+            use super::*;
+
+            #[tokio::test]
+            async fn the_scim_token_hash_survives_settings_changes_and_is_replaced_by_a_new_one() {
+                let (store, _guard) = $open().await;
+                $crate::orgs::the_scim_token_hash_survives_settings_changes_and_is_replaced_by_a_new_one(store).await;
+            }
+        }
+        mod directory {
+            use super::*;
+
+            #[tokio::test]
+            async fn organisations_and_memberships_read_back_and_are_removed_once() {
+                let (store, _guard) = $open().await;
+                $crate::directory::organisations_and_memberships_read_back_and_are_removed_once(store).await;
+            }
+            #[tokio::test]
+            async fn a_user_name_is_claimed_once_per_organisation_in_any_case_and_moves_with_updates() {
+                let (store, _guard) = $open().await;
+                $crate::directory::a_user_name_is_claimed_once_per_organisation_in_any_case_and_moves_with_updates(store).await;
+            }
+            #[tokio::test]
+            async fn concurrent_creates_of_one_user_name_claim_it_once() {
+                let (store, _guard) = $open().await;
+                $crate::directory::concurrent_creates_of_one_user_name_claim_it_once(store).await;
+            }
+            #[tokio::test]
+            async fn removing_a_member_removes_their_data_in_the_same_step() {
+                let (store, _guard) = $open().await;
+                $crate::directory::removing_a_member_removes_their_data_in_the_same_step(store).await;
+            }
+            #[tokio::test]
+            async fn integrations_are_listed_by_name_replaced_by_name_and_removed_once_with_their_audit() {
+                let (store, _guard) = $open().await;
+                $crate::directory::integrations_are_listed_by_name_replaced_by_name_and_removed_once_with_their_audit(store).await;
+            }
+        }
+    };
+}
