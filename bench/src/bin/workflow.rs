@@ -138,12 +138,15 @@ async fn cancel_latency(cancels: usize) {
                     assert_eq!(r.status(), 200);
                     loop {
                         let events = store.list_events(&key, 0, 100).await.unwrap();
-                        if events.iter().any(|e| e.kind == EventKind::StatusTerminated) {
+                        if events
+                            .iter()
+                            .any(|e| e.kind() == EventKind::StatusTerminated)
+                        {
                             samples.push(sent.elapsed());
                             break;
                         }
                         assert!(
-                            events.iter().all(|e| e.kind != EventKind::StatusIdle),
+                            events.iter().all(|e| e.kind() != EventKind::StatusIdle),
                             "the turn ended before the cancel"
                         );
                         tokio::time::sleep(Duration::from_millis(1)).await;

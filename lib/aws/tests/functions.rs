@@ -306,7 +306,7 @@ async fn message_event_appends_the_question_and_starts_a_run() {
     let run = session.run_id.expect("a run was claimed").to_string();
     assert_eq!(d.executions().await, [run]);
     let last = d.store.list_events(&d.key, 6, 10).await.unwrap();
-    assert_eq!(last[0].payload["text"], "And for annual plans?");
+    assert_eq!(last[0].body.text(), Some("And for annual plans?"));
     assert_eq!(
         made,
         requests(&[
@@ -562,7 +562,7 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
         .await
         .unwrap()
         .iter()
-        .map(|e| e.kind.as_str())
+        .map(|e| e.kind().as_str())
         .collect();
     assert_eq!(kinds, ["user_message", "agent_message", "status_idle"]);
     let s = d.store.get_session(&d.key).await.unwrap().unwrap();

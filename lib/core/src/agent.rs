@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::domain::EventKind;
+use crate::domain::{EventBody, EventKind};
 use crate::ports::{
     Agent, AgentAction, AgentError, AgentReply, AgentRequest, TokenUsage, ToolCall, ToolSpec,
 };
@@ -39,7 +39,7 @@ impl Agent for BuiltinAgent {
         let searched = request
             .steps
             .iter()
-            .any(|e| e.kind == EventKind::ToolResult);
+            .any(|e| e.kind() == EventKind::ToolResult);
         let searches: Vec<&ToolSpec> = request.tools.iter().filter(|t| is_search(t)).collect();
         let action = if !searched && !searches.is_empty() && !request.must_answer {
             AgentAction::UseTools(
@@ -98,8 +98,11 @@ fn answer(question: &str, request: &AgentRequest) -> String {
     let mut found: Vec<Passage<'_>> = request
         .steps
         .iter()
-        .filter(|e| e.kind == EventKind::ToolResult)
-        .flat_map(|e| passages(&e.payload["output"]))
+        .filter_map(|e| match &e.body {
+            EventBody::ToolResult { output, .. } => Some(output),
+            _ => None,
+        })
+        .flat_map(passages)
         .collect();
     found.sort_by(|a, b| b.score.total_cmp(&a.score));
     let mut text = quote(question);
@@ -149,8 +152,7 @@ mod tests {
     fn event(seq: u64, kind: EventKind, payload: Value) -> Event {
         Event {
             seq,
-            kind,
-            payload,
+            body: EventBody::from_stored(kind, payload).unwrap(),
             occurred_at: Timestamp(0),
         }
     }
@@ -195,7 +197,11 @@ mod tests {
     #[tokio::test]
     async fn after_searching_it_quotes_the_best_passages_with_their_sources() {
         let steps = vec![
-            event(2, EventKind::ToolUse, json!({"tool": "search_docs"})),
+            event(
+                2,
+                EventKind::ToolUse,
+                json!({"tool": "search_docs", "input": {}}),
+            ),
             event(
                 3,
                 EventKind::ToolResult,

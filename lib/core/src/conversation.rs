@@ -15,7 +15,7 @@
 
 use serde_json::{Value, json};
 
-use crate::domain::{Event, EventKind};
+use crate::domain::{Event, EventBody};
 
 /// One message of the rebuilt conversation.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,56 +87,46 @@ impl Builder {
             .push(Message::ToolResults(std::mem::take(&mut self.results)));
     }
 
-    fn text(event: &Event) -> String {
-        event.payload["text"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned()
-    }
-
     fn push(&mut self, event: &Event) {
-        match event.kind {
-            EventKind::UserMessage if self.in_turn => self.queued.push(Self::text(event)),
-            EventKind::UserMessage => {
+        match &event.body {
+            EventBody::UserMessage { text } if self.in_turn => self.queued.push(text.clone()),
+            EventBody::UserMessage { text } => {
                 self.close();
-                self.out.push(Message::User(Self::text(event)));
+                self.out.push(Message::User(text.clone()));
                 self.in_turn = true;
             }
-            EventKind::AgentMessage => {
+            EventBody::AgentMessage { text } => {
                 self.close();
-                self.out.push(Message::Assistant(Self::text(event)));
+                self.out.push(Message::Assistant(text.clone()));
             }
-            EventKind::ToolUse => {
+            EventBody::ToolUse { tool, input } => {
                 if !self.results.is_empty() {
                     self.close();
                 }
                 self.calls.push(CallRecord {
                     id: format!("call_{}", event.seq),
-                    tool: event.payload["tool"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned(),
-                    input: match &event.payload["input"] {
-                        Value::Object(_) => event.payload["input"].clone(),
+                    tool: tool.clone(),
+                    input: match input {
+                        Value::Object(_) => input.clone(),
                         _ => json!({}),
                     },
                 });
             }
-            EventKind::ToolResult => {
+            EventBody::ToolResult { output, .. } => {
                 let Some(call) = self.calls.get(self.results.len()) else {
                     return;
                 };
                 self.results.push(ResultRecord {
                     id: call.id.clone(),
                     tool: call.tool.clone(),
-                    output: event.payload["output"].clone(),
+                    output: output.clone(),
                 });
                 if self.results.len() == self.calls.len() {
                     self.close();
                 }
             }
-            EventKind::StatusIdle | EventKind::StatusTerminated => self.end_turn(),
-            EventKind::Error => {}
+            EventBody::StatusIdle {} | EventBody::StatusTerminated { .. } => self.end_turn(),
+            EventBody::Error { .. } => {}
         }
     }
 
@@ -169,6 +159,7 @@ pub fn rebuild<'a>(events: impl IntoIterator<Item = &'a Event>) -> Vec<Message> 
 mod tests {
     use super::*;
     use crate::clock::Timestamp;
+    use crate::domain::EventKind;
 
     fn log(kinds: &[(EventKind, Value)]) -> Vec<Event> {
         kinds
@@ -176,8 +167,7 @@ mod tests {
             .enumerate()
             .map(|(i, (kind, payload))| Event {
                 seq: i as u64 + 1,
-                kind: *kind,
-                payload: payload.clone(),
+                body: EventBody::from_stored(*kind, payload.clone()).unwrap(),
                 occurred_at: Timestamp(0),
             })
             .collect()

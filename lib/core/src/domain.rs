@@ -342,12 +342,104 @@ text_enum!(EventKind {
     Error => "error",
 });
 
-/// One entry of a session's log. `seq` numbers the log from 1 without gaps.
+/// What an event says, by its type: the interface's `type` and `payload`, as a client reads
+/// them in a transcript and as the log stores them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "payload", rename_all = "snake_case")]
+pub enum EventBody {
+    /// A question or follow-up the user sent.
+    UserMessage { text: String },
+    /// The agent's answer, in Markdown.
+    AgentMessage { text: String },
+    /// A tool call the agent asked for.
+    ToolUse { tool: String, input: Value },
+    /// A tool call's result, or `{"error": ...}` when the tool refused its input.
+    ToolResult { tool: String, output: Value },
+    /// The turn is over; the session waits for the next message.
+    StatusIdle {},
+    /// The run ended early: `cancelled` or `failed`.
+    StatusTerminated { reason: String },
+    /// A failure the client should show: a stable `code` and a message for people.
+    Error { code: String, message: String },
+}
+
+/// An event not yet given its place in the log.
+pub type NewEvent = EventBody;
+
+impl EventBody {
+    pub fn user_message(text: &str) -> Self {
+        Self::UserMessage { text: text.into() }
+    }
+    pub fn agent_message(text: &str) -> Self {
+        Self::AgentMessage { text: text.into() }
+    }
+    pub fn status_idle() -> Self {
+        Self::StatusIdle {}
+    }
+    pub fn status_terminated(reason: &str) -> Self {
+        Self::StatusTerminated {
+            reason: reason.into(),
+        }
+    }
+    pub fn tool_use(tool: &str, input: &Value) -> Self {
+        Self::ToolUse {
+            tool: tool.into(),
+            input: input.clone(),
+        }
+    }
+    pub fn tool_result(tool: &str, output: &Value) -> Self {
+        Self::ToolResult {
+            tool: tool.into(),
+            output: output.clone(),
+        }
+    }
+    pub fn error(code: &str, message: &str) -> Self {
+        Self::Error {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Self::UserMessage { .. } => EventKind::UserMessage,
+            Self::AgentMessage { .. } => EventKind::AgentMessage,
+            Self::ToolUse { .. } => EventKind::ToolUse,
+            Self::ToolResult { .. } => EventKind::ToolResult,
+            Self::StatusIdle {} => EventKind::StatusIdle,
+            Self::StatusTerminated { .. } => EventKind::StatusTerminated,
+            Self::Error { .. } => EventKind::Error,
+        }
+    }
+
+    /// The payload as the log stores it and the interface shows it.
+    pub fn payload(&self) -> Value {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(mut tagged)) => tagged.remove("payload").unwrap_or_default(),
+            _ => unreachable!("an event body serialises as its type and payload"),
+        }
+    }
+
+    /// The body of a stored event of `kind`. Errors: `payload` lacks a field of its kind, or
+    /// has one of the wrong type.
+    pub fn from_stored(kind: EventKind, payload: Value) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(serde_json::json!({ "type": kind.as_str(), "payload": payload }))
+    }
+
+    /// The text of a user or agent message.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Self::UserMessage { text } | Self::AgentMessage { text } => Some(text),
+            _ => None,
+        }
+    }
+}
+
+/// One entry of a session's log. `seq` numbers the log from 1 without gaps.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     pub seq: u64,
-    pub kind: EventKind,
-    pub payload: Value,
+    pub body: EventBody,
     pub occurred_at: Timestamp,
 }
 
@@ -355,57 +447,9 @@ impl Event {
     pub fn id(&self) -> EventId {
         EventId::from_seq(self.seq)
     }
-}
 
-/// An event not yet given its place in the log.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewEvent {
-    pub kind: EventKind,
-    pub payload: Value,
-}
-
-impl NewEvent {
-    pub fn user_message(text: &str) -> Self {
-        Self {
-            kind: EventKind::UserMessage,
-            payload: serde_json::json!({ "text": text }),
-        }
-    }
-    pub fn agent_message(text: &str) -> Self {
-        Self {
-            kind: EventKind::AgentMessage,
-            payload: serde_json::json!({ "text": text }),
-        }
-    }
-    pub fn status_idle() -> Self {
-        Self {
-            kind: EventKind::StatusIdle,
-            payload: serde_json::json!({}),
-        }
-    }
-    pub fn status_terminated(reason: &str) -> Self {
-        Self {
-            kind: EventKind::StatusTerminated,
-            payload: serde_json::json!({ "reason": reason }),
-        }
-    }
-    pub fn tool_use(tool: &str, input: &Value) -> Self {
-        Self {
-            kind: EventKind::ToolUse,
-            payload: serde_json::json!({ "tool": tool, "input": input }),
-        }
-    }
-    pub fn tool_result(tool: &str, output: &Value) -> Self {
-        Self {
-            kind: EventKind::ToolResult,
-            payload: serde_json::json!({ "tool": tool, "output": output }),
-        }
-    }
-    pub fn error(code: &str, message: &str) -> Self {
-        Self {
-            kind: EventKind::Error,
-            payload: serde_json::json!({ "code": code, "message": message }),
-        }
+    pub fn kind(&self) -> EventKind {
+        self.body.kind()
     }
 }
 
@@ -476,8 +520,7 @@ impl Session {
                 self.next_seq += 1;
                 Event {
                     seq,
-                    kind: e.kind,
-                    payload: e.payload,
+                    body: e,
                     occurred_at: at,
                 }
             })
@@ -572,5 +615,36 @@ mod tests {
         assert_eq!(placed.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![4, 5]);
         assert!(placed.iter().all(|e| e.occurred_at == Timestamp(500)));
         assert_eq!(s.next_seq, 6);
+    }
+
+    #[test]
+    fn an_event_body_is_stored_as_its_kind_and_payload_and_read_back_whole() {
+        let bodies = [
+            NewEvent::user_message("q"),
+            NewEvent::agent_message("a"),
+            NewEvent::tool_use("search", &serde_json::json!({ "query": "q" })),
+            NewEvent::tool_result("search", &serde_json::json!([1, 2])),
+            NewEvent::status_idle(),
+            NewEvent::status_terminated("cancelled"),
+            NewEvent::error("agent_failed", "no answer"),
+        ];
+        for body in bodies {
+            let back = EventBody::from_stored(body.kind(), body.payload()).unwrap();
+            assert_eq!(back, body);
+        }
+        assert_eq!(NewEvent::status_idle().payload(), serde_json::json!({}));
+        assert_eq!(
+            NewEvent::user_message("q").payload(),
+            serde_json::json!({ "text": "q" })
+        );
+    }
+
+    #[test]
+    fn a_stored_payload_without_its_kinds_fields_is_refused() {
+        let wrong = EventBody::from_stored(EventKind::ToolUse, serde_json::json!({ "text": "x" }));
+        assert!(wrong.is_err());
+        let typed =
+            EventBody::from_stored(EventKind::UserMessage, serde_json::json!({ "text": 7 }));
+        assert!(typed.is_err());
     }
 }

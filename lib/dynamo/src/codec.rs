@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use knowledge_core::clock::Timestamp;
-use knowledge_core::domain::{AuditEntry, Event, Member, Session, TurnProgress, Usage};
+use knowledge_core::domain::{
+    AuditEntry, Event, EventBody, EventKind, Member, Session, TurnProgress, Usage,
+};
 use knowledge_core::ids::{RunId, SessionKey};
 use knowledge_core::ports::StoreError;
 
@@ -131,17 +133,18 @@ pub(crate) fn session_from(key: &SessionKey, item: &Item) -> Result<Session, Sto
 pub(crate) fn event_item(key: &SessionKey, e: &Event) -> Result<Item, StoreError> {
     let mut item = key_item(keys::event(key, e.seq));
     item.insert("seq".into(), n(e.seq));
-    item.insert("kind".into(), s(e.kind.as_str()));
-    item.insert("payload".into(), s(to_json(&e.payload)?));
+    item.insert("kind".into(), s(e.kind().as_str()));
+    item.insert("payload".into(), s(to_json(&e.body.payload())?));
     item.insert("occurredAt".into(), n(e.occurred_at.millis()));
     Ok(item)
 }
 
 pub(crate) fn event_from(item: &Item) -> Result<Event, StoreError> {
+    let kind: EventKind = get_s(item, "kind")?.parse().map_err(|_| corrupt("kind"))?;
+    let payload = get_json(item, "payload")?;
     Ok(Event {
         seq: get_n(item, "seq")?,
-        kind: get_s(item, "kind")?.parse().map_err(|_| corrupt("kind"))?,
-        payload: get_json(item, "payload")?,
+        body: EventBody::from_stored(kind, payload).map_err(|_| corrupt("payload"))?,
         occurred_at: Timestamp(get_n(item, "occurredAt")?),
     })
 }

@@ -23,8 +23,8 @@ type ApiResult = Result<Json<Value>, ApiError>;
 fn event_json(e: &Event) -> Value {
     json!({
         "id": e.id().to_string(),
-        "type": e.kind.as_str(),
-        "payload": e.payload,
+        "type": e.kind().as_str(),
+        "payload": e.body.payload(),
         "occurredAt": e.occurred_at.to_iso8601(),
     })
 }

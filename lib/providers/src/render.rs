@@ -91,8 +91,7 @@ mod tests {
     fn request(tools: bool, must_answer: bool) -> AgentRequest {
         let event = |seq, kind, payload| Event {
             seq,
-            kind,
-            payload,
+            body: knowledge_core::domain::EventBody::from_stored(kind, payload).unwrap(),
             occurred_at: Timestamp(0),
         };
         AgentRequest {

@@ -22,8 +22,7 @@ use tokio::sync::oneshot;
 fn event(seq: u64, kind: EventKind, payload: Value) -> Event {
     Event {
         seq,
-        kind,
-        payload,
+        body: knowledge_core::domain::EventBody::from_stored(kind, payload).unwrap(),
         occurred_at: Timestamp(0),
     }
 }

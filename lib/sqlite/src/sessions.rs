@@ -5,7 +5,7 @@ use knowledge_core::clock::Timestamp;
 use rusqlite::{OptionalExtension, Row, params};
 
 use crate::{SqliteStore, backend, conversion, text_parse};
-use knowledge_core::domain::{Event, EventKind, Session, SessionSummary, Usage};
+use knowledge_core::domain::{Event, EventBody, EventKind, Session, SessionSummary, Usage};
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, SessionStore, StoreError};
 
@@ -38,11 +38,12 @@ fn session_from(key: SessionKey, r: &Row<'_>) -> rusqlite::Result<Session> {
 }
 
 fn event_from(r: &Row<'_>) -> rusqlite::Result<Event> {
+    let kind = text_parse::<EventKind>(r.get(1)?)?;
     let payload: String = r.get(2)?;
+    let payload = serde_json::from_str(&payload).map_err(conversion)?;
     Ok(Event {
         seq: r.get(0)?,
-        kind: text_parse::<EventKind>(r.get(1)?)?,
-        payload: serde_json::from_str(&payload).map_err(conversion)?,
+        body: EventBody::from_stored(kind, payload).map_err(conversion)?,
         occurred_at: Timestamp(r.get(3)?),
     })
 }
@@ -64,8 +65,8 @@ fn insert_events(
             key.org.as_str(),
             key.session.as_str(),
             e.seq,
-            e.kind.as_str(),
-            e.payload.to_string(),
+            e.kind().as_str(),
+            e.body.payload().to_string(),
             e.occurred_at.millis(),
         ])
         .map_err(backend)?;

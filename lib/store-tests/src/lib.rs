@@ -29,7 +29,7 @@ pub async fn texts(store: &dyn Store, key: &SessionKey) -> Vec<String> {
         .await
         .unwrap()
         .iter()
-        .map(|e| e.payload["text"].as_str().unwrap_or_default().to_owned())
+        .map(|e| e.body.text().unwrap_or_default().to_owned())
         .collect()
 }
 

@@ -52,8 +52,7 @@ pub async fn creating_a_session_whose_key_is_taken_is_refused_and_changes_nothin
     again.title = "impostor".into();
     let events = vec![Event {
         seq: 1,
-        kind: knowledge_core::domain::EventKind::UserMessage,
-        payload: serde_json::json!({ "text": "overwritten" }),
+        body: NewEvent::user_message("overwritten"),
         occurred_at: NOW,
     }];
     let refused = store.create_session(&again, &events).await;

@@ -5,7 +5,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::domain::{Event, EventKind};
+use crate::domain::{Event, EventBody};
 use crate::ids::OrgId;
 use crate::ports::ToolSpec;
 
@@ -29,12 +29,10 @@ pub struct AgentRequest {
 impl AgentRequest {
     /// The text of the user message being answered.
     pub fn question(&self) -> Option<&str> {
-        self.history
-            .iter()
-            .rev()
-            .find(|e| e.kind == EventKind::UserMessage)
-            .and_then(|e| e.payload.get("text"))
-            .and_then(Value::as_str)
+        self.history.iter().rev().find_map(|e| match &e.body {
+            EventBody::UserMessage { text } => Some(text.as_str()),
+            _ => None,
+        })
     }
 
     /// The conversation rebuilt from the log for a provider: see [`crate::conversation`].

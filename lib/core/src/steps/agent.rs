@@ -152,24 +152,24 @@ impl Steps {
             log.into_iter().partition(|e| e.seq < turn_from);
         let mut history: Vec<Event> = history
             .into_iter()
-            .filter(|e| e.kind != EventKind::UserMessage || e.seq <= user_seq)
+            .filter(|e| e.kind() != EventKind::UserMessage || e.seq <= user_seq)
             .collect();
         // Over the byte budget, the oldest events go first; the question itself always stays.
         let mut excess = history
             .iter()
-            .map(|e| e.payload.to_string().len())
+            .map(|e| e.body.payload().to_string().len())
             .sum::<usize>()
             .saturating_sub(HISTORY_BYTES);
         history.retain(|e| {
             if excess == 0 || e.seq == user_seq {
                 return true;
             }
-            excess = excess.saturating_sub(e.payload.to_string().len());
+            excess = excess.saturating_sub(e.body.payload().to_string().len());
             false
         });
         let steps = own
             .into_iter()
-            .filter(|e| matches!(e.kind, EventKind::ToolUse | EventKind::ToolResult))
+            .filter(|e| matches!(e.kind(), EventKind::ToolUse | EventKind::ToolResult))
             .collect();
         Ok((history, steps))
     }

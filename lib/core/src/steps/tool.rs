@@ -2,7 +2,7 @@
 
 use std::future::Future;
 
-use crate::domain::{Awaiting, EventKind, NewEvent};
+use crate::domain::{Awaiting, EventBody, NewEvent};
 use crate::integrations::find_tool;
 use crate::ports::IntegrationError;
 
@@ -38,9 +38,17 @@ impl Steps {
             .await?
             .into_iter()
             .next()
-            .filter(|e| e.seq == use_seq && e.kind == EventKind::ToolUse)
-            .ok_or_else(|| StepError::new(errors::STORE, "the tool_use event is missing"))?;
-        let tool = call.payload["tool"].as_str().unwrap_or_default().to_owned();
+            .filter(|e| e.seq == use_seq)
+            .and_then(|e| match e.body {
+                EventBody::ToolUse { tool, input } => Some((tool, input)),
+                _ => None,
+            });
+        let Some((tool, tool_input)) = call else {
+            return Err(StepError::new(
+                errors::STORE,
+                "the tool_use event is missing",
+            ));
+        };
         let found = tokio::select! {
             biased;
             () = cancelled.as_mut() => return Ok(StepOutput::cancelled()),
@@ -48,7 +56,7 @@ impl Steps {
         };
         let output = match found {
             Ok(Some(integration)) => integration
-                .call(&tool, &call.payload["input"], cancelled.as_mut())
+                .call(&tool, &tool_input, cancelled.as_mut())
                 .await
                 .map(Ok),
             Ok(None) => Ok(Err(format!("there is no tool named {tool:?}"))),

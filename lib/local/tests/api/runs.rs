@@ -110,7 +110,7 @@ impl Rig {
             .await
             .unwrap()
             .iter()
-            .map(|e| e.kind.as_str())
+            .map(|e| e.kind().as_str())
             .collect()
     }
 

@@ -498,7 +498,7 @@ async fn deprovisioning_removes_the_members_data_cancels_their_turns_and_fails_t
             let events = store.list_events(&key, 0, 100).await.unwrap();
             if events
                 .iter()
-                .any(|e| e.kind == knowledge_core::domain::EventKind::StatusTerminated)
+                .any(|e| e.kind() == knowledge_core::domain::EventKind::StatusTerminated)
             {
                 break;
             }
