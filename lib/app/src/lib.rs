@@ -170,6 +170,7 @@ impl App {
         let service = self.service(workflow);
         Ok(match endpoint {
             Endpoint::Scim => knowledge_http::scim_function(self.scim_api(service)),
+            Endpoint::OpenApi => knowledge_http::openapi_function(),
             _ => knowledge_http::session_function(self.session_api(service)?, endpoint),
         })
     }

@@ -28,9 +28,9 @@ pub enum Function {
 }
 
 impl Function {
-    /// Every endpoint but SCIM reads and mints session cookies.
+    /// Every endpoint but SCIM and the OpenAPI document reads and mints session cookies.
     fn uses_cookies(self) -> bool {
-        matches!(self, Self::Endpoint(e) if e != Endpoint::Scim)
+        matches!(self, Self::Endpoint(e) if !matches!(e, Endpoint::Scim | Endpoint::OpenApi))
     }
 
     /// Create session checks the provider's health; `CallAgent` asks it.
@@ -152,6 +152,10 @@ fn init_failed(e: ConfigError) -> lambda_runtime::Error {
 /// The `main` of an endpoint's function: serves `endpoint` behind API Gateway.
 pub async fn run_http(endpoint: Endpoint) -> Result<(), lambda_http::Error> {
     lambda_runtime::tracing::init_default_subscriber();
+    if endpoint == Endpoint::OpenApi {
+        // The document is built into the binary: no settings, no clients.
+        return lambda_http::run(knowledge_http::openapi_function()).await;
+    }
     let env = Env::from_env().map_err(init_failed)?;
     let shared = aws_config::load_from_env().await;
     let cold = ColdStart::load(

@@ -8,14 +8,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::{ApiError, EdgeError, ScimApiError};
-
-/// Longest request target (path and query) accepted, in bytes: 414 past it.
-pub const URI_MAX_BYTES: usize = 8 * 1024;
-/// Most header fields a request may carry: 431 past it.
-pub const HEADER_MAX_COUNT: usize = 100;
-/// Most bytes of header fields (names, values and their separators) a request may carry: 431
-/// past it.
-pub const HEADERS_MAX_BYTES: usize = 32 * 1024;
+use crate::limits::{HEADER_MAX_COUNT, HEADERS_MAX_BYTES, URI_MAX_BYTES};
 
 /// Refuses a request whose target or header fields are over the limits above, in the error
 /// shape of the route it was meant for (SCIM's under `/api/scim`).

@@ -9,7 +9,8 @@ use knowledge_core::domain::micros_to_usd;
 use knowledge_core::error::Chain;
 use knowledge_core::scim::ScimError;
 use knowledge_core::scim::schema::ERROR_SCHEMA;
-use serde_json::{Value, json};
+
+use crate::wire::{ErrorBody, ErrorDetail, ScimErrorBody};
 
 /// Failures of the request as sent, whatever its route: the same on the session routes and
 /// SCIM, each answered in its route's error shape.
@@ -19,13 +20,13 @@ pub enum EdgeError {
     RequestTimeout,
     #[error(
         "the request target is longer than {} bytes",
-        crate::edge::URI_MAX_BYTES
+        crate::limits::URI_MAX_BYTES
     )]
     UriTooLong,
     #[error(
         "the request has more than {} header fields or more than {} bytes of them",
-        crate::edge::HEADER_MAX_COUNT,
-        crate::edge::HEADERS_MAX_BYTES
+        crate::limits::HEADER_MAX_COUNT,
+        crate::limits::HEADERS_MAX_BYTES
     )]
     HeadersTooLarge,
 }
@@ -116,26 +117,34 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
-        let mut body = json!({ "error": { "code": code, "message": message } });
-        let retry_after = match &self {
-            ApiError::Core(CoreError::RateLimited { retry_after_secs })
-            | ApiError::Core(CoreError::QuotaExhausted { retry_after_secs }) => {
-                Some(*retry_after_secs)
-            }
-            ApiError::Core(CoreError::CostCapReached {
-                retry_after_secs,
-                month_to_date_micros,
-                cap_micros,
-            }) => {
-                body["monthToDateUsd"] = Value::from(micros_to_usd(*month_to_date_micros));
-                body["capUsd"] = Value::from(micros_to_usd(*cap_micros));
-                Some(*retry_after_secs)
-            }
-            _ => None,
+        let mut body = ErrorBody {
+            error: ErrorDetail {
+                code: code.to_owned(),
+                message,
+            },
+            retry_after_seconds: None,
+            month_to_date_usd: None,
+            cap_usd: None,
         };
-        if let Some(secs) = retry_after {
-            body["retryAfterSeconds"] = Value::from(secs);
+        if let ApiError::Core(e) = &self {
+            match e {
+                CoreError::RateLimited { retry_after_secs }
+                | CoreError::QuotaExhausted { retry_after_secs } => {
+                    body.retry_after_seconds = Some(*retry_after_secs);
+                }
+                CoreError::CostCapReached {
+                    retry_after_secs,
+                    month_to_date_micros,
+                    cap_micros,
+                } => {
+                    body.retry_after_seconds = Some(*retry_after_secs);
+                    body.month_to_date_usd = Some(micros_to_usd(*month_to_date_micros));
+                    body.cap_usd = Some(micros_to_usd(*cap_micros));
+                }
+                _ => {}
+            }
         }
+        let retry_after = body.retry_after_seconds;
         let mut response = (status, axum::Json(body)).into_response();
         if let Some(secs) = retry_after {
             response
@@ -170,7 +179,7 @@ pub enum ScimApiError {
     Scim(#[from] ScimError),
     #[error(
         "the request body is larger than {} bytes",
-        crate::scim::SCIM_BODY_LIMIT
+        crate::limits::SCIM_BODY_LIMIT
     )]
     PayloadTooLarge,
     #[error("the request body must be application/scim+json or application/json")]
@@ -227,16 +236,16 @@ impl IntoResponse for ScimApiError {
             }
             other => other.to_string(),
         };
-        let mut body = json!({
-            "schemas": [ERROR_SCHEMA],
-            "status": status.as_u16().to_string(),
-            "detail": detail,
-        });
-        if let ScimApiError::Scim(e) = &self
-            && let Some(scim_type) = e.scim_type()
-        {
-            body["scimType"] = Value::from(scim_type);
-        }
+        let scim_type = match &self {
+            ScimApiError::Scim(e) => e.scim_type().map(str::to_owned),
+            _ => None,
+        };
+        let body = ScimErrorBody {
+            schemas: vec![ERROR_SCHEMA.to_owned()],
+            status: status.as_u16().to_string(),
+            detail,
+            scim_type,
+        };
         let mut response = (status, axum::Json(body)).into_response();
         match &self {
             ScimApiError::Scim(ScimError::Unauthorized) => {

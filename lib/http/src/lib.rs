@@ -1,21 +1,29 @@
 //! The HTTP interface of the service: one axum [`Router`] that the local binary serves (over
-//! its own bounded HTTP/1.1 server, `knowledge_local::server`) and the Lambda functions hand to
-//! `lambda_http::run`.
+//! its own bounded HTTP/1.1 server, `knowledge_local::server`), the routers of the Lambda
+//! functions, one endpoint each, that `lambda_http::run` serves, and the OpenAPI document of
+//! them all. Routes are declared once, with their handler's `#[utoipa::path]`, and both the
+//! routers and the document are built from those declarations.
 
 pub mod cookie;
 pub mod edge;
 pub mod error;
+pub mod extract;
 pub mod guard;
+pub mod limits;
+pub mod openapi;
 pub mod routes;
 pub mod scim;
+pub mod wire;
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::middleware::from_fn_with_state;
-use axum::routing::{MethodRouter, any, delete, get, post};
+use axum::routing::any;
 use knowledge_core::scim::Directory;
 use knowledge_core::service::Service;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
+use utoipa_axum::routes;
 
 use crate::cookie::CookieSigner;
 
@@ -81,10 +89,12 @@ pub enum Endpoint {
     SwitchOrg,
     /// Every SCIM route, under `/api/scim` and `/api/scim/v2`.
     Scim,
+    /// The OpenAPI document, `GET /api/openapi.json`.
+    OpenApi,
 }
 
 impl Endpoint {
-    pub const ALL: [Endpoint; 8] = [
+    pub const ALL: [Endpoint; 9] = [
         Self::CreateSession,
         Self::Message,
         Self::Transcript,
@@ -93,6 +103,7 @@ impl Endpoint {
         Self::DeleteSession,
         Self::SwitchOrg,
         Self::Scim,
+        Self::OpenApi,
     ];
 
     /// The function's name in `functions/`, `template.yaml` (in PascalCase) and `events/`.
@@ -106,26 +117,36 @@ impl Endpoint {
             Self::DeleteSession => "delete-session",
             Self::SwitchOrg => "switch-org",
             Self::Scim => "scim",
+            Self::OpenApi => "openapi",
         }
     }
 
-    /// The path under `/api/managed-agents` and the handler, for the session endpoints.
-    fn session_route(self) -> Option<(&'static str, MethodRouter<SessionApi>)> {
+    /// The route under `/api/managed-agents`, for the session endpoints.
+    fn session_route(self) -> Option<UtoipaMethodRouter<SessionApi>> {
         Some(match self {
-            Self::CreateSession => ("/session", post(routes::create_session)),
-            Self::DeleteSession => ("/session", delete(routes::delete_session)),
-            Self::Message => ("/message", post(routes::post_message)),
-            Self::Transcript => ("/transcript", get(routes::transcript)),
-            Self::ListSessions => ("/sessions", get(routes::list_sessions)),
-            Self::Cancel => ("/cancel", post(routes::cancel)),
-            Self::SwitchOrg | Self::Scim => return None,
+            Self::CreateSession => routes!(routes::create_session),
+            Self::DeleteSession => routes!(routes::delete_session),
+            Self::Message => routes!(routes::post_message),
+            Self::Transcript => routes!(routes::transcript),
+            Self::ListSessions => routes!(routes::list_sessions),
+            Self::Cancel => routes!(routes::cancel),
+            Self::SwitchOrg | Self::Scim | Self::OpenApi => return None,
         })
     }
 }
 
 /// Every route, as the local service serves them.
 pub fn router(sessions: SessionApi, scim: ScimApi) -> Router {
-    edge(session_routes(sessions, &Endpoint::ALL).merge(scim::routes(scim)))
+    let (sessions, _) = session_routes(sessions, &Endpoint::ALL);
+    let (scim, _) = scim::routes(scim);
+    let (meta, _) = openapi::routes();
+    edge(sessions.merge(scim).merge(meta))
+}
+
+/// The OpenAPI document of every route [`router`] serves, built from the same declarations.
+pub fn document() -> utoipa::openapi::OpenApi {
+    let sessions = session_parts(&Endpoint::ALL).doc;
+    openapi::document([sessions, scim::document(), openapi::document_of_itself()])
 }
 
 /// The router of one Lambda function's session endpoint. Any other request is answered exactly
@@ -133,38 +154,72 @@ pub fn router(sessions: SessionApi, scim: ScimApi) -> Router {
 /// every request under `/api/managed-agents/` passes the member guard first, unknown paths and
 /// methods included.
 pub fn session_function(sessions: SessionApi, endpoint: Endpoint) -> Router {
-    edge(session_routes(sessions, &[endpoint]))
+    edge(session_routes(sessions, &[endpoint]).0)
 }
 
 /// The router of the SCIM function. It holds no cookie signer, so a request outside the SCIM
 /// routes (which API Gateway never sends it) is a plain 404.
 pub fn scim_function(scim: ScimApi) -> Router {
-    edge(scim::routes(scim))
+    edge(scim::routes(scim).0)
 }
 
-/// The session routes of `endpoints`, behind the member guard, with the organisation switch
-/// when it is among them.
-fn session_routes(state: SessionApi, endpoints: &[Endpoint]) -> Router {
-    let mut sessions = Router::new();
-    for (path, handler) in endpoints.iter().filter_map(|e| e.session_route()) {
-        // Routes on one path merge their methods.
-        sessions = sessions.route(path, handler);
+/// The router of the function that serves the OpenAPI document.
+pub fn openapi_function() -> Router {
+    edge(openapi::routes().0)
+}
+
+/// Where the session endpoints live.
+const SESSION_PREFIX: &str = "/api/managed-agents";
+
+/// The declared session routes of some endpoints, before their guards: those under
+/// [`SESSION_PREFIX`] (relative to it), the organisation switch when it is among them, and the
+/// document of their operations.
+struct SessionParts {
+    under_prefix: Router<SessionApi>,
+    switch: Option<Router<SessionApi>>,
+    doc: utoipa::openapi::OpenApi,
+}
+
+fn session_parts(endpoints: &[Endpoint]) -> SessionParts {
+    let (under_prefix, prefixed) = endpoints
+        .iter()
+        .filter_map(|e| e.session_route())
+        .fold(OpenApiRouter::new(), OpenApiRouter::routes)
+        .split_for_parts();
+    let mut doc = utoipa::openapi::OpenApi::default().nest(SESSION_PREFIX, prefixed);
+    let switch = endpoints.contains(&Endpoint::SwitchOrg).then(|| {
+        let (switch, switch_doc) = OpenApiRouter::new()
+            .routes(routes!(routes::switch_org))
+            .split_for_parts();
+        doc.merge(switch_doc);
+        switch
+    });
+    SessionParts {
+        under_prefix,
+        switch,
+        doc,
     }
-    let sessions = sessions
+}
+
+/// The session routes of `endpoints` behind the member guard (the switch behind the
+/// signed-in guard), and the document of their operations.
+fn session_routes(state: SessionApi, endpoints: &[Endpoint]) -> (Router, utoipa::openapi::OpenApi) {
+    let parts = session_parts(endpoints);
+    let under_prefix = parts
+        .under_prefix
         .fallback(routes::route_not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)
         .layer(from_fn_with_state(state.clone(), guard::member));
-    let mut app = Router::new().nest("/api/managed-agents", sessions);
-    if endpoints.contains(&Endpoint::SwitchOrg) {
-        app = app.merge(
-            Router::new()
-                .route("/api/auth/switch-org", post(routes::switch_org))
-                .route_layer(from_fn_with_state(state.clone(), guard::signed_in)),
-        );
+    let mut app = Router::new().nest(SESSION_PREFIX, under_prefix);
+    if let Some(switch) = parts.switch {
+        app = app.merge(switch.route_layer(from_fn_with_state(state.clone(), guard::signed_in)));
     }
-    // The nested router's fallback does not see the prefix with a bare trailing slash.
+    // The nested router's fallback does not see the prefix with a bare trailing slash: an
+    // unknown route, not an operation.
     let bare = any(routes::route_not_found).layer(from_fn_with_state(state.clone(), guard::member));
-    app.route("/api/managed-agents/", bare).with_state(state)
+    #[allow(clippy::disallowed_methods)]
+    let app = app.route("/api/managed-agents/", bare);
+    (app.with_state(state), parts.doc)
 }
 
 /// What every request passes, whatever its route: the head limits and the request log; and the

@@ -1,134 +1,242 @@
-//! The handlers of the session endpoints and the organisation switch: parse, call one use case,
-//! render. Authentication and request rules happen before them, in [`crate::guard`].
+//! The handlers of the session endpoints and the organisation switch: parse the request into
+//! domain values, call one use case, render the response type. Authentication and the request
+//! rules happen before them, in [`crate::guard`]. Each handler's `#[utoipa::path]` is its entry
+//! in the OpenAPI document, and the router is built from the same declarations.
 
-use axum::Extension;
-use axum::Json;
 use axum::extract::{RawQuery, State};
 use axum::http::HeaderValue;
 use axum::http::header::SET_COOKIE;
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use knowledge_core::CoreError;
-use knowledge_core::domain::Event;
-use knowledge_core::ids::{EventId, OrgId};
+use knowledge_core::ids::{OrgId, SessionId};
 use knowledge_core::service::Principal;
-use serde_json::{Value, json};
+use utoipa::IntoResponses;
 
 use crate::SessionApi;
 use crate::cookie::{CookieClaims, set_cookie_header};
 use crate::error::ApiError;
-use crate::guard::{JsonObject, QueryParams, session_id};
+use crate::extract::JsonBody;
+use crate::wire::{
+    CancelRequest, Cancelled, CreateSessionRequest, CreatedSessionView, Done, ErrorBody, Message,
+    MessageRequest, SessionList, SessionQuery, SessionView, SwitchOrgRequest, SwitchedOrg,
+    TranscriptPage, TranscriptQuery, TranscriptView,
+};
 
-type ApiResult = Result<Json<Value>, ApiError>;
-
-fn event_json(e: &Event) -> Value {
-    json!({
-        "id": e.id().to_string(),
-        "type": e.kind().as_str(),
-        "payload": e.body.payload(),
-        "occurredAt": e.occurred_at.to_iso8601(),
-    })
+/// The errors the session endpoints and the organisation switch answer, in the documented
+/// body. Which of them a request can meet depends on it: a GET has no body to refuse.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum ApiErrors {
+    /// A field is missing, empty, of the wrong type or malformed, or the body is not a JSON
+    /// object of UTF-8.
+    #[response(status = 400)]
+    BadRequest(ErrorBody),
+    /// No valid session cookie of a current member of the active organisation.
+    #[response(status = 401)]
+    Unauthenticated(ErrorBody),
+    /// A POST or DELETE without this application's `Origin`, or a plan that does not allow
+    /// sessions.
+    #[response(status = 403)]
+    Forbidden(ErrorBody),
+    /// The session (or organisation) does not exist for this member.
+    #[response(status = 404)]
+    NotFound(ErrorBody),
+    /// The body did not arrive in time.
+    #[response(status = 408)]
+    RequestTimeout(ErrorBody),
+    /// The body is larger than 256 KiB.
+    #[response(status = 413)]
+    PayloadTooLarge(ErrorBody),
+    /// The request target is longer than 8 KiB.
+    #[response(status = 414)]
+    UriTooLong(ErrorBody),
+    /// A body not sent as `application/json`.
+    #[response(status = 415)]
+    UnsupportedMediaType(ErrorBody),
+    /// A rate limit, the monthly query quota or the cost cap: retry after `Retry-After`
+    /// seconds.
+    #[response(
+        status = 429,
+        headers(("Retry-After" = u64, description = "Seconds until the request may succeed"))
+    )]
+    TooManyRequests(ErrorBody),
+    /// More than 100 header fields, or more than 32 KiB of them.
+    #[response(status = 431)]
+    HeadersTooLarge(ErrorBody),
+    /// Something failed inside the service; the cause is logged, never shown.
+    #[response(status = 500)]
+    Internal(ErrorBody),
+    /// The AI provider cannot be reached (creating a session).
+    #[response(status = 502)]
+    ProviderUnavailable(ErrorBody),
 }
 
+/// Start a session: store the opening message and start the run that answers it.
+#[utoipa::path(
+    post,
+    path = "/session",
+    tag = "sessions",
+    operation_id = "createSession",
+    request_body = CreateSessionRequest,
+    responses(
+        (status = 200, description = "The new session and the run answering it.", body = CreatedSessionView,
+            links(
+                ("transcript" = (operation_id = "transcript", parameters(("sessionId" = "$response.body#/id")))),
+                ("delete" = (operation_id = "deleteSession", parameters(("sessionId" = "$response.body#/id")))),
+            )),
+        ApiErrors,
+    ),
+    security(("cookie" = []))
+)]
 pub async fn create_session(
     State(app): State<SessionApi>,
     Extension(p): Extension<Principal>,
-    body: JsonObject,
-) -> ApiResult {
-    let created = app.service.create_session(&p, body.string("text")?).await?;
-    Ok(Json(json!({
-        "id": created.id.to_string(),
-        "runId": created.run_id.to_string(),
-        "noConnectors": created.no_connectors,
-    })))
+    JsonBody(body): JsonBody<CreateSessionRequest>,
+) -> Result<Json<CreatedSessionView>, ApiError> {
+    let created = app.service.create_session(&p, &body.text).await?;
+    Ok(Json(created.into()))
 }
 
+/// Send a follow-up: it is answered after the turn in flight, if any.
+#[utoipa::path(
+    post,
+    path = "/message",
+    tag = "sessions",
+    operation_id = "postMessage",
+    request_body = MessageRequest,
+    responses((status = 200, description = "The message is in the log.", body = Done), ApiErrors),
+    security(("cookie" = []))
+)]
 pub async fn post_message(
     State(app): State<SessionApi>,
     Extension(p): Extension<Principal>,
-    body: JsonObject,
-) -> ApiResult {
-    let session = session_id(Some(body.string("sessionId")?))?;
+    JsonBody(body): JsonBody<MessageRequest>,
+) -> Result<Json<Done>, ApiError> {
+    let message = Message::try_from(body)?;
     app.service
-        .post_message(&p, &session, body.string("text")?)
+        .post_message(&p, &message.session, &message.text)
         .await?;
-    Ok(Json(json!({ "ok": true })))
+    Ok(Json(Done::OK))
 }
 
+/// Read the session's log after a cursor, one page at a time.
+#[utoipa::path(
+    get,
+    path = "/transcript",
+    tag = "sessions",
+    operation_id = "transcript",
+    params(TranscriptQuery),
+    responses((status = 200, description = "One page of the log.", body = TranscriptView), ApiErrors),
+    security(("cookie" = []))
+)]
 pub async fn transcript(
     State(app): State<SessionApi>,
     Extension(p): Extension<Principal>,
     RawQuery(q): RawQuery,
-) -> ApiResult {
-    let q = QueryParams::parse(q.as_deref());
-    let session = session_id(q.get("sessionId"))?;
-    let since = q
-        .get("sinceEventId")
-        .map(EventId::parse_cursor)
-        .transpose()
-        .map_err(|e| CoreError::invalid("invalid_cursor", e.to_string()))?;
-    let t = app.service.transcript(&p, &session, since).await?;
-    Ok(Json(json!({
-        "title": t.title,
-        "workflowRunId": t.workflow_run_id.map(|r| r.to_string()),
-        "events": t.events.iter().map(event_json).collect::<Vec<_>>(),
-        "hasMore": t.has_more,
-        "backfillFailed": false,
-    })))
+) -> Result<Json<TranscriptView>, ApiError> {
+    let page = TranscriptPage::try_from(TranscriptQuery::parse(q.as_deref()))?;
+    let t = app
+        .service
+        .transcript(&p, &page.session, page.since)
+        .await?;
+    Ok(Json(t.into()))
 }
 
+/// List the member's sessions in the active organisation, most recently updated first.
+#[utoipa::path(
+    get,
+    path = "/sessions",
+    tag = "sessions",
+    operation_id = "listSessions",
+    responses((status = 200, description = "The sessions.", body = SessionList), ApiErrors),
+    security(("cookie" = []))
+)]
 pub async fn list_sessions(
     State(app): State<SessionApi>,
     Extension(p): Extension<Principal>,
-) -> ApiResult {
+) -> Result<Json<SessionList>, ApiError> {
     let sessions = app.service.list_sessions(&p).await?;
-    let sessions: Vec<Value> = sessions
-        .iter()
-        .map(|s| json!({ "id": s.id.to_string(), "title": s.title, "updatedAt": s.updated_at.to_iso8601() }))
-        .collect();
-    Ok(Json(json!({ "sessions": sessions })))
-}
-
-pub async fn cancel(
-    State(app): State<SessionApi>,
-    Extension(p): Extension<Principal>,
-    body: JsonObject,
-) -> ApiResult {
-    let session = session_id(Some(body.string("sessionId")?))?;
-    Ok(Json(if app.service.cancel(&p, &session).await? {
-        json!({ "ok": true, "alreadyCancelled": true })
-    } else {
-        json!({ "ok": true })
+    Ok(Json(SessionList {
+        sessions: sessions.into_iter().map(SessionView::from).collect(),
     }))
 }
 
+/// Stop the turn in flight; the run ends with `status_terminated`.
+#[utoipa::path(
+    post,
+    path = "/cancel",
+    tag = "sessions",
+    operation_id = "cancel",
+    request_body = CancelRequest,
+    responses((status = 200, description = "Cancelled, or nothing was running.", body = Cancelled), ApiErrors),
+    security(("cookie" = []))
+)]
+pub async fn cancel(
+    State(app): State<SessionApi>,
+    Extension(p): Extension<Principal>,
+    JsonBody(body): JsonBody<CancelRequest>,
+) -> Result<Json<Cancelled>, ApiError> {
+    let session = SessionId::try_from(body)?;
+    let already = app.service.cancel(&p, &session).await?;
+    Ok(Json(Cancelled {
+        ok: true,
+        already_cancelled: already.then_some(true),
+    }))
+}
+
+/// Delete the session and its whole log; a run in flight is cancelled.
+#[utoipa::path(
+    delete,
+    path = "/session",
+    tag = "sessions",
+    operation_id = "deleteSession",
+    params(SessionQuery),
+    responses((status = 200, description = "The session is gone.", body = Done), ApiErrors),
+    security(("cookie" = []))
+)]
 pub async fn delete_session(
     State(app): State<SessionApi>,
     Extension(p): Extension<Principal>,
     RawQuery(q): RawQuery,
-) -> ApiResult {
-    let session = session_id(QueryParams::parse(q.as_deref()).get("sessionId"))?;
+) -> Result<Json<Done>, ApiError> {
+    let session = SessionId::try_from(SessionQuery::parse(q.as_deref()))?;
     app.service.delete(&p, &session).await?;
-    Ok(Json(json!({ "ok": true })))
+    Ok(Json(Done::OK))
 }
 
-/// Takes `{"orgId": "..."}`; answers `{"ok": true, "orgId": ...}` and a new cookie for that
-/// organisation that expires when the current one does, so switching never extends a sign-in.
+/// Act in another organisation the person belongs to. The new cookie expires when the current
+/// one does, so switching never extends a sign-in.
+#[utoipa::path(
+    post,
+    path = "/api/auth/switch-org",
+    tag = "auth",
+    operation_id = "switchOrg",
+    request_body = SwitchOrgRequest,
+    responses(
+        (status = 200, description = "The organisation is active; `Set-Cookie` carries the new cookie.", body = SwitchedOrg,
+            headers(("Set-Cookie" = String, description = "The session cookie for the organisation"))),
+        ApiErrors,
+    ),
+    security(("cookie" = []))
+)]
 pub async fn switch_org(
     State(app): State<SessionApi>,
     Extension(claims): Extension<CookieClaims>,
-    body: JsonObject,
+    JsonBody(body): JsonBody<SwitchOrgRequest>,
 ) -> Result<Response, ApiError> {
-    let org = match body.string("orgId")? {
-        "" => return Err(CoreError::invalid("empty_field", "orgId must not be empty").into()),
-        s => OrgId::parse(s).map_err(|e| ApiError::InvalidField(e.to_string()))?,
-    };
+    let org = OrgId::try_from(body)?;
     let p = app.service.switch_org(claims.user, org).await?;
     let token = app
         .signer
         .mint_until(&p.user, &p.org, claims.expires_at)
         .map_err(CoreError::internal)?;
     let cookie = set_cookie_header(&token, claims.expires_at, app.config.secure_cookies());
-    let mut response = Json(json!({ "ok": true, "orgId": p.org.to_string() })).into_response();
+    let body = SwitchedOrg {
+        ok: true,
+        org_id: p.org.to_string(),
+    };
+    let mut response = Json(body).into_response();
     let value = HeaderValue::from_str(&cookie).map_err(CoreError::internal)?;
     response.headers_mut().insert(SET_COOKIE, value);
     Ok(response)

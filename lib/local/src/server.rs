@@ -14,7 +14,7 @@
 //! - **Connections**: at most [`ServerLimits::max_connections`] at once; past that, new ones
 //!   wait in the listen queue until one closes, rather than the process running out of file
 //!   descriptors. Only HTTP/1.1 is served (browsers speak it to a plain-HTTP origin).
-//! - **Sizes**: the router refuses heads over `knowledge_http::edge`'s limits and bodies over
+//! - **Sizes**: the router refuses heads over `knowledge_http::limits` and bodies over
 //!   the route's limit (413, from `Content-Length` alone when it declares too much), in the
 //!   documented JSON. Only what hyper cannot parse at all, or a head over its own hard limits
 //!   ([`HARD_MAX_HEADERS`] fields, about 400 KiB), gets hyper's bare 400, 414 or 431.
@@ -30,14 +30,14 @@ use axum::body::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use knowledge_http::guard::BodyTimedOut;
+use knowledge_http::extract::BodyTimedOut;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::time::{Instant, Sleep};
 use tokio_io_timeout::TimeoutStream;
 
 /// Header fields hyper parses at most; the router refuses more than
-/// `knowledge_http::edge::HEADER_MAX_COUNT` in JSON long before this.
+/// `knowledge_http::limits::HEADER_MAX_COUNT` in JSON long before this.
 pub const HARD_MAX_HEADERS: usize = 1_000;
 
 /// How long in-flight requests get to finish once shutdown begins.

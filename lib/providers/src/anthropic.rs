@@ -13,7 +13,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use crate::health::HealthPolicy;
 use crate::http::{self, ApiKey, Transport};
 use crate::render::{self, SYSTEM_PROMPT};

@@ -7,34 +7,15 @@ use std::time::Duration;
 
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::ports::Agent;
-use knowledge_core::pricing::{PriceError, PriceTable};
+use knowledge_core::pricing::PriceTable;
+
+pub use crate::error::ConfigError;
 
 use crate::anthropic::{
     AnthropicAgent, AnthropicConfig, DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_MAX_TOKENS,
 };
 use crate::http::{self, ApiKey};
 use crate::openai::{DEFAULT_OPENAI_BASE_URL, OpenAiAgent, OpenAiConfig};
-
-/// A configuration the service cannot start with. Messages name the variable to fix.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("KNOWLEDGE_AGENT must be builtin, openai or anthropic, not {0:?}")]
-    UnknownAgent(String),
-    #[error("{var} must be set when KNOWLEDGE_AGENT is {agent}")]
-    Missing {
-        var: &'static str,
-        agent: &'static str,
-    },
-    #[error("{var}: {problem}")]
-    Invalid { var: &'static str, problem: String },
-    #[error("KNOWLEDGE_PRICES: {0}")]
-    Prices(#[from] PriceError),
-    /// A base URL given to an adapter's constructor is not an absolute http(s) URL.
-    #[error("the provider base URL {0}")]
-    BaseUrl(String),
-    #[error("the HTTP client could not be built: {0}")]
-    Client(String),
-}
 
 /// The agent to run, with a line for the startup log.
 pub struct ConfiguredAgent {

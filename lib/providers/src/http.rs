@@ -11,7 +11,7 @@ use reqwest::{Client, Response, StatusCode};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use crate::health::{HealthCache, HealthPolicy};
 
 /// Time allowed to open a connection to the provider.

@@ -7,6 +7,7 @@
 
 mod anthropic;
 mod config;
+mod error;
 #[cfg(feature = "fake")]
 pub mod fake;
 mod health;

@@ -14,7 +14,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use crate::health::HealthPolicy;
 use crate::http::{self, ApiKey, Transport};
 use crate::render::{self, SYSTEM_PROMPT};

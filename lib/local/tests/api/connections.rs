@@ -249,7 +249,7 @@ async fn heads_over_the_limits_get_the_documented_json_error() {
     let api = service(SHORT).await;
     let long_target = format!(
         "GET /api/managed-agents/sessions?pad={} HTTP/1.1\r\nHost: test\r\n\r\n",
-        "a".repeat(knowledge_http::edge::URI_MAX_BYTES)
+        "a".repeat(knowledge_http::limits::URI_MAX_BYTES)
     );
     let many_headers = format!(
         "GET /api/managed-agents/sessions HTTP/1.1\r\nHost: test\r\n{}\r\n",
@@ -259,7 +259,7 @@ async fn heads_over_the_limits_get_the_documented_json_error() {
     );
     let large_headers = format!(
         "GET /api/scim/v2/Users HTTP/1.1\r\nHost: test\r\nX-Pad: {}\r\n\r\n",
-        "a".repeat(knowledge_http::edge::HEADERS_MAX_BYTES)
+        "a".repeat(knowledge_http::limits::HEADERS_MAX_BYTES)
     );
     for (sent, status, code) in [
         (long_target, 414, "uri_too_long"),

@@ -11,6 +11,7 @@ mod durability;
 mod lifecycle;
 mod limits;
 mod mcp;
+mod openapi;
 mod providers;
 mod requests;
 mod runs;

@@ -1,0 +1,116 @@
+//! The OpenAPI 3.1 document of the HTTP interface: its header (title, version, security schemes,
+//! tags), and the route that serves it at `GET /api/openapi.json`. The operations come from the
+//! handlers' declarations, through [`crate::document`]; `docs/openapi.json` is this document as
+//! committed, and a test fails when the two differ.
+
+use std::sync::LazyLock;
+
+use axum::Router;
+use axum::http::HeaderValue;
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use axum::response::{IntoResponse, Response};
+use utoipa::openapi::OpenApi as Document;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::cookie::COOKIE_NAME;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Knowledge service",
+        description = "Members of an organisation ask questions in sessions; an agent answers in \
+                       the background, and every event goes to a log that clients poll. \
+                       Identity providers provision members over SCIM 2.0.\n\nThe SCIM \
+                       operations are also served under `/api/scim` without `/v2`, and the \
+                       lists with a trailing slash (`/Users/`, `/Groups/`).",
+        license(name = "Apache-2.0", identifier = "Apache-2.0")
+    ),
+    modifiers(&Security),
+    tags(
+        (name = "sessions", description = "Asking, following an answer, stopping and deleting."),
+        (name = "auth", description = "The signed-in person's organisations."),
+        (name = "scim", description = "SCIM 2.0 provisioning, for the identity provider."),
+        (name = "meta", description = "This document."),
+    )
+)]
+struct Header;
+
+/// The security schemes: the session cookie of a signed-in member, and an organisation's SCIM
+/// bearer token.
+struct Security;
+
+impl Modify for Security {
+    fn modify(&self, doc: &mut Document) {
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "cookie",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                COOKIE_NAME,
+                "The session cookie set at sign-in.",
+            ))),
+        );
+        components.add_security_scheme(
+            "scimToken",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("The organisation's SCIM token, from the admin area."))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The document with the operations of `parts`.
+pub(crate) fn document(parts: impl IntoIterator<Item = Document>) -> Document {
+    let mut doc = Header::openapi();
+    doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    for part in parts {
+        doc.merge(part);
+    }
+    doc
+}
+
+/// The document as served and committed: pretty JSON with a final newline.
+pub fn to_json(doc: &Document) -> String {
+    let mut json = doc.to_pretty_json().expect("the document serialises");
+    json.push('\n');
+    json
+}
+
+/// The OpenAPI document of this interface.
+#[utoipa::path(
+    get,
+    path = "/api/openapi.json",
+    tag = "meta",
+    operation_id = "openApiDocument",
+    responses((status = 200, description = "This document, OpenAPI 3.1.", body = Value)),
+    security(())
+)]
+async fn serve() -> Response {
+    static JSON: LazyLock<String> = LazyLock::new(|| to_json(&crate::document()));
+    let mut response = JSON.as_str().into_response();
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+fn declared() -> (Router, Document) {
+    OpenApiRouter::new()
+        .routes(routes!(serve))
+        .split_for_parts()
+}
+
+/// The document's own route.
+pub(crate) fn routes() -> (Router, Document) {
+    declared()
+}
+
+/// The document of the document's own route.
+pub(crate) fn document_of_itself() -> Document {
+    declared().1
+}

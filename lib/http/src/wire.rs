@@ -1,0 +1,430 @@
+//! The session endpoints' wire format as types: request bodies and queries, parsed into domain
+//! values at the edge (`TryFrom`), and the responses as clients read them. The OpenAPI document
+//! is generated from these types.
+
+use knowledge_core::CoreError;
+use knowledge_core::domain::{Event, EventBody, SessionSummary};
+use knowledge_core::ids::{EventId, OrgId, SessionId};
+use knowledge_core::service::{CreatedSession, Transcript};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::ApiError;
+use crate::extract::QueryParams;
+
+/// A `sessionId` as a client sent it. Errors: missing, empty, or not of the session-id form.
+fn session_id(value: Option<&str>) -> Result<SessionId, ApiError> {
+    match value {
+        None => Err(ApiError::MissingField("sessionId is required".into())),
+        Some("") => Err(CoreError::invalid("empty_field", "sessionId must not be empty").into()),
+        Some(s) => SessionId::parse(s).map_err(|e| ApiError::InvalidField(e.to_string())),
+    }
+}
+
+/// `POST /session`: the opening message of a new session.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CreateSessionRequest {
+    /// The question; must have a character other than whitespace.
+    pub text: String,
+}
+
+/// `POST /message`: a follow-up in a session.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageRequest {
+    pub session_id: String,
+    /// The follow-up; must have a character other than whitespace.
+    pub text: String,
+}
+
+/// A follow-up, parsed.
+pub struct Message {
+    pub session: SessionId,
+    pub text: String,
+}
+
+impl TryFrom<MessageRequest> for Message {
+    type Error = ApiError;
+
+    fn try_from(r: MessageRequest) -> Result<Self, ApiError> {
+        Ok(Self {
+            session: session_id(Some(&r.session_id))?,
+            text: r.text,
+        })
+    }
+}
+
+/// `POST /cancel`: the session whose turn to stop.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelRequest {
+    pub session_id: String,
+}
+
+impl TryFrom<CancelRequest> for SessionId {
+    type Error = ApiError;
+
+    fn try_from(r: CancelRequest) -> Result<Self, ApiError> {
+        session_id(Some(&r.session_id))
+    }
+}
+
+/// `POST /api/auth/switch-org`: the organisation to act in.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SwitchOrgRequest {
+    pub org_id: String,
+}
+
+impl TryFrom<SwitchOrgRequest> for OrgId {
+    type Error = ApiError;
+
+    fn try_from(r: SwitchOrgRequest) -> Result<Self, ApiError> {
+        match r.org_id.as_str() {
+            "" => Err(CoreError::invalid("empty_field", "orgId must not be empty").into()),
+            s => OrgId::parse(s).map_err(|e| ApiError::InvalidField(e.to_string())),
+        }
+    }
+}
+
+/// `GET /transcript`'s query: the session, and the cursor to read after.
+#[derive(Debug, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct TranscriptQuery {
+    /// The session to read.
+    #[param(rename = "sessionId")]
+    pub session_id: Option<String>,
+    /// The last event the client has; the page starts after it. From the start when absent.
+    #[param(rename = "sinceEventId")]
+    pub since_event_id: Option<String>,
+}
+
+impl TranscriptQuery {
+    /// The parameters of a query string; the first occurrence of a name wins.
+    pub fn parse(raw: Option<&str>) -> Self {
+        let q = QueryParams::parse(raw);
+        Self {
+            session_id: q.get("sessionId").map(str::to_owned),
+            since_event_id: q.get("sinceEventId").map(str::to_owned),
+        }
+    }
+}
+
+/// A transcript page's request, parsed.
+pub struct TranscriptPage {
+    pub session: SessionId,
+    pub since: Option<EventId>,
+}
+
+impl TryFrom<TranscriptQuery> for TranscriptPage {
+    type Error = ApiError;
+
+    fn try_from(q: TranscriptQuery) -> Result<Self, ApiError> {
+        Ok(Self {
+            session: session_id(q.session_id.as_deref())?,
+            since: q
+                .since_event_id
+                .as_deref()
+                .map(EventId::parse_cursor)
+                .transpose()
+                .map_err(|e| CoreError::invalid("invalid_cursor", e.to_string()))?,
+        })
+    }
+}
+
+/// `DELETE /session`'s query: the session to delete.
+#[derive(Debug, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SessionQuery {
+    #[param(rename = "sessionId")]
+    pub session_id: Option<String>,
+}
+
+impl SessionQuery {
+    pub fn parse(raw: Option<&str>) -> Self {
+        Self {
+            session_id: QueryParams::parse(raw).get("sessionId").map(str::to_owned),
+        }
+    }
+}
+
+impl TryFrom<SessionQuery> for SessionId {
+    type Error = ApiError;
+
+    fn try_from(q: SessionQuery) -> Result<Self, ApiError> {
+        session_id(q.session_id.as_deref())
+    }
+}
+
+/// A session just created, with the run answering its opening message.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedSessionView {
+    pub id: String,
+    pub run_id: String,
+    /// No integration is connected for this member: the agent answers without tools.
+    pub no_connectors: bool,
+}
+
+impl From<CreatedSession> for CreatedSessionView {
+    fn from(c: CreatedSession) -> Self {
+        Self {
+            id: c.id.to_string(),
+            run_id: c.run_id.to_string(),
+            no_connectors: c.no_connectors,
+        }
+    }
+}
+
+/// The answer of a request that changed what it asked for.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Done {
+    /// Always `true`.
+    pub ok: bool,
+}
+
+impl Done {
+    pub const OK: Self = Self { ok: true };
+}
+
+/// The answer of a cancel.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Cancelled {
+    /// Always `true`.
+    pub ok: bool,
+    /// `true` when the turn was cancelled before; absent when this request cancelled it or
+    /// nothing was running.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub already_cancelled: Option<bool>,
+}
+
+/// The organisation now active; the new cookie is in `Set-Cookie`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SwitchedOrg {
+    pub ok: bool,
+    pub org_id: String,
+}
+
+/// One page of a session's log.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TranscriptView {
+    pub title: String,
+    /// The run answering the session's turns; `null` when none is.
+    pub workflow_run_id: Option<String>,
+    pub events: Vec<EventView>,
+    /// More events follow this page: ask again at once with the last event's id.
+    pub has_more: bool,
+    /// Always `false`: the log is read whole.
+    pub backfill_failed: bool,
+}
+
+impl From<Transcript> for TranscriptView {
+    fn from(t: Transcript) -> Self {
+        Self {
+            title: t.title,
+            workflow_run_id: t.workflow_run_id.map(|r| r.to_string()),
+            events: t.events.into_iter().map(EventView::from).collect(),
+            has_more: t.has_more,
+            backfill_failed: false,
+        }
+    }
+}
+
+/// An event's text: a user's message, or the agent's Markdown answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TextPayload {
+    pub text: String,
+}
+
+/// A tool call the agent asked for.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolUsePayload {
+    pub tool: String,
+    /// The call's input, as the agent wrote it.
+    pub input: Value,
+}
+
+/// A tool call's result.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolResultPayload {
+    pub tool: String,
+    /// The tool's output; `{"error": ...}` when the tool refused its input, and
+    /// `{"truncated": true, "text": ...}` when it was too long for the log.
+    pub output: Value,
+}
+
+/// An empty payload.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EmptyPayload {}
+
+/// Why a run ended early.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TerminatedPayload {
+    /// `cancelled` or `failed`.
+    pub reason: String,
+}
+
+/// A failure shown in the conversation.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorPayload {
+    /// Stable: `agent_failed`, `tool_unavailable`, `cost_cap_reached`, ...
+    pub code: String,
+    pub message: String,
+}
+
+/// One event of a session's log, by its type.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventView {
+    UserMessage {
+        id: String,
+        payload: TextPayload,
+        #[serde(rename = "occurredAt")]
+        occurred_at: String,
+    },
+    AgentMessage {
+        id: String,
+        payload: TextPayload,
+        #[serde(rename = "occurredAt")]
+        occurred_at: String,
+    },
+    ToolUse {
+        id: String,
+        payload: ToolUsePayload,
+        #[serde(rename = "occurredAt")]
+        occurred_at: String,
+    },
+    ToolResult {
+        id: String,
+        payload: ToolResultPayload,
+        #[serde(rename = "occurredAt")]
+        occurred_at: String,
+    },
+    StatusIdle {
+        id: String,
+        payload: EmptyPayload,
+        #[serde(rename = "occurredAt")]
+        occurred_at: String,
+    },
+    StatusTerminated {
+        id: String,
+        payload: TerminatedPayload,
+        #[serde(rename = "occurredAt")]
+        occurred_at: String,
+    },
+    Error {
+        id: String,
+        payload: ErrorPayload,
+        #[serde(rename = "occurredAt")]
+        occurred_at: String,
+    },
+}
+
+impl From<Event> for EventView {
+    fn from(e: Event) -> Self {
+        let id = e.id().to_string();
+        let occurred_at = e.occurred_at.to_iso8601();
+        match e.body {
+            EventBody::UserMessage { text } => Self::UserMessage {
+                id,
+                payload: TextPayload { text },
+                occurred_at,
+            },
+            EventBody::AgentMessage { text } => Self::AgentMessage {
+                id,
+                payload: TextPayload { text },
+                occurred_at,
+            },
+            EventBody::ToolUse { tool, input } => Self::ToolUse {
+                id,
+                payload: ToolUsePayload { tool, input },
+                occurred_at,
+            },
+            EventBody::ToolResult { tool, output } => Self::ToolResult {
+                id,
+                payload: ToolResultPayload { tool, output },
+                occurred_at,
+            },
+            EventBody::StatusIdle {} => Self::StatusIdle {
+                id,
+                payload: EmptyPayload {},
+                occurred_at,
+            },
+            EventBody::StatusTerminated { reason } => Self::StatusTerminated {
+                id,
+                payload: TerminatedPayload { reason },
+                occurred_at,
+            },
+            EventBody::Error { code, message } => Self::Error {
+                id,
+                payload: ErrorPayload { code, message },
+                occurred_at,
+            },
+        }
+    }
+}
+
+/// The member's sessions in the active organisation, most recently updated first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionList {
+    pub sessions: Vec<SessionView>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionView {
+    pub id: String,
+    pub title: String,
+    /// RFC 3339, UTC.
+    pub updated_at: String,
+}
+
+impl From<SessionSummary> for SessionView {
+    fn from(s: SessionSummary) -> Self {
+        Self {
+            id: s.id.to_string(),
+            title: s.title,
+            updated_at: s.updated_at.to_iso8601(),
+        }
+    }
+}
+
+/// Every error of the session endpoints and the organisation switch.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+    /// With 429: the seconds to wait, as `Retry-After` says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_seconds: Option<u64>,
+    /// With `cost_cap_reached`: the organisation's spend this month, in US dollars.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub month_to_date_usd: Option<f64>,
+    /// With `cost_cap_reached`: the organisation's monthly cap, in US dollars.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cap_usd: Option<f64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Stable and machine-readable: `missing_field`, `rate_limited`, `not_found`, ...
+    pub code: String,
+    /// For people; never an internal detail.
+    pub message: String,
+}
+
+/// SCIM's error shape (RFC 7644 §3.12).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScimErrorBody {
+    pub schemas: Vec<String>,
+    /// The HTTP status, as a string.
+    pub status: String,
+    pub detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scim_type: Option<String>,
+}
