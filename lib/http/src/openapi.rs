@@ -16,6 +16,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::cookie::COOKIE_NAME;
+use crate::wire::{ErrorBody, ErrorDetail, ScimErrorBody};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -28,6 +29,7 @@ use crate::cookie::COOKIE_NAME;
                        lists with a trailing slash (`/Users/`, `/Groups/`).",
         license(name = "Apache-2.0", identifier = "Apache-2.0")
     ),
+    components(schemas(ErrorBody, ErrorDetail, ScimErrorBody)),
     modifiers(&Security),
     tags(
         (name = "sessions", description = "Asking, following an answer, stopping and deleting."),

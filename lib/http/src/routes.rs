@@ -83,6 +83,8 @@ pub enum ApiErrors {
         (status = 200, description = "The new session and the run answering it.", body = CreatedSessionView,
             links(
                 ("transcript" = (operation_id = "transcript", parameters(("sessionId" = "$response.body#/id")))),
+                ("message" = (operation_id = "postMessage", request_body = json!({ "sessionId": "$response.body#/id" }))),
+                ("cancel" = (operation_id = "cancel", request_body = json!({ "sessionId": "$response.body#/id" }))),
                 ("delete" = (operation_id = "deleteSession", parameters(("sessionId" = "$response.body#/id")))),
             )),
         ApiErrors,

@@ -26,6 +26,7 @@ fn session_id(value: Option<&str>) -> Result<SessionId, ApiError> {
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct CreateSessionRequest {
     /// The question; must have a character other than whitespace.
+    #[schema(pattern = r"\S")]
     pub text: String,
 }
 
@@ -33,8 +34,10 @@ pub struct CreateSessionRequest {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageRequest {
+    #[schema(pattern = r"^ses_[0-9a-f]{32}$")]
     pub session_id: String,
     /// The follow-up; must have a character other than whitespace.
+    #[schema(pattern = r"\S")]
     pub text: String,
 }
 
@@ -59,6 +62,7 @@ impl TryFrom<MessageRequest> for Message {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CancelRequest {
+    #[schema(pattern = r"^ses_[0-9a-f]{32}$")]
     pub session_id: String,
 }
 
@@ -74,6 +78,7 @@ impl TryFrom<CancelRequest> for SessionId {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SwitchOrgRequest {
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
     pub org_id: String,
 }
 
@@ -93,10 +98,10 @@ impl TryFrom<SwitchOrgRequest> for OrgId {
 #[into_params(parameter_in = Query)]
 pub struct TranscriptQuery {
     /// The session to read.
-    #[param(rename = "sessionId")]
+    #[param(rename = "sessionId", required, pattern = r"^ses_[0-9a-f]{32}$")]
     pub session_id: Option<String>,
     /// The last event the client has; the page starts after it. From the start when absent.
-    #[param(rename = "sinceEventId")]
+    #[param(rename = "sinceEventId", pattern = "^evt_[0-9]{12}$")]
     pub since_event_id: Option<String>,
 }
 
@@ -137,7 +142,8 @@ impl TryFrom<TranscriptQuery> for TranscriptPage {
 #[derive(Debug, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct SessionQuery {
-    #[param(rename = "sessionId")]
+    /// The session to delete.
+    #[param(rename = "sessionId", required, pattern = r"^ses_[0-9a-f]{32}$")]
     pub session_id: Option<String>,
 }
 

@@ -80,7 +80,18 @@ async fn users(app: &ScimApi, org: &OrgId, base: &str, q: ListQuery) -> ScimResu
     tag = "scim",
     operation_id = "scimCreateUser",
     request_body(content = Value, content_type = "application/scim+json"),
-    responses((status = 201, description = "The user as created; `Location` is its URL.", body = Value, content_type = "application/scim+json"), ScimErrors),
+    responses(
+        (status = 201, description = "The user as created; `Location` is its URL.", body = Value,
+            content_type = "application/scim+json",
+            headers(("Location" = String, description = "The user's URL")),
+            links(
+                ("read" = (operation_id = "scimGetUser", parameters(("id" = "$response.body#/id")))),
+                ("replace" = (operation_id = "scimReplaceUser", parameters(("id" = "$response.body#/id")))),
+                ("patch" = (operation_id = "scimPatchUser", parameters(("id" = "$response.body#/id")))),
+                ("delete" = (operation_id = "scimDeleteUser", parameters(("id" = "$response.body#/id")))),
+            )),
+        ScimErrors,
+    ),
     security(("scimToken" = []))
 )]
 pub(super) async fn create_user(

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Fuzzes the local service with schemathesis against the committed docs/openapi.json, with the
+# settings of scripts/schemathesis.toml: about 100 examples per operation, the document's links
+# followed (stateful phase), and these checks: no server error, every status code, content
+# type and response body as documented. Several members'
+# cookies (and the organisation's SCIM token) are handed out by scripts/schemathesis_hooks.py.
+#   scripts/fuzz_api.sh path/to/knowledge
+# Starts the service on a free loopback port over a fresh data directory and stops it; exits
+# non-zero on any failure. Needs .venv with scripts/requirements.txt (scripts/test makes it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+knowledge=$1
+dir=$(mktemp -d)
+pid=
+cleanup() {
+  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  if [ -n "${FUZZ_KEEP_LOG:-}" ]; then cp "$dir/serve.log" "$FUZZ_KEEP_LOG"; fi
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+k() { "$knowledge" --data-dir "$dir" "$@"; }
+k org create --id org_fuzz --name "Fuzzing" --plan business --sso >/dev/null
+members=8
+cookies=""
+for i in $(seq 1 "$members"); do
+  user=$(printf 'usr_fuzz%02d' "$i")
+  k member add --org org_fuzz --user "$user" --role viewer >/dev/null
+  cookies+="$(k cookie --org org_fuzz --user "$user" --ttl 7200)"$'\n'
+done
+token=$(k scim token --org org_fuzz)
+
+port=$(.venv/bin/python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+url="http://127.0.0.1:${port}"
+KNOWLEDGE_ADDR="127.0.0.1:${port}" "$knowledge" --data-dir "$dir" serve >"$dir/serve.log" 2>&1 &
+pid=$!
+deadline=$((SECONDS + 30))
+until grep -q "listening on" "$dir/serve.log"; do
+  if [ "$SECONDS" -ge "$deadline" ] || ! kill -0 "$pid" 2>/dev/null; then
+    echo "the service did not start; its output:"; cat "$dir/serve.log"; exit 1
+  fi
+  sleep 0.2
+done
+
+status=0
+FUZZ_COOKIES="$cookies" FUZZ_SCIM_TOKEN="$token" SCHEMATHESIS_HOOKS=scripts/schemathesis_hooks.py \
+  .venv/bin/schemathesis --config-file scripts/schemathesis.toml run docs/openapi.json \
+  --url "$url" --header "Origin: ${url}" --no-color || status=$?
+echo "the service's answers by status:" $(grep -o 'status=[0-9]*' "$dir/serve.log" | sort | uniq -c | awk '{printf "%s %s,", $2, $1}')
+if [ "$status" -ne 0 ]; then
+  echo "the service's log:"; tail -n 50 "$dir/serve.log"
+fi
+exit "$status"
