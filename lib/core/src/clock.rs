@@ -1,6 +1,5 @@
 //! Time: millisecond timestamps, their ISO 8601 rendering, and the clock port.
 
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -84,27 +83,6 @@ impl Clock for SystemClock {
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
         Timestamp(d.as_millis() as i64)
-    }
-}
-
-/// The wall clock shifted by an offset that only grows, so that hour-long windows can be tried
-/// without waiting for them while time still flows.
-#[derive(Debug, Default)]
-pub struct ShiftedClock {
-    offset_ms: AtomicI64,
-}
-
-impl ShiftedClock {
-    pub fn advance(&self, ms: i64) {
-        self.offset_ms.fetch_add(ms.max(0), Ordering::SeqCst);
-    }
-}
-
-impl Clock for ShiftedClock {
-    fn now(&self) -> Timestamp {
-        SystemClock
-            .now()
-            .plus_millis(self.offset_ms.load(Ordering::SeqCst))
     }
 }
 

@@ -16,5 +16,7 @@ pub mod scim;
 pub mod seal;
 pub mod service;
 pub mod steps;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use error::CoreError;

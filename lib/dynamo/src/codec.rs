@@ -70,7 +70,7 @@ pub(crate) fn get_json<T: serde::de::DeserializeOwned>(
 }
 
 pub(crate) fn to_json(v: &impl serde::Serialize) -> Result<String, StoreError> {
-    serde_json::to_string(v).map_err(|e| StoreError::backend(e.to_string()))
+    serde_json::to_string(v).map_err(StoreError::backend)
 }
 
 pub(crate) fn session_item(session: &Session) -> Result<Item, StoreError> {
@@ -194,5 +194,5 @@ pub(crate) fn usage_from(item: &Item) -> Result<Usage, StoreError> {
 
 /// The request a builder made, or the reason it could not (a required field left unset).
 pub(crate) fn built<T>(r: Result<T, aws_sdk_dynamodb::error::BuildError>) -> Result<T, StoreError> {
-    r.map_err(|e| StoreError::backend(e.to_string()))
+    r.map_err(StoreError::backend)
 }

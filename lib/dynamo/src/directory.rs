@@ -206,8 +206,7 @@ impl DirectoryStore for DynamoStore {
         audit: &AuditEntry,
     ) -> Result<(), StoreError> {
         let mut item = key_item(keys::integration(org, &integration.name));
-        let config =
-            serde_json::to_string(integration).map_err(|e| StoreError::backend(e.to_string()))?;
+        let config = serde_json::to_string(integration).map_err(StoreError::backend)?;
         item.insert("config".into(), s(&config));
         let put = Put::builder().table_name(&self.table).set_item(Some(item));
         let writes = vec![

@@ -6,21 +6,23 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::{Credentials, Region};
-use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
     ProjectionType, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
 };
 
+use knowledge_core::ports::BackendError;
+
 use crate::counter::RequestCounter;
 use crate::keys;
 
+/// The table could not be described, created or waited for; the cause is the SDK's error.
 #[derive(Debug, thiserror::Error)]
-#[error("DynamoDB table: {0}")]
-pub struct TableError(String);
+#[error("DynamoDB table")]
+pub struct TableError(#[source] BackendError);
 
-fn table_error(e: impl std::fmt::Display) -> TableError {
-    TableError(e.to_string())
+fn table_error(e: impl Into<BackendError>) -> TableError {
+    TableError(e.into())
 }
 
 /// A client for DynamoDB, counting its requests in `counter`. With an `endpoint` (a stand-in
@@ -67,7 +69,7 @@ pub async fn create_table_if_missing(client: &Client, table: &str) -> Result<(),
         Err(e)
             if e.as_service_error()
                 .is_some_and(|e| e.is_resource_not_found_exception()) => {}
-        Err(e) => return Err(table_error(DisplayErrorContext(e))),
+        Err(e) => return Err(table_error(e)),
     }
     let attribute = |name: &str| {
         AttributeDefinition::builder()
@@ -115,7 +117,7 @@ pub async fn create_table_if_missing(client: &Client, table: &str) -> Result<(),
         Err(e)
             if e.as_service_error()
                 .is_some_and(|e| e.is_resource_in_use_exception()) => {}
-        Err(e) => return Err(table_error(DisplayErrorContext(e))),
+        Err(e) => return Err(table_error(e)),
     }
     wait_active(client, table).await?;
     client
@@ -130,7 +132,7 @@ pub async fn create_table_if_missing(client: &Client, table: &str) -> Result<(),
         )
         .send()
         .await
-        .map_err(|e| table_error(DisplayErrorContext(e)))?;
+        .map_err(table_error)?;
     Ok(())
 }
 
@@ -141,11 +143,13 @@ async fn wait_active(client: &Client, table: &str) -> Result<(), TableError> {
             .table_name(table)
             .send()
             .await
-            .map_err(|e| table_error(DisplayErrorContext(e)))?;
+            .map_err(table_error)?;
         if out.table().and_then(|t| t.table_status()) == Some(&TableStatus::Active) {
             return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    Err(TableError(format!("{table} did not become active in 60 s")))
+    Err(table_error(format!(
+        "{table} did not become active in 60 s"
+    )))
 }

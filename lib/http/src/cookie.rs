@@ -38,8 +38,8 @@ pub enum CookieError {
     WeakKey,
     #[error("the signing key must be written in hex")]
     NotHex,
-    #[error("signing failed: {0}")]
-    Signing(String),
+    #[error("signing failed")]
+    Signing(#[source] jsonwebtoken::errors::Error),
 }
 
 /// Signs and verifies session cookies with the service's key.
@@ -108,7 +108,7 @@ impl CookieSigner {
             exp: expires_at,
         };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
-            .map_err(|e| CookieError::Signing(e.to_string()))
+            .map_err(CookieError::Signing)
     }
 
     /// A cookie value valid for `ttl_secs` from now.

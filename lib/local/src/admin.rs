@@ -6,6 +6,7 @@ use knowledge_core::domain::{
     Actor, AuditAction, AuditEntry, INTEGRATION_LIMIT, IntegrationAuth, IntegrationConfig,
     MEMBER_DATA_LIMIT, Member, MemberData, MemberDataKind, Org, OrgStatus, Plan, Role, Usage,
 };
+use knowledge_core::error::Chain;
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Store, StoreError};
 use knowledge_core::scim;
@@ -150,7 +151,7 @@ impl Admin<'_> {
         match cancel_member_turns(self.store, &SystemClock, user, org).await {
             Ok(cancelled) => Ok(cancelled.len()),
             Err(e) => {
-                tracing::error!(error = %e, "could not cancel a removed member's running turns");
+                tracing::error!(error = %Chain(&e), "could not cancel a removed member's running turns");
                 Ok(0)
             }
         }

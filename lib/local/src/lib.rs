@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use knowledge_app::{App, AssemblyError, Settings};
+use knowledge_core::error::Chain;
 use knowledge_core::ports::{BackendError, Workflow};
 use knowledge_core::seal::Sealer;
 use knowledge_core::service::Service;
@@ -180,7 +181,7 @@ impl LocalService {
         let running = self.store.running_sessions().await?;
         for (key, run) in &running {
             if let Err(e) = self.workflow.start(key, run).await {
-                tracing::error!(error = %e, session = %key.session, "could not resume run");
+                tracing::error!(error = %Chain(&e), session = %key.session, "could not resume run");
             }
         }
         Ok(running.len())

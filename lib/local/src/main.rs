@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use knowledge_app::Settings;
 use knowledge_core::domain::{IntegrationAuth, OrgStatus, Plan, Role};
+use knowledge_core::error::Chain;
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_docs::TantivyDocs;
@@ -342,7 +343,7 @@ async fn main() -> ExitCode {
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", Chain(&*e));
             ExitCode::FAILURE
         }
     }
@@ -534,7 +535,7 @@ async fn serve(
     // A store that fails here fails the first requests too; the deletes are finished at the
     // next start or by the client's retry, so the service starts anyway.
     let finished = service.finish_deletes().await.unwrap_or_else(|e| {
-        tracing::error!(error = %e, "could not finish the deletes cut short by the previous process");
+        tracing::error!(error = %Chain(&e), "could not finish the deletes cut short by the previous process");
         0
     });
     let resumed = service.resume_runs().await?;

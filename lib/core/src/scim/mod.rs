@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::clock::Clock;
 use crate::domain::{Actor, AuditAction, AuditEntry, Member, Plan, Role};
-use crate::error::CoreError;
+use crate::error::{Chain, CoreError};
 use crate::ids::{OrgId, UserId};
 use crate::ports::{BackendError, DirectoryStore, OrgStore, StoreError};
 use crate::service::Service;
@@ -320,7 +320,7 @@ impl Directory {
             return Err(ScimError::NotFound("user"));
         }
         if let Err(e) = self.sessions.cancel_all_runs(user, org).await {
-            tracing::error!(error = %e, "could not cancel a removed member's running turns");
+            tracing::error!(error = %Chain(&e), "could not cancel a removed member's running turns");
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::{Awaiting, NewEvent, Session};
+use crate::error::Chain;
 use crate::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use crate::ports::StoreError;
 
@@ -192,7 +193,7 @@ impl StepError {
 
 impl From<StoreError> for StepError {
     fn from(e: StoreError) -> Self {
-        Self::new(errors::STORE, e.to_string())
+        Self::new(errors::STORE, Chain(&e).to_string())
     }
 }
 

@@ -3,36 +3,22 @@
 //! that each interleaving of a race can be forced rather than hoped for. Where a run is driven
 //! to its end, the local engine runs the real state machine over the steps.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use async_trait::async_trait;
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::SystemClock;
 use knowledge_core::ids::{OrgId, RunId, SessionKey, UserId};
 use knowledge_core::integrations::FixedIntegrations;
-use knowledge_core::ports::{Agent, Integrations, Workflow, WorkflowError};
+use knowledge_core::ports::{Agent, Integrations};
 use knowledge_core::service::{Deps, Opening, Principal, Service};
 use knowledge_core::steps::{Handler, Next, StepInput, StepOutput, Steps, TurnRef};
+use knowledge_core::testing::RecordingWorkflow;
 use knowledge_local::admin::Admin;
 use knowledge_local::asl::{AGENT_DEFINITION, Options, StateMachine, TracingObserver};
 use knowledge_local::{LocalStore, StepTasks};
 use tokio_util::sync::CancellationToken;
 
 use crate::support::{PricedAgent, docs, mark_deleting};
-
-#[derive(Default)]
-struct RecordingWorkflow {
-    started: Mutex<Vec<RunId>>,
-}
-
-#[async_trait]
-impl Workflow for RecordingWorkflow {
-    async fn start(&self, _: &SessionKey, run: &RunId) -> Result<(), WorkflowError> {
-        self.started.lock().unwrap().push(run.clone());
-        Ok(())
-    }
-    async fn cancelled(&self, _: &SessionKey, _: &RunId) {}
-}
 
 struct Rig {
     service: Service,

@@ -7,7 +7,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use knowledge_app::Settings;
 use knowledge_core::agent::BuiltinAgent;
-use knowledge_core::clock::ShiftedClock;
 use knowledge_core::domain::Role;
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
 use knowledge_core::integrations::FixedIntegrations;
@@ -15,6 +14,7 @@ use knowledge_core::ports::{
     Agent, AgentAction, AgentError, AgentReply, AgentRequest, Integrations, TokenUsage,
 };
 use knowledge_core::seal::Sealer;
+use knowledge_core::testing::ShiftedClock;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::admin::Admin;
 use knowledge_local::asl::{Observer, Options, Tasks, TracingObserver};

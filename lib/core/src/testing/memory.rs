@@ -1,0 +1,480 @@
+//! `MemoryStore`: every storage port in memory, behind one lock, so that each method is atomic
+//! as the ports require. It runs the storage conformance suite like the real adapters, and a
+//! test can make the next commits lose their version check ([`MemoryStore::lose_commits`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+
+use crate::clock::Timestamp;
+use crate::domain::{
+    AuditEntry, Event, IntegrationConfig, Member, MemberData, Org, Session, SessionSummary, Usage,
+};
+use crate::ids::{OrgId, SessionKey, UserId};
+use crate::ports::{
+    Charge, DirectoryStore, LimitStore, OrgStore, RateWindow, SessionStore, StoreError, StoredRows,
+    UsageRefused,
+};
+
+#[derive(Default)]
+struct State {
+    orgs: HashMap<OrgId, Org>,
+    /// By organisation, then user id (so listed in user-id order).
+    members: HashMap<OrgId, BTreeMap<UserId, Member>>,
+    /// `userName` keys claimed in an organisation, with their member.
+    user_names: HashMap<(OrgId, String), UserId>,
+    member_data: HashMap<(OrgId, UserId), Vec<MemberData>>,
+    integrations: HashMap<OrgId, BTreeMap<String, IntegrationConfig>>,
+    audit: HashMap<OrgId, Vec<AuditEntry>>,
+    sessions: HashMap<SessionKey, Session>,
+    events: HashMap<SessionKey, BTreeMap<u64, Event>>,
+    rate_windows: HashMap<String, RateWindow>,
+    usage: HashMap<(OrgId, String), Usage>,
+}
+
+/// The storage ports in memory. Each method holds the one lock throughout, so none sees
+/// another half done.
+#[derive(Default)]
+pub struct MemoryStore {
+    state: Mutex<State>,
+    lose: AtomicUsize,
+}
+
+impl MemoryStore {
+    /// Makes the next `n` session commits fail with `Conflict` without writing, as if another
+    /// writer had moved the version each time.
+    pub fn lose_commits(&self, n: usize) {
+        self.lose.store(n, Ordering::SeqCst);
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().expect("the memory store's lock")
+    }
+}
+
+impl State {
+    fn claim(&self, member: &Member) -> Option<(OrgId, String)> {
+        member
+            .profile
+            .as_ref()
+            .map(|p| (member.org.clone(), p.user_name_key()))
+    }
+
+    fn audit(&mut self, entry: &AuditEntry) {
+        self.audit
+            .entry(entry.org.clone())
+            .or_default()
+            .push(entry.clone());
+    }
+}
+
+#[async_trait]
+impl OrgStore for MemoryStore {
+    async fn put_org(&self, org: &Org) -> Result<(), StoreError> {
+        let mut s = self.state();
+        let token = s
+            .orgs
+            .get(&org.id)
+            .and_then(|o| o.scim_token_sha256.clone());
+        s.orgs.insert(
+            org.id.clone(),
+            Org {
+                scim_token_sha256: token,
+                ..org.clone()
+            },
+        );
+        Ok(())
+    }
+
+    async fn get_org(&self, org: &OrgId) -> Result<Option<Org>, StoreError> {
+        Ok(self.state().orgs.get(org).cloned())
+    }
+
+    async fn set_scim_token(
+        &self,
+        org: &OrgId,
+        sha256: &str,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let mut s = self.state();
+        let stored = s.orgs.get_mut(org).ok_or(StoreError::Gone)?;
+        stored.scim_token_sha256 = Some(sha256.to_owned());
+        s.audit(audit);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl DirectoryStore for MemoryStore {
+    async fn create_member(&self, member: &Member, audit: &AuditEntry) -> Result<(), StoreError> {
+        let mut s = self.state();
+        let exists = s
+            .members
+            .get(&member.org)
+            .is_some_and(|m| m.contains_key(&member.user));
+        let claim = s.claim(member);
+        if exists || claim.as_ref().is_some_and(|c| s.user_names.contains_key(c)) {
+            return Err(StoreError::AlreadyExists);
+        }
+        if let Some(claim) = claim {
+            s.user_names.insert(claim, member.user.clone());
+        }
+        let mut stored = member.clone();
+        stored.version = 1;
+        s.members
+            .entry(member.org.clone())
+            .or_default()
+            .insert(member.user.clone(), stored);
+        s.audit(audit);
+        Ok(())
+    }
+
+    async fn get_member(&self, org: &OrgId, user: &UserId) -> Result<Option<Member>, StoreError> {
+        Ok(self
+            .state()
+            .members
+            .get(org)
+            .and_then(|m| m.get(user))
+            .cloned())
+    }
+
+    async fn find_member_by_user_name(
+        &self,
+        org: &OrgId,
+        key: &str,
+    ) -> Result<Option<Member>, StoreError> {
+        let s = self.state();
+        Ok(s.user_names
+            .get(&(org.clone(), key.to_owned()))
+            .and_then(|user| s.members.get(org).and_then(|m| m.get(user)))
+            .cloned())
+    }
+
+    async fn list_members(&self, org: &OrgId) -> Result<Vec<Member>, StoreError> {
+        Ok(self
+            .state()
+            .members
+            .get(org)
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn update_member(
+        &self,
+        previous: &Member,
+        next: &Member,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let mut s = self.state();
+        let stored = s
+            .members
+            .get(&next.org)
+            .and_then(|m| m.get(&next.user))
+            .ok_or(StoreError::Gone)?;
+        if stored.version != previous.version {
+            return Err(StoreError::Conflict);
+        }
+        let (old, new) = (s.claim(stored), s.claim(next));
+        if old != new {
+            if let Some(claim) = &new
+                && s.user_names.get(claim).is_some_and(|u| *u != next.user)
+            {
+                return Err(StoreError::AlreadyExists);
+            }
+            if let Some(old) = old {
+                s.user_names.remove(&old);
+            }
+            if let Some(new) = new {
+                s.user_names.insert(new, next.user.clone());
+            }
+        }
+        s.members
+            .entry(next.org.clone())
+            .or_default()
+            .insert(next.user.clone(), next.clone());
+        s.audit(audit);
+        Ok(())
+    }
+
+    async fn remove_member(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError> {
+        let mut s = self.state();
+        let Some(removed) = s.members.get_mut(org).and_then(|m| m.remove(user)) else {
+            return Ok(false);
+        };
+        if let Some(claim) = s.claim(&removed) {
+            s.user_names.remove(&claim);
+        }
+        s.member_data.remove(&(org.clone(), user.clone()));
+        s.audit(audit);
+        Ok(true)
+    }
+
+    async fn put_member_data(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+        data: &MemberData,
+    ) -> Result<(), StoreError> {
+        let mut s = self.state();
+        let member = s
+            .members
+            .get_mut(org)
+            .and_then(|m| m.get_mut(user))
+            .ok_or(StoreError::Gone)?;
+        member.version += 1;
+        let held = s
+            .member_data
+            .entry((org.clone(), user.clone()))
+            .or_default();
+        held.retain(|d| (d.kind, &d.name) != (data.kind, &data.name));
+        held.push(data.clone());
+        held.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+        Ok(())
+    }
+
+    async fn list_member_data(
+        &self,
+        org: &OrgId,
+        user: &UserId,
+    ) -> Result<Vec<MemberData>, StoreError> {
+        Ok(self
+            .state()
+            .member_data
+            .get(&(org.clone(), user.clone()))
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    async fn put_integration(
+        &self,
+        org: &OrgId,
+        integration: &IntegrationConfig,
+        audit: &AuditEntry,
+    ) -> Result<(), StoreError> {
+        let mut s = self.state();
+        s.integrations
+            .entry(org.clone())
+            .or_default()
+            .insert(integration.name.clone(), integration.clone());
+        s.audit(audit);
+        Ok(())
+    }
+
+    async fn list_integrations(&self, org: &OrgId) -> Result<Vec<IntegrationConfig>, StoreError> {
+        Ok(self
+            .state()
+            .integrations
+            .get(org)
+            .map(|i| i.values().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn remove_integration(
+        &self,
+        org: &OrgId,
+        name: &str,
+        audit: &AuditEntry,
+    ) -> Result<bool, StoreError> {
+        let mut s = self.state();
+        let removed = s
+            .integrations
+            .get_mut(org)
+            .and_then(|i| i.remove(name))
+            .is_some();
+        if removed {
+            s.audit(audit);
+        }
+        Ok(removed)
+    }
+
+    async fn list_audit(&self, org: &OrgId, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        let mut entries = self.state().audit.get(org).cloned().unwrap_or_default();
+        entries.sort_by(|a, b| (b.at, &b.id).cmp(&(a.at, &a.id)));
+        entries.truncate(limit);
+        Ok(entries)
+    }
+}
+
+#[async_trait]
+impl SessionStore for MemoryStore {
+    async fn create_session(&self, session: &Session, events: &[Event]) -> Result<(), StoreError> {
+        let mut s = self.state();
+        if s.sessions.contains_key(&session.key) {
+            return Err(StoreError::AlreadyExists);
+        }
+        s.sessions.insert(session.key.clone(), session.clone());
+        let log = s.events.entry(session.key.clone()).or_default();
+        log.extend(events.iter().map(|e| (e.seq, e.clone())));
+        Ok(())
+    }
+
+    async fn get_session(&self, key: &SessionKey) -> Result<Option<Session>, StoreError> {
+        Ok(self.state().sessions.get(key).cloned())
+    }
+
+    async fn commit_session(
+        &self,
+        session: &Session,
+        expected_version: u64,
+        events: &[Event],
+        charge: Option<&Charge>,
+    ) -> Result<(), StoreError> {
+        let mut s = self.state();
+        let stored = s.sessions.get(&session.key).ok_or(StoreError::Gone)?;
+        let lost = self
+            .lose
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if lost || stored.version != expected_version {
+            return Err(StoreError::Conflict);
+        }
+        s.sessions.insert(session.key.clone(), session.clone());
+        let log = s.events.entry(session.key.clone()).or_default();
+        log.extend(events.iter().map(|e| (e.seq, e.clone())));
+        if let Some(charge) = charge {
+            let usage = s
+                .usage
+                .entry((session.key.org.clone(), charge.month.clone()))
+                .or_default();
+            usage.cost_micros += charge.micros;
+        }
+        Ok(())
+    }
+
+    async fn list_events(
+        &self,
+        key: &SessionKey,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        Ok(self
+            .state()
+            .events
+            .get(key)
+            .map(|log| {
+                log.range(after + 1..)
+                    .take(limit)
+                    .map(|(_, e)| e.clone())
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    async fn list_sessions(
+        &self,
+        user: &UserId,
+        org: &OrgId,
+        limit: usize,
+    ) -> Result<Vec<SessionSummary>, StoreError> {
+        let s = self.state();
+        let mut listed: Vec<&Session> = s
+            .sessions
+            .values()
+            .filter(|v| v.key.user == *user && v.key.org == *org && !v.deleting)
+            .collect();
+        listed.sort_by(|a, b| {
+            (b.updated_at, b.key.session.as_str()).cmp(&(a.updated_at, a.key.session.as_str()))
+        });
+        Ok(listed
+            .into_iter()
+            .take(limit)
+            .map(|v| SessionSummary {
+                id: v.key.session.clone(),
+                title: v.title.clone(),
+                updated_at: v.updated_at,
+            })
+            .collect())
+    }
+
+    async fn delete_session(&self, key: &SessionKey) -> Result<bool, StoreError> {
+        let mut s = self.state();
+        s.events.remove(key);
+        Ok(s.sessions.remove(key).is_some())
+    }
+
+    async fn deleting_sessions(&self, limit: usize) -> Result<Vec<SessionKey>, StoreError> {
+        Ok(self
+            .state()
+            .sessions
+            .values()
+            .filter(|v| v.deleting)
+            .take(limit)
+            .map(|v| v.key.clone())
+            .collect())
+    }
+}
+
+#[async_trait]
+impl LimitStore for MemoryStore {
+    async fn get_rate_window(&self, key: &str) -> Result<RateWindow, StoreError> {
+        Ok(self
+            .state()
+            .rate_windows
+            .get(key)
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    async fn put_rate_window(
+        &self,
+        key: &str,
+        hits: &[Timestamp],
+        expected_version: u64,
+        _expires_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut s = self.state();
+        let window = s.rate_windows.entry(key.to_owned()).or_default();
+        if window.version != expected_version {
+            return Err(StoreError::Conflict);
+        }
+        *window = RateWindow {
+            hits: hits.to_vec(),
+            version: expected_version + 1,
+        };
+        Ok(())
+    }
+
+    async fn consume_query(
+        &self,
+        org: &OrgId,
+        month: &str,
+        quota: Option<u64>,
+        cap_micros: Option<u64>,
+    ) -> Result<Result<Usage, UsageRefused>, StoreError> {
+        let mut s = self.state();
+        let usage = s.usage.entry((org.clone(), month.to_owned())).or_default();
+        let over_quota = quota.is_some_and(|q| usage.queries >= q);
+        let over_cap = cap_micros.is_some_and(|c| usage.cost_micros >= c);
+        if over_quota || over_cap {
+            return Ok(Err(UsageRefused(*usage)));
+        }
+        usage.queries += 1;
+        Ok(Ok(*usage))
+    }
+
+    async fn get_usage(&self, org: &OrgId, month: &str) -> Result<Usage, StoreError> {
+        Ok(self
+            .state()
+            .usage
+            .get(&(org.clone(), month.to_owned()))
+            .copied()
+            .unwrap_or_default())
+    }
+}
+
+#[async_trait]
+impl StoredRows for MemoryStore {
+    async fn rows_for(&self, key: &SessionKey) -> Result<(u64, u64), StoreError> {
+        let s = self.state();
+        let sessions = u64::from(s.sessions.contains_key(key));
+        let events = s.events.get(key).map_or(0, |log| log.len() as u64);
+        Ok((sessions, events))
+    }
+}

@@ -1,0 +1,261 @@
+//! The session use cases' own rules, on the in-memory store: a commit that loses its version
+//! race is retried and lands once, a cancel stamps a turn once and tells the engine, a member's
+//! turns are all cancelled at once, creating needs the agent, and deletes are finished.
+
+use std::sync::Arc;
+
+use knowledge_core::CoreError;
+use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::clock::{Clock, SystemClock};
+use knowledge_core::domain::{
+    Actor, AuditAction, AuditEntry, EventKind, Member, Org, OrgStatus, Plan, Role,
+};
+use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
+use knowledge_core::integrations::FixedIntegrations;
+use knowledge_core::ports::{DirectoryStore, OrgStore, SessionStore, StoredRows};
+use knowledge_core::service::{Deps, Opening, Principal, Service};
+use knowledge_core::testing::{MemoryStore, RecordingWorkflow};
+use knowledge_store_tests::mark_deleting;
+
+struct Rig {
+    service: Service,
+    store: Arc<MemoryStore>,
+    workflow: Arc<RecordingWorkflow>,
+    p: Principal,
+}
+
+impl Rig {
+    /// A service over an empty store, with one active organisation and one member of it; the
+    /// agent and integrations only when `opening`.
+    async fn new(opening: bool) -> Self {
+        let store = Arc::new(MemoryStore::default());
+        let workflow = Arc::new(RecordingWorkflow::default());
+        let now = SystemClock.now();
+        let org = OrgId::generate();
+        store
+            .put_org(&Org {
+                id: org.clone(),
+                name: "Acme".into(),
+                plan: Plan::Business,
+                status: OrgStatus::Active,
+                sso_enabled: false,
+                monthly_query_quota: None,
+                cost_cap_micros: None,
+                created_at: now,
+                scim_token_sha256: None,
+            })
+            .await
+            .unwrap();
+        let user = UserId::generate();
+        let audit = AuditEntry::new(&org, now, Actor::Admin, AuditAction::MemberAdded, "test");
+        store
+            .create_member(
+                &Member::new(org.clone(), user.clone(), Role::Viewer, now),
+                &audit,
+            )
+            .await
+            .unwrap();
+        let service = Service::new(Deps {
+            store: store.clone(),
+            workflow: workflow.clone(),
+            clock: Arc::new(SystemClock),
+            opening: opening.then(|| Opening {
+                agent: Arc::new(BuiltinAgent),
+                integrations: Arc::new(FixedIntegrations::new()),
+            }),
+        });
+        let p = service.authenticate(user, org).await.unwrap();
+        Self {
+            service,
+            store,
+            workflow,
+            p,
+        }
+    }
+
+    fn key(&self, session: &SessionId) -> SessionKey {
+        SessionKey {
+            user: self.p.user.clone(),
+            org: self.p.org.clone(),
+            session: session.clone(),
+        }
+    }
+
+    async fn kinds(&self, session: &SessionId) -> Vec<EventKind> {
+        let events = self.store.list_events(&self.key(session), 0, 100).await;
+        events.unwrap().iter().map(|e| e.kind()).collect()
+    }
+
+    /// Ends the session's run as the workflow would after its last turn.
+    async fn end_run(&self, session: &SessionId) {
+        let mut s = self
+            .store
+            .get_session(&self.key(session))
+            .await
+            .unwrap()
+            .unwrap();
+        let expected = s.version;
+        s.version += 1;
+        s.run_id = None;
+        s.pending.clear();
+        self.store
+            .commit_session(&s, expected, &[], None)
+            .await
+            .unwrap();
+    }
+
+    fn cancelled(&self) -> usize {
+        self.workflow.cancelled.lock().unwrap().len()
+    }
+}
+
+#[tokio::test]
+async fn a_message_that_loses_its_commit_race_is_retried_and_written_once() {
+    let rig = Rig::new(true).await;
+    let created = rig.service.create_session(&rig.p, "first").await.unwrap();
+    let before = rig
+        .store
+        .get_session(&rig.key(&created.id))
+        .await
+        .unwrap()
+        .unwrap();
+    rig.store.lose_commits(3);
+    rig.service
+        .post_message(&rig.p, &created.id, "second")
+        .await
+        .unwrap();
+    let after = rig
+        .store
+        .get_session(&rig.key(&created.id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(after.version, before.version + 1);
+    assert_eq!(
+        rig.kinds(&created.id).await,
+        [EventKind::UserMessage, EventKind::UserMessage]
+    );
+}
+
+#[tokio::test]
+async fn a_message_whose_commit_keeps_losing_fails_as_internal_and_writes_nothing() {
+    let rig = Rig::new(true).await;
+    let created = rig.service.create_session(&rig.p, "first").await.unwrap();
+    rig.store.lose_commits(usize::MAX);
+    let refused = rig
+        .service
+        .post_message(&rig.p, &created.id, "second")
+        .await;
+    assert!(
+        matches!(refused, Err(CoreError::Internal(_))),
+        "{refused:?}"
+    );
+    assert_eq!(rig.kinds(&created.id).await, [EventKind::UserMessage]);
+}
+
+#[tokio::test]
+async fn a_cancel_stamps_the_turn_in_flight_once_and_tells_the_engine_once() {
+    let rig = Rig::new(true).await;
+    let created = rig.service.create_session(&rig.p, "first").await.unwrap();
+    rig.store.lose_commits(2);
+    assert!(!rig.service.cancel(&rig.p, &created.id).await.unwrap());
+    let s = rig
+        .store
+        .get_session(&rig.key(&created.id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(s.cancelled_at.is_some());
+    assert_eq!(*rig.workflow.cancelled.lock().unwrap(), [created.run_id]);
+    // Again: already cancelled, nothing written, the engine not told twice.
+    assert!(rig.service.cancel(&rig.p, &created.id).await.unwrap());
+    let again = rig
+        .store
+        .get_session(&rig.key(&created.id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again, s);
+    assert_eq!(rig.cancelled(), 1);
+}
+
+#[tokio::test]
+async fn a_cancel_with_no_turn_in_flight_changes_nothing() {
+    let rig = Rig::new(true).await;
+    let created = rig.service.create_session(&rig.p, "first").await.unwrap();
+    rig.end_run(&created.id).await;
+    let idle = rig.store.get_session(&rig.key(&created.id)).await.unwrap();
+    assert!(!rig.service.cancel(&rig.p, &created.id).await.unwrap());
+    assert_eq!(
+        rig.store.get_session(&rig.key(&created.id)).await.unwrap(),
+        idle
+    );
+    assert_eq!(rig.cancelled(), 0);
+}
+
+#[tokio::test]
+async fn cancelling_all_of_a_members_runs_stamps_each_turn_in_flight_and_no_idle_session() {
+    let rig = Rig::new(true).await;
+    let first = rig.service.create_session(&rig.p, "one").await.unwrap();
+    let second = rig.service.create_session(&rig.p, "two").await.unwrap();
+    let idle = rig.service.create_session(&rig.p, "three").await.unwrap();
+    rig.end_run(&idle.id).await;
+    let cancelled = rig
+        .service
+        .cancel_all_runs(&rig.p.user, &rig.p.org)
+        .await
+        .unwrap();
+    assert_eq!(cancelled, 2);
+    let told = rig.workflow.cancelled.lock().unwrap().clone();
+    assert_eq!(told.len(), 2);
+    assert!(
+        told.contains(&first.run_id) && told.contains(&second.run_id),
+        "{told:?}"
+    );
+    let s = rig
+        .store
+        .get_session(&rig.key(&idle.id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(s.cancelled_at, None);
+}
+
+#[tokio::test]
+async fn creating_a_session_where_no_agent_is_configured_fails_and_writes_nothing() {
+    let rig = Rig::new(false).await;
+    let refused = rig.service.create_session(&rig.p, "first").await;
+    assert!(
+        matches!(refused, Err(CoreError::Internal(_))),
+        "{refused:?}"
+    );
+    let listed = rig
+        .store
+        .list_sessions(&rig.p.user, &rig.p.org, 10)
+        .await
+        .unwrap();
+    assert!(listed.is_empty());
+    assert!(rig.workflow.started.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_delete_cut_short_is_finished_by_the_next_delete_or_the_start_up_sweep() {
+    let rig = Rig::new(true).await;
+    let retried = rig.service.create_session(&rig.p, "one").await.unwrap();
+    let swept = rig.service.create_session(&rig.p, "two").await.unwrap();
+    for id in [&retried.id, &swept.id] {
+        mark_deleting(rig.store.as_ref(), &rig.key(id)).await;
+    }
+    rig.service.delete(&rig.p, &retried.id).await.unwrap();
+    assert_eq!(
+        rig.store.rows_for(&rig.key(&retried.id)).await.unwrap(),
+        (0, 0)
+    );
+    assert_eq!(rig.service.finish_deletes().await.unwrap(), 1);
+    assert_eq!(
+        rig.store.rows_for(&rig.key(&swept.id)).await.unwrap(),
+        (0, 0)
+    );
+    let gone = rig.service.delete(&rig.p, &retried.id).await;
+    assert!(matches!(gone, Err(CoreError::NotFound(_))), "{gone:?}");
+}
