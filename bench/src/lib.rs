@@ -29,9 +29,7 @@ pub async fn fresh_store() -> (tempfile::TempDir, SqliteStore, OrgId, UserId) {
 /// The settings of a benchmark service at `origin`: its cookie key [`KEY`], a sealing key,
 /// `agent`, and `integrations` as the fixed ones.
 pub fn settings(
-    origin: &str,
-    agent: Arc<dyn Agent>,
-    integrations: Arc<dyn Integrations>,
+    origin: &str, agent: Arc<dyn Agent>, integrations: Arc<dyn Integrations>,
 ) -> Settings {
     Settings {
         cookie_signer: Some(Arc::new(CookieSigner::new(&KEY).unwrap())),
@@ -45,9 +43,7 @@ pub fn settings(
 /// Serves the API over `store` on an ephemeral 127.0.0.1 port; returns the service and its base
 /// URL, which is also the application origin.
 pub async fn serve(
-    store: &SqliteStore,
-    agent: Arc<dyn Agent>,
-    integrations: Arc<dyn Integrations>,
+    store: &SqliteStore, agent: Arc<dyn Agent>, integrations: Arc<dyn Integrations>,
 ) -> (LocalService, String) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());

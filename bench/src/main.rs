@@ -46,11 +46,7 @@ async fn seed(store: &SqliteStore, user: &UserId, org: &OrgId, events: usize) ->
 }
 
 async fn measure(
-    client: &reqwest::Client,
-    url: &str,
-    cookie: &str,
-    requests: usize,
-    concurrency: usize,
+    client: &reqwest::Client, url: &str, cookie: &str, requests: usize, concurrency: usize,
 ) -> Figures {
     for _ in 0..200 {
         let r = client

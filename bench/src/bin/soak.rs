@@ -298,11 +298,7 @@ impl Rng {
 }
 
 async fn user(
-    client: Client,
-    seed: u64,
-    o: Arc<Options>,
-    stop: Instant,
-    ledger: Arc<Mutex<Ledger>>,
+    client: Client, seed: u64, o: Arc<Options>, stop: Instant, ledger: Arc<Mutex<Ledger>>,
 ) {
     let mut rng = Rng(seed | 1);
     let mut sessions: Vec<Known> = Vec::new();
@@ -402,10 +398,7 @@ fn ms(d: Duration) -> String {
 
 /// Checks every session the users knew of; returns the violations found.
 async fn check(
-    http: &reqwest::Client,
-    base: &str,
-    ledger: &Ledger,
-    store: &SqliteStore,
+    http: &reqwest::Client, base: &str, ledger: &Ledger, store: &SqliteStore,
 ) -> Vec<String> {
     let mut violations = Vec::new();
     let transcript = |cookie: &str, session: &str, since: Option<&str>| {

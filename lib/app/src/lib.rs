@@ -163,9 +163,7 @@ impl App {
     /// The router of the Lambda function of `endpoint`. Errors: no cookie signer, for a
     /// session endpoint.
     pub fn endpoint_router(
-        &self,
-        endpoint: Endpoint,
-        workflow: Arc<dyn Workflow>,
+        &self, endpoint: Endpoint, workflow: Arc<dyn Workflow>,
     ) -> Result<Router, AssemblyError> {
         let service = self.service(workflow);
         Ok(match endpoint {

@@ -79,8 +79,7 @@ impl Env {
 
 /// The string held in the secret `secret_id`, without surrounding whitespace.
 pub async fn secret_string(
-    client: &aws_sdk_secretsmanager::Client,
-    secret_id: &str,
+    client: &aws_sdk_secretsmanager::Client, secret_id: &str,
 ) -> Result<String, ConfigError> {
     let out = client
         .get_secret_value()
@@ -96,26 +95,28 @@ pub async fn secret_string(
         .ok_or_else(|| ConfigError::NoString(secret_id.to_owned()))
 }
 
-/// The cookie signer of the key held (as hex, at least 32 bytes) in the secret `secret_id`.
-pub async fn cookie_signer(
-    client: &aws_sdk_secretsmanager::Client,
-    secret_id: &str,
-) -> Result<CookieSigner, ConfigError> {
+/// What `decode` makes of the key held (as hex) in the secret `secret_id`. Errors name the
+/// secret, with the decoding's error as the source.
+async fn key_in_secret<K, E: Into<BackendError>>(
+    client: &aws_sdk_secretsmanager::Client, secret_id: &str, decode: fn(&str) -> Result<K, E>,
+) -> Result<K, ConfigError> {
     let text = secret_string(client, secret_id).await?;
-    CookieSigner::from_hex(&text).map_err(|e| ConfigError::Key {
+    decode(&text).map_err(|e| ConfigError::Key {
         secret: secret_id.to_owned(),
         source: e.into(),
     })
 }
 
+/// The cookie signer of the key held (as hex, at least 32 bytes) in the secret `secret_id`.
+pub async fn cookie_signer(
+    client: &aws_sdk_secretsmanager::Client, secret_id: &str,
+) -> Result<CookieSigner, ConfigError> {
+    key_in_secret(client, secret_id, CookieSigner::from_hex).await
+}
+
 /// The credential sealer of the key held (as hex, 32 bytes) in the secret `secret_id`.
 pub async fn sealer(
-    client: &aws_sdk_secretsmanager::Client,
-    secret_id: &str,
+    client: &aws_sdk_secretsmanager::Client, secret_id: &str,
 ) -> Result<Sealer, ConfigError> {
-    let text = secret_string(client, secret_id).await?;
-    Sealer::from_hex(&text).map_err(|e| ConfigError::Key {
-        secret: secret_id.to_owned(),
-        source: e.into(),
-    })
+    key_in_secret(client, secret_id, Sealer::from_hex).await
 }

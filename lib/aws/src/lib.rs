@@ -57,9 +57,7 @@ impl Function {
 /// [`knowledge_providers::agent_from_env`] reads. Errors: a missing or wrong setting or secret,
 /// so the cold start fails loudly.
 pub async fn settings(
-    function: Function,
-    shared: &SdkConfig,
-    env: &Env,
+    function: Function, shared: &SdkConfig, env: &Env,
 ) -> Result<Settings, ConfigError> {
     let origin = match (function, env.app_origin.as_deref()) {
         (_, Some(origin)) => origin,
@@ -121,10 +119,7 @@ impl ColdStart {
 
     /// Reads `function`'s settings and builds its clients.
     pub async fn load(
-        function: Function,
-        shared: &SdkConfig,
-        env: &Env,
-        counter: RequestCounter,
+        function: Function, shared: &SdkConfig, env: &Env, counter: RequestCounter,
     ) -> Result<Self, ConfigError> {
         let settings = settings(function, shared, env).await?;
         Ok(Self::new(shared, env, settings, counter))
@@ -149,6 +144,16 @@ fn init_failed(e: ConfigError) -> lambda_runtime::Error {
     e.into()
 }
 
+/// `function`'s cold start, from the environment Lambda gives it.
+async fn start(function: Function) -> Result<ColdStart, lambda_runtime::Error> {
+    let env = Env::from_env().map_err(init_failed)?;
+    let shared = aws_config::load_from_env().await;
+    let counter = RequestCounter::default();
+    ColdStart::load(function, &shared, &env, counter)
+        .await
+        .map_err(init_failed)
+}
+
 /// The `main` of an endpoint's function: serves `endpoint` behind API Gateway.
 pub async fn run_http(endpoint: Endpoint) -> Result<(), lambda_http::Error> {
     lambda_runtime::tracing::init_default_subscriber();
@@ -156,33 +161,14 @@ pub async fn run_http(endpoint: Endpoint) -> Result<(), lambda_http::Error> {
         // The document is built into the binary: no settings, no clients.
         return lambda_http::run(knowledge_http::openapi_function()).await;
     }
-    let env = Env::from_env().map_err(init_failed)?;
-    let shared = aws_config::load_from_env().await;
-    let cold = ColdStart::load(
-        Function::Endpoint(endpoint),
-        &shared,
-        &env,
-        RequestCounter::default(),
-    )
-    .await
-    .map_err(init_failed)?;
+    let cold = start(Function::Endpoint(endpoint)).await?;
     lambda_http::run(cold.router(endpoint).map_err(init_failed)?).await
 }
 
 /// The `main` of a workflow task's function: runs `handler` for Step Functions.
 pub async fn run_task(handler: Handler) -> Result<(), lambda_runtime::Error> {
     lambda_runtime::tracing::init_default_subscriber();
-    let env = Env::from_env().map_err(init_failed)?;
-    let shared = aws_config::load_from_env().await;
-    let task = ColdStart::load(
-        Function::Task(handler),
-        &shared,
-        &env,
-        RequestCounter::default(),
-    )
-    .await
-    .map_err(init_failed)?
-    .task(handler);
+    let task = start(Function::Task(handler)).await?.task(handler);
     lambda_runtime::run(lambda_runtime::service_fn(move |event| {
         let task = task.clone();
         async move { task.handle(event).await }

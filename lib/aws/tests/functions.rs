@@ -488,9 +488,7 @@ fn sample_input(handler: Handler) -> Value {
 
 /// Feeds `payload` to `handler`'s task function.
 async fn task(
-    d: &Deployment,
-    handler: Handler,
-    payload: Value,
+    d: &Deployment, handler: Handler, payload: Value,
 ) -> Result<Value, lambda_runtime::Diagnostic> {
     d.cold_start(Function::Task(handler))
         .await

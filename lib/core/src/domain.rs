@@ -297,11 +297,7 @@ pub struct AuditEntry {
 
 impl AuditEntry {
     pub fn new(
-        org: &OrgId,
-        at: Timestamp,
-        actor: Actor,
-        action: AuditAction,
-        target: &str,
+        org: &OrgId, at: Timestamp, actor: Actor, action: AuditAction, target: &str,
     ) -> Self {
         Self {
             org: org.clone(),

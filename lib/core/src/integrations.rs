@@ -30,9 +30,7 @@ impl FixedIntegrations {
 #[async_trait]
 impl Integrations for FixedIntegrations {
     async fn connected(
-        &self,
-        org: &OrgId,
-        _user: &UserId,
+        &self, org: &OrgId, _user: &UserId,
     ) -> Result<Vec<Arc<dyn Integration>>, IntegrationError> {
         Ok(self.by_org.get(org).cloned().unwrap_or_default())
     }
@@ -40,10 +38,7 @@ impl Integrations for FixedIntegrations {
 
 /// The first of the integrations `user` reaches in `org` that offers `tool`, if any.
 pub async fn find_tool(
-    integrations: &dyn Integrations,
-    org: &OrgId,
-    user: &UserId,
-    tool: &str,
+    integrations: &dyn Integrations, org: &OrgId, user: &UserId, tool: &str,
 ) -> Result<Option<Arc<dyn Integration>>, IntegrationError> {
     for integration in integrations.connected(org, user).await? {
         let owns = match integration.owns(tool) {

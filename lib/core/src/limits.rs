@@ -118,10 +118,7 @@ const MAX_ATTEMPTS: usize = 64;
 /// Admits one `action` by `user` now, or refuses it. Race-free: the record is replaced with a
 /// version check, and a lost race re-reads (the record and the clock) and decides again.
 pub async fn acquire(
-    store: &dyn LimitStore,
-    clock: &dyn Clock,
-    action: Action,
-    user: &UserId,
+    store: &dyn LimitStore, clock: &dyn Clock, action: Action, user: &UserId,
 ) -> Result<Admission, StoreError> {
     let key = action.key(user);
     for _ in 0..MAX_ATTEMPTS {

@@ -138,9 +138,7 @@ impl Service {
     /// Errors: `InvalidInput` (empty text), `PlanForbidden`, `ProviderUnavailable` (nothing is
     /// written), `RateLimited`, `QuotaExhausted`, `CostCapReached`.
     pub async fn create_session(
-        &self,
-        p: &Principal,
-        text: &str,
+        &self, p: &Principal, text: &str,
     ) -> Result<CreatedSession, CoreError> {
         let text = non_empty("text", text)?;
         let opening = self
@@ -182,10 +180,7 @@ impl Service {
     /// Errors: `InvalidInput`, `NotFound`, `PlanForbidden`, `RateLimited`, `QuotaExhausted`,
     /// `CostCapReached`.
     pub async fn post_message(
-        &self,
-        p: &Principal,
-        session: &SessionId,
-        text: &str,
+        &self, p: &Principal, session: &SessionId, text: &str,
     ) -> Result<(), CoreError> {
         let text = non_empty("text", text)?;
         let key = p.key(session);
@@ -246,10 +241,7 @@ impl Service {
     /// `workflowRunId` as null also holds (or is followed by) every event of the run that ended.
     /// Errors: `NotFound`.
     pub async fn transcript(
-        &self,
-        p: &Principal,
-        session: &SessionId,
-        since: Option<EventId>,
+        &self, p: &Principal, session: &SessionId, since: Option<EventId>,
     ) -> Result<Transcript, CoreError> {
         let key = p.key(session);
         let s = self.load(&key).await?;
@@ -354,10 +346,7 @@ impl Service {
 
     /// [`stamp`], then the workflow is told of the run it cancelled.
     async fn stamp(
-        &self,
-        key: &SessionKey,
-        current: Session,
-        delete: bool,
+        &self, key: &SessionKey, current: Session, delete: bool,
     ) -> Result<CancelStamp, CoreError> {
         let stamped = stamp(
             self.deps.store.as_ref(),
@@ -444,10 +433,7 @@ impl Service {
 /// cannot reach the workflow engine (the admin command) may leave that out: the run sees the
 /// stamp at its next step. The sessions themselves stay.
 pub async fn cancel_member_turns(
-    store: &dyn SessionStore,
-    clock: &dyn Clock,
-    user: &UserId,
-    org: &OrgId,
+    store: &dyn SessionStore, clock: &dyn Clock, user: &UserId, org: &OrgId,
 ) -> Result<Vec<(SessionKey, RunId)>, CoreError> {
     let sessions = store.list_sessions(user, org, ALL_SESSIONS).await?;
     let mut cancelled = Vec::new();
@@ -486,10 +472,7 @@ async fn load(store: &dyn SessionStore, key: &SessionKey) -> Result<Session, Cor
 /// never a session being deleted. Returns the run it cancelled, if any, in `Stamped`.
 /// Errors: `NotFound` when the session is gone or being deleted.
 async fn stamp(
-    store: &dyn SessionStore,
-    clock: &dyn Clock,
-    key: &SessionKey,
-    mut current: Session,
+    store: &dyn SessionStore, clock: &dyn Clock, key: &SessionKey, mut current: Session,
     delete: bool,
 ) -> Result<CancelStamp, CoreError> {
     for _ in 0..MAX_COMMIT_ATTEMPTS {

@@ -335,10 +335,7 @@ impl Integration for TantivyDocs {
     /// Errors: `Invalid` for another tool or an input that does not match the schema. A search
     /// is short and local, so a cancel does not interrupt it.
     async fn call(
-        &self,
-        tool: &str,
-        input: &Value,
-        _cancelled: CancelSignal<'_>,
+        &self, tool: &str, input: &Value, _cancelled: CancelSignal<'_>,
     ) -> Result<Value, IntegrationError> {
         if tool != TOOL {
             return Err(invalid("the docs integration has no such tool"));

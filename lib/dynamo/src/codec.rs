@@ -9,7 +9,7 @@ use knowledge_core::domain::{
     AuditEntry, Event, EventBody, EventKind, Member, Session, TurnProgress, Usage,
 };
 use knowledge_core::ids::{RunId, SessionKey};
-use knowledge_core::ports::StoreError;
+use knowledge_core::ports::{StoreError, StoreResult};
 
 use crate::keys;
 
@@ -40,21 +40,21 @@ pub(crate) fn corrupt(what: &str) -> StoreError {
     StoreError::backend(format!("stored item has a missing or malformed {what}"))
 }
 
-pub(crate) fn get_s<'a>(item: &'a Item, name: &str) -> Result<&'a str, StoreError> {
+pub(crate) fn get_s<'a>(item: &'a Item, name: &str) -> StoreResult<&'a str> {
     match item.get(name) {
         Some(AttributeValue::S(v)) => Ok(v),
         _ => Err(corrupt(name)),
     }
 }
 
-pub(crate) fn get_n<T: std::str::FromStr>(item: &Item, name: &str) -> Result<T, StoreError> {
+pub(crate) fn get_n<T: std::str::FromStr>(item: &Item, name: &str) -> StoreResult<T> {
     match item.get(name) {
         Some(AttributeValue::N(v)) => v.parse().map_err(|_| corrupt(name)),
         _ => Err(corrupt(name)),
     }
 }
 
-pub(crate) fn get_n_or_zero(item: &Item, name: &str) -> Result<u64, StoreError> {
+pub(crate) fn get_n_or_zero(item: &Item, name: &str) -> StoreResult<u64> {
     if item.contains_key(name) {
         get_n(item, name)
     } else {
@@ -62,18 +62,15 @@ pub(crate) fn get_n_or_zero(item: &Item, name: &str) -> Result<u64, StoreError> 
     }
 }
 
-pub(crate) fn get_json<T: serde::de::DeserializeOwned>(
-    item: &Item,
-    name: &str,
-) -> Result<T, StoreError> {
+pub(crate) fn get_json<T: serde::de::DeserializeOwned>(item: &Item, name: &str) -> StoreResult<T> {
     serde_json::from_str(get_s(item, name)?).map_err(|_| corrupt(name))
 }
 
-pub(crate) fn to_json(v: &impl serde::Serialize) -> Result<String, StoreError> {
+pub(crate) fn to_json(v: &impl serde::Serialize) -> StoreResult<String> {
     serde_json::to_string(v).map_err(StoreError::backend)
 }
 
-pub(crate) fn session_item(session: &Session) -> Result<Item, StoreError> {
+pub(crate) fn session_item(session: &Session) -> StoreResult<Item> {
     let mut item = key_item(keys::session(&session.key));
     item.insert("title".into(), s(&session.title));
     item.insert("createdAt".into(), n(session.created_at.millis()));
@@ -103,8 +100,8 @@ pub(crate) fn session_item(session: &Session) -> Result<Item, StoreError> {
     Ok(item)
 }
 
-pub(crate) fn session_from(key: &SessionKey, item: &Item) -> Result<Session, StoreError> {
-    let optional_n = |name: &str| -> Result<Option<i64>, StoreError> {
+pub(crate) fn session_from(key: &SessionKey, item: &Item) -> StoreResult<Session> {
+    let optional_n = |name: &str| -> StoreResult<Option<i64>> {
         item.contains_key(name)
             .then(|| get_n(item, name))
             .transpose()
@@ -130,7 +127,7 @@ pub(crate) fn session_from(key: &SessionKey, item: &Item) -> Result<Session, Sto
     })
 }
 
-pub(crate) fn event_item(key: &SessionKey, e: &Event) -> Result<Item, StoreError> {
+pub(crate) fn event_item(key: &SessionKey, e: &Event) -> StoreResult<Item> {
     let mut item = key_item(keys::event(key, e.seq));
     item.insert("seq".into(), n(e.seq));
     item.insert("kind".into(), s(e.kind().as_str()));
@@ -139,7 +136,7 @@ pub(crate) fn event_item(key: &SessionKey, e: &Event) -> Result<Item, StoreError
     Ok(item)
 }
 
-pub(crate) fn event_from(item: &Item) -> Result<Event, StoreError> {
+pub(crate) fn event_from(item: &Item) -> StoreResult<Event> {
     let kind: EventKind = get_s(item, "kind")?.parse().map_err(|_| corrupt("kind"))?;
     let payload = get_json(item, "payload")?;
     Ok(Event {
@@ -156,14 +153,14 @@ pub(crate) const REMOVE_ATTEMPTS: usize = 16;
 
 /// A member item: the record as JSON in `doc`, and its version as an attribute that conditions
 /// can read (the one in `doc` is ignored).
-pub(crate) fn member_item(member: &Member) -> Result<Item, StoreError> {
+pub(crate) fn member_item(member: &Member) -> StoreResult<Item> {
     let mut item = key_item(keys::member(&member.org, &member.user));
     item.insert("doc".into(), s(to_json(member)?));
     item.insert("version".into(), n(member.version));
     Ok(item)
 }
 
-pub(crate) fn member_from(item: &Item) -> Result<Member, StoreError> {
+pub(crate) fn member_from(item: &Item) -> StoreResult<Member> {
     let mut member: Member = get_json(item, "doc")?;
     member.version = get_n(item, "version")?;
     Ok(member)
@@ -185,7 +182,7 @@ pub(crate) fn audit_item(a: &AuditEntry) -> Item {
     item
 }
 
-pub(crate) fn usage_from(item: &Item) -> Result<Usage, StoreError> {
+pub(crate) fn usage_from(item: &Item) -> StoreResult<Usage> {
     Ok(Usage {
         queries: get_n_or_zero(item, "queries")?,
         cost_micros: get_n_or_zero(item, "costMicros")?,
@@ -193,6 +190,6 @@ pub(crate) fn usage_from(item: &Item) -> Result<Usage, StoreError> {
 }
 
 /// The request a builder made, or the reason it could not (a required field left unset).
-pub(crate) fn built<T>(r: Result<T, aws_sdk_dynamodb::error::BuildError>) -> Result<T, StoreError> {
+pub(crate) fn built<T>(r: Result<T, aws_sdk_dynamodb::error::BuildError>) -> StoreResult<T> {
     r.map_err(StoreError::backend)
 }

@@ -29,10 +29,8 @@ impl Intercept for RequestCounter {
     }
 
     fn read_before_transmit(
-        &self,
-        _context: &BeforeTransmitInterceptorContextRef<'_>,
-        _runtime_components: &RuntimeComponents,
-        cfg: &mut ConfigBag,
+        &self, _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents, cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let operation = cfg
             .load::<Metadata>()

@@ -8,7 +8,7 @@ use knowledge_core::domain::{
     AuditEntry, IntegrationConfig, MEMBER_DATA_LIMIT, Member, MemberData,
 };
 use knowledge_core::ids::{OrgId, UserId};
-use knowledge_core::ports::StoreError;
+use knowledge_core::ports::{StoreError, StoreResult};
 
 use crate::codec::*;
 use crate::transact::TransactError;
@@ -17,7 +17,7 @@ use knowledge_core::ports::DirectoryStore;
 
 #[async_trait]
 impl DirectoryStore for DynamoStore {
-    async fn create_member(&self, member: &Member, audit: &AuditEntry) -> Result<(), StoreError> {
+    async fn create_member(&self, member: &Member, audit: &AuditEntry) -> StoreResult<()> {
         let mut writes = vec![self.put_new(member_item(member)?)?];
         if let Some(profile) = &member.profile {
             writes.push(self.put_new(user_name_item(member, &profile.user_name_key()))?);
@@ -33,7 +33,7 @@ impl DirectoryStore for DynamoStore {
         }
     }
 
-    async fn get_member(&self, org: &OrgId, user: &UserId) -> Result<Option<Member>, StoreError> {
+    async fn get_member(&self, org: &OrgId, user: &UserId) -> StoreResult<Option<Member>> {
         self.get(keys::member(org, user))
             .await?
             .map(|item| member_from(&item))
@@ -41,10 +41,8 @@ impl DirectoryStore for DynamoStore {
     }
 
     async fn find_member_by_user_name(
-        &self,
-        org: &OrgId,
-        key: &str,
-    ) -> Result<Option<Member>, StoreError> {
+        &self, org: &OrgId, key: &str,
+    ) -> StoreResult<Option<Member>> {
         let Some(claim) = self.get(keys::user_name(org, key)).await? else {
             return Ok(None);
         };
@@ -56,7 +54,7 @@ impl DirectoryStore for DynamoStore {
             .filter(|m| m.profile.as_ref().is_some_and(|p| p.user_name_key() == key)))
     }
 
-    async fn list_members(&self, org: &OrgId) -> Result<Vec<Member>, StoreError> {
+    async fn list_members(&self, org: &OrgId) -> StoreResult<Vec<Member>> {
         let (pk, prefix) = keys::members(org);
         self.query_items(pk, Some(prefix), None)
             .await?
@@ -66,11 +64,8 @@ impl DirectoryStore for DynamoStore {
     }
 
     async fn update_member(
-        &self,
-        previous: &Member,
-        next: &Member,
-        audit: &AuditEntry,
-    ) -> Result<(), StoreError> {
+        &self, previous: &Member, next: &Member, audit: &AuditEntry,
+    ) -> StoreResult<()> {
         let mut writes = vec![self.put_versioned(member_item(next)?, previous.version)?];
         let old_key = previous.profile.as_ref().map(|p| p.user_name_key());
         let new_key = next.profile.as_ref().map(|p| p.user_name_key());
@@ -96,11 +91,8 @@ impl DirectoryStore for DynamoStore {
     }
 
     async fn remove_member(
-        &self,
-        org: &OrgId,
-        user: &UserId,
-        audit: &AuditEntry,
-    ) -> Result<bool, StoreError> {
+        &self, org: &OrgId, user: &UserId, audit: &AuditEntry,
+    ) -> StoreResult<bool> {
         // Read the member and its data, then delete all of it on the condition that the
         // member's version has not moved: a data item written meanwhile moves it, so nothing
         // can be left behind. A lost race reads again.
@@ -143,11 +135,8 @@ impl DirectoryStore for DynamoStore {
     }
 
     async fn put_member_data(
-        &self,
-        org: &OrgId,
-        user: &UserId,
-        data: &MemberData,
-    ) -> Result<(), StoreError> {
+        &self, org: &OrgId, user: &UserId, data: &MemberData,
+    ) -> StoreResult<()> {
         let bump = Update::builder()
             .table_name(&self.table)
             .set_key(Some(key_item(keys::member(org, user))))
@@ -175,11 +164,7 @@ impl DirectoryStore for DynamoStore {
         }
     }
 
-    async fn list_member_data(
-        &self,
-        org: &OrgId,
-        user: &UserId,
-    ) -> Result<Vec<MemberData>, StoreError> {
+    async fn list_member_data(&self, org: &OrgId, user: &UserId) -> StoreResult<Vec<MemberData>> {
         let items = self
             .partition(keys::member_data_partition(org, user), None)
             .await?;
@@ -194,17 +179,14 @@ impl DirectoryStore for DynamoStore {
                     value: get_s(item, "value")?.to_owned(),
                 })
             })
-            .collect::<Result<Vec<_>, StoreError>>()?;
+            .collect::<StoreResult<Vec<_>>>()?;
         data.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
         Ok(data)
     }
 
     async fn put_integration(
-        &self,
-        org: &OrgId,
-        integration: &IntegrationConfig,
-        audit: &AuditEntry,
-    ) -> Result<(), StoreError> {
+        &self, org: &OrgId, integration: &IntegrationConfig, audit: &AuditEntry,
+    ) -> StoreResult<()> {
         let mut item = key_item(keys::integration(org, &integration.name));
         let config = serde_json::to_string(integration).map_err(StoreError::backend)?;
         item.insert("config".into(), s(&config));
@@ -225,7 +207,7 @@ impl DirectoryStore for DynamoStore {
         }
     }
 
-    async fn list_integrations(&self, org: &OrgId) -> Result<Vec<IntegrationConfig>, StoreError> {
+    async fn list_integrations(&self, org: &OrgId) -> StoreResult<Vec<IntegrationConfig>> {
         self.partition(keys::integrations_partition(org), None)
             .await?
             .iter()
@@ -234,11 +216,8 @@ impl DirectoryStore for DynamoStore {
     }
 
     async fn remove_integration(
-        &self,
-        org: &OrgId,
-        name: &str,
-        audit: &AuditEntry,
-    ) -> Result<bool, StoreError> {
+        &self, org: &OrgId, name: &str, audit: &AuditEntry,
+    ) -> StoreResult<bool> {
         let delete = Delete::builder()
             .table_name(&self.table)
             .set_key(Some(key_item(keys::integration(org, name))))
@@ -258,7 +237,7 @@ impl DirectoryStore for DynamoStore {
         }
     }
 
-    async fn list_audit(&self, org: &OrgId, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+    async fn list_audit(&self, org: &OrgId, limit: usize) -> StoreResult<Vec<AuditEntry>> {
         if limit == 0 {
             return Ok(Vec::new());
         }

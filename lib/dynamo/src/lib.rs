@@ -47,14 +47,14 @@ impl DynamoStore {
 #[cfg(feature = "testing")]
 mod testing {
     use knowledge_core::ids::SessionKey;
-    use knowledge_core::ports::{StoreError, StoredRows};
+    use knowledge_core::ports::{StoreResult, StoredRows};
 
     use crate::codec::{backend, get_s, s};
     use crate::{DynamoStore, keys};
 
     #[async_trait::async_trait]
     impl StoredRows for DynamoStore {
-        async fn rows_for(&self, key: &SessionKey) -> Result<(u64, u64), StoreError> {
+        async fn rows_for(&self, key: &SessionKey) -> StoreResult<(u64, u64)> {
             let (mut sessions, mut events) = (0, 0);
             let mut start = None;
             loop {

@@ -6,7 +6,7 @@ use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::Usage;
 use knowledge_core::ids::OrgId;
-use knowledge_core::ports::{RateWindow, StoreError, UsageRefused};
+use knowledge_core::ports::{RateWindow, StoreError, StoreResult, UsageRefused};
 use std::collections::HashMap;
 
 use crate::codec::*;
@@ -15,7 +15,7 @@ use knowledge_core::ports::LimitStore;
 
 #[async_trait]
 impl LimitStore for DynamoStore {
-    async fn get_rate_window(&self, key: &str) -> Result<RateWindow, StoreError> {
+    async fn get_rate_window(&self, key: &str) -> StoreResult<RateWindow> {
         match self.get(keys::rate_window(key)).await? {
             None => Ok(RateWindow::default()),
             Some(item) => Ok(RateWindow {
@@ -26,12 +26,8 @@ impl LimitStore for DynamoStore {
     }
 
     async fn put_rate_window(
-        &self,
-        key: &str,
-        hits: &[Timestamp],
-        expected_version: u64,
-        expires_at: Timestamp,
-    ) -> Result<(), StoreError> {
+        &self, key: &str, hits: &[Timestamp], expected_version: u64, expires_at: Timestamp,
+    ) -> StoreResult<()> {
         let mut item = key_item(keys::rate_window(key));
         item.insert("hits".into(), s(to_json(&hits)?));
         item.insert("version".into(), n(expected_version + 1));
@@ -68,12 +64,8 @@ impl LimitStore for DynamoStore {
     }
 
     async fn consume_query(
-        &self,
-        org: &OrgId,
-        month: &str,
-        quota: Option<u64>,
-        cap_micros: Option<u64>,
-    ) -> Result<Result<Usage, UsageRefused>, StoreError> {
+        &self, org: &OrgId, month: &str, quota: Option<u64>, cap_micros: Option<u64>,
+    ) -> StoreResult<Result<Usage, UsageRefused>> {
         // A zero limit refuses even a month with no item yet, which the conditions below
         // (written for an item that may not exist) would let through.
         if quota == Some(0) || cap_micros == Some(0) {
@@ -111,7 +103,7 @@ impl LimitStore for DynamoStore {
         }
     }
 
-    async fn get_usage(&self, org: &OrgId, month: &str) -> Result<Usage, StoreError> {
+    async fn get_usage(&self, org: &OrgId, month: &str) -> StoreResult<Usage> {
         match self.get(keys::usage(org, month)).await? {
             None => Ok(Usage::default()),
             Some(item) => usage_from(&item),

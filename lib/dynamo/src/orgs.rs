@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 use knowledge_core::domain::{AuditEntry, Org};
 use knowledge_core::ids::OrgId;
-use knowledge_core::ports::StoreError;
+use knowledge_core::ports::{StoreError, StoreResult};
 
 use crate::codec::*;
 use crate::transact::TransactError;
@@ -13,7 +13,7 @@ use knowledge_core::ports::OrgStore;
 
 #[async_trait]
 impl OrgStore for DynamoStore {
-    async fn put_org(&self, org: &Org) -> Result<(), StoreError> {
+    async fn put_org(&self, org: &Org) -> StoreResult<()> {
         // An update, not a put: the SCIM token hash beside `doc` stays.
         self.client
             .update_item()
@@ -27,7 +27,7 @@ impl OrgStore for DynamoStore {
         Ok(())
     }
 
-    async fn get_org(&self, org: &OrgId) -> Result<Option<Org>, StoreError> {
+    async fn get_org(&self, org: &OrgId) -> StoreResult<Option<Org>> {
         let Some(item) = self.get(keys::org(org)).await? else {
             return Ok(None);
         };
@@ -40,11 +40,8 @@ impl OrgStore for DynamoStore {
     }
 
     async fn set_scim_token(
-        &self,
-        org: &OrgId,
-        sha256: &str,
-        audit: &AuditEntry,
-    ) -> Result<(), StoreError> {
+        &self, org: &OrgId, sha256: &str, audit: &AuditEntry,
+    ) -> StoreResult<()> {
         let update = Update::builder()
             .table_name(&self.table)
             .set_key(Some(key_item(keys::org(org))))

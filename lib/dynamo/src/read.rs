@@ -1,7 +1,7 @@
 //! Reads: one item, a partition page by page, an index partition, a session's events.
 
 use knowledge_core::ids::{OrgId, SessionKey, UserId};
-use knowledge_core::ports::StoreError;
+use knowledge_core::ports::StoreResult;
 
 use crate::codec::*;
 use crate::{DynamoStore, keys};
@@ -9,10 +9,8 @@ use crate::{DynamoStore, keys};
 impl DynamoStore {
     /// The keys of the member's data items.
     pub(crate) async fn member_data_keys(
-        &self,
-        org: &OrgId,
-        user: &UserId,
-    ) -> Result<Vec<(String, String)>, StoreError> {
+        &self, org: &OrgId, user: &UserId,
+    ) -> StoreResult<Vec<(String, String)>> {
         self.partition(keys::member_data_partition(org, user), None)
             .await?
             .iter()
@@ -28,10 +26,8 @@ impl DynamoStore {
     /// The items of a partition, strongly consistent: all of them in key order, or the newest
     /// `newest` in reverse key order.
     pub(crate) async fn partition(
-        &self,
-        pk: String,
-        newest: Option<usize>,
-    ) -> Result<Vec<Item>, StoreError> {
+        &self, pk: String, newest: Option<usize>,
+    ) -> StoreResult<Vec<Item>> {
         self.query_items(pk, None, newest).await
     }
 
@@ -39,11 +35,8 @@ impl DynamoStore {
     /// strongly consistent, read page by page: all of them in key order, or the newest
     /// `newest` in reverse key order.
     pub(crate) async fn query_items(
-        &self,
-        pk: String,
-        sk_prefix: Option<&str>,
-        newest: Option<usize>,
-    ) -> Result<Vec<Item>, StoreError> {
+        &self, pk: String, sk_prefix: Option<&str>, newest: Option<usize>,
+    ) -> StoreResult<Vec<Item>> {
         let mut items = Vec::new();
         let mut start = None;
         loop {
@@ -78,9 +71,7 @@ impl DynamoStore {
     /// A query of at most `limit` items of GSI1's partition `pk` (eventually consistent, as
     /// every index read is).
     pub(crate) fn index_query(
-        &self,
-        pk: String,
-        limit: usize,
+        &self, pk: String, limit: usize,
     ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
         self.client
             .query()
@@ -94,9 +85,7 @@ impl DynamoStore {
 
     /// A strongly consistent query of the session's events numbered above `after`, in order.
     pub(crate) fn events_query(
-        &self,
-        key: &SessionKey,
-        after: u64,
+        &self, key: &SessionKey, after: u64,
     ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
         let (from, to) = keys::events_after(after);
         self.client
@@ -111,7 +100,7 @@ impl DynamoStore {
             .consistent_read(true)
     }
 
-    pub(crate) async fn get(&self, key: (String, String)) -> Result<Option<Item>, StoreError> {
+    pub(crate) async fn get(&self, key: (String, String)) -> StoreResult<Option<Item>> {
         let out = self
             .client
             .get_item()

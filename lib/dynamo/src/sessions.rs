@@ -6,7 +6,7 @@ use aws_sdk_dynamodb::types::{ReturnValue, TransactWriteItem, Update};
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{Event, Session, SessionSummary};
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
-use knowledge_core::ports::{Charge, StoreError};
+use knowledge_core::ports::{Charge, StoreError, StoreResult};
 
 use crate::codec::*;
 use crate::transact::TransactError;
@@ -19,7 +19,7 @@ const DELETE_PAGE: i32 = 100;
 
 #[async_trait]
 impl SessionStore for DynamoStore {
-    async fn create_session(&self, session: &Session, events: &[Event]) -> Result<(), StoreError> {
+    async fn create_session(&self, session: &Session, events: &[Event]) -> StoreResult<()> {
         let mut writes = vec![self.put_new(session_item(session)?)?];
         writes.extend(self.event_puts(&session.key, events)?);
         match self.transact(writes).await {
@@ -30,7 +30,7 @@ impl SessionStore for DynamoStore {
         }
     }
 
-    async fn get_session(&self, key: &SessionKey) -> Result<Option<Session>, StoreError> {
+    async fn get_session(&self, key: &SessionKey) -> StoreResult<Option<Session>> {
         self.get(keys::session(key))
             .await?
             .map(|item| session_from(key, &item))
@@ -38,12 +38,8 @@ impl SessionStore for DynamoStore {
     }
 
     async fn commit_session(
-        &self,
-        session: &Session,
-        expected_version: u64,
-        events: &[Event],
-        charge: Option<&Charge>,
-    ) -> Result<(), StoreError> {
+        &self, session: &Session, expected_version: u64, events: &[Event], charge: Option<&Charge>,
+    ) -> StoreResult<()> {
         let mut writes = vec![self.put_versioned(session_item(session)?, expected_version)?];
         writes.extend(self.event_puts(&session.key, events)?);
         if let Some(charge) = charge {
@@ -75,11 +71,8 @@ impl SessionStore for DynamoStore {
     }
 
     async fn list_events(
-        &self,
-        key: &SessionKey,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<Event>, StoreError> {
+        &self, key: &SessionKey, after: u64, limit: usize,
+    ) -> StoreResult<Vec<Event>> {
         let out = self
             .events_query(key, after)
             .limit(i32::try_from(limit).unwrap_or(i32::MAX))
@@ -90,11 +83,8 @@ impl SessionStore for DynamoStore {
     }
 
     async fn list_sessions(
-        &self,
-        user: &UserId,
-        org: &OrgId,
-        limit: usize,
-    ) -> Result<Vec<SessionSummary>, StoreError> {
+        &self, user: &UserId, org: &OrgId, limit: usize,
+    ) -> StoreResult<Vec<SessionSummary>> {
         let out = self
             .index_query(keys::user_org(user, org), limit)
             .scan_index_forward(false)
@@ -119,7 +109,7 @@ impl SessionStore for DynamoStore {
             .collect()
     }
 
-    async fn delete_session(&self, key: &SessionKey) -> Result<bool, StoreError> {
+    async fn delete_session(&self, key: &SessionKey) -> StoreResult<bool> {
         // Events first, page by page; the session item last, so that a delete cut short
         // leaves a session that is still `deleting` and can be deleted again.
         let mut start = None;
@@ -151,7 +141,7 @@ impl SessionStore for DynamoStore {
         Ok(out.attributes.is_some_and(|a| !a.is_empty()))
     }
 
-    async fn deleting_sessions(&self, limit: usize) -> Result<Vec<SessionKey>, StoreError> {
+    async fn deleting_sessions(&self, limit: usize) -> StoreResult<Vec<SessionKey>> {
         let out = self
             .index_query(keys::DELETING.to_owned(), limit)
             .send()

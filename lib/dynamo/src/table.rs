@@ -56,8 +56,7 @@ pub async fn connect(endpoint: Option<&str>, counter: RequestCounter) -> Client 
 /// The DynamoDB client configuration of `shared` (the one AWS configuration of a Lambda cold
 /// start), counting requests in `counter`.
 pub fn config(
-    shared: &aws_config::SdkConfig,
-    counter: RequestCounter,
+    shared: &aws_config::SdkConfig, counter: RequestCounter,
 ) -> aws_sdk_dynamodb::config::Builder {
     aws_sdk_dynamodb::config::Builder::from(shared).interceptor(counter)
 }

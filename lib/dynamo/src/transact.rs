@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::types::{
 };
 use knowledge_core::domain::Event;
 use knowledge_core::ids::SessionKey;
-use knowledge_core::ports::StoreError;
+use knowledge_core::ports::{StoreError, StoreResult};
 use std::time::Duration;
 
 use crate::codec::*;
@@ -56,7 +56,7 @@ impl TransactError {
 
 impl DynamoStore {
     /// A transaction item that writes `item` only where nothing is stored yet.
-    pub(crate) fn put_new(&self, item: Item) -> Result<TransactWriteItem, StoreError> {
+    pub(crate) fn put_new(&self, item: Item) -> StoreResult<TransactWriteItem> {
         let put = Put::builder()
             .table_name(&self.table)
             .set_item(Some(item))
@@ -70,10 +70,8 @@ impl DynamoStore {
     /// A transaction item that replaces a record only at `expected` version, returning the
     /// stored record when the condition fails.
     pub(crate) fn put_versioned(
-        &self,
-        item: Item,
-        expected: u64,
-    ) -> Result<TransactWriteItem, StoreError> {
+        &self, item: Item, expected: u64,
+    ) -> StoreResult<TransactWriteItem> {
         let put = Put::builder()
             .table_name(&self.table)
             .set_item(Some(item))
@@ -89,10 +87,8 @@ impl DynamoStore {
     /// The puts of new events. The session's version check already makes their numbers free;
     /// the condition keeps a bug from overwriting an event all the same.
     pub(crate) fn event_puts(
-        &self,
-        key: &SessionKey,
-        events: &[Event],
-    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        &self, key: &SessionKey, events: &[Event],
+    ) -> StoreResult<Vec<TransactWriteItem>> {
         events
             .iter()
             .map(|e| self.put_new(event_item(key, e)?))
@@ -100,7 +96,7 @@ impl DynamoStore {
     }
 
     /// A transaction item that deletes whatever is stored under `key`.
-    pub(crate) fn delete(&self, key: (String, String)) -> Result<TransactWriteItem, StoreError> {
+    pub(crate) fn delete(&self, key: (String, String)) -> StoreResult<TransactWriteItem> {
         let delete = Delete::builder()
             .table_name(&self.table)
             .set_key(Some(key_item(key)));
@@ -110,8 +106,7 @@ impl DynamoStore {
     }
 
     pub(crate) async fn transact(
-        &self,
-        writes: Vec<TransactWriteItem>,
+        &self, writes: Vec<TransactWriteItem>,
     ) -> Result<(), TransactError> {
         match self
             .client
@@ -132,7 +127,7 @@ impl DynamoStore {
     }
 
     /// Deletes `keys` in batches of [`BATCH`], retrying unprocessed items with backoff.
-    pub(crate) async fn delete_all(&self, mut items: Vec<Item>) -> Result<(), StoreError> {
+    pub(crate) async fn delete_all(&self, mut items: Vec<Item>) -> StoreResult<()> {
         while !items.is_empty() {
             let rest = items.split_off(items.len().min(BATCH));
             let mut requests: Vec<WriteRequest> = items

@@ -95,10 +95,7 @@ impl CookieSigner {
 
     /// A cookie value valid until `expires_at` (seconds since the epoch).
     pub fn mint_until(
-        &self,
-        user: &UserId,
-        org: &OrgId,
-        expires_at: u64,
+        &self, user: &UserId, org: &OrgId, expires_at: u64,
     ) -> Result<String, CookieError> {
         let claims = Claims {
             sub: user.to_string(),

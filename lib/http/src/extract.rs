@@ -2,14 +2,18 @@
 //! parsed straight into its request type, and the query string.
 
 use axum::body::Body;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::HeaderMap;
 use axum::http::header::CONTENT_TYPE;
+use axum::http::request::Parts;
+use knowledge_core::CoreError;
+use knowledge_core::service::Principal;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::{ApiError, EdgeError};
 use crate::limits::BODY_LIMIT;
+use crate::state::SessionApi;
 
 /// `application/json`, with or without parameters such as `charset=utf-8`.
 pub fn is_json(headers: &HeaderMap) -> bool {
@@ -139,5 +143,25 @@ impl QueryParams {
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A session route's caller: the member the guard admitted, with the routes' state. Only
+/// behind [`crate::guard::member`]; elsewhere it refuses as unauthenticated.
+pub struct Member {
+    pub app: SessionApi,
+    pub p: Principal,
+}
+
+impl FromRequestParts<SessionApi> for Member {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &SessionApi) -> Result<Self, ApiError> {
+        let p = parts.extensions.get::<Principal>().cloned();
+        let p = p.ok_or(CoreError::Unauthenticated)?;
+        Ok(Self {
+            app: app.clone(),
+            p,
+        })
     }
 }

@@ -8,9 +8,10 @@ use axum::middleware::Next;
 use axum::response::Response;
 use knowledge_core::CoreError;
 
-use crate::SessionApi;
+use crate::cookie::CookieClaims;
 use crate::error::ApiError;
 use crate::extract::is_json;
+use crate::state::SessionApi;
 
 /// Logs every request's method, path (never the query or headers, which can carry cursors and
 /// cookies), status and latency.
@@ -31,14 +32,9 @@ pub async fn log(req: Request, next: Next) -> Response {
 /// Session routes: a valid cookie of a current member, then the origin and body-type checks.
 /// Puts the [`knowledge_core::service::Principal`] into the request's extensions.
 pub async fn member(
-    State(app): State<SessionApi>,
-    mut req: Request,
-    next: Next,
+    State(app): State<SessionApi>, mut req: Request, next: Next,
 ) -> Result<Response, ApiError> {
-    let claims = app
-        .signer
-        .from_headers(req.headers())
-        .ok_or(CoreError::Unauthenticated)?;
+    let claims = claims(&app, &req)?;
     let principal = app.service.authenticate(claims.user, claims.org).await?;
     check_mutation(&app, req.method(), req.headers())?;
     req.extensions_mut().insert(principal);
@@ -48,17 +44,18 @@ pub async fn member(
 /// The organisation switch: a valid cookie (membership is checked against the target), then the
 /// origin and body-type checks. Puts the [`crate::cookie::CookieClaims`] into the extensions.
 pub async fn signed_in(
-    State(app): State<SessionApi>,
-    mut req: Request,
-    next: Next,
+    State(app): State<SessionApi>, mut req: Request, next: Next,
 ) -> Result<Response, ApiError> {
-    let claims = app
-        .signer
-        .from_headers(req.headers())
-        .ok_or(CoreError::Unauthenticated)?;
+    let claims = claims(&app, &req)?;
     check_mutation(&app, req.method(), req.headers())?;
     req.extensions_mut().insert(claims);
     Ok(no_store(next.run(req).await))
+}
+
+/// What the request's session cookie says. Errors: `Unauthenticated` without a valid one.
+fn claims(app: &SessionApi, req: &Request) -> Result<CookieClaims, ApiError> {
+    let claims = app.signer.from_headers(req.headers());
+    Ok(claims.ok_or(CoreError::Unauthenticated)?)
 }
 
 fn no_store(mut response: Response) -> Response {

@@ -10,7 +10,9 @@ use axum::http::HeaderValue;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
 use utoipa::openapi::OpenApi as Document;
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::security::{
+    ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
+};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -66,12 +68,41 @@ impl Modify for Security {
     }
 }
 
-/// The document with the operations of `parts`.
+/// Each family of routes: its path prefix, its tag, and the security scheme that admits a
+/// request (`None`: no credentials).
+const FAMILIES: [(&str, &str, Option<&str>); 4] = [
+    ("/api/managed-agents/", "sessions", Some("cookie")),
+    ("/api/auth/", "auth", Some("cookie")),
+    ("/api/scim/", "scim", Some("scimToken")),
+    ("/api/openapi.json", "meta", None),
+];
+
+/// The document with the operations of `parts`, each tagged and secured as its family is.
 pub(crate) fn document(parts: impl IntoIterator<Item = Document>) -> Document {
     let mut doc = Header::openapi();
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
     for part in parts {
         doc.merge(part);
+    }
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let (_, tag, scheme) = FAMILIES
+            .iter()
+            .find(|(prefix, ..)| path.starts_with(prefix))
+            .expect("every route belongs to a family");
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for operation in operations.into_iter().flatten() {
+            operation.tags = Some(vec![tag.to_string()]);
+            operation.security = Some(vec![match scheme {
+                Some(name) => SecurityRequirement::new(*name, Vec::<String>::new()),
+                None => SecurityRequirement::default(),
+            }]);
+        }
     }
     doc
 }
@@ -84,14 +115,8 @@ pub fn to_json(doc: &Document) -> String {
 }
 
 /// The OpenAPI document of this interface.
-#[utoipa::path(
-    get,
-    path = "/api/openapi.json",
-    tag = "meta",
-    operation_id = "openApiDocument",
-    responses((status = 200, description = "This document, OpenAPI 3.1.", body = Value)),
-    security(())
-)]
+#[utoipa::path(get, path = "/api/openapi.json", operation_id = "openApiDocument",
+    responses((status = 200, description = "This document, OpenAPI 3.1.", body = Value)))]
 async fn serve() -> Response {
     static JSON: LazyLock<String> = LazyLock::new(|| to_json(&crate::document()));
     let mut response = JSON.as_str().into_response();

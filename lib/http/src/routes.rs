@@ -10,18 +10,20 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use knowledge_core::CoreError;
 use knowledge_core::ids::{OrgId, SessionId};
-use knowledge_core::service::Principal;
 use utoipa::IntoResponses;
 
-use crate::SessionApi;
 use crate::cookie::{CookieClaims, set_cookie_header};
 use crate::error::ApiError;
-use crate::extract::JsonBody;
+use crate::extract::{JsonBody, Member};
+use crate::state::SessionApi;
 use crate::wire::{
     CancelRequest, Cancelled, CreateSessionRequest, CreatedSessionView, Done, ErrorBody, Message,
     MessageRequest, SessionList, SessionQuery, SessionView, SwitchOrgRequest, SwitchedOrg,
     TranscriptPage, TranscriptQuery, TranscriptView,
 };
+
+/// Where a link takes the id of the session just created.
+const SESSION_ID: &str = "$response.body#/id";
 
 /// The errors the session endpoints and the organisation switch answer, in the documented
 /// body. Which of them a request can meet depends on it: a GET has no body to refuse.
@@ -73,47 +75,27 @@ pub enum ApiErrors {
 }
 
 /// Start a session: store the opening message and start the run that answers it.
-#[utoipa::path(
-    post,
-    path = "/session",
-    tag = "sessions",
-    operation_id = "createSession",
+#[utoipa::path(post, path = "/session", operation_id = "createSession",
     request_body = CreateSessionRequest,
-    responses(
-        (status = 200, description = "The new session and the run answering it.", body = CreatedSessionView,
-            links(
-                ("transcript" = (operation_id = "transcript", parameters(("sessionId" = "$response.body#/id")))),
-                ("message" = (operation_id = "postMessage", request_body = json!({ "sessionId": "$response.body#/id" }))),
-                ("cancel" = (operation_id = "cancel", request_body = json!({ "sessionId": "$response.body#/id" }))),
-                ("delete" = (operation_id = "deleteSession", parameters(("sessionId" = "$response.body#/id")))),
-            )),
-        ApiErrors,
-    ),
-    security(("cookie" = []))
-)]
+    responses((status = 200, description = "The new session and the run answering it.",
+        body = CreatedSessionView, links(
+            ("transcript" = (operation_id = "transcript", parameters(("sessionId" = SESSION_ID)))),
+            ("message" = (operation_id = "postMessage", request_body = json!({ "sessionId": SESSION_ID }))),
+            ("cancel" = (operation_id = "cancel", request_body = json!({ "sessionId": SESSION_ID }))),
+            ("delete" = (operation_id = "deleteSession", parameters(("sessionId" = SESSION_ID)))),
+        )), ApiErrors))]
 pub async fn create_session(
-    State(app): State<SessionApi>,
-    Extension(p): Extension<Principal>,
-    JsonBody(body): JsonBody<CreateSessionRequest>,
+    Member { app, p }: Member, JsonBody(body): JsonBody<CreateSessionRequest>,
 ) -> Result<Json<CreatedSessionView>, ApiError> {
     let created = app.service.create_session(&p, &body.text).await?;
     Ok(Json(created.into()))
 }
 
 /// Send a follow-up: it is answered after the turn in flight, if any.
-#[utoipa::path(
-    post,
-    path = "/message",
-    tag = "sessions",
-    operation_id = "postMessage",
-    request_body = MessageRequest,
-    responses((status = 200, description = "The message is in the log.", body = Done), ApiErrors),
-    security(("cookie" = []))
-)]
+#[utoipa::path(post, path = "/message", operation_id = "postMessage", request_body = MessageRequest,
+    responses((status = 200, description = "The message is in the log.", body = Done), ApiErrors))]
 pub async fn post_message(
-    State(app): State<SessionApi>,
-    Extension(p): Extension<Principal>,
-    JsonBody(body): JsonBody<MessageRequest>,
+    Member { app, p }: Member, JsonBody(body): JsonBody<MessageRequest>,
 ) -> Result<Json<Done>, ApiError> {
     let message = Message::try_from(body)?;
     app.service
@@ -123,19 +105,11 @@ pub async fn post_message(
 }
 
 /// Read the session's log after a cursor, one page at a time.
-#[utoipa::path(
-    get,
-    path = "/transcript",
-    tag = "sessions",
-    operation_id = "transcript",
-    params(TranscriptQuery),
-    responses((status = 200, description = "One page of the log.", body = TranscriptView), ApiErrors),
-    security(("cookie" = []))
-)]
+#[utoipa::path(get, path = "/transcript", operation_id = "transcript", params(TranscriptQuery),
+    responses((status = 200, description = "One page of the log.", body = TranscriptView),
+    ApiErrors))]
 pub async fn transcript(
-    State(app): State<SessionApi>,
-    Extension(p): Extension<Principal>,
-    RawQuery(q): RawQuery,
+    Member { app, p }: Member, RawQuery(q): RawQuery,
 ) -> Result<Json<TranscriptView>, ApiError> {
     let page = TranscriptPage::try_from(TranscriptQuery::parse(q.as_deref()))?;
     let t = app
@@ -146,18 +120,9 @@ pub async fn transcript(
 }
 
 /// List the member's sessions in the active organisation, most recently updated first.
-#[utoipa::path(
-    get,
-    path = "/sessions",
-    tag = "sessions",
-    operation_id = "listSessions",
-    responses((status = 200, description = "The sessions.", body = SessionList), ApiErrors),
-    security(("cookie" = []))
-)]
-pub async fn list_sessions(
-    State(app): State<SessionApi>,
-    Extension(p): Extension<Principal>,
-) -> Result<Json<SessionList>, ApiError> {
+#[utoipa::path(get, path = "/sessions", operation_id = "listSessions", responses((status = 200,
+    description = "The sessions.", body = SessionList), ApiErrors))]
+pub async fn list_sessions(Member { app, p }: Member) -> Result<Json<SessionList>, ApiError> {
     let sessions = app.service.list_sessions(&p).await?;
     Ok(Json(SessionList {
         sessions: sessions.into_iter().map(SessionView::from).collect(),
@@ -165,19 +130,11 @@ pub async fn list_sessions(
 }
 
 /// Stop the turn in flight; the run ends with `status_terminated`.
-#[utoipa::path(
-    post,
-    path = "/cancel",
-    tag = "sessions",
-    operation_id = "cancel",
-    request_body = CancelRequest,
-    responses((status = 200, description = "Cancelled, or nothing was running.", body = Cancelled), ApiErrors),
-    security(("cookie" = []))
-)]
+#[utoipa::path(post, path = "/cancel", operation_id = "cancel", request_body = CancelRequest,
+    responses((status = 200, description = "Cancelled, or nothing was running.", body = Cancelled),
+    ApiErrors))]
 pub async fn cancel(
-    State(app): State<SessionApi>,
-    Extension(p): Extension<Principal>,
-    JsonBody(body): JsonBody<CancelRequest>,
+    Member { app, p }: Member, JsonBody(body): JsonBody<CancelRequest>,
 ) -> Result<Json<Cancelled>, ApiError> {
     let session = SessionId::try_from(body)?;
     let already = app.service.cancel(&p, &session).await?;
@@ -188,19 +145,10 @@ pub async fn cancel(
 }
 
 /// Delete the session and its whole log; a run in flight is cancelled.
-#[utoipa::path(
-    delete,
-    path = "/session",
-    tag = "sessions",
-    operation_id = "deleteSession",
-    params(SessionQuery),
-    responses((status = 200, description = "The session is gone.", body = Done), ApiErrors),
-    security(("cookie" = []))
-)]
+#[utoipa::path(delete, path = "/session", operation_id = "deleteSession", params(SessionQuery),
+    responses((status = 200, description = "The session is gone.", body = Done), ApiErrors))]
 pub async fn delete_session(
-    State(app): State<SessionApi>,
-    Extension(p): Extension<Principal>,
-    RawQuery(q): RawQuery,
+    Member { app, p }: Member, RawQuery(q): RawQuery,
 ) -> Result<Json<Done>, ApiError> {
     let session = SessionId::try_from(SessionQuery::parse(q.as_deref()))?;
     app.service.delete(&p, &session).await?;
@@ -209,22 +157,14 @@ pub async fn delete_session(
 
 /// Act in another organisation the person belongs to. The new cookie expires when the current
 /// one does, so switching never extends a sign-in.
-#[utoipa::path(
-    post,
-    path = "/api/auth/switch-org",
-    tag = "auth",
-    operation_id = "switchOrg",
+#[utoipa::path(post, path = "/api/auth/switch-org", operation_id = "switchOrg",
     request_body = SwitchOrgRequest,
-    responses(
-        (status = 200, description = "The organisation is active; `Set-Cookie` carries the new cookie.", body = SwitchedOrg,
-            headers(("Set-Cookie" = String, description = "The session cookie for the organisation"))),
-        ApiErrors,
-    ),
-    security(("cookie" = []))
-)]
+    responses((status = 200, body = SwitchedOrg,
+        description = "The organisation is active; `Set-Cookie` carries the new cookie.",
+        headers(("Set-Cookie" = String, description = "The session cookie for the organisation"))),
+        ApiErrors))]
 pub async fn switch_org(
-    State(app): State<SessionApi>,
-    Extension(claims): Extension<CookieClaims>,
+    State(app): State<SessionApi>, Extension(claims): Extension<CookieClaims>,
     JsonBody(body): JsonBody<SwitchOrgRequest>,
 ) -> Result<Response, ApiError> {
     let org = OrgId::try_from(body)?;

@@ -282,94 +282,55 @@ pub struct ErrorPayload {
     pub message: String,
 }
 
-/// One event of a session's log, by its type.
+/// One event of a session's log.
 #[derive(Debug, Serialize, ToSchema)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum EventView {
-    UserMessage {
-        id: String,
-        payload: TextPayload,
-        #[serde(rename = "occurredAt")]
-        occurred_at: String,
-    },
-    AgentMessage {
-        id: String,
-        payload: TextPayload,
-        #[serde(rename = "occurredAt")]
-        occurred_at: String,
-    },
-    ToolUse {
-        id: String,
-        payload: ToolUsePayload,
-        #[serde(rename = "occurredAt")]
-        occurred_at: String,
-    },
-    ToolResult {
-        id: String,
-        payload: ToolResultPayload,
-        #[serde(rename = "occurredAt")]
-        occurred_at: String,
-    },
-    StatusIdle {
-        id: String,
-        payload: EmptyPayload,
-        #[serde(rename = "occurredAt")]
-        occurred_at: String,
-    },
-    StatusTerminated {
-        id: String,
-        payload: TerminatedPayload,
-        #[serde(rename = "occurredAt")]
-        occurred_at: String,
-    },
-    Error {
-        id: String,
-        payload: ErrorPayload,
-        #[serde(rename = "occurredAt")]
-        occurred_at: String,
-    },
+#[serde(rename_all = "camelCase")]
+pub struct EventView {
+    /// `evt_` and the event's twelve-digit sequence number: the transcript's cursor.
+    pub id: String,
+    #[serde(flatten)]
+    pub body: EventBodyView,
+    /// RFC 3339, UTC.
+    pub occurred_at: String,
+}
+
+/// What an event says: its `type`, and the `payload` of that type.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(tag = "type", content = "payload", rename_all = "snake_case")]
+pub enum EventBodyView {
+    UserMessage(TextPayload),
+    AgentMessage(TextPayload),
+    ToolUse(ToolUsePayload),
+    ToolResult(ToolResultPayload),
+    StatusIdle(EmptyPayload),
+    StatusTerminated(TerminatedPayload),
+    Error(ErrorPayload),
 }
 
 impl From<Event> for EventView {
     fn from(e: Event) -> Self {
-        let id = e.id().to_string();
-        let occurred_at = e.occurred_at.to_iso8601();
-        match e.body {
-            EventBody::UserMessage { text } => Self::UserMessage {
-                id,
-                payload: TextPayload { text },
-                occurred_at,
-            },
-            EventBody::AgentMessage { text } => Self::AgentMessage {
-                id,
-                payload: TextPayload { text },
-                occurred_at,
-            },
-            EventBody::ToolUse { tool, input } => Self::ToolUse {
-                id,
-                payload: ToolUsePayload { tool, input },
-                occurred_at,
-            },
-            EventBody::ToolResult { tool, output } => Self::ToolResult {
-                id,
-                payload: ToolResultPayload { tool, output },
-                occurred_at,
-            },
-            EventBody::StatusIdle {} => Self::StatusIdle {
-                id,
-                payload: EmptyPayload {},
-                occurred_at,
-            },
-            EventBody::StatusTerminated { reason } => Self::StatusTerminated {
-                id,
-                payload: TerminatedPayload { reason },
-                occurred_at,
-            },
-            EventBody::Error { code, message } => Self::Error {
-                id,
-                payload: ErrorPayload { code, message },
-                occurred_at,
-            },
+        let (id, occurred_at) = (e.id().to_string(), e.occurred_at.to_iso8601());
+        let body = match e.body {
+            EventBody::UserMessage { text } => EventBodyView::UserMessage(TextPayload { text }),
+            EventBody::AgentMessage { text } => EventBodyView::AgentMessage(TextPayload { text }),
+            EventBody::ToolUse { tool, input } => {
+                EventBodyView::ToolUse(ToolUsePayload { tool, input })
+            }
+            EventBody::ToolResult { tool, output } => {
+                EventBodyView::ToolResult(ToolResultPayload { tool, output })
+            }
+            EventBody::StatusIdle {} => EventBodyView::StatusIdle(EmptyPayload {}),
+            EventBody::StatusTerminated { reason } => {
+                EventBodyView::StatusTerminated(TerminatedPayload { reason })
+            }
+            EventBody::Error { code, message } => {
+                EventBodyView::Error(ErrorPayload { code, message })
+            }
+        };
+        Self {
+            id,
+            body,
+            occurred_at,
         }
     }
 }

@@ -51,11 +51,7 @@ pub struct Admin<'a> {
 
 impl Admin<'_> {
     pub async fn create_org(
-        &self,
-        id: Option<OrgId>,
-        name: &str,
-        plan: Plan,
-        sso: bool,
+        &self, id: Option<OrgId>, name: &str, plan: Plan, sso: bool,
     ) -> Result<Org, AdminError> {
         let org = Org {
             id: id.unwrap_or_else(OrgId::generate),
@@ -101,10 +97,7 @@ impl Admin<'_> {
 
     /// Adds a member, or changes an existing member's role (keeping their SCIM profile).
     pub async fn add_member(
-        &self,
-        org: &OrgId,
-        user: Option<UserId>,
-        role: Role,
+        &self, org: &OrgId, user: Option<UserId>, role: Role,
     ) -> Result<Member, AdminError> {
         self.org(org).await?;
         let user = user.unwrap_or_else(UserId::generate);
@@ -174,11 +167,7 @@ impl Admin<'_> {
     /// that name. Errors: `Invalid` (name, URL, or the organisation is at
     /// [`INTEGRATION_LIMIT`]), `NoSuchOrg`.
     pub async fn connect_integration(
-        &self,
-        org: &OrgId,
-        name: &str,
-        url: &str,
-        auth: IntegrationAuth,
+        &self, org: &OrgId, name: &str, url: &str, auth: IntegrationAuth,
     ) -> Result<IntegrationConfig, AdminError> {
         if !IntegrationConfig::valid_name(name) {
             return Err(AdminError::Invalid(
@@ -235,12 +224,7 @@ impl Admin<'_> {
     /// Errors: `NoSuchIntegration`, `Invalid` (not a per-user integration, or a token that is
     /// empty, longer than 8 KiB or holds control characters), `NoSuchMember`.
     pub async fn set_credential(
-        &self,
-        org: &OrgId,
-        user: &UserId,
-        name: &str,
-        token: &str,
-        sealer: &Sealer,
+        &self, org: &OrgId, user: &UserId, name: &str, token: &str, sealer: &Sealer,
     ) -> Result<(), AdminError> {
         let integration = self
             .store
@@ -290,9 +274,7 @@ impl Admin<'_> {
 
     /// The organisation's newest audit entries, newest first.
     pub async fn audit_log(
-        &self,
-        org: &OrgId,
-        limit: usize,
+        &self, org: &OrgId, limit: usize,
     ) -> Result<Vec<AuditEntry>, AdminError> {
         self.org(org).await?;
         Ok(self.store.list_audit(org, limit).await?)

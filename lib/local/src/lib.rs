@@ -84,9 +84,7 @@ pub fn sealer(data_dir: &Path) -> Result<Sealer, LocalError> {
 /// in the data directory, created with a random 32-byte key on first use; concurrent first
 /// uses agree on one key.
 fn key_text<'a>(
-    data_dir: &Path,
-    env: &'a str,
-    file: &'a str,
+    data_dir: &Path, env: &'a str, file: &'a str,
 ) -> Result<(String, &'a str), LocalError> {
     if let Ok(value) = std::env::var(env) {
         return Ok((value, env));
@@ -155,8 +153,7 @@ impl LocalService {
     /// The local service with the workflow `make` builds over the workflow steps; tests use it
     /// to observe the engine's transitions or to deliver steps twice.
     pub fn with_workflow(
-        settings: Settings,
-        store: LocalStore,
+        settings: Settings, store: LocalStore,
         make: impl FnOnce(Steps) -> Result<LocalWorkflow, asl::LoadError>,
     ) -> Result<Self, LocalError> {
         let app = App::new(settings, store.shared());
@@ -190,9 +187,7 @@ impl LocalService {
     /// Serves the API on `listener`, with every client read bounded by `limits` (see
     /// [`server`]), until `shutdown` resolves; then lets in-flight requests finish.
     pub async fn serve(
-        &self,
-        listener: TcpListener,
-        limits: ServerLimits,
+        &self, listener: TcpListener, limits: ServerLimits,
         shutdown: impl std::future::Future<Output = ()>,
     ) {
         server::serve(listener, self.router.clone(), limits, shutdown).await;

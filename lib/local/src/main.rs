@@ -495,12 +495,8 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 async fn serve(
-    data_dir: &std::path::Path,
-    store: LocalStore,
-    addr: &str,
-    origin: Option<String>,
-    docs: Option<PathBuf>,
-    limits: ServerLimits,
+    data_dir: &std::path::Path, store: LocalStore, addr: &str, origin: Option<String>,
+    docs: Option<PathBuf>, limits: ServerLimits,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let created = Admin { store: &*store }.bootstrap().await?;
     let kind = store.kind();

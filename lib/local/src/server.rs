@@ -71,10 +71,7 @@ impl Default for ServerLimits {
 /// Serves `router` on `listener` until `shutdown` resolves, then lets requests in flight finish
 /// (closing idle connections at once) for at most [`SHUTDOWN_GRACE`].
 pub async fn serve(
-    listener: TcpListener,
-    router: Router,
-    limits: ServerLimits,
-    shutdown: impl Future<Output = ()>,
+    listener: TcpListener, router: Router, limits: ServerLimits, shutdown: impl Future<Output = ()>,
 ) {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -160,8 +157,7 @@ where
     type Error = axum::BoxError;
 
     fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
+        self: Pin<&mut Self>, cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, axum::BoxError>>> {
         let this = self.project();
         if let Poll::Ready(frame) = this.inner.poll_frame(cx) {

@@ -22,10 +22,7 @@ pub struct StepTasks(pub Steps);
 #[async_trait]
 impl Tasks for StepTasks {
     async fn invoke(
-        &self,
-        handler: &str,
-        input: Value,
-        signal: CancellationToken,
+        &self, handler: &str, input: Value, signal: CancellationToken,
     ) -> Result<Value, TaskError> {
         let Some(handler) = Handler::named(handler) else {
             return Err(TaskError::new(errors::INPUT, format!("no step {handler}")));
@@ -56,9 +53,7 @@ impl LocalWorkflow {
     /// Loads the agent state machine over `tasks`. Errors: the definition uses a feature the
     /// engine does not run, or a Task whose handler `tasks` does not have.
     pub fn new(
-        tasks: Arc<dyn Tasks>,
-        observer: Arc<dyn Observer>,
-        options: Options,
+        tasks: Arc<dyn Tasks>, observer: Arc<dyn Observer>, options: Options,
     ) -> Result<Self, LoadError> {
         let machine = StateMachine::load(AGENT_DEFINITION, &Handler::ALL.map(Handler::name))?;
         Ok(Self {

@@ -70,10 +70,7 @@ impl McpIntegration {
     /// endpoint, and `token`, when given, is sent as `Authorization: Bearer <token>` on every
     /// request. The token never appears in errors, logs or `Debug` output.
     pub fn new(
-        name: impl Into<String>,
-        url: impl Into<String>,
-        token: Option<String>,
-        timeouts: Timeouts,
+        name: impl Into<String>, url: impl Into<String>, token: Option<String>, timeouts: Timeouts,
     ) -> Self {
         Self {
             name: name.into(),
@@ -118,9 +115,7 @@ impl McpIntegration {
 
     /// Every tool of the server, each paired with its exposed name, by `deadline`.
     async fn list(
-        &self,
-        session: &Session,
-        deadline: Instant,
+        &self, session: &Session, deadline: Instant,
     ) -> Result<Vec<(String, Tool)>, IntegrationError> {
         let tools = match timeout_at(deadline, session.list_all_tools()).await {
             Ok(Ok(tools)) => tools,
@@ -134,10 +129,7 @@ impl McpIntegration {
     /// unless `cancelled` resolves or `deadline` passes first; then the server is sent
     /// `notifications/cancelled` for the request.
     async fn call_in(
-        &self,
-        session: &Session,
-        tool: &str,
-        arguments: Option<JsonObject>,
+        &self, session: &Session, tool: &str, arguments: Option<JsonObject>,
         mut cancelled: CancelSignal<'_>,
     ) -> Result<Value, IntegrationError> {
         let deadline = Instant::now() + self.timeouts.request;
@@ -190,8 +182,7 @@ impl McpIntegration {
 
     /// What the server answered to `tools/call` (`Err` when the session ended first).
     fn answered(
-        &self,
-        response: Result<Result<ServerResult, ServiceError>, RecvError>,
+        &self, response: Result<Result<ServerResult, ServiceError>, RecvError>,
     ) -> Result<Value, IntegrationError> {
         match response {
             Ok(Ok(ServerResult::CallToolResult(result))) => tool_output(result),
@@ -297,10 +288,7 @@ impl Integration for McpIntegration {
     /// `notifications/cancelled` for a call in flight (bounded: a server that cannot be told
     /// does not hold the cancellation up). Not idempotent: a repeated call runs the tool again.
     async fn call(
-        &self,
-        tool: &str,
-        input: &Value,
-        mut cancelled: CancelSignal<'_>,
+        &self, tool: &str, input: &Value, mut cancelled: CancelSignal<'_>,
     ) -> Result<Value, IntegrationError> {
         let arguments = arguments(input)?;
         let session = tokio::select! {

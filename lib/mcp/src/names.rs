@@ -24,9 +24,7 @@ pub fn exposed_tool_name(integration: &str, tool: &str) -> String {
 /// whose exposed name an earlier one already took, so that names stay unique and the choice
 /// is stable.
 pub(crate) fn unique_names<T>(
-    integration: &str,
-    tools: Vec<T>,
-    name: impl Fn(&T) -> &str,
+    integration: &str, tools: Vec<T>, name: impl Fn(&T) -> &str,
 ) -> Vec<(String, T)> {
     let mut named: Vec<(String, T)> = Vec::new();
     for tool in tools {

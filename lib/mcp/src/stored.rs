@@ -25,9 +25,7 @@ impl StoredIntegrations {
     /// The `fixed` integrations (the local docs search of the default organisation, say) come
     /// first; `sealer` opens the members' credentials; `timeouts` apply to every MCP server.
     pub fn new(
-        store: Arc<dyn DirectoryStore>,
-        sealer: Arc<Sealer>,
-        fixed: Arc<dyn Integrations>,
+        store: Arc<dyn DirectoryStore>, sealer: Arc<Sealer>, fixed: Arc<dyn Integrations>,
         timeouts: Timeouts,
     ) -> Self {
         Self {
@@ -44,10 +42,7 @@ impl StoredIntegrations {
 /// [`credential_context`]. `None` when they have none, or it does not open (sealed for someone
 /// else, for the integration at another URL, under another key, or tampered with).
 pub fn member_credential(
-    sealer: &Sealer,
-    org: &OrgId,
-    user: &UserId,
-    integration: &IntegrationConfig,
+    sealer: &Sealer, org: &OrgId, user: &UserId, integration: &IntegrationConfig,
     data: &[MemberData],
 ) -> Option<String> {
     let name = integration.name.as_str();
@@ -71,8 +66,7 @@ pub fn member_credential(
 /// those without authentication, the member's `credential` for those that authenticate per
 /// user; an integration of the latter kind without one is left out.
 fn reachable(
-    configs: Vec<IntegrationConfig>,
-    credential: impl Fn(&IntegrationConfig) -> Option<String>,
+    configs: Vec<IntegrationConfig>, credential: impl Fn(&IntegrationConfig) -> Option<String>,
 ) -> Vec<(IntegrationConfig, Option<String>)> {
     configs
         .into_iter()
@@ -92,9 +86,7 @@ impl Integrations for StoredIntegrations {
     /// that authenticate per user for which `user` holds no credential that opens.
     /// Errors: `Unavailable` when the store fails.
     async fn connected(
-        &self,
-        org: &OrgId,
-        user: &UserId,
+        &self, org: &OrgId, user: &UserId,
     ) -> Result<Vec<Arc<dyn Integration>>, IntegrationError> {
         let store_failed = |e| IntegrationError::Unavailable(format!("reading integrations: {e}"));
         let configs = self

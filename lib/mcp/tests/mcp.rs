@@ -19,9 +19,7 @@ fn integration(url: &str, token: Option<&str>) -> McpIntegration {
 
 /// Calls `tool` with a cancel signal that never fires.
 async fn call(
-    integration: &McpIntegration,
-    tool: &str,
-    input: Value,
+    integration: &McpIntegration, tool: &str, input: Value,
 ) -> Result<Value, IntegrationError> {
     let never = pin!(std::future::pending::<()>());
     integration.call(tool, &input, never).await

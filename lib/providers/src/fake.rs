@@ -150,11 +150,7 @@ fn respond(status: u16, headers: Vec<(&'static str, String)>, body: String) -> R
 }
 
 async fn serve(
-    State(shared): State<Arc<Shared>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
+    State(shared): State<Arc<Shared>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes,
 ) -> Response {
     let seen = Seen {
         method,

@@ -87,10 +87,7 @@ impl Transport {
     /// A client sending `headers` (authentication, versions) with every request.
     /// Errors: `Client` when the TLS stack cannot be set up.
     pub(crate) fn new(
-        headers: HeaderMap,
-        timeout: Duration,
-        health_url: String,
-        health: HealthPolicy,
+        headers: HeaderMap, timeout: Duration, health_url: String, health: HealthPolicy,
         price: Price,
     ) -> Result<Self, ConfigError> {
         let client = Client::builder()
@@ -119,9 +116,7 @@ impl Transport {
     /// aborts the request. Errors: see [`classify`]; a reply that is not JSON, not `T`, or
     /// over 4 MiB is `Failed`.
     pub(crate) async fn post<T: DeserializeOwned>(
-        &self,
-        url: &str,
-        body: &Value,
+        &self, url: &str, body: &Value,
     ) -> Result<T, AgentError> {
         let response = self
             .client

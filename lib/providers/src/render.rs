@@ -63,9 +63,7 @@ pub(crate) fn output_text(output: &Value) -> String {
 /// Errors: `Failed` for a reply with neither text nor tool calls, or with only tool calls
 /// when an answer was required: either may come out differently when asked again.
 pub(crate) fn decide(
-    request: &AgentRequest,
-    text: String,
-    calls: Vec<ToolCall>,
+    request: &AgentRequest, text: String, calls: Vec<ToolCall>,
 ) -> Result<AgentAction, AgentError> {
     let has_text = !text.trim().is_empty();
     match (calls.is_empty(), has_text) {

@@ -7,7 +7,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use crate::{SqliteStore, backend, conversion, text_parse};
 use knowledge_core::domain::{AuditEntry, IntegrationConfig, Member, MemberData};
 use knowledge_core::ids::{OrgId, UserId};
-use knowledge_core::ports::{DirectoryStore, StoreError};
+use knowledge_core::ports::{DirectoryStore, StoreError, StoreResult};
 
 const MEMBER_COLUMNS: &str = "org_id, user_id, role, created_at, updated_at, profile, version";
 
@@ -29,7 +29,7 @@ fn member_from(r: &Row<'_>) -> rusqlite::Result<Member> {
     })
 }
 
-fn profile_json(m: &Member) -> Result<Option<String>, StoreError> {
+fn profile_json(m: &Member) -> StoreResult<Option<String>> {
     m.profile
         .as_ref()
         .map(serde_json::to_string)
@@ -47,10 +47,7 @@ fn is_unique_violation(e: &rusqlite::Error) -> bool {
     )
 }
 
-pub(crate) fn insert_audit(
-    tx: &rusqlite::Transaction<'_>,
-    a: &AuditEntry,
-) -> Result<(), StoreError> {
+pub(crate) fn insert_audit(tx: &rusqlite::Transaction<'_>, a: &AuditEntry) -> StoreResult<()> {
     tx.execute(
         "INSERT INTO audit (org_id, at, id, actor, action, target) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![
@@ -68,7 +65,7 @@ pub(crate) fn insert_audit(
 
 #[async_trait]
 impl DirectoryStore for SqliteStore {
-    async fn create_member(&self, member: &Member, audit: &AuditEntry) -> Result<(), StoreError> {
+    async fn create_member(&self, member: &Member, audit: &AuditEntry) -> StoreResult<()> {
         let (m, a) = (member.clone(), audit.clone());
         self.write(move |tx| {
             let inserted = tx.execute(
@@ -95,7 +92,7 @@ impl DirectoryStore for SqliteStore {
         .await
     }
 
-    async fn get_member(&self, org: &OrgId, user: &UserId) -> Result<Option<Member>, StoreError> {
+    async fn get_member(&self, org: &OrgId, user: &UserId) -> StoreResult<Option<Member>> {
         let (o, u) = (org.clone(), user.clone());
         self.read(move |c| {
             c.query_row(
@@ -109,10 +106,8 @@ impl DirectoryStore for SqliteStore {
     }
 
     async fn find_member_by_user_name(
-        &self,
-        org: &OrgId,
-        key: &str,
-    ) -> Result<Option<Member>, StoreError> {
+        &self, org: &OrgId, key: &str,
+    ) -> StoreResult<Option<Member>> {
         let (o, k) = (org.clone(), key.to_owned());
         self.read(move |c| {
             c.query_row(
@@ -127,7 +122,7 @@ impl DirectoryStore for SqliteStore {
         .await
     }
 
-    async fn list_members(&self, org: &OrgId) -> Result<Vec<Member>, StoreError> {
+    async fn list_members(&self, org: &OrgId) -> StoreResult<Vec<Member>> {
         let o = org.clone();
         self.read(move |c| {
             let mut stmt = c.prepare_cached(&format!(
@@ -140,11 +135,8 @@ impl DirectoryStore for SqliteStore {
     }
 
     async fn update_member(
-        &self,
-        previous: &Member,
-        next: &Member,
-        audit: &AuditEntry,
-    ) -> Result<(), StoreError> {
+        &self, previous: &Member, next: &Member, audit: &AuditEntry,
+    ) -> StoreResult<()> {
         let (p, m, a) = (previous.clone(), next.clone(), audit.clone());
         self.write(move |tx| {
             let updated = tx.execute(
@@ -186,11 +178,8 @@ impl DirectoryStore for SqliteStore {
     }
 
     async fn remove_member(
-        &self,
-        org: &OrgId,
-        user: &UserId,
-        audit: &AuditEntry,
-    ) -> Result<bool, StoreError> {
+        &self, org: &OrgId, user: &UserId, audit: &AuditEntry,
+    ) -> StoreResult<bool> {
         let (o, u, a) = (org.clone(), user.clone(), audit.clone());
         self.write(move |tx| {
             let p = [o.as_str(), u.as_str()];
@@ -212,11 +201,8 @@ impl DirectoryStore for SqliteStore {
     }
 
     async fn put_member_data(
-        &self,
-        org: &OrgId,
-        user: &UserId,
-        data: &MemberData,
-    ) -> Result<(), StoreError> {
+        &self, org: &OrgId, user: &UserId, data: &MemberData,
+    ) -> StoreResult<()> {
         let (o, u, d) = (org.clone(), user.clone(), data.clone());
         self.write(move |tx| {
             let n = tx
@@ -239,11 +225,7 @@ impl DirectoryStore for SqliteStore {
         .await
     }
 
-    async fn list_member_data(
-        &self,
-        org: &OrgId,
-        user: &UserId,
-    ) -> Result<Vec<MemberData>, StoreError> {
+    async fn list_member_data(&self, org: &OrgId, user: &UserId) -> StoreResult<Vec<MemberData>> {
         let (o, u) = (org.clone(), user.clone());
         self.read(move |c| {
             let mut stmt = c.prepare_cached(
@@ -263,11 +245,8 @@ impl DirectoryStore for SqliteStore {
     }
 
     async fn put_integration(
-        &self,
-        org: &OrgId,
-        integration: &IntegrationConfig,
-        audit: &AuditEntry,
-    ) -> Result<(), StoreError> {
+        &self, org: &OrgId, integration: &IntegrationConfig, audit: &AuditEntry,
+    ) -> StoreResult<()> {
         let (o, i, a) = (org.clone(), integration.clone(), audit.clone());
         let config = serde_json::to_string(&i).map_err(backend)?;
         self.write(move |tx| {
@@ -282,7 +261,7 @@ impl DirectoryStore for SqliteStore {
         .await
     }
 
-    async fn list_integrations(&self, org: &OrgId) -> Result<Vec<IntegrationConfig>, StoreError> {
+    async fn list_integrations(&self, org: &OrgId) -> StoreResult<Vec<IntegrationConfig>> {
         let o = org.clone();
         let configs: Vec<String> = self
             .read(move |c| {
@@ -300,11 +279,8 @@ impl DirectoryStore for SqliteStore {
     }
 
     async fn remove_integration(
-        &self,
-        org: &OrgId,
-        name: &str,
-        audit: &AuditEntry,
-    ) -> Result<bool, StoreError> {
+        &self, org: &OrgId, name: &str, audit: &AuditEntry,
+    ) -> StoreResult<bool> {
         let (o, n, a) = (org.clone(), name.to_owned(), audit.clone());
         self.write(move |tx| {
             let removed = tx
@@ -322,7 +298,7 @@ impl DirectoryStore for SqliteStore {
         .await
     }
 
-    async fn list_audit(&self, org: &OrgId, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+    async fn list_audit(&self, org: &OrgId, limit: usize) -> StoreResult<Vec<AuditEntry>> {
         let o = org.clone();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.read(move |c| {

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
-use knowledge_core::ports::{BackendError, StoreError};
+use knowledge_core::ports::{BackendError, StoreError, StoreResult};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::schema::{SCHEMA, migrate};
@@ -58,7 +58,7 @@ fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
 
 impl SqliteStore {
     /// Opens (creating when absent) the database `store.db` in `dir`.
-    pub fn open(dir: &Path) -> Result<Self, StoreError> {
+    pub fn open(dir: &Path) -> StoreResult<Self> {
         std::fs::create_dir_all(dir).map_err(backend)?;
         let path = dir.join("store.db");
         let writer = open_connection(&path).map_err(backend)?;
@@ -74,7 +74,7 @@ impl SqliteStore {
     }
 
     /// Runs `f` on a reader connection on the blocking pool.
-    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    async fn read<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
@@ -99,10 +99,10 @@ impl SqliteStore {
 
     /// Runs `f` in an immediate transaction on the writer connection; commits when it returns
     /// `Ok`, rolls back otherwise.
-    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    async fn write<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&rusqlite::Transaction<'_>) -> StoreResult<T> + Send + 'static,
     {
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || {
@@ -122,7 +122,7 @@ impl SqliteStore {
     }
 
     /// Sessions whose run was in flight when the process stopped, to be resumed at start-up.
-    pub async fn running_sessions(&self) -> Result<Vec<(SessionKey, RunId)>, StoreError> {
+    pub async fn running_sessions(&self) -> StoreResult<Vec<(SessionKey, RunId)>> {
         self.read(|c| {
             let mut stmt = c.prepare(
                 "SELECT user_id, org_id, session_id, run_id FROM sessions
@@ -161,14 +161,14 @@ pub(crate) fn key_from(user: String, org: String, session: String) -> rusqlite::
 #[cfg(feature = "testing")]
 mod testing {
     use knowledge_core::ids::SessionKey;
-    use knowledge_core::ports::{StoreError, StoredRows};
+    use knowledge_core::ports::{StoreResult, StoredRows};
     use rusqlite::params;
 
     use crate::SqliteStore;
 
     #[async_trait::async_trait]
     impl StoredRows for SqliteStore {
-        async fn rows_for(&self, key: &SessionKey) -> Result<(u64, u64), StoreError> {
+        async fn rows_for(&self, key: &SessionKey) -> StoreResult<(u64, u64)> {
             let k = key.clone();
             self.read(move |c| {
                 let p = params![k.user.as_str(), k.org.as_str(), k.session.as_str()];

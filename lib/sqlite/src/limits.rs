@@ -7,11 +7,11 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::{SqliteStore, backend, conversion};
 use knowledge_core::domain::Usage;
 use knowledge_core::ids::OrgId;
-use knowledge_core::ports::{LimitStore, RateWindow, StoreError, UsageRefused};
+use knowledge_core::ports::{LimitStore, RateWindow, StoreError, StoreResult, UsageRefused};
 
 #[async_trait]
 impl LimitStore for SqliteStore {
-    async fn get_rate_window(&self, key: &str) -> Result<RateWindow, StoreError> {
+    async fn get_rate_window(&self, key: &str) -> StoreResult<RateWindow> {
         let key = key.to_owned();
         self.read(move |c| {
             let row: Option<(String, u64)> = c
@@ -33,12 +33,8 @@ impl LimitStore for SqliteStore {
     }
 
     async fn put_rate_window(
-        &self,
-        key: &str,
-        hits: &[Timestamp],
-        expected_version: u64,
-        expires_at: Timestamp,
-    ) -> Result<(), StoreError> {
+        &self, key: &str, hits: &[Timestamp], expected_version: u64, expires_at: Timestamp,
+    ) -> StoreResult<()> {
         let key = key.to_owned();
         let hits = serde_json::to_string(hits).map_err(backend)?;
         self.write(move |tx| {
@@ -61,12 +57,8 @@ impl LimitStore for SqliteStore {
     }
 
     async fn consume_query(
-        &self,
-        org: &OrgId,
-        month: &str,
-        quota: Option<u64>,
-        cap_micros: Option<u64>,
-    ) -> Result<Result<Usage, UsageRefused>, StoreError> {
+        &self, org: &OrgId, month: &str, quota: Option<u64>, cap_micros: Option<u64>,
+    ) -> StoreResult<Result<Usage, UsageRefused>> {
         let (o, m) = (org.clone(), month.to_owned());
         self.write(move |tx| {
             let usage = read_usage(tx, &o, &m).map_err(backend)?;
@@ -85,7 +77,7 @@ impl LimitStore for SqliteStore {
         .await
     }
 
-    async fn get_usage(&self, org: &OrgId, month: &str) -> Result<Usage, StoreError> {
+    async fn get_usage(&self, org: &OrgId, month: &str) -> StoreResult<Usage> {
         let (o, m) = (org.clone(), month.to_owned());
         self.read(move |c| read_usage(c, &o, &m)).await
     }
@@ -107,10 +99,7 @@ pub(crate) fn read_usage(c: &Connection, org: &OrgId, month: &str) -> rusqlite::
 }
 
 pub(crate) fn write_usage(
-    c: &Connection,
-    org: &OrgId,
-    month: &str,
-    u: Usage,
+    c: &Connection, org: &OrgId, month: &str, u: Usage,
 ) -> rusqlite::Result<()> {
     c.execute(
         "INSERT OR REPLACE INTO usage (org_id, month, queries, cost_micros) VALUES (?1, ?2, ?3, ?4)",

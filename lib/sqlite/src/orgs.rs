@@ -7,7 +7,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use crate::{SqliteStore, backend, conversion, text_parse};
 use knowledge_core::domain::{AuditEntry, Org};
 use knowledge_core::ids::OrgId;
-use knowledge_core::ports::{OrgStore, StoreError};
+use knowledge_core::ports::{OrgStore, StoreError, StoreResult};
 
 use crate::directory::insert_audit;
 
@@ -27,7 +27,7 @@ fn org_from(r: &Row<'_>) -> rusqlite::Result<Org> {
 
 #[async_trait]
 impl OrgStore for SqliteStore {
-    async fn put_org(&self, org: &Org) -> Result<(), StoreError> {
+    async fn put_org(&self, org: &Org) -> StoreResult<()> {
         let o = org.clone();
         self.write(move |tx| {
             tx.execute(
@@ -55,7 +55,7 @@ impl OrgStore for SqliteStore {
         .await
     }
 
-    async fn get_org(&self, org: &OrgId) -> Result<Option<Org>, StoreError> {
+    async fn get_org(&self, org: &OrgId) -> StoreResult<Option<Org>> {
         let id = org.clone();
         self.read(move |c| {
             c.query_row(
@@ -71,11 +71,8 @@ impl OrgStore for SqliteStore {
     }
 
     async fn set_scim_token(
-        &self,
-        org: &OrgId,
-        sha256: &str,
-        audit: &AuditEntry,
-    ) -> Result<(), StoreError> {
+        &self, org: &OrgId, sha256: &str, audit: &AuditEntry,
+    ) -> StoreResult<()> {
         let (o, h, a) = (org.clone(), sha256.to_owned(), audit.clone());
         self.write(move |tx| {
             let n = tx

@@ -2,12 +2,13 @@
 
 use async_trait::async_trait;
 use knowledge_core::clock::Timestamp;
-use rusqlite::{OptionalExtension, Row, params};
+use rusqlite::types::Value;
+use rusqlite::{OptionalExtension, Row, params, params_from_iter};
 
 use crate::{SqliteStore, backend, conversion, text_parse};
 use knowledge_core::domain::{Event, EventBody, EventKind, Session, SessionSummary, Usage};
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
-use knowledge_core::ports::{Charge, SessionStore, StoreError};
+use knowledge_core::ports::{Charge, SessionStore, StoreError, StoreResult};
 
 use crate::key_from;
 use crate::limits::{read_usage, write_usage};
@@ -49,10 +50,8 @@ fn event_from(r: &Row<'_>) -> rusqlite::Result<Event> {
 }
 
 fn insert_events(
-    tx: &rusqlite::Transaction<'_>,
-    key: &SessionKey,
-    events: &[Event],
-) -> Result<(), StoreError> {
+    tx: &rusqlite::Transaction<'_>, key: &SessionKey, events: &[Event],
+) -> StoreResult<()> {
     let mut stmt = tx
         .prepare_cached(
             "INSERT INTO events (user_id, org_id, session_id, seq, kind, payload, occurred_at)
@@ -74,6 +73,28 @@ fn insert_events(
     Ok(())
 }
 
+/// The session's columns, numbered as the statements bind them: ?1 user, ?2 organisation,
+/// ?3 session, ?4 title, ?5 created, ?6 updated, ?7 cancelled, ?8 run, ?9 pending, ?10 next
+/// sequence number, ?11 version, ?12 deleting, ?13 turn.
+fn session_row(s: &Session) -> Vec<Value> {
+    let k = &s.key;
+    vec![
+        Value::from(k.user.as_str().to_owned()),
+        Value::from(k.org.as_str().to_owned()),
+        Value::from(k.session.as_str().to_owned()),
+        Value::from(s.title.clone()),
+        Value::from(s.created_at.millis()),
+        Value::from(s.updated_at.millis()),
+        Value::from(s.cancelled_at.map(Timestamp::millis)),
+        Value::from(s.run_id.as_ref().map(|r| r.as_str().to_owned())),
+        Value::from(pending_json(s)),
+        Value::from(s.next_seq as i64),
+        Value::from(s.version as i64),
+        Value::from(s.deleting),
+        Value::from(turn_json(s)),
+    ]
+}
+
 fn pending_json(s: &Session) -> String {
     serde_json::to_string(&s.pending).expect("a list of integers serialises")
 }
@@ -86,7 +107,7 @@ fn turn_json(s: &Session) -> Option<String> {
 
 #[async_trait]
 impl SessionStore for SqliteStore {
-    async fn create_session(&self, session: &Session, events: &[Event]) -> Result<(), StoreError> {
+    async fn create_session(&self, session: &Session, events: &[Event]) -> StoreResult<()> {
         let (s, events) = (session.clone(), events.to_vec());
         self.write(move |tx| {
             let k = &s.key;
@@ -96,21 +117,7 @@ impl SessionStore for SqliteStore {
                      (user_id, org_id, session_id, title, created_at, updated_at, cancelled_at, run_id,
                       pending, next_seq, version, deleting, turn)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-                    params![
-                        k.user.as_str(),
-                        k.org.as_str(),
-                        k.session.as_str(),
-                        s.title,
-                        s.created_at.millis(),
-                        s.updated_at.millis(),
-                        s.cancelled_at.map(Timestamp::millis),
-                        s.run_id.as_ref().map(RunId::as_str),
-                        pending_json(&s),
-                        s.next_seq,
-                        s.version,
-                        s.deleting,
-                        turn_json(&s)
-                    ],
+                    params_from_iter(session_row(&s)),
                 )
                 .map_err(backend)?;
             if inserted == 0 {
@@ -121,7 +128,7 @@ impl SessionStore for SqliteStore {
         .await
     }
 
-    async fn get_session(&self, key: &SessionKey) -> Result<Option<Session>, StoreError> {
+    async fn get_session(&self, key: &SessionKey) -> StoreResult<Option<Session>> {
         let k = key.clone();
         self.read(move |c| {
             c.query_row(
@@ -136,35 +143,19 @@ impl SessionStore for SqliteStore {
     }
 
     async fn commit_session(
-        &self,
-        session: &Session,
-        expected_version: u64,
-        events: &[Event],
-        charge: Option<&Charge>,
-    ) -> Result<(), StoreError> {
+        &self, session: &Session, expected_version: u64, events: &[Event], charge: Option<&Charge>,
+    ) -> StoreResult<()> {
         let (s, events, charge) = (session.clone(), events.to_vec(), charge.cloned());
         self.write(move |tx| {
             let k = &s.key;
+            let mut row = session_row(&s);
+            row.push(Value::from(expected_version as i64));
             let updated = tx
                 .execute(
-                    "UPDATE sessions SET title = ?4, updated_at = ?5, cancelled_at = ?6, run_id = ?7,
-                     pending = ?8, next_seq = ?9, version = ?10, deleting = ?12, turn = ?13
-                     WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3 AND version = ?11",
-                    params![
-                        k.user.as_str(),
-                        k.org.as_str(),
-                        k.session.as_str(),
-                        s.title,
-                        s.updated_at.millis(),
-                        s.cancelled_at.map(Timestamp::millis),
-                        s.run_id.as_ref().map(RunId::as_str),
-                        pending_json(&s),
-                        s.next_seq,
-                        s.version,
-                        expected_version,
-                        s.deleting,
-                        turn_json(&s)
-                    ],
+                    "UPDATE sessions SET title = ?4, updated_at = ?6, cancelled_at = ?7, run_id = ?8,
+                     pending = ?9, next_seq = ?10, version = ?11, deleting = ?12, turn = ?13
+                     WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3 AND version = ?14",
+                    params_from_iter(row),
                 )
                 .map_err(backend)?;
             if updated == 0 {
@@ -190,11 +181,8 @@ impl SessionStore for SqliteStore {
     }
 
     async fn list_events(
-        &self,
-        key: &SessionKey,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<Event>, StoreError> {
+        &self, key: &SessionKey, after: u64, limit: usize,
+    ) -> StoreResult<Vec<Event>> {
         let k = key.clone();
         self.read(move |c| {
             let mut stmt = c.prepare_cached(
@@ -218,11 +206,8 @@ impl SessionStore for SqliteStore {
     }
 
     async fn list_sessions(
-        &self,
-        user: &UserId,
-        org: &OrgId,
-        limit: usize,
-    ) -> Result<Vec<SessionSummary>, StoreError> {
+        &self, user: &UserId, org: &OrgId, limit: usize,
+    ) -> StoreResult<Vec<SessionSummary>> {
         let (u, o) = (user.clone(), org.clone());
         self.read(move |c| {
             let mut stmt = c.prepare_cached(
@@ -242,7 +227,7 @@ impl SessionStore for SqliteStore {
         .await
     }
 
-    async fn delete_session(&self, key: &SessionKey) -> Result<bool, StoreError> {
+    async fn delete_session(&self, key: &SessionKey) -> StoreResult<bool> {
         let k = key.clone();
         self.write(move |tx| {
             let p = params![k.user.as_str(), k.org.as_str(), k.session.as_str()];
@@ -262,7 +247,7 @@ impl SessionStore for SqliteStore {
         .await
     }
 
-    async fn deleting_sessions(&self, limit: usize) -> Result<Vec<SessionKey>, StoreError> {
+    async fn deleting_sessions(&self, limit: usize) -> StoreResult<Vec<SessionKey>> {
         self.read(move |c| {
             let mut stmt = c.prepare_cached(
                 "SELECT user_id, org_id, session_id FROM sessions WHERE deleting = 1 LIMIT ?1",

@@ -80,10 +80,7 @@ pub fn new_key() -> SessionKey {
 /// numbered from 1: created with the first, the rest committed fifty at a time, as a store's
 /// transactions are bounded (DynamoDB's at 100 items).
 pub async fn seed_session(
-    store: &dyn Store,
-    key: &SessionKey,
-    now: Timestamp,
-    events: usize,
+    store: &dyn Store, key: &SessionKey, now: Timestamp, events: usize,
 ) -> Session {
     let message = |i: usize| NewEvent::user_message(&format!("m{i}"));
     let mut session = Session::new(key.clone(), "seeded".into(), now);

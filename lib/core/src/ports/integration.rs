@@ -55,10 +55,7 @@ pub trait Integration: Send + Sync {
     /// Runs `tool` with `input`, unless `cancelled` resolves first. Side effects are the
     /// integration's own; the workflow records the result once however often this runs.
     async fn call(
-        &self,
-        tool: &str,
-        input: &Value,
-        cancelled: CancelSignal<'_>,
+        &self, tool: &str, input: &Value, cancelled: CancelSignal<'_>,
     ) -> Result<Value, IntegrationError>;
 }
 
@@ -67,8 +64,6 @@ pub trait Integration: Send + Sync {
 pub trait Integrations: Send + Sync {
     /// The integrations `user` reaches in `org`, in a stable order; empty when none.
     async fn connected(
-        &self,
-        org: &OrgId,
-        user: &UserId,
+        &self, org: &OrgId, user: &UserId,
     ) -> Result<Vec<Arc<dyn Integration>>, IntegrationError>;
 }

@@ -34,6 +34,9 @@ pub enum StoreError {
     Backend(#[source] BackendError),
 }
 
+/// What every storage method returns.
+pub type StoreResult<T> = Result<T, StoreError>;
+
 impl StoreError {
     /// A backend failure caused by `cause`: an SDK or driver error, or a message.
     pub fn backend(cause: impl Into<BackendError>) -> Self {
@@ -67,16 +70,13 @@ pub struct UsageRefused(pub Usage);
 #[async_trait]
 pub trait OrgStore: Send + Sync {
     /// Creates an organisation or replaces its settings; its SCIM token hash is kept.
-    async fn put_org(&self, org: &Org) -> Result<(), StoreError>;
-    async fn get_org(&self, org: &OrgId) -> Result<Option<Org>, StoreError>;
+    async fn put_org(&self, org: &Org) -> StoreResult<()>;
+    async fn get_org(&self, org: &OrgId) -> StoreResult<Option<Org>>;
     /// Replaces the organisation's SCIM token hash (so the previous token stops working) and
     /// writes `audit`, all or nothing. Errors: `Gone` when the organisation does not exist.
     async fn set_scim_token(
-        &self,
-        org: &OrgId,
-        sha256: &str,
-        audit: &AuditEntry,
-    ) -> Result<(), StoreError>;
+        &self, org: &OrgId, sha256: &str, audit: &AuditEntry,
+    ) -> StoreResult<()>;
 }
 
 /// The directory of an organisation: members with their profiles and data, connected
@@ -87,74 +87,52 @@ pub trait DirectoryStore: Send + Sync {
     /// `userName` in the organisation; all or nothing, so of concurrent creates of one
     /// `userName` exactly one succeeds.
     /// Errors: `AlreadyExists` when the user is a member already or the `userName` is claimed.
-    async fn create_member(&self, member: &Member, audit: &AuditEntry) -> Result<(), StoreError>;
-    async fn get_member(&self, org: &OrgId, user: &UserId) -> Result<Option<Member>, StoreError>;
+    async fn create_member(&self, member: &Member, audit: &AuditEntry) -> StoreResult<()>;
+    async fn get_member(&self, org: &OrgId, user: &UserId) -> StoreResult<Option<Member>>;
     /// The member whose profile's [`crate::domain::Profile::user_name_key`] is `key`.
-    async fn find_member_by_user_name(
-        &self,
-        org: &OrgId,
-        key: &str,
-    ) -> Result<Option<Member>, StoreError>;
+    async fn find_member_by_user_name(&self, org: &OrgId, key: &str)
+    -> StoreResult<Option<Member>>;
     /// Every member of the organisation, ordered by user id (a stable order for paging).
-    async fn list_members(&self, org: &OrgId) -> Result<Vec<Member>, StoreError>;
+    async fn list_members(&self, org: &OrgId) -> StoreResult<Vec<Member>>;
     /// Replaces `previous` by `next` (the same member, `next.version == previous.version + 1`),
     /// moves the `userName` claim when it changed, and writes `audit`, all or nothing.
     /// Errors: `Gone` (no longer a member), `Conflict` (the stored version is not
     /// `previous.version`), `AlreadyExists` (the new `userName` is another member's).
     async fn update_member(
-        &self,
-        previous: &Member,
-        next: &Member,
-        audit: &AuditEntry,
-    ) -> Result<(), StoreError>;
+        &self, previous: &Member, next: &Member, audit: &AuditEntry,
+    ) -> StoreResult<()>;
     /// Removes the membership with its profile, its `userName` claim and every [`MemberData`]
     /// item of the member, and writes `audit`, in one transaction. `Ok(false)`, writing nothing,
     /// when the user is not a member.
     async fn remove_member(
-        &self,
-        org: &OrgId,
-        user: &UserId,
-        audit: &AuditEntry,
-    ) -> Result<bool, StoreError>;
+        &self, org: &OrgId, user: &UserId, audit: &AuditEntry,
+    ) -> StoreResult<bool>;
     /// Stores a member data item, replacing the one of the same kind and name, and moves the
     /// member's version, so a concurrent removal either removes it too or retries.
     /// Callers keep a member under [`crate::domain::MEMBER_DATA_LIMIT`] items (one credential
     /// per connected integration, one memory document), so their removal fits one transaction.
     /// Errors: `Gone` when the user is not a member.
     async fn put_member_data(
-        &self,
-        org: &OrgId,
-        user: &UserId,
-        data: &MemberData,
-    ) -> Result<(), StoreError>;
+        &self, org: &OrgId, user: &UserId, data: &MemberData,
+    ) -> StoreResult<()>;
     /// The member's data items, by kind and name.
-    async fn list_member_data(
-        &self,
-        org: &OrgId,
-        user: &UserId,
-    ) -> Result<Vec<MemberData>, StoreError>;
+    async fn list_member_data(&self, org: &OrgId, user: &UserId) -> StoreResult<Vec<MemberData>>;
     /// Connects an integration, or replaces the one of the same name, and writes `audit`, all
     /// or nothing. Callers keep an organisation under [`crate::domain::INTEGRATION_LIMIT`].
     async fn put_integration(
-        &self,
-        org: &OrgId,
-        integration: &IntegrationConfig,
-        audit: &AuditEntry,
-    ) -> Result<(), StoreError>;
+        &self, org: &OrgId, integration: &IntegrationConfig, audit: &AuditEntry,
+    ) -> StoreResult<()>;
     /// The organisation's integrations, by name.
-    async fn list_integrations(&self, org: &OrgId) -> Result<Vec<IntegrationConfig>, StoreError>;
+    async fn list_integrations(&self, org: &OrgId) -> StoreResult<Vec<IntegrationConfig>>;
     /// Disconnects the integration and writes `audit`, all or nothing; `Ok(false)`, writing
     /// nothing, when there is none of that name. Members' credentials for it stay until they
     /// are replaced or the member is removed.
     async fn remove_integration(
-        &self,
-        org: &OrgId,
-        name: &str,
-        audit: &AuditEntry,
-    ) -> Result<bool, StoreError>;
+        &self, org: &OrgId, name: &str, audit: &AuditEntry,
+    ) -> StoreResult<bool>;
 
     /// The organisation's newest audit entries, newest first, at most `limit`.
-    async fn list_audit(&self, org: &OrgId, limit: usize) -> Result<Vec<AuditEntry>, StoreError>;
+    async fn list_audit(&self, org: &OrgId, limit: usize) -> StoreResult<Vec<AuditEntry>>;
 }
 
 /// Sessions and their event logs.
@@ -163,71 +141,53 @@ pub trait SessionStore: Send + Sync {
     /// Writes a new session with its first events (at most 99: a DynamoDB transaction holds
     /// 100 items) in one transaction.
     /// Errors: `AlreadyExists` when the key is taken.
-    async fn create_session(&self, session: &Session, events: &[Event]) -> Result<(), StoreError>;
-    async fn get_session(&self, key: &SessionKey) -> Result<Option<Session>, StoreError>;
+    async fn create_session(&self, session: &Session, events: &[Event]) -> StoreResult<()>;
+    async fn get_session(&self, key: &SessionKey) -> StoreResult<Option<Session>>;
     /// Writes `session` (whose `version` must be `expected_version + 1`), appends `events` and
     /// adds `charge` to the organisation's usage, all or nothing, only if the stored version is
     /// still `expected_version`. Callers write at most a few events a commit (an agent step's
     /// tool calls, 8 at most), so the DynamoDB transaction stays far under its 100 items.
     /// Errors: `Gone` when the session no longer exists, `Conflict` when its version moved.
     async fn commit_session(
-        &self,
-        session: &Session,
-        expected_version: u64,
-        events: &[Event],
-        charge: Option<&Charge>,
-    ) -> Result<(), StoreError>;
+        &self, session: &Session, expected_version: u64, events: &[Event], charge: Option<&Charge>,
+    ) -> StoreResult<()>;
     /// Events with `seq > after`, ascending, at most `limit` of them.
     async fn list_events(
-        &self,
-        key: &SessionKey,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<Event>, StoreError>;
+        &self, key: &SessionKey, after: u64, limit: usize,
+    ) -> StoreResult<Vec<Event>>;
     /// The user's sessions in an organisation, most recently updated first; sessions being
     /// deleted are not listed.
     async fn list_sessions(
-        &self,
-        user: &UserId,
-        org: &OrgId,
-        limit: usize,
-    ) -> Result<Vec<SessionSummary>, StoreError>;
+        &self, user: &UserId, org: &OrgId, limit: usize,
+    ) -> StoreResult<Vec<SessionSummary>>;
     /// Removes the session and every event of it; `Ok(false)` when it did not exist. The DynamoDB
     /// adapter pages through the events, so callers first commit the session as `deleting`,
     /// which every writer treats as gone, and the adapter removes the record last. Idempotent:
     /// a removal cut short is finished by calling it again.
-    async fn delete_session(&self, key: &SessionKey) -> Result<bool, StoreError>;
+    async fn delete_session(&self, key: &SessionKey) -> StoreResult<bool>;
     /// Sessions committed as `deleting` whose removal has not finished (a crash cut it short),
     /// at most `limit`, in no particular order. [`SessionStore::list_sessions`] never lists them.
-    async fn deleting_sessions(&self, limit: usize) -> Result<Vec<SessionKey>, StoreError>;
+    async fn deleting_sessions(&self, limit: usize) -> StoreResult<Vec<SessionKey>>;
 }
 
 /// Counters that limit use: per-user rate windows and per-organisation monthly usage.
 #[async_trait]
 pub trait LimitStore: Send + Sync {
     /// The rate-limit record under `key` (empty, version 0, when absent).
-    async fn get_rate_window(&self, key: &str) -> Result<RateWindow, StoreError>;
+    async fn get_rate_window(&self, key: &str) -> StoreResult<RateWindow>;
     /// Replaces the record if its version is still `expected_version`; the stored version becomes
     /// `expected_version + 1`. Errors: `Conflict`.
     async fn put_rate_window(
-        &self,
-        key: &str,
-        hits: &[Timestamp],
-        expected_version: u64,
-        expires_at: Timestamp,
-    ) -> Result<(), StoreError>;
+        &self, key: &str, hits: &[Timestamp], expected_version: u64, expires_at: Timestamp,
+    ) -> StoreResult<()>;
 
     /// Counts one query against the organisation's month if the month is under both `quota`
     /// queries and `cap_micros` spend (`None` is unlimited). Atomic: concurrent callers cannot
     /// together pass a limit. Returns the usage after counting, or the usage that refused it.
     async fn consume_query(
-        &self,
-        org: &OrgId,
-        month: &str,
-        quota: Option<u64>,
-        cap_micros: Option<u64>,
-    ) -> Result<Result<Usage, UsageRefused>, StoreError>;
-    async fn get_usage(&self, org: &OrgId, month: &str) -> Result<Usage, StoreError>;
+        &self, org: &OrgId, month: &str, quota: Option<u64>, cap_micros: Option<u64>,
+    ) -> StoreResult<Result<Usage, UsageRefused>>;
+    async fn get_usage(&self, org: &OrgId, month: &str) -> StoreResult<Usage>;
 }
 
 /// Durable storage of organisations, members, sessions, events and limit counters: every role
@@ -242,5 +202,5 @@ impl<T: OrgStore + DirectoryStore + SessionStore + LimitStore + ?Sized> Store fo
 #[async_trait]
 pub trait StoredRows: Send + Sync {
     /// How many session records and events are stored under `key`: a delete leaves `(0, 0)`.
-    async fn rows_for(&self, key: &SessionKey) -> Result<(u64, u64), StoreError>;
+    async fn rows_for(&self, key: &SessionKey) -> StoreResult<(u64, u64)>;
 }

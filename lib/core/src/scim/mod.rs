@@ -119,9 +119,7 @@ impl Directory {
     /// Reads tokens from `orgs`, keeps members in `members`, and asks the session service
     /// (whose clock it shares) to cancel a removed member's running turns.
     pub fn new(
-        orgs: Arc<dyn OrgStore>,
-        members: Arc<dyn DirectoryStore>,
-        sessions: Service,
+        orgs: Arc<dyn OrgStore>, members: Arc<dyn DirectoryStore>, sessions: Service,
     ) -> Self {
         Self {
             orgs,
@@ -264,9 +262,7 @@ impl Directory {
 
     /// Re-reads, recomputes and writes until no concurrent change intervenes.
     async fn update(
-        &self,
-        org: &OrgId,
-        id: &str,
+        &self, org: &OrgId, id: &str,
         compute: impl Fn(&crate::domain::Profile) -> Result<UserInput, ScimError>,
     ) -> Result<Change, ScimError> {
         for _ in 0..MAX_UPDATE_ATTEMPTS {
@@ -310,10 +306,7 @@ impl Directory {
     /// cancel is logged, not returned: the member is gone either way, and a retried request
     /// would only find nothing to remove.
     async fn remove(
-        &self,
-        org: &OrgId,
-        user: &UserId,
-        action: AuditAction,
+        &self, org: &OrgId, user: &UserId, action: AuditAction,
     ) -> Result<(), ScimError> {
         let audit = self.audit(org, action, user.as_str());
         if !self.members.remove_member(org, user, &audit).await? {

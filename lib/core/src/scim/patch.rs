@@ -252,10 +252,7 @@ fn element_matches(filter: &Filter, element: &Value) -> bool {
 }
 
 fn edit(
-    doc: &mut Map<String, Value>,
-    op: Op,
-    t: &Target,
-    value: Option<Value>,
+    doc: &mut Map<String, Value>, op: Op, t: &Target, value: Option<Value>,
 ) -> Result<(), ScimError> {
     let container = if t.extension {
         let ext = doc
@@ -368,9 +365,7 @@ fn edit(
 }
 
 fn set_in_element(
-    element: &mut Value,
-    sub: Option<&Attribute>,
-    value: Value,
+    element: &mut Value, sub: Option<&Attribute>, value: Value,
 ) -> Result<(), ScimError> {
     let Value::Object(fields) = element else {
         return Err(ScimError::InvalidValue(
@@ -403,9 +398,7 @@ fn merge(current: &mut Map<String, Value>, new: Map<String, Value>) {
 }
 
 fn remove(
-    container: &mut Map<String, Value>,
-    t: &Target,
-    value: Option<&Value>,
+    container: &mut Map<String, Value>, t: &Target, value: Option<&Value>,
 ) -> Result<(), ScimError> {
     match (&t.filter, t.sub) {
         (None, None) => {

@@ -14,11 +14,7 @@ pub const DEFAULT_COUNT: usize = 100;
 pub const MAX_COUNT: usize = 1000;
 
 fn meta(
-    kind: &str,
-    location: String,
-    created: Timestamp,
-    modified: Timestamp,
-    version: u64,
+    kind: &str, location: String, created: Timestamp, modified: Timestamp, version: u64,
 ) -> Value {
     json!({
         "resourceType": kind,

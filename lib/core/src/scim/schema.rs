@@ -94,9 +94,7 @@ const fn string(name: &'static str, description: &'static str) -> Attribute {
 }
 
 const fn complex(
-    name: &'static str,
-    description: &'static str,
-    sub: &'static [Attribute],
+    name: &'static str, description: &'static str, sub: &'static [Attribute],
 ) -> Attribute {
     let mut a = attr(name, Type::Complex, description);
     a.sub = sub;
@@ -119,9 +117,7 @@ const fn canonical(mut a: Attribute, values: &'static [&'static str]) -> Attribu
 }
 
 const fn reference(
-    name: &'static str,
-    description: &'static str,
-    types: &'static [&'static str],
+    name: &'static str, description: &'static str, types: &'static [&'static str],
 ) -> Attribute {
     let mut a = attr(name, Type::Reference, description);
     a.reference_types = types;
@@ -499,9 +495,7 @@ fn single_value(a: &Attribute, value: &Value) -> Result<Option<Value>, ScimError
 }
 
 fn complex_value(
-    name: &str,
-    sub: &[Attribute],
-    value: &Value,
+    name: &str, sub: &[Attribute], value: &Value,
 ) -> Result<Map<String, Value>, ScimError> {
     let Value::Object(fields) = value else {
         return Err(ScimError::InvalidValue(format!(

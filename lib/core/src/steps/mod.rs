@@ -135,9 +135,7 @@ pub struct Steps {
 
 impl Steps {
     pub fn new(
-        sessions: Arc<dyn SessionStore>,
-        orgs: Arc<dyn OrgStore>,
-        limits: Arc<dyn LimitStore>,
+        sessions: Arc<dyn SessionStore>, orgs: Arc<dyn OrgStore>, limits: Arc<dyn LimitStore>,
         clock: Arc<dyn Clock>,
     ) -> Self {
         Self {
@@ -178,10 +176,7 @@ impl Steps {
     /// or tool call in flight is then abandoned and the step returns `cancelled` without
     /// committing. Errors: a [`StepError`] named for the state machine's Retry/Catch.
     pub async fn invoke(
-        &self,
-        handler: Handler,
-        input: Value,
-        cancelled: impl Future<Output = ()> + Send,
+        &self, handler: Handler, input: Value, cancelled: impl Future<Output = ()> + Send,
     ) -> Result<Value, StepError> {
         let input: StepInput = serde_json::from_value(input)
             .map_err(|e| StepError::new(errors::INPUT, e.to_string()))?;
@@ -201,8 +196,7 @@ impl Steps {
 /// Runs `step` unless `cancelled` resolves first; then the step is dropped before it commits
 /// anything and the run is routed to its termination.
 async fn abortable(
-    step: impl Future<Output = Result<StepOutput, StepError>>,
-    cancelled: impl Future<Output = ()>,
+    step: impl Future<Output = Result<StepOutput, StepError>>, cancelled: impl Future<Output = ()>,
 ) -> Result<StepOutput, StepError> {
     tokio::select! {
         biased;

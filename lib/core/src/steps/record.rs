@@ -42,9 +42,7 @@ impl Steps {
 
     /// The session, if it exists, is not being deleted, and `run` is its active run.
     pub(super) async fn owned(
-        &self,
-        key: &SessionKey,
-        run: &RunId,
+        &self, key: &SessionKey, run: &RunId,
     ) -> Result<Option<Session>, StepError> {
         Ok(self
             .sessions
@@ -56,11 +54,7 @@ impl Steps {
     /// Commits `next` (with its version moved on) and `new` events if the stored version is
     /// still `expected`.
     pub(super) async fn commit(
-        &self,
-        mut next: Session,
-        expected: u64,
-        new: Vec<NewEvent>,
-        charge: Option<&Charge>,
+        &self, mut next: Session, expected: u64, new: Vec<NewEvent>, charge: Option<&Charge>,
     ) -> Result<Committed, StepError> {
         next.version = expected + 1;
         let events = next.place(self.clock.now(), new);
@@ -81,13 +75,8 @@ impl Steps {
     /// events if the step still applies (a message arrived meanwhile), or returns where the run
     /// stands if not (another copy of the step committed, or the run was cancelled).
     pub(super) async fn commit_step(
-        &self,
-        input: &StepInput,
-        stage: Next,
-        mut s: Session,
-        events: Vec<NewEvent>,
-        charge: Option<&Charge>,
-        advance: impl Fn(&Session) -> Session,
+        &self, input: &StepInput, stage: Next, mut s: Session, events: Vec<NewEvent>,
+        charge: Option<&Charge>, advance: impl Fn(&Session) -> Session,
     ) -> Result<StepOutput, StepError> {
         loop {
             match self

@@ -18,9 +18,7 @@ impl Steps {
     /// A cancel while the tool runs is passed to the integration, which tells the remote end;
     /// the step then commits nothing and routes the run to its termination.
     pub async fn run_tool(
-        &self,
-        input: &StepInput,
-        cancelled: impl Future<Output = ()> + Send,
+        &self, input: &StepInput, cancelled: impl Future<Output = ()> + Send,
     ) -> Result<StepOutput, StepError> {
         let mut cancelled = std::pin::pin!(cancelled);
         let key = input.session.key();

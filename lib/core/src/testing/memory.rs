@@ -14,8 +14,8 @@ use crate::domain::{
 };
 use crate::ids::{OrgId, SessionKey, UserId};
 use crate::ports::{
-    Charge, DirectoryStore, LimitStore, OrgStore, RateWindow, SessionStore, StoreError, StoredRows,
-    UsageRefused,
+    Charge, DirectoryStore, LimitStore, OrgStore, RateWindow, SessionStore, StoreError,
+    StoreResult, StoredRows, UsageRefused,
 };
 
 #[derive(Default)]
@@ -72,7 +72,7 @@ impl State {
 
 #[async_trait]
 impl OrgStore for MemoryStore {
-    async fn put_org(&self, org: &Org) -> Result<(), StoreError> {
+    async fn put_org(&self, org: &Org) -> StoreResult<()> {
         let mut s = self.state();
         let token = s
             .orgs
@@ -88,16 +88,13 @@ impl OrgStore for MemoryStore {
         Ok(())
     }
 
-    async fn get_org(&self, org: &OrgId) -> Result<Option<Org>, StoreError> {
+    async fn get_org(&self, org: &OrgId) -> StoreResult<Option<Org>> {
         Ok(self.state().orgs.get(org).cloned())
     }
 
     async fn set_scim_token(
-        &self,
-        org: &OrgId,
-        sha256: &str,
-        audit: &AuditEntry,
-    ) -> Result<(), StoreError> {
+        &self, org: &OrgId, sha256: &str, audit: &AuditEntry,
+    ) -> StoreResult<()> {
         let mut s = self.state();
         let stored = s.orgs.get_mut(org).ok_or(StoreError::Gone)?;
         stored.scim_token_sha256 = Some(sha256.to_owned());
@@ -108,7 +105,7 @@ impl OrgStore for MemoryStore {
 
 #[async_trait]
 impl DirectoryStore for MemoryStore {
-    async fn create_member(&self, member: &Member, audit: &AuditEntry) -> Result<(), StoreError> {
+    async fn create_member(&self, member: &Member, audit: &AuditEntry) -> StoreResult<()> {
         let mut s = self.state();
         let exists = s
             .members
@@ -131,7 +128,7 @@ impl DirectoryStore for MemoryStore {
         Ok(())
     }
 
-    async fn get_member(&self, org: &OrgId, user: &UserId) -> Result<Option<Member>, StoreError> {
+    async fn get_member(&self, org: &OrgId, user: &UserId) -> StoreResult<Option<Member>> {
         Ok(self
             .state()
             .members
@@ -141,10 +138,8 @@ impl DirectoryStore for MemoryStore {
     }
 
     async fn find_member_by_user_name(
-        &self,
-        org: &OrgId,
-        key: &str,
-    ) -> Result<Option<Member>, StoreError> {
+        &self, org: &OrgId, key: &str,
+    ) -> StoreResult<Option<Member>> {
         let s = self.state();
         Ok(s.user_names
             .get(&(org.clone(), key.to_owned()))
@@ -152,7 +147,7 @@ impl DirectoryStore for MemoryStore {
             .cloned())
     }
 
-    async fn list_members(&self, org: &OrgId) -> Result<Vec<Member>, StoreError> {
+    async fn list_members(&self, org: &OrgId) -> StoreResult<Vec<Member>> {
         Ok(self
             .state()
             .members
@@ -162,11 +157,8 @@ impl DirectoryStore for MemoryStore {
     }
 
     async fn update_member(
-        &self,
-        previous: &Member,
-        next: &Member,
-        audit: &AuditEntry,
-    ) -> Result<(), StoreError> {
+        &self, previous: &Member, next: &Member, audit: &AuditEntry,
+    ) -> StoreResult<()> {
         let mut s = self.state();
         let stored = s
             .members
@@ -199,11 +191,8 @@ impl DirectoryStore for MemoryStore {
     }
 
     async fn remove_member(
-        &self,
-        org: &OrgId,
-        user: &UserId,
-        audit: &AuditEntry,
-    ) -> Result<bool, StoreError> {
+        &self, org: &OrgId, user: &UserId, audit: &AuditEntry,
+    ) -> StoreResult<bool> {
         let mut s = self.state();
         let Some(removed) = s.members.get_mut(org).and_then(|m| m.remove(user)) else {
             return Ok(false);
@@ -217,11 +206,8 @@ impl DirectoryStore for MemoryStore {
     }
 
     async fn put_member_data(
-        &self,
-        org: &OrgId,
-        user: &UserId,
-        data: &MemberData,
-    ) -> Result<(), StoreError> {
+        &self, org: &OrgId, user: &UserId, data: &MemberData,
+    ) -> StoreResult<()> {
         let mut s = self.state();
         let member = s
             .members
@@ -239,11 +225,7 @@ impl DirectoryStore for MemoryStore {
         Ok(())
     }
 
-    async fn list_member_data(
-        &self,
-        org: &OrgId,
-        user: &UserId,
-    ) -> Result<Vec<MemberData>, StoreError> {
+    async fn list_member_data(&self, org: &OrgId, user: &UserId) -> StoreResult<Vec<MemberData>> {
         Ok(self
             .state()
             .member_data
@@ -253,11 +235,8 @@ impl DirectoryStore for MemoryStore {
     }
 
     async fn put_integration(
-        &self,
-        org: &OrgId,
-        integration: &IntegrationConfig,
-        audit: &AuditEntry,
-    ) -> Result<(), StoreError> {
+        &self, org: &OrgId, integration: &IntegrationConfig, audit: &AuditEntry,
+    ) -> StoreResult<()> {
         let mut s = self.state();
         s.integrations
             .entry(org.clone())
@@ -267,7 +246,7 @@ impl DirectoryStore for MemoryStore {
         Ok(())
     }
 
-    async fn list_integrations(&self, org: &OrgId) -> Result<Vec<IntegrationConfig>, StoreError> {
+    async fn list_integrations(&self, org: &OrgId) -> StoreResult<Vec<IntegrationConfig>> {
         Ok(self
             .state()
             .integrations
@@ -277,11 +256,8 @@ impl DirectoryStore for MemoryStore {
     }
 
     async fn remove_integration(
-        &self,
-        org: &OrgId,
-        name: &str,
-        audit: &AuditEntry,
-    ) -> Result<bool, StoreError> {
+        &self, org: &OrgId, name: &str, audit: &AuditEntry,
+    ) -> StoreResult<bool> {
         let mut s = self.state();
         let removed = s
             .integrations
@@ -294,7 +270,7 @@ impl DirectoryStore for MemoryStore {
         Ok(removed)
     }
 
-    async fn list_audit(&self, org: &OrgId, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+    async fn list_audit(&self, org: &OrgId, limit: usize) -> StoreResult<Vec<AuditEntry>> {
         let mut entries = self.state().audit.get(org).cloned().unwrap_or_default();
         entries.sort_by(|a, b| (b.at, &b.id).cmp(&(a.at, &a.id)));
         entries.truncate(limit);
@@ -304,7 +280,7 @@ impl DirectoryStore for MemoryStore {
 
 #[async_trait]
 impl SessionStore for MemoryStore {
-    async fn create_session(&self, session: &Session, events: &[Event]) -> Result<(), StoreError> {
+    async fn create_session(&self, session: &Session, events: &[Event]) -> StoreResult<()> {
         let mut s = self.state();
         if s.sessions.contains_key(&session.key) {
             return Err(StoreError::AlreadyExists);
@@ -315,17 +291,13 @@ impl SessionStore for MemoryStore {
         Ok(())
     }
 
-    async fn get_session(&self, key: &SessionKey) -> Result<Option<Session>, StoreError> {
+    async fn get_session(&self, key: &SessionKey) -> StoreResult<Option<Session>> {
         Ok(self.state().sessions.get(key).cloned())
     }
 
     async fn commit_session(
-        &self,
-        session: &Session,
-        expected_version: u64,
-        events: &[Event],
-        charge: Option<&Charge>,
-    ) -> Result<(), StoreError> {
+        &self, session: &Session, expected_version: u64, events: &[Event], charge: Option<&Charge>,
+    ) -> StoreResult<()> {
         let mut s = self.state();
         let stored = s.sessions.get(&session.key).ok_or(StoreError::Gone)?;
         let lost = self
@@ -349,11 +321,8 @@ impl SessionStore for MemoryStore {
     }
 
     async fn list_events(
-        &self,
-        key: &SessionKey,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<Event>, StoreError> {
+        &self, key: &SessionKey, after: u64, limit: usize,
+    ) -> StoreResult<Vec<Event>> {
         Ok(self
             .state()
             .events
@@ -368,11 +337,8 @@ impl SessionStore for MemoryStore {
     }
 
     async fn list_sessions(
-        &self,
-        user: &UserId,
-        org: &OrgId,
-        limit: usize,
-    ) -> Result<Vec<SessionSummary>, StoreError> {
+        &self, user: &UserId, org: &OrgId, limit: usize,
+    ) -> StoreResult<Vec<SessionSummary>> {
         let s = self.state();
         let mut listed: Vec<&Session> = s
             .sessions
@@ -393,13 +359,13 @@ impl SessionStore for MemoryStore {
             .collect())
     }
 
-    async fn delete_session(&self, key: &SessionKey) -> Result<bool, StoreError> {
+    async fn delete_session(&self, key: &SessionKey) -> StoreResult<bool> {
         let mut s = self.state();
         s.events.remove(key);
         Ok(s.sessions.remove(key).is_some())
     }
 
-    async fn deleting_sessions(&self, limit: usize) -> Result<Vec<SessionKey>, StoreError> {
+    async fn deleting_sessions(&self, limit: usize) -> StoreResult<Vec<SessionKey>> {
         Ok(self
             .state()
             .sessions
@@ -413,7 +379,7 @@ impl SessionStore for MemoryStore {
 
 #[async_trait]
 impl LimitStore for MemoryStore {
-    async fn get_rate_window(&self, key: &str) -> Result<RateWindow, StoreError> {
+    async fn get_rate_window(&self, key: &str) -> StoreResult<RateWindow> {
         Ok(self
             .state()
             .rate_windows
@@ -423,12 +389,8 @@ impl LimitStore for MemoryStore {
     }
 
     async fn put_rate_window(
-        &self,
-        key: &str,
-        hits: &[Timestamp],
-        expected_version: u64,
-        _expires_at: Timestamp,
-    ) -> Result<(), StoreError> {
+        &self, key: &str, hits: &[Timestamp], expected_version: u64, _expires_at: Timestamp,
+    ) -> StoreResult<()> {
         let mut s = self.state();
         let window = s.rate_windows.entry(key.to_owned()).or_default();
         if window.version != expected_version {
@@ -442,12 +404,8 @@ impl LimitStore for MemoryStore {
     }
 
     async fn consume_query(
-        &self,
-        org: &OrgId,
-        month: &str,
-        quota: Option<u64>,
-        cap_micros: Option<u64>,
-    ) -> Result<Result<Usage, UsageRefused>, StoreError> {
+        &self, org: &OrgId, month: &str, quota: Option<u64>, cap_micros: Option<u64>,
+    ) -> StoreResult<Result<Usage, UsageRefused>> {
         let mut s = self.state();
         let usage = s.usage.entry((org.clone(), month.to_owned())).or_default();
         let over_quota = quota.is_some_and(|q| usage.queries >= q);
@@ -459,7 +417,7 @@ impl LimitStore for MemoryStore {
         Ok(Ok(*usage))
     }
 
-    async fn get_usage(&self, org: &OrgId, month: &str) -> Result<Usage, StoreError> {
+    async fn get_usage(&self, org: &OrgId, month: &str) -> StoreResult<Usage> {
         Ok(self
             .state()
             .usage
@@ -471,7 +429,7 @@ impl LimitStore for MemoryStore {
 
 #[async_trait]
 impl StoredRows for MemoryStore {
-    async fn rows_for(&self, key: &SessionKey) -> Result<(u64, u64), StoreError> {
+    async fn rows_for(&self, key: &SessionKey) -> StoreResult<(u64, u64)> {
         let s = self.state();
         let sessions = u64::from(s.sessions.contains_key(key));
         let events = s.events.get(key).map_or(0, |log| log.len() as u64);

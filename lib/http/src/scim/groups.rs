@@ -1,7 +1,6 @@
 //! The SCIM `/Groups` endpoints: the organisation's roles, read-only.
 
-use axum::Extension;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, RawQuery};
 use axum::http::StatusCode;
 use knowledge_core::ids::OrgId;
 use knowledge_core::scim::filter;
@@ -9,10 +8,10 @@ use knowledge_core::scim::resource::{self};
 use knowledge_core::scim::{Group, ScimError};
 
 use super::{AttributeParams, ListParams};
-use super::{ListQuery, ScimBody, ScimErrors, ScimResult, Tenant, projection, scim_json};
-use crate::ScimApi;
+use super::{ListQuery, Scim, ScimBody, ScimErrors, ScimResult, projection, scim_json};
 use crate::error::ScimApiError;
 use crate::extract::QueryParams;
+use crate::state::ScimApi;
 
 fn group_values(g: &Group, path: &str) -> Vec<String> {
     match path {
@@ -21,37 +20,22 @@ fn group_values(g: &Group, path: &str) -> Vec<String> {
     }
 }
 
-#[utoipa::path(
-    get,
-    path = "/Groups",
-    tag = "scim",
-    operation_id = "scimListGroups",
-    params(ListParams),
-    responses((status = 200, description = "A ListResponse of the roles, as groups.", body = Value, content_type = "application/scim+json"), ScimErrors),
-    security(("scimToken" = []))
-)]
+#[utoipa::path(get, path = "/Groups", operation_id = "scimListGroups", params(ListParams),
+    responses((status = 200, description = "A ListResponse of the roles, as groups.", body = Value,
+    content_type = "application/scim+json"), ScimErrors))]
 pub(super) async fn list_groups(
-    State(app): State<ScimApi>,
-    Extension(Tenant { org, base }): Extension<Tenant>,
-    RawQuery(q): RawQuery,
+    Scim { app, org, base }: Scim, RawQuery(q): RawQuery,
 ) -> ScimResult {
     let q = ListQuery::parse(q.as_deref(), filter::GROUP_FILTERS)?;
     groups(&app, &org, &base, q).await
 }
 
-#[utoipa::path(
-    post,
-    path = "/Groups/.search",
-    tag = "scim",
-    operation_id = "scimSearchGroups",
-    request_body(content = Value, content_type = "application/scim+json"),
-    responses((status = 200, description = "A ListResponse of the groups the SearchRequest selects.", body = Value, content_type = "application/scim+json"), ScimErrors),
-    security(("scimToken" = []))
-)]
+#[utoipa::path(post, path = "/Groups/.search", operation_id = "scimSearchGroups",
+    request_body(content = Value, content_type = "application/scim+json"), responses((status = 200,
+    description = "A ListResponse of the groups the SearchRequest selects.", body = Value,
+    content_type = "application/scim+json"), ScimErrors))]
 pub(super) async fn search_groups(
-    State(app): State<ScimApi>,
-    Extension(Tenant { org, base }): Extension<Tenant>,
-    ScimBody(body): ScimBody,
+    Scim { app, org, base }: Scim, ScimBody(body): ScimBody,
 ) -> ScimResult {
     let q = ListQuery::from_search(&body, filter::GROUP_FILTERS)?;
     groups(&app, &org, &base, q).await
@@ -71,20 +55,11 @@ async fn groups(app: &ScimApi, org: &OrgId, base: &str, q: ListQuery) -> ScimRes
     Ok(scim_json(StatusCode::OK, body))
 }
 
-#[utoipa::path(
-    get,
-    path = "/Groups/{id}",
-    tag = "scim",
-    operation_id = "scimGetGroup",
-    params(("id" = String, Path, description = "The role: `admin` or `viewer`"), AttributeParams),
-    responses((status = 200, description = "The group.", body = Value, content_type = "application/scim+json"), ScimErrors),
-    security(("scimToken" = []))
-)]
+#[utoipa::path(get, path = "/Groups/{id}", operation_id = "scimGetGroup", params(("id" = String,
+    Path, description = "The role: `admin` or `viewer`"), AttributeParams), responses((status = 200,
+    description = "The group.", body = Value, content_type = "application/scim+json"), ScimErrors))]
 pub(super) async fn get_group(
-    State(app): State<ScimApi>,
-    Extension(Tenant { org, base }): Extension<Tenant>,
-    Path(id): Path<String>,
-    RawQuery(q): RawQuery,
+    Scim { app, org, base }: Scim, Path(id): Path<String>, RawQuery(q): RawQuery,
 ) -> ScimResult {
     let group = app
         .directory

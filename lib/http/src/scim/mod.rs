@@ -10,8 +10,9 @@ mod users;
 
 use axum::Extension;
 use axum::body::Body;
-use axum::extract::{FromRequest, OriginalUri, Request, State};
+use axum::extract::{FromRequest, FromRequestParts, OriginalUri, Request, State};
 use axum::http::header::{AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
@@ -27,10 +28,10 @@ use utoipa::{IntoParams, IntoResponses};
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
-use crate::ScimApi;
 use crate::error::{EdgeError, ScimApiError};
 use crate::extract::{BodyError, QueryParams, media_type, read_text};
 use crate::limits::SCIM_BODY_LIMIT;
+use crate::state::ScimApi;
 use crate::wire::ScimErrorBody;
 
 /// The content type of every SCIM response (RFC 7644 §3.1).
@@ -50,6 +51,29 @@ struct Base(String);
 struct Tenant {
     org: OrgId,
     base: String,
+}
+
+/// A SCIM request's caller: the organisation whose token the guard accepted, the base URL of
+/// its resources, and the routes' state. Only behind the guard; elsewhere it refuses as
+/// unauthorized.
+struct Scim {
+    app: ScimApi,
+    org: OrgId,
+    base: String,
+}
+
+impl FromRequestParts<ScimApi> for Scim {
+    type Rejection = ScimApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &ScimApi) -> Result<Self, ScimApiError> {
+        let tenant = parts.extensions.get::<Tenant>().cloned();
+        let Tenant { org, base } = tenant.ok_or(ScimError::Unauthorized)?;
+        Ok(Self {
+            app: app.clone(),
+            org,
+            base,
+        })
+    }
 }
 
 /// The path prefixes the SCIM routes are served under, longest first. The document lists the
@@ -221,9 +245,7 @@ async fn scim_headers(mut response: Response) -> Response {
 /// The bearer token (401), the organisation's plan (403), then the body's content type (415).
 /// Puts the [`Tenant`] into the request's extensions.
 async fn guard(
-    State((app, Base(base))): State<(ScimApi, Base)>,
-    mut req: Request,
-    next: Next,
+    State((app, Base(base))): State<(ScimApi, Base)>, mut req: Request, next: Next,
 ) -> Result<Response, ScimApiError> {
     let bearer = req
         .headers()

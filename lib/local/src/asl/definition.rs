@@ -255,8 +255,7 @@ fn nullable<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<Stri
 }
 
 fn optional_path(
-    state: &str,
-    p: Option<Option<String>>,
+    state: &str, p: Option<Option<String>>,
 ) -> Result<Option<Option<Path>>, LoadError> {
     p.map(|p| p.map(|p| Path::parse(&p)).transpose())
         .transpose()

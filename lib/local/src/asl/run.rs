@@ -38,10 +38,7 @@ pub trait Tasks: Send + Sync {
     /// Runs `handler` on `input`. `signal` is the execution's signal (the run's cancellation):
     /// a handler may return early when it fires.
     async fn invoke(
-        &self,
-        handler: &str,
-        input: Value,
-        signal: CancellationToken,
+        &self, handler: &str, input: Value, signal: CancellationToken,
     ) -> Result<Value, TaskError>;
 }
 
@@ -224,12 +221,8 @@ impl StateMachine {
     /// reached, or the error of the `Fail` state, the uncaught Task failure, or the runtime error
     /// (a path that selects nothing, no matching choice) that ended it.
     pub async fn run(
-        &self,
-        input: Value,
-        tasks: Arc<dyn Tasks>,
-        signal: CancellationToken,
-        observer: &dyn Observer,
-        options: Options,
+        &self, input: Value, tasks: Arc<dyn Tasks>, signal: CancellationToken,
+        observer: &dyn Observer, options: Options,
     ) -> Result<Value, TaskError> {
         let mut name = self.start_at.clone();
         let mut data = input;
@@ -251,11 +244,7 @@ impl StateMachine {
     }
 
     async fn enter(
-        &self,
-        state: &State,
-        input: Value,
-        tasks: &Arc<dyn Tasks>,
-        signal: &CancellationToken,
+        &self, state: &State, input: Value, tasks: &Arc<dyn Tasks>, signal: &CancellationToken,
         options: Options,
     ) -> Result<Step, TaskError> {
         Ok(match state {
@@ -346,13 +335,8 @@ impl StateMachine {
 /// Invokes a Task until it succeeds or no retrier matches its error any more. Each retrier
 /// counts its own attempts, as in Step Functions.
 async fn invoke_with_retry(
-    handler: &str,
-    input: &Value,
-    timeout_secs: Option<u64>,
-    retry: &[Retrier],
-    tasks: &Arc<dyn Tasks>,
-    signal: &CancellationToken,
-    options: Options,
+    handler: &str, input: &Value, timeout_secs: Option<u64>, retry: &[Retrier],
+    tasks: &Arc<dyn Tasks>, signal: &CancellationToken, options: Options,
 ) -> Result<Value, TaskError> {
     let mut attempts = vec![0u32; retry.len()];
     loop {
@@ -399,10 +383,7 @@ async fn wait_unless_signalled(wait: Duration, signal: &CancellationToken) {
 /// (`States.TaskFailed`) rather than a dead execution, and bounded by `TimeoutSeconds`
 /// (`States.Timeout`, the attempt is aborted).
 async fn invoke_once(
-    handler: &str,
-    input: Value,
-    timeout_secs: Option<u64>,
-    tasks: &Arc<dyn Tasks>,
+    handler: &str, input: Value, timeout_secs: Option<u64>, tasks: &Arc<dyn Tasks>,
     signal: &CancellationToken,
 ) -> Result<Value, TaskError> {
     let (tasks, signal, name) = (tasks.clone(), signal.clone(), handler.to_owned());
@@ -445,10 +426,7 @@ mod tests {
     #[async_trait]
     impl Tasks for Script {
         async fn invoke(
-            &self,
-            handler: &str,
-            input: Value,
-            signal: CancellationToken,
+            &self, handler: &str, input: Value, signal: CancellationToken,
         ) -> Result<Value, TaskError> {
             self.calls
                 .lock()
@@ -594,10 +572,7 @@ mod tests {
 
     /// Runs `definition` with the definition's own timing on `signal`, within `bound`.
     async fn run_timed(
-        definition: Value,
-        script: Arc<Script>,
-        signal: CancellationToken,
-        bound: Duration,
+        definition: Value, script: Arc<Script>, signal: CancellationToken, bound: Duration,
     ) -> Result<Value, TaskError> {
         let machine = StateMachine::load(&definition.to_string(), &HANDLERS).unwrap();
         let run = machine.run(

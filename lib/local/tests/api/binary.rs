@@ -40,11 +40,7 @@ pub(crate) async fn admin_json(dir: &Path, args: &[&str]) -> Value {
 }
 
 pub(crate) async fn call(
-    method: reqwest::Method,
-    base: &str,
-    path: &str,
-    cookie: &str,
-    body: Option<Value>,
+    method: reqwest::Method, base: &str, path: &str, cookie: &str, body: Option<Value>,
 ) -> (u16, Value) {
     let mut req = reqwest::Client::new()
         .request(method, format!("{base}{path}"))

@@ -223,10 +223,7 @@ impl Integration for Offering {
     }
 
     async fn call(
-        &self,
-        _: &str,
-        _: &Value,
-        _: CancelSignal<'_>,
+        &self, _: &str, _: &Value, _: CancelSignal<'_>,
     ) -> Result<Value, IntegrationError> {
         Ok(json!(self.0))
     }

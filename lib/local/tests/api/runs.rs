@@ -102,11 +102,7 @@ impl Rig {
 
     /// Runs one step handler directly, as a Task of the state machine would.
     async fn step(
-        &self,
-        handler: Handler,
-        key: &SessionKey,
-        run: &RunId,
-        turn: Option<TurnRef>,
+        &self, handler: Handler, key: &SessionKey, run: &RunId, turn: Option<TurnRef>,
     ) -> StepOutput {
         let input = StepInput {
             turn,

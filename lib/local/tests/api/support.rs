@@ -299,10 +299,7 @@ impl Api {
 
     /// A POST with the given headers and raw body, for request-rule tests.
     pub async fn post_raw(
-        &self,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: impl Into<reqwest::Body>,
+        &self, path: &str, headers: &[(&str, &str)], body: impl Into<reqwest::Body>,
     ) -> Reply {
         let mut req = self.http.post(format!("{}{path}", self.base)).body(body);
         for (k, v) in headers {

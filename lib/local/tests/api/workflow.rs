@@ -345,10 +345,7 @@ struct BrokenFinish(Arc<dyn Tasks>);
 #[async_trait]
 impl Tasks for BrokenFinish {
     async fn invoke(
-        &self,
-        handler: &str,
-        input: Value,
-        signal: CancellationToken,
+        &self, handler: &str, input: Value, signal: CancellationToken,
     ) -> Result<Value, TaskError> {
         if handler == "FinishTurn" {
             return Err(TaskError::new(
@@ -395,10 +392,7 @@ struct Twice(Arc<dyn Tasks>);
 #[async_trait]
 impl Tasks for Twice {
     async fn invoke(
-        &self,
-        handler: &str,
-        input: Value,
-        signal: CancellationToken,
+        &self, handler: &str, input: Value, signal: CancellationToken,
     ) -> Result<Value, TaskError> {
         self.0
             .invoke(handler, input.clone(), signal.clone())
@@ -413,10 +407,7 @@ struct TwiceAtOnce(Arc<dyn Tasks>);
 #[async_trait]
 impl Tasks for TwiceAtOnce {
     async fn invoke(
-        &self,
-        handler: &str,
-        input: Value,
-        signal: CancellationToken,
+        &self, handler: &str, input: Value, signal: CancellationToken,
     ) -> Result<Value, TaskError> {
         let (a, b) = tokio::join!(
             self.0.invoke(handler, input.clone(), signal.clone()),
