@@ -1,0 +1,226 @@
+//! Members of an organisation, what the service holds for them, the integrations the
+//! organisation connected, and the audit log of changes to them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Role;
+use crate::clock::Timestamp;
+use crate::ids::{OrgId, UserId};
+
+text_enum!(Actor { Scim => "scim", Admin => "admin" });
+text_enum!(AuditAction {
+    UserProvisioned => "user.provisioned",
+    UserUpdated => "user.updated",
+    UserDeactivated => "user.deactivated",
+    UserDeleted => "user.deleted",
+    MemberAdded => "member.added",
+    MemberRoleChanged => "member.role_changed",
+    MemberRemoved => "member.removed",
+    ScimTokenGenerated => "scim_token.generated",
+    IntegrationConnected => "integration.connected",
+    IntegrationDisconnected => "integration.disconnected",
+});
+text_enum!(MemberDataKind { IntegrationToken => "integration_token", AgentMemory => "agent_memory" });
+
+/// A user's membership of an organisation; without it the user's cookie for that organisation
+/// is refused. Every change after creation goes through
+/// [`crate::ports::DirectoryStore::update_member`], which checks `version`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Member {
+    pub org: OrgId,
+    pub user: UserId,
+    pub role: Role,
+    pub created_at: Timestamp,
+    /// Moves with every change; equals `created_at` until the first.
+    #[serde(default)]
+    pub updated_at: Timestamp,
+    /// The identity provider's profile of a member provisioned over SCIM; `None` for members an
+    /// operator added, which SCIM does not see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Profile>,
+    /// The optimistic-concurrency token; 1 when created.
+    #[serde(default)]
+    pub version: u64,
+}
+
+impl Member {
+    /// A new member without a profile, at version 1.
+    pub fn new(org: OrgId, user: UserId, role: Role, now: Timestamp) -> Self {
+        Self {
+            org,
+            user,
+            role,
+            created_at: now,
+            updated_at: now,
+            profile: None,
+            version: 1,
+        }
+    }
+}
+
+/// Longest `userName` accepted, in characters; it is part of a storage key.
+pub const USER_NAME_MAX_CHARS: usize = 256;
+
+/// What an identity provider keeps about a member: the SCIM user without its server-assigned
+/// parts (`id`, `meta`, `active`, `groups`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Profile {
+    /// Unique in the organisation, compared case-insensitively (see [`Profile::user_name_key`]).
+    pub user_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_id: Option<String>,
+    /// The other attributes under their schema's canonical names, the enterprise extension's
+    /// under its URN, as [`crate::scim::schema`] validated them.
+    #[serde(default)]
+    pub attributes: serde_json::Map<String, Value>,
+}
+
+impl Profile {
+    /// The form under which `userName` is unique: Unicode lowercase, so `Ann@X.org` and
+    /// `ann@x.org` are one user.
+    pub fn user_name_key(&self) -> String {
+        user_name_key(&self.user_name)
+    }
+}
+
+/// See [`Profile::user_name_key`].
+pub fn user_name_key(user_name: &str) -> String {
+    user_name.to_lowercase()
+}
+
+/// Data the service holds for one member and removes with the membership: credentials for
+/// integrations and the agent's memory of the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberData {
+    pub kind: MemberDataKind,
+    /// The integration's name, or the memory entry's.
+    pub name: String,
+    /// Opaque to the store; credentials are sealed by their writer before they get here.
+    pub value: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MemberDataKind {
+    IntegrationToken,
+    AgentMemory,
+}
+
+/// A remote MCP server an organisation has connected, reached over streamable HTTP.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IntegrationConfig {
+    /// Unique in the organisation; see [`IntegrationConfig::valid_name`]. It prefixes the
+    /// names of the server's tools, and names the members' credentials for it.
+    pub name: String,
+    /// The server's MCP endpoint, `http://` or `https://`.
+    pub url: String,
+    pub auth: IntegrationAuth,
+    pub created_at: Timestamp,
+}
+
+/// How the service authenticates to an integration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IntegrationAuth {
+    /// No credentials: the server is open to the service.
+    None,
+    /// Each member's own bearer token, stored sealed as their
+    /// [`MemberDataKind::IntegrationToken`] named after the integration; a member without one
+    /// does not reach the integration. Deprovisioning removes it with the member.
+    PerUser,
+}
+
+text_enum!(IntegrationAuth { None => "none", PerUser => "per_user" });
+
+/// Integrations one organisation may connect at most, so that listing them is one small read.
+pub const INTEGRATION_LIMIT: usize = 16;
+
+impl IntegrationConfig {
+    /// Whether `url` can name a remote MCP endpoint: `http://` or `https://` with a host, at
+    /// most 2048 characters, no spaces or control characters.
+    pub fn valid_url(url: &str) -> bool {
+        let rest = url
+            .strip_prefix("https://")
+            .or_else(|| url.strip_prefix("http://"));
+        url.len() <= 2048
+            && rest.is_some_and(|r| !r.is_empty() && !r.starts_with('/'))
+            && !url.chars().any(|c| c.is_whitespace() || c.is_control())
+    }
+
+    /// Whether `name` is 1 to 24 characters of `a-z`, `0-9` and `-`, starting with a letter:
+    /// short enough that `<name>_<tool>` leaves room for the tool's own name in 64 characters.
+    pub fn valid_name(name: &str) -> bool {
+        (1..=24).contains(&name.len())
+            && name.starts_with(|c: char| c.is_ascii_lowercase())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    }
+}
+
+/// Member data items one member may hold at most, so that their removal, with the membership,
+/// the `userName` claim and the audit entry, fits one DynamoDB transaction (100 items).
+pub const MEMBER_DATA_LIMIT: usize = 64;
+
+/// Who did something recorded in the audit log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Actor {
+    /// The organisation's identity provider, through the SCIM interface.
+    Scim,
+    /// An operator, through the admin commands.
+    Admin,
+}
+
+/// What an audit entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AuditAction {
+    UserProvisioned,
+    UserUpdated,
+    UserDeactivated,
+    UserDeleted,
+    MemberAdded,
+    MemberRoleChanged,
+    MemberRemoved,
+    ScimTokenGenerated,
+    IntegrationConnected,
+    IntegrationDisconnected,
+}
+
+/// One entry of an organisation's audit log. Written in the same transaction as the change it
+/// records, so the log never misses a change nor records one that did not happen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry {
+    pub org: OrgId,
+    pub at: Timestamp,
+    /// Orders the entries one process writes in the same millisecond (a process-wide counter)
+    /// and keeps all entries' keys apart (random digits).
+    pub id: String,
+    pub actor: Actor,
+    pub action: AuditAction,
+    /// The member's user id, or the organisation's id for token generation.
+    pub target: String,
+}
+
+impl AuditEntry {
+    pub fn new(
+        org: &OrgId, at: Timestamp, actor: Actor, action: AuditAction, target: &str,
+    ) -> Self {
+        Self {
+            org: org.clone(),
+            at,
+            id: {
+                static WRITTEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                let n = WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let random = uuid::Uuid::new_v4().simple().to_string();
+                format!("{n:012x}{}", &random[..20])
+            },
+            actor,
+            action,
+            target: target.to_owned(),
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! The domain: organisations and their usage here; members, their data, integrations and the
+//! audit log in `member`; sessions and their event log in `session`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Timestamp;
+use crate::ids::OrgId;
+
+/// Characters of the first message that form a session's title.
+pub const TITLE_CHARS: usize = 60;
+/// Events returned by one transcript poll at most.
+pub const TRANSCRIPT_PAGE: usize = 100;
+/// Sessions returned by the list at most.
+pub const SESSION_LIST_LIMIT: usize = 50;
+
+/// The organisation's subscription tier; SCIM needs `Business`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Plan {
+    Free,
+    Pro,
+    Business,
+}
+
+/// Whether the organisation may use the service; a suspended one keeps its data but may not start
+/// sessions or send messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OrgStatus {
+    Active,
+    Suspended,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Admin,
+    Viewer,
+}
+
+/// The text form of an enum of names: `as_str`, `Display` and `FromStr`.
+macro_rules! text_enum {
+    ($ty:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        impl $ty {
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$variant => $text),+ }
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $ty {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($text => Ok(Self::$variant),)+
+                    _ => Err(format!(concat!("expected one of: ", $($text, " "),+))),
+                }
+            }
+        }
+    };
+}
+
+text_enum!(Plan { Free => "free", Pro => "pro", Business => "business" });
+text_enum!(OrgStatus { Active => "active", Suspended => "suspended" });
+text_enum!(Role { Admin => "admin", Viewer => "viewer" });
+
+mod member;
+mod session;
+
+pub use member::*;
+pub use session::*;
+
+/// An organisation (tenant) and its limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Org {
+    pub id: OrgId,
+    pub name: String,
+    pub plan: Plan,
+    pub status: OrgStatus,
+    pub sso_enabled: bool,
+    /// Queries (opening and follow-up messages) allowed per calendar month; `None` is unlimited.
+    pub monthly_query_quota: Option<u64>,
+    /// Spend allowed per calendar month, in millionths of a US dollar; `None` is unlimited.
+    pub cost_cap_micros: Option<u64>,
+    pub created_at: Timestamp,
+    /// SHA-256 (hex) of the organisation's current SCIM token; never the token itself. Kept
+    /// apart from the other settings by the store, so only
+    /// [`crate::ports::OrgStore::set_scim_token`] changes it.
+    #[serde(skip)]
+    pub scim_token_sha256: Option<String>,
+}
+
+impl Org {
+    /// Whether members may start sessions and send messages.
+    pub fn allows_sessions(&self) -> bool {
+        self.status == OrgStatus::Active
+    }
+}
+
+/// An organisation's usage in one calendar month.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub queries: u64,
+    pub cost_micros: u64,
+}
+
+/// Renders millionths of a dollar as dollars.
+pub fn micros_to_usd(micros: u64) -> f64 {
+    micros as f64 / 1_000_000.0
+}

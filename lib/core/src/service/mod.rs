@@ -1,0 +1,276 @@
+//! Use cases of the session endpoints: create, message, transcript, list, cancel, delete, and
+//! the organisation switch. They speak only to ports. Admission (plan, rate limit, quota and
+//! cost cap) is in `admission`, cancelling and deleting in `stop`.
+
+mod admission;
+mod stop;
+
+use std::sync::Arc;
+
+use crate::clock::{Clock, Timestamp};
+use crate::domain::{
+    Event, Member, NewEvent, Org, Role, SESSION_LIST_LIMIT, Session, SessionSummary,
+    TRANSCRIPT_PAGE,
+};
+use crate::error::CoreError;
+use crate::ids::{EventId, OrgId, RunId, SessionId, SessionKey, UserId};
+use crate::limits::Action;
+use crate::ports::{Agent, Integrations, Store, StoreError, Workflow};
+
+pub use stop::cancel_member_turns;
+
+/// A signed-in user acting in their active organisation, whose membership has been checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Principal {
+    pub user: UserId,
+    pub org: OrgId,
+    pub role: Role,
+}
+
+impl Principal {
+    fn key(&self, session: &SessionId) -> SessionKey {
+        SessionKey {
+            user: self.user.clone(),
+            org: self.org.clone(),
+            session: session.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreatedSession {
+    pub id: SessionId,
+    pub run_id: RunId,
+    pub no_connectors: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transcript {
+    pub title: String,
+    pub workflow_run_id: Option<RunId>,
+    pub events: Vec<Event>,
+    pub has_more: bool,
+}
+
+/// What creating a session checks before it writes anything: that the agent's provider can be
+/// reached, and whether the member reaches any integration.
+#[derive(Clone)]
+pub struct Opening {
+    pub agent: Arc<dyn Agent>,
+    pub integrations: Arc<dyn Integrations>,
+}
+
+/// The ports the use cases run on. The store serves every role: the organisation (plan,
+/// limits), the membership check, the sessions and the limit counters.
+#[derive(Clone)]
+pub struct Deps {
+    pub store: Arc<dyn Store>,
+    pub workflow: Arc<dyn Workflow>,
+    pub clock: Arc<dyn Clock>,
+    /// `None` in a process that creates no sessions (a Lambda function of another endpoint);
+    /// creating one there fails as an internal error.
+    pub opening: Option<Opening>,
+}
+
+/// The session use cases.
+#[derive(Clone)]
+pub struct Service {
+    deps: Deps,
+}
+
+/// Attempts of an optimistic commit before the request fails; each lost race means another
+/// writer made progress, so this is reached only under pathological contention.
+const MAX_COMMIT_ATTEMPTS: usize = 64;
+
+/// Returns `text` when it has a non-whitespace character.
+fn non_empty<'a>(field: &'static str, text: &'a str) -> Result<&'a str, CoreError> {
+    if text.trim().is_empty() {
+        Err(CoreError::invalid(
+            "empty_field",
+            format!("{field} must not be empty"),
+        ))
+    } else {
+        Ok(text)
+    }
+}
+
+impl Service {
+    pub fn new(deps: Deps) -> Self {
+        Self { deps }
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.deps.clock
+    }
+
+    fn now(&self) -> Timestamp {
+        self.deps.clock.now()
+    }
+
+    /// Checks that `user` is still a member of `org`. Errors: `Unauthenticated` otherwise, so a
+    /// removed member's cookie stops working at once.
+    pub async fn authenticate(&self, user: UserId, org: OrgId) -> Result<Principal, CoreError> {
+        match self.deps.store.get_member(&org, &user).await? {
+            Some(Member { role, .. }) => Ok(Principal { user, org, role }),
+            None => Err(CoreError::Unauthenticated),
+        }
+    }
+
+    /// The principal `user` would be in `target`. Errors: `NotFound` when not a member, so the
+    /// existence of an organisation is not revealed.
+    pub async fn switch_org(&self, user: UserId, target: OrgId) -> Result<Principal, CoreError> {
+        self.authenticate(user, target).await.map_err(|e| match e {
+            CoreError::Unauthenticated => CoreError::NotFound("organisation"),
+            e => e,
+        })
+    }
+
+    /// Creates a session with its opening message and starts a run for it.
+    /// Errors: `InvalidInput` (empty text), `PlanForbidden`, `ProviderUnavailable` (nothing is
+    /// written), `RateLimited`, `QuotaExhausted`, `CostCapReached`.
+    pub async fn create_session(
+        &self, p: &Principal, text: &str,
+    ) -> Result<CreatedSession, CoreError> {
+        let text = non_empty("text", text)?;
+        let opening = self
+            .deps
+            .opening
+            .as_ref()
+            .ok_or_else(|| CoreError::internal("this process creates no sessions"))?;
+        let org = self.active_org(p).await?;
+        opening.agent.health().await?;
+        let no_connectors = opening
+            .integrations
+            .connected(&org.id, &p.user)
+            .await
+            .map_err(CoreError::internal)?
+            .is_empty();
+        let now = self.now();
+        self.check_usage(&org, now).await?;
+        self.admit(Action::CreateSession, p).await?;
+        self.count_query(&org, now).await?;
+
+        let key = p.key(&SessionId::generate());
+        let run = RunId::generate();
+        let mut session = Session::new(key.clone(), Session::title_for(text), now);
+        session.run_id = Some(run.clone());
+        let events = session.place(now, vec![NewEvent::user_message(text)]);
+        session.pending.push(events[0].seq);
+        self.deps.store.create_session(&session, &events).await?;
+        self.deps.workflow.start(&key, &run).await?;
+        Ok(CreatedSession {
+            id: key.session,
+            run_id: run,
+            no_connectors,
+        })
+    }
+
+    /// Appends a follow-up to the log. When no run is active, or the active one is being
+    /// cancelled, it starts a fresh run (writing the cancelled run's `status_terminated` first if
+    /// that run has not yet); otherwise the message queues behind the in-flight turn.
+    /// Errors: `InvalidInput`, `NotFound`, `PlanForbidden`, `RateLimited`, `QuotaExhausted`,
+    /// `CostCapReached`.
+    pub async fn post_message(
+        &self, p: &Principal, session: &SessionId, text: &str,
+    ) -> Result<(), CoreError> {
+        let text = non_empty("text", text)?;
+        let key = p.key(session);
+        let mut current = self.load(&key).await?;
+        let org = self.active_org(p).await?;
+        let now = self.now();
+        self.check_usage(&org, now).await?;
+        self.admit(Action::Message, p).await?;
+        self.count_query(&org, now).await?;
+
+        for _ in 0..MAX_COMMIT_ATTEMPTS {
+            let expected = current.version;
+            let mut next = current.clone();
+            next.version += 1;
+            let mut new = vec![];
+            let mut started = None;
+            match (&current.run_id, current.cancelled_at) {
+                (Some(_), None) => {}
+                (Some(_), Some(_)) => {
+                    // The cancelled run has not finished yet: finish it here, atomically.
+                    new.push(NewEvent::status_terminated("cancelled"));
+                    next.pending.clear();
+                    next.turn = None;
+                    started = Some(RunId::generate());
+                }
+                (None, _) => started = Some(RunId::generate()),
+            }
+            if let Some(run) = &started {
+                next.run_id = Some(run.clone());
+                next.cancelled_at = None;
+            }
+            new.push(NewEvent::user_message(text));
+            let events = next.place(self.now(), new);
+            next.pending
+                .push(events.last().expect("a user message was placed").seq);
+            match self
+                .deps
+                .store
+                .commit_session(&next, expected, &events, None)
+                .await
+            {
+                Ok(()) => {
+                    if let Some(run) = started {
+                        self.deps.workflow.start(&key, &run).await?;
+                    }
+                    return Ok(());
+                }
+                Err(StoreError::Conflict) => current = self.load(&key).await?,
+                Err(StoreError::Gone) => return Err(CoreError::NotFound("session")),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(CoreError::internal("message commit stayed contended"))
+    }
+
+    /// One page of the log after `since` (from the start when `None`), at most
+    /// [`TRANSCRIPT_PAGE`] events. The session is read before the events, so a page that shows
+    /// `workflowRunId` as null also holds (or is followed by) every event of the run that ended.
+    /// Errors: `NotFound`.
+    pub async fn transcript(
+        &self, p: &Principal, session: &SessionId, since: Option<EventId>,
+    ) -> Result<Transcript, CoreError> {
+        let key = p.key(session);
+        let s = self.load(&key).await?;
+        let after = since.map_or(0, EventId::seq);
+        let mut events = self
+            .deps
+            .store
+            .list_events(&key, after, TRANSCRIPT_PAGE + 1)
+            .await?;
+        let has_more = events.len() > TRANSCRIPT_PAGE;
+        events.truncate(TRANSCRIPT_PAGE);
+        Ok(Transcript {
+            title: s.title,
+            workflow_run_id: s.run_id,
+            events,
+            has_more,
+        })
+    }
+
+    /// The user's most recently updated sessions in the active organisation.
+    pub async fn list_sessions(&self, p: &Principal) -> Result<Vec<SessionSummary>, CoreError> {
+        Ok(self
+            .deps
+            .store
+            .list_sessions(&p.user, &p.org, SESSION_LIST_LIMIT)
+            .await?)
+    }
+
+    async fn load(&self, key: &SessionKey) -> Result<Session, CoreError> {
+        stop::load(self.deps.store.as_ref(), key).await
+    }
+
+    /// The principal's organisation, if it may start sessions. Errors: `PlanForbidden`.
+    async fn active_org(&self, p: &Principal) -> Result<Org, CoreError> {
+        match self.deps.store.get_org(&p.org).await? {
+            Some(org) if org.allows_sessions() => Ok(org),
+            Some(_) => Err(CoreError::PlanForbidden),
+            None => Err(CoreError::Unauthenticated),
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! Stopping work: cancelling a session's turn in flight, every turn of a member, and deleting
+//! a session with its log, including the deletes a crash cut short.
+
+use crate::clock::Clock;
+use crate::domain::Session;
+use crate::error::CoreError;
+use crate::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
+use crate::limits::Action;
+use crate::ports::{SessionStore, StoreError};
+
+use super::{MAX_COMMIT_ATTEMPTS, Principal, Service};
+
+/// What stamping a cancellation did.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum CancelStamp {
+    /// Committed; with the run it cancelled, when a turn was in flight.
+    Stamped(Option<RunId>),
+    AlreadyCancelled,
+    NotRunning,
+}
+
+/// A list limit that takes every session of a user in an organisation.
+const ALL_SESSIONS: usize = i32::MAX as usize;
+
+/// Interrupted deletes read per store request by [`Service::finish_deletes`].
+const DELETE_BATCH: usize = 100;
+
+impl Service {
+    /// Stamps the cancellation of the in-flight run. Idempotent: returns `true` (already
+    /// cancelled) without changing anything when the run was already cancelled, or when no run is
+    /// active and the last one was cancelled; `false` when it cancelled a run now or none was
+    /// ever cancelled. Errors: `NotFound`, `RateLimited`.
+    pub async fn cancel(&self, p: &Principal, session: &SessionId) -> Result<bool, CoreError> {
+        let key = p.key(session);
+        let current = self.load(&key).await?;
+        self.admit(Action::Cancel, p).await?;
+        Ok(self.stamp(&key, current, false).await? == CancelStamp::AlreadyCancelled)
+    }
+
+    /// Removes the session and its whole log. It first commits the session as `deleting` (with
+    /// the cancellation stamped when a turn is in flight), so that from then on every writer,
+    /// the workflow and concurrent messages alike, finds it gone; then it removes the rows.
+    /// A delete cut short between the two (a crash) left a session that is gone to everyone
+    /// else: deleting it again finishes the removal and succeeds, as does
+    /// [`Service::finish_deletes`] at the next start. A delete that found the session succeeds
+    /// even when another remover (a retried request, the start-up sweep) took the last rows
+    /// first. Errors: `NotFound` when there was no session to find.
+    pub async fn delete(&self, p: &Principal, session: &SessionId) -> Result<(), CoreError> {
+        let key = p.key(session);
+        let current = self
+            .deps
+            .store
+            .get_session(&key)
+            .await?
+            .ok_or(CoreError::NotFound("session"))?;
+        if !current.deleting {
+            self.stamp(&key, current, true).await?;
+            crate::fault::point("delete", "marked").await;
+        }
+        self.deps.store.delete_session(&key).await?;
+        Ok(())
+    }
+
+    /// Finishes every delete that a crash cut short, as a process does when it starts; returns
+    /// how many it finished. Idempotent, and safe beside a delete of the same session in
+    /// flight: whichever removes the rows last finds nothing left. Stops at a batch that
+    /// removed nothing, so an index that lags (DynamoDB's GSI) cannot keep it going.
+    pub async fn finish_deletes(&self) -> Result<usize, CoreError> {
+        let mut finished = 0;
+        loop {
+            let keys = self.deps.store.deleting_sessions(DELETE_BATCH).await?;
+            let batch = keys.len();
+            let mut removed = 0;
+            for key in keys {
+                if self.deps.store.delete_session(&key).await? {
+                    removed += 1;
+                }
+            }
+            finished += removed;
+            if batch < DELETE_BATCH || removed == 0 {
+                return Ok(finished);
+            }
+        }
+    }
+
+    /// Cancels every running turn of `user` in `org`, as cancel does for one session, and tells
+    /// the workflow; used when the member is removed. Returns how many it cancelled. The
+    /// sessions themselves stay.
+    pub async fn cancel_all_runs(&self, user: &UserId, org: &OrgId) -> Result<usize, CoreError> {
+        let cancelled = cancel_member_turns(
+            self.deps.store.as_ref(),
+            self.deps.clock.as_ref(),
+            user,
+            org,
+        )
+        .await?;
+        for (key, run) in &cancelled {
+            self.deps.workflow.cancelled(key, run).await;
+        }
+        Ok(cancelled.len())
+    }
+
+    /// [`stamp`], then the workflow is told of the run it cancelled.
+    async fn stamp(
+        &self, key: &SessionKey, current: Session, delete: bool,
+    ) -> Result<CancelStamp, CoreError> {
+        let stamped = stamp(
+            self.deps.store.as_ref(),
+            self.deps.clock.as_ref(),
+            key,
+            current,
+            delete,
+        )
+        .await?;
+        if let CancelStamp::Stamped(Some(run)) = &stamped {
+            if !delete {
+                crate::fault::point("cancel", "stamped").await;
+            }
+            self.deps.workflow.cancelled(key, run).await;
+        }
+        Ok(stamped)
+    }
+}
+
+/// Stamps the cancellation of every turn `user` has in flight in `org`, as cancel does for one
+/// session; returns the runs it cancelled, for the caller to tell the workflow. A process that
+/// cannot reach the workflow engine (the admin command) may leave that out: the run sees the
+/// stamp at its next step. The sessions themselves stay.
+pub async fn cancel_member_turns(
+    store: &dyn SessionStore, clock: &dyn Clock, user: &UserId, org: &OrgId,
+) -> Result<Vec<(SessionKey, RunId)>, CoreError> {
+    let sessions = store.list_sessions(user, org, ALL_SESSIONS).await?;
+    let mut cancelled = Vec::new();
+    for summary in sessions {
+        let key = SessionKey {
+            user: user.clone(),
+            org: org.clone(),
+            session: summary.id,
+        };
+        let stamped = match load(store, &key).await {
+            Ok(current) => stamp(store, clock, &key, current, false).await,
+            Err(e) => Err(e),
+        };
+        match stamped {
+            Ok(CancelStamp::Stamped(Some(run))) => cancelled.push((key, run)),
+            Ok(_) | Err(CoreError::NotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(cancelled)
+}
+
+/// The session, unless it does not exist or is being deleted. Errors: `NotFound`.
+pub(super) async fn load(store: &dyn SessionStore, key: &SessionKey) -> Result<Session, CoreError> {
+    store
+        .get_session(key)
+        .await?
+        .filter(|s| !s.deleting)
+        .ok_or(CoreError::NotFound("session"))
+}
+
+/// Stamps `cancelled_at` if a turn is in flight ([`Session::in_flight`]) and not yet
+/// cancelled. A run that has ended its last turn and waits only to end is not in flight:
+/// cancelling it would write `status_terminated` after `status_idle`. With `delete`, also
+/// marks the session as being deleted, whatever its state. `current` is as [`load`] read it,
+/// never a session being deleted. Returns the run it cancelled, if any, in `Stamped`.
+/// Errors: `NotFound` when the session is gone or being deleted.
+async fn stamp(
+    store: &dyn SessionStore, clock: &dyn Clock, key: &SessionKey, mut current: Session,
+    delete: bool,
+) -> Result<CancelStamp, CoreError> {
+    for _ in 0..MAX_COMMIT_ATTEMPTS {
+        let run = match (&current.run_id, current.cancelled_at) {
+            (Some(run), None) if current.in_flight() => Some(run.clone()),
+            (_, Some(_)) if !delete => return Ok(CancelStamp::AlreadyCancelled),
+            (_, None) if !delete => return Ok(CancelStamp::NotRunning),
+            _ => None,
+        };
+        let expected = current.version;
+        let mut next = current.clone();
+        next.version += 1;
+        next.deleting = delete;
+        if run.is_some() {
+            next.cancelled_at = Some(clock.now());
+        }
+        match store.commit_session(&next, expected, &[], None).await {
+            Ok(()) => return Ok(CancelStamp::Stamped(run)),
+            Err(StoreError::Conflict) => current = load(store, key).await?,
+            Err(StoreError::Gone) => return Err(CoreError::NotFound("session")),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(CoreError::internal("cancel commit stayed contended"))
+}

@@ -1,0 +1,316 @@
+//! The `knowledge` binary's command line: the global options, the commands and their flags.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use knowledge_core::domain::{IntegrationAuth, OrgStatus, Plan, Role};
+use knowledge_core::ids::{OrgId, UserId};
+use knowledge_local::{LocalStore, ServerLimits, SqliteStore};
+
+#[derive(Parser)]
+#[command(
+    name = "knowledge",
+    version,
+    about = "Conversational knowledge service, local edition"
+)]
+pub(crate) struct Cli {
+    /// Where the embedded store and the signing key live.
+    #[arg(
+        long,
+        global = true,
+        env = "KNOWLEDGE_DATA_DIR",
+        default_value = "knowledge-data"
+    )]
+    pub(crate) data_dir: PathBuf,
+    /// Print admin results as JSON.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    /// Where sessions, events and organisations live: the embedded SQLite file in the data
+    /// directory, or a DynamoDB table.
+    #[arg(long, global = true, env = "KNOWLEDGE_STORE", default_value = "sqlite")]
+    pub(crate) store: StoreKind,
+    /// DynamoDB endpoint, for a stand-in such as moto or DynamoDB Local; default: AWS's own,
+    /// from the standard AWS configuration.
+    #[cfg(feature = "dynamodb")]
+    #[arg(long, global = true, env = "KNOWLEDGE_DYNAMODB_ENDPOINT")]
+    pub(crate) dynamodb_endpoint: Option<String>,
+    /// DynamoDB table, created (on demand, with its index and TTL) when missing.
+    #[cfg(feature = "dynamodb")]
+    #[arg(
+        long,
+        global = true,
+        env = "KNOWLEDGE_DYNAMODB_TABLE",
+        default_value = "knowledge"
+    )]
+    pub(crate) dynamodb_table: String,
+    #[command(subcommand)]
+    pub(crate) command: Option<Command>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub(crate) enum StoreKind {
+    Sqlite,
+    #[cfg(feature = "dynamodb")]
+    Dynamodb,
+}
+
+impl Cli {
+    pub(crate) async fn open_store(&self) -> Result<LocalStore, Box<dyn std::error::Error>> {
+        Ok(match self.store {
+            StoreKind::Sqlite => LocalStore::Sqlite(SqliteStore::open(&self.data_dir)?),
+            #[cfg(feature = "dynamodb")]
+            StoreKind::Dynamodb => {
+                let client = knowledge_dynamo::connect(
+                    self.dynamodb_endpoint.as_deref(),
+                    Default::default(),
+                )
+                .await;
+                knowledge_dynamo::create_table_if_missing(&client, &self.dynamodb_table).await?;
+                LocalStore::Dynamo(knowledge_dynamo::DynamoStore::new(
+                    client,
+                    &self.dynamodb_table,
+                ))
+            }
+        })
+    }
+}
+
+/// The server's bounds on slow and hostile clients (see `knowledge_local::server`).
+#[derive(clap::Args)]
+pub(crate) struct LimitFlags {
+    /// Seconds a client has to send a request's headers, counted from when the connection is
+    /// ready for a request; also how long an idle keep-alive connection stays open.
+    #[arg(long = "header-timeout-secs", env = "KNOWLEDGE_HEADER_TIMEOUT_SECS", default_value = "10", value_name = "SECS", value_parser = seconds)]
+    pub(crate) header_timeout: Duration,
+    /// Seconds a client has to send a request's whole body, from its headers (408 past it).
+    #[arg(long = "body-timeout-secs", env = "KNOWLEDGE_BODY_TIMEOUT_SECS", default_value = "30", value_name = "SECS", value_parser = seconds)]
+    pub(crate) body_timeout: Duration,
+    /// Seconds a write to a client may make no progress before the connection is closed.
+    #[arg(long = "write-timeout-secs", env = "KNOWLEDGE_WRITE_TIMEOUT_SECS", default_value = "30", value_name = "SECS", value_parser = seconds)]
+    pub(crate) write_timeout: Duration,
+    /// Connections served at once; further ones wait to be accepted.
+    #[arg(long, env = "KNOWLEDGE_MAX_CONNECTIONS", default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub(crate) max_connections: u64,
+}
+
+impl From<LimitFlags> for ServerLimits {
+    fn from(f: LimitFlags) -> Self {
+        Self {
+            header_timeout: f.header_timeout,
+            body_timeout: f.body_timeout,
+            write_timeout: f.write_timeout,
+            max_connections: f.max_connections as usize,
+        }
+    }
+}
+
+/// Whole seconds from 1 to 3600.
+pub(crate) fn seconds(text: &str) -> Result<Duration, String> {
+    match text.parse::<u64>() {
+        Ok(secs @ 1..=3600) => Ok(Duration::from_secs(secs)),
+        _ => Err("expected whole seconds from 1 to 3600".into()),
+    }
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Serve the API (the default command).
+    Serve {
+        #[arg(long, env = "KNOWLEDGE_ADDR", default_value = "127.0.0.1:3000")]
+        addr: String,
+        /// The application's origin that POST and DELETE must carry; default `http://<addr>`.
+        #[arg(long, env = "KNOWLEDGE_APP_ORIGIN")]
+        origin: Option<String>,
+        /// A folder of Markdown and text files to connect to the default organisation as its
+        /// `docs` search integration; default `docs/guide` when that folder exists.
+        #[arg(long, env = "KNOWLEDGE_DOCS")]
+        docs: Option<PathBuf>,
+        #[command(flatten)]
+        limits: LimitFlags,
+    },
+    /// Organisations.
+    #[command(subcommand)]
+    Org(OrgCommand),
+    /// Members of organisations.
+    #[command(subcommand)]
+    Member(MemberCommand),
+    /// SCIM provisioning.
+    #[command(subcommand)]
+    Scim(ScimCommand),
+    /// Remote MCP servers connected to organisations.
+    #[command(subcommand)]
+    Integration(IntegrationCommand),
+    /// Print an organisation's audit log, newest first, one JSON entry per line.
+    Audit {
+        #[arg(long)]
+        org: OrgId,
+        /// Entries to print at most.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
+    /// Print a `Cookie` header value for a user acting in an organisation.
+    Cookie {
+        #[arg(long)]
+        org: OrgId,
+        #[arg(long)]
+        user: UserId,
+        /// Lifetime in seconds.
+        #[arg(long, default_value_t = 12 * 3600)]
+        ttl: u64,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum OrgCommand {
+    /// Create an organisation; prints its id.
+    Create {
+        #[arg(long)]
+        name: String,
+        #[arg(long, default_value = "pro")]
+        plan: Plan,
+        /// Choose the id instead of generating one.
+        #[arg(long)]
+        id: Option<OrgId>,
+        /// Mark enterprise SSO as enabled.
+        #[arg(long)]
+        sso: bool,
+    },
+    /// Change an organisation's limits, plan or status; prints it.
+    Set {
+        #[arg(long)]
+        org: OrgId,
+        /// Queries per calendar month, or `unlimited`.
+        #[arg(long, value_parser = parse_quota)]
+        query_quota: Option<Limit>,
+        /// Spend cap per calendar month in US dollars, or `unlimited`.
+        #[arg(long, value_parser = parse_usd)]
+        cost_cap_usd: Option<Limit>,
+        #[arg(long)]
+        plan: Option<Plan>,
+        #[arg(long)]
+        status: Option<OrgStatus>,
+        /// Whether enterprise SSO is enabled (SCIM needs it).
+        #[arg(long)]
+        sso: Option<bool>,
+    },
+    /// Show an organisation and its usage this month.
+    Show {
+        #[arg(long)]
+        org: OrgId,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum IntegrationCommand {
+    /// Connect an MCP server (streamable HTTP) to an organisation, or change the one of that
+    /// name; its tools are offered to the agent from the next step on.
+    Add {
+        #[arg(long)]
+        org: OrgId,
+        /// Short name (a-z, 0-9, -); it prefixes the server's tool names.
+        #[arg(long)]
+        name: String,
+        /// The server's MCP endpoint, such as https://mcp.example.com/mcp.
+        #[arg(long)]
+        url: String,
+        /// `none`, or `per-user`: each member's own bearer token, set with `integration
+        /// credential`; members without one do not reach the server.
+        #[arg(long, default_value = "none")]
+        auth: AuthKind,
+    },
+    /// Disconnect an integration.
+    Remove {
+        #[arg(long)]
+        org: OrgId,
+        #[arg(long)]
+        name: String,
+    },
+    /// List an organisation's integrations, one JSON object per line.
+    List {
+        #[arg(long)]
+        org: OrgId,
+    },
+    /// Store a member's bearer token for a per-user integration, read from standard input (so
+    /// it stays out of the shell history); stored sealed, removed when the member is.
+    Credential {
+        #[arg(long)]
+        org: OrgId,
+        #[arg(long)]
+        user: UserId,
+        #[arg(long)]
+        name: String,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub(crate) enum AuthKind {
+    None,
+    PerUser,
+}
+
+impl From<AuthKind> for IntegrationAuth {
+    fn from(a: AuthKind) -> Self {
+        match a {
+            AuthKind::None => Self::None,
+            AuthKind::PerUser => Self::PerUser,
+        }
+    }
+}
+
+#[derive(Subcommand)]
+pub(crate) enum ScimCommand {
+    /// Generate the organisation's SCIM bearer token and print it, once; the previous token
+    /// stops working.
+    Token {
+        #[arg(long)]
+        org: OrgId,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum MemberCommand {
+    /// Add a member (or change their role); prints the user id.
+    Add {
+        #[arg(long)]
+        org: OrgId,
+        /// Choose the user id instead of generating one.
+        #[arg(long)]
+        user: Option<UserId>,
+        #[arg(long, default_value = "viewer")]
+        role: Role,
+    },
+    /// Remove a member; their cookies stop working at once and their running turns are
+    /// cancelled.
+    Remove {
+        #[arg(long)]
+        org: OrgId,
+        #[arg(long)]
+        user: UserId,
+    },
+}
+
+/// A limit: a number, or unlimited (`None`).
+#[derive(Clone, Copy)]
+pub(crate) struct Limit(pub(crate) Option<u64>);
+
+pub(crate) fn parse_quota(s: &str) -> Result<Limit, String> {
+    if s == "unlimited" {
+        return Ok(Limit(None));
+    }
+    s.parse()
+        .map(|n| Limit(Some(n)))
+        .map_err(|_| "a whole number or 'unlimited'".into())
+}
+
+pub(crate) fn parse_usd(s: &str) -> Result<Limit, String> {
+    if s == "unlimited" {
+        return Ok(Limit(None));
+    }
+    match s.parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd >= 0.0 => {
+            Ok(Limit(Some((usd * 1_000_000.0).round() as u64)))
+        }
+        _ => Err("an amount in dollars such as 25.50, or 'unlimited'".into()),
+    }
+}
