@@ -89,7 +89,7 @@ impl Deployment {
         let mut definition = repo_file("infra/statemachine/agent.asl.json");
         for h in Handler::ALL {
             definition = definition.replace(
-                &format!("${{{}FunctionArn}}", h.name()),
+                &h.resource(),
                 &format!(
                     "arn:aws:lambda:us-east-1:123456789012:function:{}",
                     h.name()
@@ -604,8 +604,7 @@ fn every_function_has_its_crate_event_and_template_resource_under_one_name() {
     }
     // Every Task of the state machine gets its function's ARN.
     for h in Handler::ALL {
-        let placeholder = format!("${{{}FunctionArn}}", h.name());
-        assert!(repo_file("infra/statemachine/agent.asl.json").contains(&placeholder));
+        assert!(repo_file("infra/statemachine/agent.asl.json").contains(&h.resource()));
         let substitution = format!("{0}FunctionArn: !GetAtt {0}Function.Arn", h.name());
         assert!(template.contains(&substitution), "{substitution}");
     }

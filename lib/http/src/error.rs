@@ -10,7 +10,8 @@ use knowledge_core::error::Chain;
 use knowledge_core::scim::ScimError;
 use knowledge_core::scim::schema::ERROR_SCHEMA;
 
-use crate::wire::{ErrorBody, ErrorDetail, ScimErrorBody};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 /// Failures of the request as sent, whatever its route: the same on the session routes and
 /// SCIM, each answered in its route's error shape.
@@ -263,4 +264,40 @@ impl IntoResponse for ScimApiError {
         }
         close_if_unread(response)
     }
+}
+
+/// Every error of the session endpoints and the organisation switch.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+    /// With 429: the seconds to wait, as `Retry-After` says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_seconds: Option<u64>,
+    /// With `cost_cap_reached`: the organisation's spend this month, in US dollars.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub month_to_date_usd: Option<f64>,
+    /// With `cost_cap_reached`: the organisation's monthly cap, in US dollars.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cap_usd: Option<f64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Stable and machine-readable: `missing_field`, `rate_limited`, `not_found`, ...
+    pub code: String,
+    /// For people; never an internal detail.
+    pub message: String,
+}
+
+/// SCIM's error shape (RFC 7644 §3.12).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScimErrorBody {
+    pub schemas: Vec<String>,
+    /// The HTTP status, as a string.
+    pub status: String,
+    pub detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scim_type: Option<String>,
 }

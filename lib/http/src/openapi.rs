@@ -18,7 +18,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::cookie::COOKIE_NAME;
-use crate::wire::{ErrorBody, ErrorDetail, ScimErrorBody};
+use crate::error::{ErrorBody, ErrorDetail, ScimErrorBody};
 
 #[derive(OpenApi)]
 #[openapi(

@@ -13,11 +13,11 @@ use knowledge_core::ids::{OrgId, SessionId};
 use utoipa::IntoResponses;
 
 use crate::cookie::{CookieClaims, set_cookie_header};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::extract::{JsonBody, Member};
 use crate::state::SessionApi;
 use crate::wire::{
-    CancelRequest, Cancelled, CreateSessionRequest, CreatedSessionView, Done, ErrorBody, Message,
+    CancelRequest, Cancelled, CreateSessionRequest, CreatedSessionView, Done, Message,
     MessageRequest, SessionList, SessionQuery, SessionView, SwitchOrgRequest, SwitchedOrg,
     TranscriptPage, TranscriptQuery, TranscriptView,
 };

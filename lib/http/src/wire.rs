@@ -359,39 +359,3 @@ impl From<SessionSummary> for SessionView {
         }
     }
 }
-
-/// Every error of the session endpoints and the organisation switch.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ErrorBody {
-    pub error: ErrorDetail,
-    /// With 429: the seconds to wait, as `Retry-After` says.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub retry_after_seconds: Option<u64>,
-    /// With `cost_cap_reached`: the organisation's spend this month, in US dollars.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub month_to_date_usd: Option<f64>,
-    /// With `cost_cap_reached`: the organisation's monthly cap, in US dollars.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cap_usd: Option<f64>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ErrorDetail {
-    /// Stable and machine-readable: `missing_field`, `rate_limited`, `not_found`, ...
-    pub code: String,
-    /// For people; never an internal detail.
-    pub message: String,
-}
-
-/// SCIM's error shape (RFC 7644 §3.12).
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ScimErrorBody {
-    pub schemas: Vec<String>,
-    /// The HTTP status, as a string.
-    pub status: String,
-    pub detail: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub scim_type: Option<String>,
-}

@@ -28,11 +28,11 @@ use utoipa::{IntoParams, IntoResponses};
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
+use crate::error::ScimErrorBody;
 use crate::error::{EdgeError, ScimApiError};
 use crate::extract::{BodyError, QueryParams, media_type, read_text};
 use crate::limits::SCIM_BODY_LIMIT;
 use crate::state::ScimApi;
-use crate::wire::ScimErrorBody;
 
 /// The content type of every SCIM response (RFC 7644 §3.1).
 pub const SCIM_CONTENT_TYPE: &str = "application/scim+json; charset=utf-8";
