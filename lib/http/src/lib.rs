@@ -84,10 +84,8 @@ impl Endpoint {
 
 /// Every route, as the local service serves them.
 pub fn router(sessions: SessionApi, scim: ScimApi) -> Router {
-    let (sessions, _) = session_routes(sessions, &Endpoint::ALL);
-    let (scim, _) = scim::routes(scim);
-    let (meta, _) = openapi::routes();
-    edge(sessions.merge(scim).merge(meta))
+    let sessions = session_routes(sessions, &Endpoint::ALL);
+    edge(sessions.merge(scim::routes(scim)).merge(openapi::routes()))
 }
 
 /// The OpenAPI document of every route [`router`] serves, built from the same declarations.
@@ -101,18 +99,18 @@ pub fn document() -> utoipa::openapi::OpenApi {
 /// every request under `/api/managed-agents/` passes the member guard first, unknown paths and
 /// methods included.
 pub fn session_function(sessions: SessionApi, endpoint: Endpoint) -> Router {
-    edge(session_routes(sessions, &[endpoint]).0)
+    edge(session_routes(sessions, &[endpoint]))
 }
 
 /// The router of the SCIM function. It holds no cookie signer, so a request outside the SCIM
 /// routes (which API Gateway never sends it) is a plain 404.
 pub fn scim_function(scim: ScimApi) -> Router {
-    edge(scim::routes(scim).0)
+    edge(scim::routes(scim))
 }
 
 /// The router of the function that serves the OpenAPI document.
 pub fn openapi_function() -> Router {
-    edge(openapi::routes().0)
+    edge(openapi::routes())
 }
 
 /// Where the session endpoints live.
@@ -149,8 +147,8 @@ fn session_parts(endpoints: &[Endpoint]) -> SessionParts {
 }
 
 /// The session routes of `endpoints` behind the member guard (the switch behind the
-/// signed-in guard), and the document of their operations.
-fn session_routes(state: SessionApi, endpoints: &[Endpoint]) -> (Router, utoipa::openapi::OpenApi) {
+/// signed-in guard).
+fn session_routes(state: SessionApi, endpoints: &[Endpoint]) -> Router {
     let parts = session_parts(endpoints);
     let under_prefix = parts
         .under_prefix
@@ -166,7 +164,7 @@ fn session_routes(state: SessionApi, endpoints: &[Endpoint]) -> (Router, utoipa:
     let bare = any(routes::route_not_found).layer(from_fn_with_state(state.clone(), guard::member));
     #[allow(clippy::disallowed_methods)]
     let app = app.route("/api/managed-agents/", bare);
-    (app.with_state(state), parts.doc)
+    app.with_state(state)
 }
 
 /// What every request passes, whatever its route: the head limits and the request log; and the

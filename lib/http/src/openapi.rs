@@ -133,8 +133,8 @@ fn declared() -> (Router, Document) {
 }
 
 /// The document's own route.
-pub(crate) fn routes() -> (Router, Document) {
-    declared()
+pub(crate) fn routes() -> Router {
+    declared().0
 }
 
 /// The document of the document's own route.

@@ -205,10 +205,10 @@ pub(crate) fn document() -> OpenApi {
     OpenApi::default().nest(PREFIXES[0], declared().1)
 }
 
-/// The SCIM routes under both prefixes, and their document.
-pub fn routes(state: ScimApi) -> (Router, OpenApi) {
-    let (declared, doc) = declared();
-    let router = PREFIXES
+/// The SCIM routes under both prefixes.
+pub fn routes(state: ScimApi) -> Router {
+    let (declared, _) = declared();
+    PREFIXES
         .iter()
         .fold(Router::new(), |router, prefix| {
             router.nest(
@@ -216,8 +216,7 @@ pub fn routes(state: ScimApi) -> (Router, OpenApi) {
                 prefixed(&state, prefix, with_spellings(declared.clone())),
             )
         })
-        .with_state(state);
-    (router, OpenApi::default().nest(PREFIXES[0], doc))
+        .with_state(state)
 }
 
 /// `routes` behind the guard, answering in SCIM's shape and content type, with the base URL of
