@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use knowledge_bench::{KEY, fresh_store, serve, settings};
 use knowledge_core::agent::BuiltinAgent;
-use knowledge_core::clock::SystemClock;
+use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{EventKind, Role};
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::integrations::FixedIntegrations;
@@ -256,7 +256,10 @@ async fn turn_overhead(turns: usize) {
         let mut samples = vec![];
         for i in 0..turns + warm_up {
             let user = users.next(&store).await;
-            let p = service.authenticate(user, org.clone()).await.unwrap();
+            let p = service
+                .authenticate(user, org.clone(), SystemClock.now())
+                .await
+                .unwrap();
             let started = Instant::now();
             service.create_session(&p, "hello").await.unwrap();
             if let Some(local) = &local {

@@ -374,6 +374,53 @@ async fn switch_org_event_sets_a_cookie_for_the_other_organisation() {
 }
 
 #[tokio::test]
+async fn me_event_lists_both_organisations_of_the_sample_user() {
+    let d = Deployment::new().await;
+    let (status, body, made) = d.invoke(Endpoint::Me).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["org"]["id"], ORG);
+    let orgs: Vec<&str> = body["orgs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(orgs, [ORG, SECOND_ORG]);
+    // The guard's membership read; the member and organisation again for the answer; the
+    // index of memberships; the other organisation and membership.
+    assert_eq!(made, requests(&[("GetItem", 5), ("Query", 1)]));
+}
+
+#[tokio::test]
+async fn logout_event_signs_the_sample_user_out_of_both_organisations() {
+    let d = Deployment::new().await;
+    // A request signed in before the sign-out, sent after it.
+    let earlier = d.event(Endpoint::ListSessions);
+    let (status, body, made) = d.invoke(Endpoint::Logout).await;
+    assert_eq!((status, &body), (200, &json!({ "ok": true })));
+    for org in [ORG, SECOND_ORG] {
+        let org = OrgId::parse(org).unwrap();
+        let member = d
+            .store
+            .get_member(&org, &d.key.user)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(member.signed_out_at.is_some(), "{org}");
+    }
+    // The index of memberships; per organisation, the membership and its stamp with the
+    // audit entry.
+    assert_eq!(
+        made,
+        requests(&[("GetItem", 2), ("Query", 1), ("TransactWriteItems", 2)])
+    );
+    // Its cookie no longer works.
+    let router = d.router(Endpoint::ListSessions).await;
+    let response = router.oneshot(earlier).await.unwrap();
+    assert_eq!(response.status().as_u16(), 401);
+}
+
+#[tokio::test]
 async fn a_function_answers_another_endpoints_request_as_an_unknown_route() {
     let d = Deployment::new().await;
     let response = d

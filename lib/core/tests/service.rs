@@ -64,7 +64,7 @@ impl Rig {
                 integrations: Arc::new(FixedIntegrations::new()),
             }),
         });
-        let p = service.authenticate(user, org).await.unwrap();
+        let p = service.authenticate(user, org, now).await.unwrap();
         Self {
             service,
             store,
@@ -258,4 +258,27 @@ async fn a_delete_cut_short_is_finished_by_the_next_delete_or_the_start_up_sweep
     );
     let gone = rig.service.delete(&rig.p, &retried.id).await;
     assert!(matches!(gone, Err(CoreError::NotFound(_))), "{gone:?}");
+}
+
+#[tokio::test]
+async fn signing_out_refuses_cookies_issued_before_it_and_admits_later_ones() {
+    let rig = Rig::new(true).await;
+    let before = SystemClock.now();
+    rig.service.sign_out(&rig.p.user, &rig.p.org).await.unwrap();
+    let refused = rig
+        .service
+        .authenticate(rig.p.user.clone(), rig.p.org.clone(), before)
+        .await;
+    assert!(
+        matches!(refused, Err(CoreError::Unauthenticated)),
+        "{refused:?}"
+    );
+    let later = SystemClock.now().plus_millis(1);
+    let admitted = rig
+        .service
+        .authenticate(rig.p.user.clone(), rig.p.org.clone(), later)
+        .await;
+    assert_eq!(admitted.unwrap(), rig.p);
+    // Signing out again is harmless.
+    rig.service.sign_out(&rig.p.user, &rig.p.org).await.unwrap();
 }

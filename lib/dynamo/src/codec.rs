@@ -155,6 +155,8 @@ pub(crate) const REMOVE_ATTEMPTS: usize = 16;
 /// can read (the one in `doc` is ignored).
 pub(crate) fn member_item(member: &Member) -> StoreResult<Item> {
     let mut item = key_item(keys::member(&member.org, &member.user));
+    item.insert(keys::GSI1PK.into(), s(keys::memberships(&member.user)));
+    item.insert(keys::GSI1SK.into(), s(member.org.as_str()));
     item.insert("doc".into(), s(to_json(member)?));
     item.insert("version".into(), n(member.version));
     Ok(item)

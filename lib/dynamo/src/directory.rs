@@ -63,6 +63,27 @@ impl DirectoryStore for DynamoStore {
             .collect()
     }
 
+    async fn orgs_of(&self, user: &UserId) -> StoreResult<Vec<OrgId>> {
+        let mut orgs = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .index_query(keys::memberships(user), 100)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(backend)?;
+            for item in out.items() {
+                let org = get_s(item, keys::GSI1SK)?;
+                orgs.push(OrgId::parse(org).map_err(|_| corrupt(keys::GSI1SK))?);
+            }
+            match out.last_evaluated_key {
+                Some(key) => start = Some(key),
+                None => return Ok(orgs),
+            }
+        }
+    }
+
     async fn update_member(
         &self, previous: &Member, next: &Member, audit: &AuditEntry,
     ) -> StoreResult<()> {

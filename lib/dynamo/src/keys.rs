@@ -4,7 +4,7 @@
 //! |---|---|---|---|
 //! | organisation | `ORG#<org>` | `ORG` | |
 //! | organisation (its SCIM token hash is the attribute `scimTokenSha256`) | | | |
-//! | membership and profile | `ORG#<org>` | `MEMBER#<user>` | |
+//! | membership and profile | `ORG#<org>` | `MEMBER#<user>` | `MEMBERSHIPS#<user>` / `<org>` |
 //! | `userName` claim | `ORG#<org>` | `USERNAME#<lowercased userName>` | |
 //! | member data (credentials, agent memory) | `USER#<user>#ORG#<org>#DATA` | `<kind>#<name>` | |
 //! | audit entry | `ORG#<org>#AUDIT` | `<at, 20 digits>#<entry id>` | |
@@ -45,6 +45,12 @@ pub fn member(org: &OrgId, user: &UserId) -> (String, String) {
 }
 
 const MEMBER: &str = "MEMBER#";
+
+/// The index partition that lists a user's memberships, one item per organisation; the sort key
+/// is the organisation's id.
+pub fn memberships(user: &UserId) -> String {
+    format!("MEMBERSHIPS#{user}")
+}
 
 /// The partition and sort-key prefix under which an organisation's members are listed.
 pub fn members(org: &OrgId) -> (String, &'static str) {

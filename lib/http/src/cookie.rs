@@ -5,6 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::http::HeaderMap;
 use axum::http::header::COOKIE;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use knowledge_core::clock::{Clock, SystemClock, Timestamp};
 use knowledge_core::ids::{OrgId, UserId};
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +21,10 @@ struct Claims {
     org: String,
     iss: String,
     iat: u64,
+    /// When it was issued, in milliseconds: what a sign-out stamp is compared with. Cookies
+    /// from before this claim existed count as issued at the start of their second.
+    #[serde(default)]
+    iat_ms: Option<i64>,
     exp: u64,
 }
 
@@ -28,6 +33,8 @@ struct Claims {
 pub struct CookieClaims {
     pub user: UserId,
     pub org: OrgId,
+    /// When it was issued; a member who signed out since is no longer signed in by it.
+    pub issued_at: Timestamp,
     /// Expiry, seconds since the epoch.
     pub expires_at: u64,
 }
@@ -97,11 +104,13 @@ impl CookieSigner {
     pub fn mint_until(
         &self, user: &UserId, org: &OrgId, expires_at: u64,
     ) -> Result<String, CookieError> {
+        let now = SystemClock.now();
         let claims = Claims {
             sub: user.to_string(),
             org: org.to_string(),
             iss: ISSUER.into(),
-            iat: epoch_secs(),
+            iat: (now.millis().max(0) / 1000) as u64,
+            iat_ms: Some(now.millis()),
             exp: expires_at,
         };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
@@ -116,10 +125,12 @@ impl CookieSigner {
     /// The claims of a cookie value, if its signature, issuer and expiry are valid.
     pub fn verify(&self, token: &str) -> Option<CookieClaims> {
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation).ok()?;
+        let c = data.claims;
         Some(CookieClaims {
-            user: UserId::parse(&data.claims.sub).ok()?,
-            org: OrgId::parse(&data.claims.org).ok()?,
-            expires_at: data.claims.exp,
+            user: UserId::parse(&c.sub).ok()?,
+            org: OrgId::parse(&c.org).ok()?,
+            issued_at: Timestamp(c.iat_ms.unwrap_or(c.iat as i64 * 1000)),
+            expires_at: c.exp,
         })
     }
 
@@ -134,6 +145,12 @@ impl CookieSigner {
             .find(|(name, _)| *name == COOKIE_NAME)
             .and_then(|(_, value)| self.verify(value))
     }
+}
+
+/// The `Set-Cookie` value that removes the session cookie from the browser.
+pub fn clear_cookie_header(secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
+    format!("{COOKIE_NAME}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{secure}")
 }
 
 /// The `Set-Cookie` value for a session cookie that expires at `expires_at`.

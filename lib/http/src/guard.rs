@@ -35,7 +35,9 @@ pub async fn member(
     State(app): State<SessionApi>, mut req: Request, next: Next,
 ) -> Result<Response, ApiError> {
     let claims = claims(&app, &req)?;
-    let principal = app.service.authenticate(claims.user, claims.org).await?;
+    let principal = (app.service)
+        .authenticate(claims.user, claims.org, claims.issued_at)
+        .await?;
     check_mutation(&app, req.method(), req.headers())?;
     req.extensions_mut().insert(principal);
     Ok(no_store(next.run(req).await))

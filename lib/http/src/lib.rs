@@ -4,6 +4,7 @@
 //! them all. Routes are declared once, with their handler's `#[utoipa::path]`, and both the
 //! routers and the document are built from those declarations.
 
+pub mod auth;
 pub mod cookie;
 pub mod edge;
 pub mod error;
@@ -34,6 +35,10 @@ pub enum Endpoint {
     Cancel,
     DeleteSession,
     SwitchOrg,
+    /// `GET /api/auth/me`.
+    Me,
+    /// `POST /api/auth/logout`.
+    Logout,
     /// Every SCIM route, under `/api/scim` and `/api/scim/v2`.
     Scim,
     /// The OpenAPI document, `GET /api/openapi.json`.
@@ -41,7 +46,7 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    pub const ALL: [Endpoint; 9] = [
+    pub const ALL: [Endpoint; 11] = [
         Self::CreateSession,
         Self::Message,
         Self::Transcript,
@@ -49,6 +54,8 @@ impl Endpoint {
         Self::Cancel,
         Self::DeleteSession,
         Self::SwitchOrg,
+        Self::Me,
+        Self::Logout,
         Self::Scim,
         Self::OpenApi,
     ];
@@ -63,6 +70,8 @@ impl Endpoint {
             Self::Cancel => "cancel",
             Self::DeleteSession => "delete-session",
             Self::SwitchOrg => "switch-org",
+            Self::Me => "me",
+            Self::Logout => "logout",
             Self::Scim => "scim",
             Self::OpenApi => "openapi",
         }
@@ -77,7 +86,18 @@ impl Endpoint {
             Self::Transcript => routes!(routes::transcript),
             Self::ListSessions => routes!(routes::list_sessions),
             Self::Cancel => routes!(routes::cancel),
-            Self::SwitchOrg | Self::Scim | Self::OpenApi => return None,
+            _ => return None,
+        })
+    }
+
+    /// The route under `/api/auth`, with the guard it passes: the member guard for who is
+    /// signed in, the signed-in guard (a valid cookie) for switching and signing out.
+    fn auth_route(self) -> Option<(UtoipaMethodRouter<SessionApi>, AuthGuard)> {
+        Some(match self {
+            Self::Me => (routes!(auth::me), AuthGuard::Member),
+            Self::SwitchOrg => (routes!(auth::switch_org), AuthGuard::SignedIn),
+            Self::Logout => (routes!(auth::logout), AuthGuard::SignedIn),
+            _ => return None,
         })
     }
 }
@@ -116,12 +136,21 @@ pub fn openapi_function() -> Router {
 /// Where the session endpoints live.
 const SESSION_PREFIX: &str = "/api/managed-agents";
 
+/// Which guard an `/api/auth` route passes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AuthGuard {
+    /// A current member of the cookie's organisation ([`guard::member`]).
+    Member,
+    /// A valid cookie ([`guard::signed_in`]).
+    SignedIn,
+}
+
 /// The declared session routes of some endpoints, before their guards: those under
-/// [`SESSION_PREFIX`] (relative to it), the organisation switch when it is among them, and the
-/// document of their operations.
+/// [`SESSION_PREFIX`] (relative to it), the `/api/auth` routes by guard, and the document of
+/// their operations.
 struct SessionParts {
     under_prefix: Router<SessionApi>,
-    switch: Option<Router<SessionApi>>,
+    auth: Vec<(Router<SessionApi>, AuthGuard)>,
     doc: utoipa::openapi::OpenApi,
 }
 
@@ -132,22 +161,24 @@ fn session_parts(endpoints: &[Endpoint]) -> SessionParts {
         .fold(OpenApiRouter::new(), OpenApiRouter::routes)
         .split_for_parts();
     let mut doc = utoipa::openapi::OpenApi::default().nest(SESSION_PREFIX, prefixed);
-    let switch = endpoints.contains(&Endpoint::SwitchOrg).then(|| {
-        let (switch, switch_doc) = OpenApiRouter::new()
-            .routes(routes!(routes::switch_org))
-            .split_for_parts();
-        doc.merge(switch_doc);
-        switch
-    });
+    let auth = endpoints
+        .iter()
+        .filter_map(|e| e.auth_route())
+        .map(|(route, guard)| {
+            let (router, part) = OpenApiRouter::new().routes(route).split_for_parts();
+            doc.merge(part);
+            (router, guard)
+        })
+        .collect();
     SessionParts {
         under_prefix,
-        switch,
+        auth,
         doc,
     }
 }
 
-/// The session routes of `endpoints` behind the member guard (the switch behind the
-/// signed-in guard).
+/// The session routes of `endpoints` behind the member guard, and the `/api/auth` routes
+/// behind theirs.
 fn session_routes(state: SessionApi, endpoints: &[Endpoint]) -> Router {
     let parts = session_parts(endpoints);
     let under_prefix = parts
@@ -156,8 +187,15 @@ fn session_routes(state: SessionApi, endpoints: &[Endpoint]) -> Router {
         .method_not_allowed_fallback(routes::method_not_allowed)
         .layer(from_fn_with_state(state.clone(), guard::member));
     let mut app = Router::new().nest(SESSION_PREFIX, under_prefix);
-    if let Some(switch) = parts.switch {
-        app = app.merge(switch.route_layer(from_fn_with_state(state.clone(), guard::signed_in)));
+    for (route, auth_guard) in parts.auth {
+        app = app.merge(match auth_guard {
+            AuthGuard::Member => {
+                route.route_layer(from_fn_with_state(state.clone(), guard::member))
+            }
+            AuthGuard::SignedIn => {
+                route.route_layer(from_fn_with_state(state.clone(), guard::signed_in))
+            }
+        });
     }
     // The nested router's fallback does not see the prefix with a bare trailing slash: an
     // unknown route, not an operation.

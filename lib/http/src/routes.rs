@@ -3,23 +3,17 @@
 //! rules happen before them, in [`crate::guard`]. Each handler's `#[utoipa::path]` is its entry
 //! in the OpenAPI document, and the router is built from the same declarations.
 
-use axum::extract::{RawQuery, State};
-use axum::http::HeaderValue;
-use axum::http::header::SET_COOKIE;
-use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
-use knowledge_core::CoreError;
-use knowledge_core::ids::{OrgId, SessionId};
+use axum::Json;
+use axum::extract::RawQuery;
+use knowledge_core::ids::SessionId;
 use utoipa::IntoResponses;
 
-use crate::cookie::{CookieClaims, set_cookie_header};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{JsonBody, Member};
-use crate::state::SessionApi;
 use crate::wire::{
     CancelRequest, Cancelled, CreateSessionRequest, CreatedSessionView, Done, Message,
-    MessageRequest, SessionList, SessionQuery, SessionView, SwitchOrgRequest, SwitchedOrg,
-    TranscriptPage, TranscriptQuery, TranscriptView,
+    MessageRequest, SessionList, SessionQuery, SessionView, TranscriptPage, TranscriptQuery,
+    TranscriptView,
 };
 
 /// Where a link takes the id of the session just created.
@@ -153,35 +147,6 @@ pub async fn delete_session(
     let session = SessionId::try_from(SessionQuery::parse(q.as_deref()))?;
     app.service.delete(&p, &session).await?;
     Ok(Json(Done::OK))
-}
-
-/// Act in another organisation the person belongs to. The new cookie expires when the current
-/// one does, so switching never extends a sign-in.
-#[utoipa::path(post, path = "/api/auth/switch-org", operation_id = "switchOrg",
-    request_body = SwitchOrgRequest,
-    responses((status = 200, body = SwitchedOrg,
-        description = "The organisation is active; `Set-Cookie` carries the new cookie.",
-        headers(("Set-Cookie" = String, description = "The session cookie for the organisation"))),
-        ApiErrors))]
-pub async fn switch_org(
-    State(app): State<SessionApi>, Extension(claims): Extension<CookieClaims>,
-    JsonBody(body): JsonBody<SwitchOrgRequest>,
-) -> Result<Response, ApiError> {
-    let org = OrgId::try_from(body)?;
-    let p = app.service.switch_org(claims.user, org).await?;
-    let token = app
-        .signer
-        .mint_until(&p.user, &p.org, claims.expires_at)
-        .map_err(CoreError::internal)?;
-    let cookie = set_cookie_header(&token, claims.expires_at, app.config.secure_cookies());
-    let body = SwitchedOrg {
-        ok: true,
-        org_id: p.org.to_string(),
-    };
-    let mut response = Json(body).into_response();
-    let value = HeaderValue::from_str(&cookie).map_err(CoreError::internal)?;
-    response.headers_mut().insert(SET_COOKIE, value);
-    Ok(response)
 }
 
 pub async fn route_not_found() -> ApiError {

@@ -3,9 +3,9 @@
 //! is generated from these types.
 
 use knowledge_core::CoreError;
-use knowledge_core::domain::{Event, EventBody, SessionSummary};
+use knowledge_core::domain::{Event, EventBody, Member, Org, SessionSummary};
 use knowledge_core::ids::{EventId, OrgId, SessionId};
-use knowledge_core::service::{CreatedSession, Transcript};
+use knowledge_core::service::{Account, CreatedSession, Transcript};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
@@ -356,6 +356,56 @@ impl From<SessionSummary> for SessionView {
             id: s.id.to_string(),
             title: s.title,
             updated_at: s.updated_at.to_iso8601(),
+        }
+    }
+}
+
+/// The signed-in person, the organisation they act in, and every organisation they belong to.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AccountView {
+    pub user: UserView,
+    /// The active organisation.
+    pub org: OrgView,
+    /// Every organisation the person belongs to, by id, the active one among them: what an
+    /// organisation switcher offers.
+    pub orgs: Vec<OrgView>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserView {
+    pub id: String,
+    /// The identity provider's `userName`; absent for a member an operator added.
+    pub user_name: Option<String>,
+    /// SCIM's `displayName` or formatted name, when the provider gave one.
+    pub display_name: Option<String>,
+}
+
+/// An organisation, with the person's role in it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OrgView {
+    pub id: String,
+    pub name: String,
+    /// `admin` or `viewer`.
+    pub role: String,
+}
+
+impl From<Account> for AccountView {
+    fn from(a: Account) -> Self {
+        let view = |org: &Org, member: &Member| OrgView {
+            id: org.id.to_string(),
+            name: org.name.clone(),
+            role: member.role.as_str().to_owned(),
+        };
+        let profile = a.member.profile.as_ref();
+        Self {
+            user: UserView {
+                id: a.member.user.to_string(),
+                user_name: profile.map(|p| p.user_name.clone()),
+                display_name: profile.and_then(|p| p.display_name()).map(str::to_owned),
+            },
+            org: view(&a.org, &a.member),
+            orgs: a.memberships.iter().map(|(o, m)| view(o, m)).collect(),
         }
     }
 }

@@ -9,7 +9,8 @@ use knowledge_core::domain::{AuditEntry, IntegrationConfig, Member, MemberData};
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{DirectoryStore, StoreError, StoreResult};
 
-const MEMBER_COLUMNS: &str = "org_id, user_id, role, created_at, updated_at, profile, version";
+const MEMBER_COLUMNS: &str =
+    "org_id, user_id, role, created_at, updated_at, profile, version, signed_out_at";
 
 fn member_from(r: &Row<'_>) -> rusqlite::Result<Member> {
     let profile: Option<String> = r.get(5)?;
@@ -26,6 +27,7 @@ fn member_from(r: &Row<'_>) -> rusqlite::Result<Member> {
             .transpose()
             .map_err(conversion)?,
         version: r.get(6)?,
+        signed_out_at: r.get::<_, Option<i64>>(7)?.map(Timestamp),
     })
 }
 
@@ -70,8 +72,9 @@ impl DirectoryStore for SqliteStore {
         self.write(move |tx| {
             let inserted = tx.execute(
                 "INSERT INTO members
-                 (org_id, user_id, role, created_at, updated_at, profile, user_name_key, version)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                 (org_id, user_id, role, created_at, updated_at, profile, user_name_key, version,
+                  signed_out_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 params![
                     m.org.as_str(),
                     m.user.as_str(),
@@ -81,6 +84,7 @@ impl DirectoryStore for SqliteStore {
                     profile_json(&m)?,
                     m.profile.as_ref().map(|p| p.user_name_key()),
                     m.version,
+                    m.signed_out_at.map(Timestamp::millis),
                 ],
             );
             match inserted {
@@ -134,6 +138,19 @@ impl DirectoryStore for SqliteStore {
         .await
     }
 
+    async fn orgs_of(&self, user: &UserId) -> StoreResult<Vec<OrgId>> {
+        let u = user.clone();
+        self.read(move |c| {
+            let mut stmt =
+                c.prepare_cached("SELECT org_id FROM members WHERE user_id = ?1 ORDER BY org_id")?;
+            let rows = stmt.query_map([u.as_str()], |r| {
+                OrgId::parse(&r.get::<_, String>(0)?).map_err(conversion)
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
     async fn update_member(
         &self, previous: &Member, next: &Member, audit: &AuditEntry,
     ) -> StoreResult<()> {
@@ -141,7 +158,7 @@ impl DirectoryStore for SqliteStore {
         self.write(move |tx| {
             let updated = tx.execute(
                 "UPDATE members SET role = ?3, updated_at = ?4, profile = ?5, user_name_key = ?6,
-                        version = ?7
+                        version = ?7, signed_out_at = ?9
                  WHERE org_id = ?1 AND user_id = ?2 AND version = ?8",
                 params![
                     m.org.as_str(),
@@ -152,6 +169,7 @@ impl DirectoryStore for SqliteStore {
                     m.profile.as_ref().map(|p| p.user_name_key()),
                     m.version,
                     p.version,
+                    m.signed_out_at.map(Timestamp::millis),
                 ],
             );
             match updated {

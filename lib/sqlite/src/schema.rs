@@ -23,6 +23,7 @@ CREATE TABLE IF NOT EXISTS members (
     profile TEXT,
     user_name_key TEXT,
     version INTEGER NOT NULL DEFAULT 1,
+    signed_out_at INTEGER,
     PRIMARY KEY (org_id, user_id)
 ) STRICT, WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS member_data (
@@ -102,6 +103,7 @@ pub(crate) fn migrate(c: &Connection) -> rusqlite::Result<()> {
         ("members", "profile", "TEXT"),
         ("members", "user_name_key", "TEXT"),
         ("members", "version", "INTEGER NOT NULL DEFAULT 1"),
+        ("members", "signed_out_at", "INTEGER"),
     ] {
         let present: bool = c.query_row(
             "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
@@ -114,6 +116,7 @@ pub(crate) fn migrate(c: &Connection) -> rusqlite::Result<()> {
     }
     c.execute_batch(
         "CREATE UNIQUE INDEX IF NOT EXISTS members_user_name
-             ON members (org_id, user_name_key) WHERE user_name_key IS NOT NULL",
+             ON members (org_id, user_name_key) WHERE user_name_key IS NOT NULL;
+         CREATE INDEX IF NOT EXISTS members_by_user ON members (user_id, org_id);",
     )
 }

@@ -293,3 +293,77 @@ pub async fn integrations_are_listed_by_name_replaced_by_name_and_removed_once_w
     assert_eq!(actions.iter().filter(|a| **a == connect).count(), 3);
     assert_eq!(actions.iter().filter(|a| **a == disconnect).count(), 1);
 }
+
+pub async fn a_users_organisations_are_listed_by_id_and_follow_their_memberships(
+    store: Arc<dyn Tested>,
+) {
+    let user = UserId::generate();
+    let (first, second) = (business_org(&*store).await, business_org(&*store).await);
+    for org in [&first, &second] {
+        let member = Member::new(org.id.clone(), user.clone(), Role::Viewer, NOW);
+        let added = audit(&org.id, AuditAction::MemberAdded, user.as_str());
+        store.create_member(&member, &added).await.unwrap();
+    }
+    let other = Member::new(first.id.clone(), UserId::generate(), Role::Admin, NOW);
+    let added = audit(&first.id, AuditAction::MemberAdded, other.user.as_str());
+    store.create_member(&other, &added).await.unwrap();
+    let mut both = vec![first.id.clone(), second.id.clone()];
+    both.sort();
+    assert_eq!(store.orgs_of(&user).await.unwrap(), both);
+    assert_eq!(
+        store.orgs_of(&other.user).await.unwrap(),
+        vec![first.id.clone()]
+    );
+    let removed = audit(&first.id, AuditAction::MemberRemoved, user.as_str());
+    assert!(
+        store
+            .remove_member(&first.id, &user, &removed)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.orgs_of(&user).await.unwrap(), vec![second.id.clone()]);
+    assert!(store.orgs_of(&UserId::generate()).await.unwrap().is_empty());
+}
+
+pub async fn a_sign_out_stamp_reads_back_and_stays_through_later_updates(store: Arc<dyn Tested>) {
+    let org = business_org(&*store).await;
+    let member = provisioned(&org.id, "ann@example.com");
+    let added = audit(&org.id, AuditAction::UserProvisioned, member.user.as_str());
+    store.create_member(&member, &added).await.unwrap();
+    let stored = store
+        .get_member(&org.id, &member.user)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.signed_out_at, None);
+    let mut out = stored.clone();
+    out.version += 1;
+    out.signed_out_at = Some(NOW.plus_millis(5));
+    let signed_out = audit(&org.id, AuditAction::MemberSignedOut, member.user.as_str());
+    store
+        .update_member(&stored, &out, &signed_out)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_member(&org.id, &member.user).await.unwrap(),
+        Some(out.clone())
+    );
+    let mut promoted = out.clone();
+    promoted.version += 1;
+    promoted.role = Role::Admin;
+    let changed = audit(
+        &org.id,
+        AuditAction::MemberRoleChanged,
+        member.user.as_str(),
+    );
+    store
+        .update_member(&out, &promoted, &changed)
+        .await
+        .unwrap();
+    let read = store
+        .get_member(&org.id, &member.user)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.signed_out_at, Some(NOW.plus_millis(5)));
+}

@@ -241,6 +241,16 @@ macro_rules! conformance {
             use super::*;
 
             #[tokio::test]
+            async fn a_users_organisations_are_listed_by_id_and_follow_their_memberships() {
+                let (store, _guard) = $open().await;
+                $crate::directory::a_users_organisations_are_listed_by_id_and_follow_their_memberships(store).await;
+            }
+            #[tokio::test]
+            async fn a_sign_out_stamp_reads_back_and_stays_through_later_updates() {
+                let (store, _guard) = $open().await;
+                $crate::directory::a_sign_out_stamp_reads_back_and_stays_through_later_updates(store).await;
+            }
+            #[tokio::test]
             async fn organisations_and_memberships_read_back_and_are_removed_once() {
                 let (store, _guard) = $open().await;
                 $crate::directory::organisations_and_memberships_read_back_and_are_removed_once(store).await;

@@ -8,7 +8,7 @@ use super::Role;
 use crate::clock::Timestamp;
 use crate::ids::{OrgId, UserId};
 
-text_enum!(Actor { Scim => "scim", Admin => "admin" });
+text_enum!(Actor { Scim => "scim", Admin => "admin", Member => "member" });
 text_enum!(AuditAction {
     UserProvisioned => "user.provisioned",
     UserUpdated => "user.updated",
@@ -17,6 +17,7 @@ text_enum!(AuditAction {
     MemberAdded => "member.added",
     MemberRoleChanged => "member.role_changed",
     MemberRemoved => "member.removed",
+    MemberSignedOut => "member.signed_out",
     ScimTokenGenerated => "scim_token.generated",
     IntegrationConnected => "integration.connected",
     IntegrationDisconnected => "integration.disconnected",
@@ -43,9 +44,19 @@ pub struct Member {
     /// The optimistic-concurrency token; 1 when created.
     #[serde(default)]
     pub version: u64,
+    /// When the person last signed out: cookies issued then or earlier no longer sign them in
+    /// here. `None` until they first sign out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_out_at: Option<Timestamp>,
 }
 
 impl Member {
+    /// Whether a cookie issued at `issued_at` still signs this member in: not if the person
+    /// signed out since.
+    pub fn admits(&self, issued_at: Timestamp) -> bool {
+        self.signed_out_at.is_none_or(|out| issued_at > out)
+    }
+
     /// A new member without a profile, at version 1.
     pub fn new(org: OrgId, user: UserId, role: Role, now: Timestamp) -> Self {
         Self {
@@ -56,6 +67,7 @@ impl Member {
             updated_at: now,
             profile: None,
             version: 1,
+            signed_out_at: None,
         }
     }
 }
@@ -83,6 +95,14 @@ impl Profile {
     /// `ann@x.org` are one user.
     pub fn user_name_key(&self) -> String {
         user_name_key(&self.user_name)
+    }
+
+    /// The name to show: SCIM's `displayName`, else `name.formatted`, else none.
+    pub fn display_name(&self) -> Option<&str> {
+        let attr = &self.attributes;
+        attr.get("displayName")
+            .and_then(Value::as_str)
+            .or_else(|| attr.get("name")?.get("formatted")?.as_str())
     }
 }
 
@@ -173,6 +193,8 @@ pub enum Actor {
     Scim,
     /// An operator, through the admin commands.
     Admin,
+    /// The member themselves (signing out).
+    Member,
 }
 
 /// What an audit entry records.
@@ -185,6 +207,7 @@ pub enum AuditAction {
     MemberAdded,
     MemberRoleChanged,
     MemberRemoved,
+    MemberSignedOut,
     ScimTokenGenerated,
     IntegrationConnected,
     IntegrationDisconnected,

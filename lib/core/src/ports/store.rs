@@ -92,6 +92,9 @@ pub trait DirectoryStore: Send + Sync {
     /// The member whose profile's [`crate::domain::Profile::user_name_key`] is `key`.
     async fn find_member_by_user_name(&self, org: &OrgId, key: &str)
     -> StoreResult<Option<Member>>;
+    /// The organisations `user` is a member of, ordered by id. May lag a change by a moment on
+    /// DynamoDB (an index read): for listing them, never for admission.
+    async fn orgs_of(&self, user: &UserId) -> StoreResult<Vec<OrgId>>;
     /// Every member of the organisation, ordered by user id (a stable order for paging).
     async fn list_members(&self, org: &OrgId) -> StoreResult<Vec<Member>>;
     /// Replaces `previous` by `next` (the same member, `next.version == previous.version + 1`),

@@ -2,6 +2,7 @@
 //! the organisation switch. They speak only to ports. Admission (plan, rate limit, quota and
 //! cost cap) is in `admission`, cancelling and deleting in `stop`.
 
+mod account;
 mod admission;
 mod stop;
 
@@ -9,14 +10,14 @@ use std::sync::Arc;
 
 use crate::clock::{Clock, Timestamp};
 use crate::domain::{
-    Event, Member, NewEvent, Org, Role, SESSION_LIST_LIMIT, Session, SessionSummary,
-    TRANSCRIPT_PAGE,
+    Event, NewEvent, Org, Role, SESSION_LIST_LIMIT, Session, SessionSummary, TRANSCRIPT_PAGE,
 };
 use crate::error::CoreError;
 use crate::ids::{EventId, OrgId, RunId, SessionId, SessionKey, UserId};
 use crate::limits::Action;
 use crate::ports::{Agent, Integrations, Store, StoreError, Workflow};
 
+pub use account::Account;
 pub use stop::cancel_member_turns;
 
 /// A signed-in user acting in their active organisation, whose membership has been checked.
@@ -107,22 +108,35 @@ impl Service {
         self.deps.clock.now()
     }
 
-    /// Checks that `user` is still a member of `org`. Errors: `Unauthenticated` otherwise, so a
-    /// removed member's cookie stops working at once.
-    pub async fn authenticate(&self, user: UserId, org: OrgId) -> Result<Principal, CoreError> {
+    /// Checks that `user` is still a member of `org` and has not signed out since their cookie
+    /// was issued at `issued_at`. Errors: `Unauthenticated` otherwise, so a removed member's
+    /// cookie, and every cookie of a person who signed out, stops working at once. The check is
+    /// the membership read every request makes anyway.
+    pub async fn authenticate(
+        &self, user: UserId, org: OrgId, issued_at: Timestamp,
+    ) -> Result<Principal, CoreError> {
         match self.deps.store.get_member(&org, &user).await? {
-            Some(Member { role, .. }) => Ok(Principal { user, org, role }),
-            None => Err(CoreError::Unauthenticated),
+            Some(m) if m.admits(issued_at) => Ok(Principal {
+                user,
+                org,
+                role: m.role,
+            }),
+            _ => Err(CoreError::Unauthenticated),
         }
     }
 
-    /// The principal `user` would be in `target`. Errors: `NotFound` when not a member, so the
-    /// existence of an organisation is not revealed.
-    pub async fn switch_org(&self, user: UserId, target: OrgId) -> Result<Principal, CoreError> {
-        self.authenticate(user, target).await.map_err(|e| match e {
-            CoreError::Unauthenticated => CoreError::NotFound("organisation"),
-            e => e,
-        })
+    /// The principal `user` would be in `target`, with a cookie issued at `issued_at`.
+    /// Errors: `NotFound` when not a member (or signed out since), so the existence of an
+    /// organisation is not revealed.
+    pub async fn switch_org(
+        &self, user: UserId, target: OrgId, issued_at: Timestamp,
+    ) -> Result<Principal, CoreError> {
+        self.authenticate(user, target, issued_at)
+            .await
+            .map_err(|e| match e {
+                CoreError::Unauthenticated => CoreError::NotFound("organisation"),
+                e => e,
+            })
     }
 
     /// Creates a session with its opening message and starts a run for it.

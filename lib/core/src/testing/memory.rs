@@ -156,6 +156,18 @@ impl DirectoryStore for MemoryStore {
             .unwrap_or_default())
     }
 
+    async fn orgs_of(&self, user: &UserId) -> StoreResult<Vec<OrgId>> {
+        let s = self.state();
+        let mut found: Vec<OrgId> = s
+            .members
+            .iter()
+            .filter(|(_, m)| m.contains_key(user))
+            .map(|(org, _)| org.clone())
+            .collect();
+        found.sort();
+        Ok(found)
+    }
+
     async fn update_member(
         &self, previous: &Member, next: &Member, audit: &AuditEntry,
     ) -> StoreResult<()> {

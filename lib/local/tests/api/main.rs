@@ -3,6 +3,7 @@
 //! (`sqlite`, the default, or `dynamodb` on the endpoint in `KNOWLEDGE_TEST_DYNAMODB_ENDPOINT`);
 //! `scripts/test` runs this binary on both.
 
+mod account;
 mod binary;
 mod concurrency;
 mod connections;

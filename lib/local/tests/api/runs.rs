@@ -65,6 +65,7 @@ impl Rig {
             .authenticate(
                 UserId::parse("usr_default").unwrap(),
                 OrgId::parse("org_default").unwrap(),
+                knowledge_core::clock::Clock::now(&SystemClock),
             )
             .await
             .unwrap();

@@ -1,0 +1,73 @@
+//! The `/api/auth/` routes: who is signed in and where they belong, switching organisation, and
+//! signing out. The cookie rules (`Secure`, lifetime) are in [`crate::cookie`].
+
+use axum::extract::State;
+use axum::http::HeaderValue;
+use axum::http::header::SET_COOKIE;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use knowledge_core::CoreError;
+use knowledge_core::ids::OrgId;
+
+use crate::cookie::{CookieClaims, clear_cookie_header, set_cookie_header};
+use crate::error::ApiError;
+use crate::extract::{JsonBody, Member};
+use crate::routes::ApiErrors;
+use crate::state::SessionApi;
+use crate::wire::{AccountView, Done, SwitchOrgRequest, SwitchedOrg};
+
+/// `response` with `cookie` as its `Set-Cookie`. The value is the service's own, never the
+/// client's.
+fn with_cookie(mut response: Response, cookie: &str) -> Result<Response, ApiError> {
+    let value = HeaderValue::from_str(cookie).map_err(CoreError::internal)?;
+    response.headers_mut().insert(SET_COOKIE, value);
+    Ok(response)
+}
+
+/// Who is signed in, the organisation they act in, and every organisation they belong to.
+#[utoipa::path(get, path = "/api/auth/me", operation_id = "me",
+    responses((status = 200, description = "The signed-in member.", body = AccountView), ApiErrors))]
+pub async fn me(Member { app, p }: Member) -> Result<Json<AccountView>, ApiError> {
+    Ok(Json(app.service.account(&p).await?.into()))
+}
+
+/// Sign out everywhere: every cookie of the person, in every organisation and on every server,
+/// stops working at once; this one is also cleared.
+#[utoipa::path(post, path = "/api/auth/logout", operation_id = "logout",
+    responses((status = 200, body = Done, description = "Signed out; `Set-Cookie` clears the cookie.",
+        headers(("Set-Cookie" = String, description = "The cleared session cookie"))), ApiErrors))]
+pub async fn logout(
+    State(app): State<SessionApi>, Extension(claims): Extension<CookieClaims>,
+) -> Result<Response, ApiError> {
+    app.service.sign_out(&claims.user, &claims.org).await?;
+    let cleared = clear_cookie_header(app.config.secure_cookies());
+    with_cookie(Json(Done::OK).into_response(), &cleared)
+}
+
+/// Act in another organisation the person belongs to. The new cookie expires when the current
+/// one does, so switching never extends a sign-in.
+#[utoipa::path(post, path = "/api/auth/switch-org", operation_id = "switchOrg",
+    request_body = SwitchOrgRequest,
+    responses((status = 200, body = SwitchedOrg,
+        description = "The organisation is active; `Set-Cookie` carries the new cookie.",
+        headers(("Set-Cookie" = String, description = "The session cookie for the organisation"))),
+        ApiErrors))]
+pub async fn switch_org(
+    State(app): State<SessionApi>, Extension(claims): Extension<CookieClaims>,
+    JsonBody(body): JsonBody<SwitchOrgRequest>,
+) -> Result<Response, ApiError> {
+    let org = OrgId::try_from(body)?;
+    let p = (app.service)
+        .switch_org(claims.user, org, claims.issued_at)
+        .await?;
+    let token = app
+        .signer
+        .mint_until(&p.user, &p.org, claims.expires_at)
+        .map_err(CoreError::internal)?;
+    let cookie = set_cookie_header(&token, claims.expires_at, app.config.secure_cookies());
+    let body = SwitchedOrg {
+        ok: true,
+        org_id: p.org.to_string(),
+    };
+    with_cookie(Json(body).into_response(), &cookie)
+}

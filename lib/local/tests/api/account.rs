@@ -1,0 +1,158 @@
+//! `GET /api/auth/me` and `POST /api/auth/logout`: who is signed in and where they belong, and
+//! signing out everywhere at once.
+
+use knowledge_core::domain::{Plan, Role};
+use knowledge_core::ids::OrgId;
+use serde_json::{Value, json};
+
+use crate::support::{Api, User};
+
+/// The default user made a member of a second organisation too.
+async fn second_org(api: &Api) -> OrgId {
+    let other = OrgId::parse("org_second").unwrap();
+    let admin = api.admin();
+    admin
+        .create_org(Some(other.clone()), "Second", Plan::Pro, false)
+        .await
+        .unwrap();
+    admin
+        .add_member(&other, Some(api.user.id.clone()), Role::Admin)
+        .await
+        .unwrap();
+    other
+}
+
+/// The default user with a cookie for `org`.
+fn in_org(api: &Api, org: &OrgId) -> User {
+    User {
+        cookie: api.cookie(&api.user.id, org),
+        id: api.user.id.clone(),
+        org: org.clone(),
+    }
+}
+
+#[tokio::test]
+async fn me_names_the_member_the_active_organisation_and_every_organisation_with_its_role() {
+    let api = Api::start().await;
+    let other = second_org(&api).await;
+    let r = api.get("/api/auth/me").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["user"]["id"], api.user.id.as_str());
+    assert_eq!(r.body["org"]["id"], "org_default");
+    assert_eq!(r.body["org"]["role"], "admin");
+    let orgs: Vec<(&str, &str)> = r.body["orgs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["id"].as_str().unwrap(), o["role"].as_str().unwrap()))
+        .collect();
+    assert_eq!(orgs, [("org_default", "admin"), ("org_second", "admin")]);
+    let there = api.get_as(&in_org(&api, &other), "/api/auth/me").await;
+    assert_eq!(there.body["org"]["name"], "Second");
+    // Another member sees only their own organisation.
+    let colleague = api.new_user(&OrgId::parse("org_default").unwrap()).await;
+    let theirs = api.get_as(&colleague, "/api/auth/me").await;
+    assert_eq!(theirs.body["orgs"].as_array().unwrap().len(), 1);
+    assert_eq!(theirs.body["org"]["role"], "viewer");
+}
+
+#[tokio::test]
+async fn me_needs_a_current_member() {
+    let api = Api::start().await;
+    let stranger = api.new_user(&OrgId::parse("org_other").unwrap()).await;
+    api.admin()
+        .remove_member(&stranger.org, &stranger.id)
+        .await
+        .unwrap();
+    let r = api.get_as(&stranger, "/api/auth/me").await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].clone()),
+        (401, json!("unauthenticated"))
+    );
+    let anonymous = api
+        .send(api.http.get(format!("{}/api/auth/me", api.base)))
+        .await;
+    assert_eq!(anonymous.status, 401);
+}
+
+#[tokio::test]
+async fn logout_ends_every_cookie_of_the_person_in_every_organisation_and_clears_its_own() {
+    let api = Api::start().await;
+    let created = api.create("before signing out").await;
+    let other = second_org(&api).await;
+    let elsewhere = in_org(&api, &other);
+    let colleague = api.new_user(&OrgId::parse("org_default").unwrap()).await;
+    let r = api.post("/api/auth/logout", json!({})).await;
+    assert_eq!((r.status, &r.body), (200, &json!({ "ok": true })));
+    let cleared = r.headers["set-cookie"].to_str().unwrap();
+    assert!(
+        cleared.starts_with("ks_session=;") && cleared.contains("Max-Age=0"),
+        "{cleared}"
+    );
+    // The cookie used, and the one for the other organisation, are refused everywhere.
+    for (user, path) in [
+        (&api.user, "/api/managed-agents/sessions".to_owned()),
+        (
+            &api.user,
+            format!("/api/managed-agents/transcript?sessionId={created}"),
+        ),
+        (&api.user, "/api/auth/me".to_owned()),
+        (&elsewhere, "/api/managed-agents/sessions".to_owned()),
+    ] {
+        let refused = api.get_as(user, &path).await;
+        assert_eq!(refused.status, 401, "{path}: {}", refused.body);
+    }
+    let message = json!({ "sessionId": created, "text": "still there?" });
+    let post = api.post("/api/managed-agents/message", message).await;
+    assert_eq!(post.status, 401);
+    let switch = api
+        .post("/api/auth/switch-org", json!({ "orgId": other.as_str() }))
+        .await;
+    assert_eq!(switch.status, 404, "{}", switch.body);
+    // Someone else stays signed in; a cookie issued after the sign-out works.
+    assert_eq!(api.get_as(&colleague, "/api/auth/me").await.status, 200);
+    let again = in_org(&api, &OrgId::parse("org_default").unwrap());
+    let back = api.get_as(&again, "/api/managed-agents/sessions").await;
+    assert_eq!(back.status, 200, "{}", back.body);
+    let sessions: &Value = &back.body["sessions"];
+    assert_eq!(sessions[0]["id"], created.as_str());
+    // The audit log of each organisation records it.
+    for org in ["org_default", "org_second"] {
+        let log = api
+            .admin()
+            .audit_log(&OrgId::parse(org).unwrap(), 5)
+            .await
+            .unwrap();
+        assert!(
+            log.iter().any(|e| e.action.as_str() == "member.signed_out"),
+            "{org}: {log:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn logout_follows_the_post_rules_and_needs_a_valid_cookie() {
+    let api = Api::start().await;
+    let foreign = api
+        .send(
+            api.http
+                .post(format!("{}/api/auth/logout", api.base))
+                .header("cookie", &api.user.cookie)
+                .header("origin", "https://elsewhere.example"),
+        )
+        .await;
+    assert_eq!(foreign.status, 403);
+    assert_eq!(
+        api.get("/api/auth/me").await.status,
+        200,
+        "nothing was revoked"
+    );
+    let anonymous = api
+        .send(
+            api.http
+                .post(format!("{}/api/auth/logout", api.base))
+                .header("origin", &api.origin),
+        )
+        .await;
+    assert_eq!(anonymous.status, 401);
+}
