@@ -14,6 +14,7 @@ use knowledge_core::domain::{
 };
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{DirectoryStore, OrgStore, SessionStore, StoredRows, Workflow};
+use knowledge_core::signin;
 use knowledge_dynamo::{DynamoStore, RequestCounter};
 use knowledge_http::Endpoint;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
@@ -50,6 +51,8 @@ struct Deployment {
     store: DynamoStore,
     /// The sample organisation's SCIM token.
     scim_token: String,
+    /// A single-use sign-in link's secret for the sample user.
+    link_secret: String,
     counter: RequestCounter,
     sfn: aws_sdk_sfn::Client,
     state_machine_arn: String,
@@ -128,6 +131,7 @@ impl Deployment {
             env,
             store,
             scim_token: String::new(),
+            link_secret: String::new(),
             counter,
             sfn,
             state_machine_arn,
@@ -173,6 +177,8 @@ impl Deployment {
         );
         store.set_scim_token(&org, &hash, &audit).await.unwrap();
         self.scim_token = token;
+        let link = signin::issue(store, store, now, &self.key.user, &org).await;
+        self.link_secret = link.unwrap();
         let mut session = Session::new(self.key.clone(), "What is our refund policy?".into(), now);
         let events = session.place(
             now,
@@ -201,6 +207,10 @@ impl Deployment {
             .replace(
                 "REPLACE_WITH_OUTPUT_OF_knowledge_scim_token",
                 &self.scim_token,
+            )
+            .replace(
+                "REPLACE_WITH_OUTPUT_OF_knowledge_signin_link",
+                &self.link_secret,
             );
         lambda_http::request::from_str(&text).unwrap()
     }
@@ -418,6 +428,27 @@ async fn logout_event_signs_the_sample_user_out_of_both_organisations() {
     let router = d.router(Endpoint::ListSessions).await;
     let response = router.oneshot(earlier).await.unwrap();
     assert_eq!(response.status().as_u16(), 401);
+}
+
+#[tokio::test]
+async fn signin_link_event_signs_the_sample_user_in_once() {
+    let d = Deployment::new().await;
+    let response = d
+        .router(Endpoint::SignInLink)
+        .await
+        .oneshot(d.event(Endpoint::SignInLink))
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 303);
+    let cookie = response.headers()["set-cookie"].to_str().unwrap();
+    assert!(cookie.starts_with(&format!("{COOKIE_NAME}=")) && cookie.contains("Secure"));
+    // The ticket taken (a DeleteItem returning it), then the membership read.
+    assert_eq!(
+        d.counter.take(),
+        requests(&[("DeleteItem", 1), ("GetItem", 1)])
+    );
+    let (status, _, _) = d.invoke(Endpoint::SignInLink).await;
+    assert_eq!(status, 401);
 }
 
 #[tokio::test]

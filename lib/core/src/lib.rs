@@ -15,6 +15,7 @@ pub mod pricing;
 pub mod scim;
 pub mod seal;
 pub mod service;
+pub mod signin;
 pub mod steps;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -14,6 +14,7 @@
 //! | session being deleted | same | `SESSION` | `DELETING` / its `PK` |
 //! | event | same as its session | `EVENT#<seq, 20 digits>` | |
 //! | rate-limit window | `RATE#<limit key>` | `RATE` | |
+//! | sign-in ticket | `TICKET#<sha-256 of its secret>` | `TICKET` | |
 //!
 //! Identifiers are tokens of `A-Z a-z 0-9 _ -`, so `#` never occurs inside one and no two items
 //! can share a key. A session's partition holds nothing but that session and its events, and its
@@ -159,6 +160,11 @@ pub fn session_key_of(pk: &str) -> Option<SessionKey> {
 /// The index partition of a user's sessions in an organisation.
 pub fn user_org(user: &UserId, org: &OrgId) -> String {
     format!("USER#{user}#ORG#{org}")
+}
+
+/// A sign-in ticket, under the hash of its secret.
+pub fn ticket(hash: &str) -> (String, String) {
+    (format!("TICKET#{hash}"), "TICKET".to_owned())
 }
 
 pub fn rate_window(limit_key: &str) -> (String, String) {

@@ -16,6 +16,7 @@ mod orgs;
 mod read;
 mod sessions;
 mod table;
+mod tickets;
 mod transact;
 
 use aws_sdk_dynamodb::Client;

@@ -1,20 +1,23 @@
 //! The `/api/auth/` routes: who is signed in and where they belong, switching organisation, and
 //! signing out. The cookie rules (`Secure`, lifetime) are in [`crate::cookie`].
 
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::HeaderValue;
+use axum::http::StatusCode;
 use axum::http::header::SET_COOKIE;
+use axum::http::header::{CACHE_CONTROL, LOCATION};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use knowledge_core::CoreError;
 use knowledge_core::ids::OrgId;
 
-use crate::cookie::{CookieClaims, clear_cookie_header, set_cookie_header};
+use crate::cookie::{CookieClaims, SIGN_IN_TTL_SECS, clear_cookie_header, set_cookie_header};
 use crate::error::ApiError;
+use crate::extract::QueryParams;
 use crate::extract::{JsonBody, Member};
 use crate::routes::ApiErrors;
 use crate::state::SessionApi;
-use crate::wire::{AccountView, Done, SwitchOrgRequest, SwitchedOrg};
+use crate::wire::{AccountView, Done, SignInLinkQuery, SwitchOrgRequest, SwitchedOrg};
 
 /// `response` with `cookie` as its `Set-Cookie`. The value is the service's own, never the
 /// client's.
@@ -70,4 +73,39 @@ pub async fn switch_org(
         org_id: p.org.to_string(),
     };
     with_cookie(Json(body).into_response(), &cookie)
+}
+
+/// Sign in with a single-use link (printed by the local service): sets the session cookie
+/// and sends the browser to the application. The link is used up whatever the outcome.
+#[utoipa::path(get, path = "/api/auth/link", operation_id = "signInWithLink",
+    params(SignInLinkQuery),
+    responses((status = 303, description = "Signed in; `Set-Cookie` carries the cookie, `Location` is `/`.",
+        headers(("Set-Cookie" = String, description = "The session cookie"),
+            ("Location" = String, description = "`/`"))), ApiErrors))]
+pub async fn sign_in_with_link(
+    State(app): State<SessionApi>, RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    let secret = QueryParams::parse(q.as_deref())
+        .get("token")
+        .map(str::to_owned)
+        .ok_or(CoreError::Unauthenticated)?;
+    let p = app.service.redeem_sign_in_link(&secret).await?;
+    let token = (app.signer)
+        .mint(&p.user, &p.org, SIGN_IN_TTL_SECS)
+        .map_err(CoreError::internal)?;
+    let expires_at = claims_expiry(&app, &token)?;
+    let cookie = set_cookie_header(&token, expires_at, app.config.secure_cookies());
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let headers = response.headers_mut();
+    headers.insert(LOCATION, HeaderValue::from_static("/"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    with_cookie(response, &cookie)
+}
+
+/// The expiry of a cookie this service just minted.
+fn claims_expiry(app: &SessionApi, token: &str) -> Result<u64, ApiError> {
+    let claims = app.signer.verify(token);
+    Ok(claims
+        .ok_or_else(|| CoreError::internal("a fresh cookie does not verify"))?
+        .expires_at)
 }

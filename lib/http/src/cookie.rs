@@ -9,6 +9,9 @@ use knowledge_core::clock::{Clock, SystemClock, Timestamp};
 use knowledge_core::ids::{OrgId, UserId};
 use serde::{Deserialize, Serialize};
 
+/// How long a cookie issued at sign-in lasts, in seconds: eight hours.
+pub const SIGN_IN_TTL_SECS: u64 = 8 * 60 * 60;
+
 /// Name of the session cookie.
 pub const COOKIE_NAME: &str = "ks_session";
 const ISSUER: &str = "knowledge-service";

@@ -39,6 +39,8 @@ pub enum Endpoint {
     Me,
     /// `POST /api/auth/logout`.
     Logout,
+    /// `GET /api/auth/link`: a single-use sign-in link.
+    SignInLink,
     /// Every SCIM route, under `/api/scim` and `/api/scim/v2`.
     Scim,
     /// The OpenAPI document, `GET /api/openapi.json`.
@@ -46,7 +48,7 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    pub const ALL: [Endpoint; 11] = [
+    pub const ALL: [Endpoint; 12] = [
         Self::CreateSession,
         Self::Message,
         Self::Transcript,
@@ -56,6 +58,7 @@ impl Endpoint {
         Self::SwitchOrg,
         Self::Me,
         Self::Logout,
+        Self::SignInLink,
         Self::Scim,
         Self::OpenApi,
     ];
@@ -72,6 +75,7 @@ impl Endpoint {
             Self::SwitchOrg => "switch-org",
             Self::Me => "me",
             Self::Logout => "logout",
+            Self::SignInLink => "signin-link",
             Self::Scim => "scim",
             Self::OpenApi => "openapi",
         }
@@ -97,6 +101,7 @@ impl Endpoint {
             Self::Me => (routes!(auth::me), AuthGuard::Member),
             Self::SwitchOrg => (routes!(auth::switch_org), AuthGuard::SignedIn),
             Self::Logout => (routes!(auth::logout), AuthGuard::SignedIn),
+            Self::SignInLink => (routes!(auth::sign_in_with_link), AuthGuard::None),
             _ => return None,
         })
     }
@@ -143,6 +148,8 @@ enum AuthGuard {
     Member,
     /// A valid cookie ([`guard::signed_in`]).
     SignedIn,
+    /// Nothing: the route is how one signs in.
+    None,
 }
 
 /// The declared session routes of some endpoints, before their guards: those under
@@ -195,6 +202,7 @@ fn session_routes(state: SessionApi, endpoints: &[Endpoint]) -> Router {
             AuthGuard::SignedIn => {
                 route.route_layer(from_fn_with_state(state.clone(), guard::signed_in))
             }
+            AuthGuard::None => route,
         });
     }
     // The nested router's fallback does not see the prefix with a bare trailing slash: an

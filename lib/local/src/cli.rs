@@ -149,6 +149,20 @@ pub(crate) enum Command {
         #[arg(long, default_value_t = 100)]
         limit: usize,
     },
+    /// Print a single-use link that signs a member in, in the browser, within ten minutes.
+    SigninLink {
+        #[arg(long)]
+        org: OrgId,
+        #[arg(long)]
+        user: UserId,
+        /// The application's origin the link points at.
+        #[arg(
+            long,
+            env = "KNOWLEDGE_APP_ORIGIN",
+            default_value = "http://127.0.0.1:3000"
+        )]
+        origin: String,
+    },
     /// Print a `Cookie` header value for a user acting in an organisation.
     Cookie {
         #[arg(long)]

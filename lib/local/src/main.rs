@@ -12,13 +12,15 @@ use std::sync::Arc;
 
 use clap::Parser;
 use knowledge_app::Settings;
+use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::error::Chain;
-use knowledge_core::ids::OrgId;
+use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::integrations::FixedIntegrations;
+use knowledge_core::signin::{self, LINK_TTL_MS};
 use knowledge_docs::TantivyDocs;
 use knowledge_http::cookie::COOKIE_NAME;
 use knowledge_local::admin::{
-    Admin, DEFAULT_ORG, OrgChanges, audit_json, integration_json, org_json,
+    Admin, DEFAULT_ORG, DEFAULT_USER, OrgChanges, audit_json, integration_json, org_json,
 };
 use knowledge_local::{LocalService, LocalStore, ServerLimits, cookie_signer, sealer};
 use knowledge_providers::agent_from_env;
@@ -186,6 +188,13 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 println!("{}", audit_json(&entry));
             }
         }
+        Command::SigninLink { org, user, origin } => {
+            let link = sign_in_link(&*store, &origin, &user, &org).await?;
+            print(
+                link.clone(),
+                json!({ "link": link, "expiresInSeconds": LINK_TTL_MS / 1000 }),
+            );
+        }
         Command::Cookie { .. } => unreachable!("handled before the store is opened"),
     }
     Ok(())
@@ -251,6 +260,15 @@ async fn serve(
             data_dir.display()
         );
     }
+    let (org, user) = (OrgId::parse(DEFAULT_ORG)?, UserId::parse(DEFAULT_USER)?);
+    match sign_in_link(&*service.store, &origin, &user, &org).await {
+        Ok(link) => println!(
+            "sign in as {user} of {org} (once, within ten minutes):\n  {link}\nanother: \
+             knowledge --data-dir {} signin-link --org {org} --user {user}",
+            data_dir.display()
+        ),
+        Err(e) => tracing::warn!(error = %Chain(&*e), "no sign-in link for the default admin"),
+    }
     println!(
         "knowledge service listening on http://{bound} (origin {origin}, store {kind}, key in {})",
         data_dir.display()
@@ -262,4 +280,15 @@ async fn serve(
     // Give turns in flight a moment to finish; any still running are resumed at the next start.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(3), service.workflow.idle()).await;
     Ok(())
+}
+
+/// A single-use link that signs `user` of `org` in at `origin`.
+async fn sign_in_link(
+    store: &dyn knowledge_core::ports::Store, origin: &str, user: &UserId, org: &OrgId,
+) -> Result<String, Box<dyn std::error::Error>> {
+    let secret = signin::issue(store, store, SystemClock.now(), user, org).await?;
+    Ok(format!(
+        "{}/api/auth/link?token={secret}",
+        origin.trim_end_matches('/')
+    ))
 }

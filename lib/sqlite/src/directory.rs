@@ -40,7 +40,7 @@ fn profile_json(m: &Member) -> StoreResult<Option<String>> {
 }
 
 /// Whether a write failed on a uniqueness rule (primary key or the `userName` index).
-fn is_unique_violation(e: &rusqlite::Error) -> bool {
+pub(crate) fn is_unique_violation(e: &rusqlite::Error) -> bool {
     matches!(
         e,
         rusqlite::Error::SqliteFailure(f, _)

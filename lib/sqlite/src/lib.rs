@@ -13,6 +13,7 @@ mod limits;
 mod orgs;
 mod schema;
 mod sessions;
+mod tickets;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -79,6 +79,12 @@ CREATE TABLE IF NOT EXISTS events (
     occurred_at INTEGER NOT NULL,
     PRIMARY KEY (user_id, org_id, session_id, seq)
 ) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tickets (
+    hash TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    org_id TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS rate_windows (
     key TEXT PRIMARY KEY,
     hits TEXT NOT NULL,

@@ -7,6 +7,7 @@ pub mod directory;
 pub mod limits;
 pub mod orgs;
 pub mod sessions;
+pub mod tickets;
 
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{
@@ -235,6 +236,20 @@ macro_rules! conformance {
             async fn the_scim_token_hash_survives_settings_changes_and_is_replaced_by_a_new_one() {
                 let (store, _guard) = $open().await;
                 $crate::orgs::the_scim_token_hash_survives_settings_changes_and_is_replaced_by_a_new_one(store).await;
+            }
+        }
+        mod tickets {
+            use super::*;
+
+            #[tokio::test]
+            async fn a_ticket_is_taken_once_and_a_hash_is_stored_once() {
+                let (store, _guard) = $open().await;
+                $crate::tickets::a_ticket_is_taken_once_and_a_hash_is_stored_once(store).await;
+            }
+            #[tokio::test]
+            async fn of_concurrent_takes_of_one_ticket_exactly_one_gets_it() {
+                let (store, _guard) = $open().await;
+                $crate::tickets::of_concurrent_takes_of_one_ticket_exactly_one_gets_it(store).await;
             }
         }
         mod directory {

@@ -247,3 +247,12 @@ impl AuditEntry {
         }
     }
 }
+
+/// A single-use sign-in ticket: who it signs in, where, and until when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ticket {
+    pub user: UserId,
+    pub org: OrgId,
+    pub expires_at: Timestamp,
+}

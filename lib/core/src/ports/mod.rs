@@ -12,6 +12,6 @@ pub use integration::{CancelSignal, Integration, IntegrationError, Integrations,
 pub use store::StoredRows;
 pub use store::{
     BackendError, Charge, DirectoryStore, LimitStore, OrgStore, RateWindow, SessionStore, Store,
-    StoreError, StoreResult, UsageRefused,
+    StoreError, StoreResult, TicketStore, UsageRefused,
 };
 pub use workflow::{Workflow, WorkflowError};

@@ -10,7 +10,8 @@ use async_trait::async_trait;
 
 use crate::clock::Timestamp;
 use crate::domain::{
-    AuditEntry, Event, IntegrationConfig, Member, MemberData, Org, Session, SessionSummary, Usage,
+    AuditEntry, Event, IntegrationConfig, Member, MemberData, Org, Session, SessionSummary, Ticket,
+    Usage,
 };
 use crate::ids::{OrgId, SessionKey, UserId};
 
@@ -193,12 +194,26 @@ pub trait LimitStore: Send + Sync {
     async fn get_usage(&self, org: &OrgId, month: &str) -> StoreResult<Usage>;
 }
 
-/// Durable storage of organisations, members, sessions, events and limit counters: every role
-/// at once, as an adapter implements it. Use cases take only the roles they use; an
-/// `Arc<dyn Store>` coerces to any of them.
-pub trait Store: OrgStore + DirectoryStore + SessionStore + LimitStore {}
+/// Single-use sign-in tickets (the local one-click sign-in link), under the hash of their
+/// secret, so that a read of the store cannot sign anyone in.
+#[async_trait]
+pub trait TicketStore: Send + Sync {
+    /// Stores `ticket` under `hash`. Errors: `AlreadyExists` when the hash is taken.
+    async fn put_ticket(&self, hash: &str, ticket: &Ticket) -> StoreResult<()>;
+    /// Removes the ticket under `hash` and returns it, or `None` when there is none (never
+    /// stored, or taken already). Of concurrent takes of one ticket exactly one gets it.
+    async fn take_ticket(&self, hash: &str) -> StoreResult<Option<Ticket>>;
+}
 
-impl<T: OrgStore + DirectoryStore + SessionStore + LimitStore + ?Sized> Store for T {}
+/// Durable storage of organisations, members, sessions, events, limit counters and sign-in
+/// tickets: every role at once, as an adapter implements it. Use cases take only the roles they
+/// use; an `Arc<dyn Store>` coerces to any of them.
+pub trait Store: OrgStore + DirectoryStore + SessionStore + LimitStore + TicketStore {}
+
+impl<T> Store for T where
+    T: OrgStore + DirectoryStore + SessionStore + LimitStore + TicketStore + ?Sized
+{
+}
 
 /// What tests read of an adapter beyond the ports. Only with the `testing` feature.
 #[cfg(feature = "testing")]

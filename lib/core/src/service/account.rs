@@ -4,6 +4,7 @@ use crate::domain::{Actor, AuditAction, AuditEntry, Member, Org};
 use crate::error::CoreError;
 use crate::ids::{OrgId, UserId};
 use crate::ports::StoreError;
+use crate::signin;
 
 use super::{MAX_COMMIT_ATTEMPTS, Principal, Service};
 
@@ -96,5 +97,13 @@ impl Service {
             }
         }
         Err(CoreError::internal("sign-out stayed contended"))
+    }
+
+    /// Redeems a sign-in link's secret (see [`crate::signin`]): the principal it signs in.
+    /// Errors: `Unauthenticated` for a secret unknown, used or expired, or a member removed.
+    pub async fn redeem_sign_in_link(&self, secret: &str) -> Result<Principal, CoreError> {
+        let store = self.deps.store.as_ref();
+        let (user, org, role) = signin::redeem(store, store, self.now(), secret).await?;
+        Ok(Principal { user, org, role })
     }
 }

@@ -10,12 +10,13 @@ use async_trait::async_trait;
 
 use crate::clock::Timestamp;
 use crate::domain::{
-    AuditEntry, Event, IntegrationConfig, Member, MemberData, Org, Session, SessionSummary, Usage,
+    AuditEntry, Event, IntegrationConfig, Member, MemberData, Org, Session, SessionSummary, Ticket,
+    Usage,
 };
 use crate::ids::{OrgId, SessionKey, UserId};
 use crate::ports::{
     Charge, DirectoryStore, LimitStore, OrgStore, RateWindow, SessionStore, StoreError,
-    StoreResult, StoredRows, UsageRefused,
+    StoreResult, StoredRows, TicketStore, UsageRefused,
 };
 
 #[derive(Default)]
@@ -32,6 +33,7 @@ struct State {
     events: HashMap<SessionKey, BTreeMap<u64, Event>>,
     rate_windows: HashMap<String, RateWindow>,
     usage: HashMap<(OrgId, String), Usage>,
+    tickets: HashMap<String, Ticket>,
 }
 
 /// The storage ports in memory. Each method holds the one lock throughout, so none sees
@@ -436,6 +438,22 @@ impl LimitStore for MemoryStore {
             .get(&(org.clone(), month.to_owned()))
             .copied()
             .unwrap_or_default())
+    }
+}
+
+#[async_trait]
+impl TicketStore for MemoryStore {
+    async fn put_ticket(&self, hash: &str, ticket: &Ticket) -> StoreResult<()> {
+        let mut s = self.state();
+        if s.tickets.contains_key(hash) {
+            return Err(StoreError::AlreadyExists);
+        }
+        s.tickets.insert(hash.to_owned(), ticket.clone());
+        Ok(())
+    }
+
+    async fn take_ticket(&self, hash: &str) -> StoreResult<Option<Ticket>> {
+        Ok(self.state().tickets.remove(hash))
     }
 }
 

@@ -3,6 +3,7 @@
 
 use knowledge_core::domain::{Plan, Role};
 use knowledge_core::ids::OrgId;
+use knowledge_core::signin;
 use serde_json::{Value, json};
 
 use crate::support::{Api, User};
@@ -155,4 +156,69 @@ async fn logout_follows_the_post_rules_and_needs_a_valid_cookie() {
         )
         .await;
     assert_eq!(anonymous.status, 401);
+}
+
+/// A link for the default user, issued now by the service's clock.
+async fn link_secret(api: &Api) -> String {
+    let store = &*api.svc.store;
+    let org = OrgId::parse("org_default").unwrap();
+    signin::issue(store, store, api.clock_now(), &api.user.id, &org)
+        .await
+        .unwrap()
+}
+
+/// Follows `/api/auth/link?token=…` without following its redirect.
+async fn open_link(api: &Api, secret: &str) -> reqwest::Response {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let url = format!("{}/api/auth/link?token={secret}", api.base);
+    client.get(url).send().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_sign_in_link_signs_the_member_in_once_and_sends_the_browser_home() {
+    let api = Api::start().await;
+    let secret = link_secret(&api).await;
+    let signed_in = open_link(&api, &secret).await;
+    assert_eq!(signed_in.status().as_u16(), 303);
+    assert_eq!(signed_in.headers()["location"], "/");
+    let set_cookie = signed_in.headers()["set-cookie"].to_str().unwrap();
+    assert!(set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Lax"));
+    let user = User {
+        cookie: set_cookie.split(';').next().unwrap().to_owned(),
+        id: api.user.id.clone(),
+        org: api.user.org.clone(),
+    };
+    let me = api.get_as(&user, "/api/auth/me").await;
+    assert_eq!(
+        (me.status, me.body["user"]["id"].clone()),
+        (200, json!(api.user.id.as_str()))
+    );
+    // Used once: a second visit signs nobody in.
+    let again = open_link(&api, &secret).await;
+    assert_eq!(again.status().as_u16(), 401);
+    assert!(again.headers().get("set-cookie").is_none());
+}
+
+#[tokio::test]
+async fn an_expired_unknown_or_orphaned_sign_in_link_signs_nobody_in() {
+    let api = Api::start().await;
+    let expired = link_secret(&api).await;
+    api.clock.advance(signin::LINK_TTL_MS + 1);
+    let colleague = api.new_user(&OrgId::parse("org_default").unwrap()).await;
+    let store = &*api.svc.store;
+    let orphaned = signin::issue(store, store, api.clock_now(), &colleague.id, &colleague.org)
+        .await
+        .unwrap();
+    api.admin()
+        .remove_member(&colleague.org, &colleague.id)
+        .await
+        .unwrap();
+    for secret in [expired.as_str(), orphaned.as_str(), &"0".repeat(64), ""] {
+        let refused = open_link(&api, secret).await;
+        assert_eq!(refused.status().as_u16(), 401, "{secret:?}");
+        assert!(refused.headers().get("set-cookie").is_none());
+    }
 }
