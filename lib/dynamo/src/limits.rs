@@ -36,11 +36,7 @@ impl LimitStore for DynamoStore {
             keys::TTL.into(),
             n((expires_at.millis() + 999).div_euclid(1000)),
         );
-        let request = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item));
+        let request = self.client.put_item().set_item(Some(item));
         let request = if expected_version == 0 {
             request
                 .condition_expression("attribute_not_exists(#pk)")
@@ -51,15 +47,9 @@ impl LimitStore for DynamoStore {
                 .expression_attribute_names("#v", "version")
                 .expression_attribute_values(":expected", n(expected_version))
         };
-        match request.send().await {
-            Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Err(StoreError::Conflict)
-            }
-            Err(e) => Err(backend(e)),
+        match self.put_checked(request).await? {
+            true => Ok(()),
+            false => Err(StoreError::Conflict),
         }
     }
 

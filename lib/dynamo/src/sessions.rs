@@ -2,7 +2,7 @@
 //! through GSI1.
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{ReturnValue, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{Event, Session, SessionSummary};
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
@@ -129,16 +129,7 @@ impl SessionStore for DynamoStore {
                 None => break,
             }
         }
-        let out = self
-            .client
-            .delete_item()
-            .table_name(&self.table)
-            .set_key(Some(key_item(keys::session(key))))
-            .return_values(ReturnValue::AllOld)
-            .send()
-            .await
-            .map_err(backend)?;
-        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
+        Ok(self.take(keys::session(key)).await?.is_some())
     }
 
     async fn deleting_sessions(&self, limit: usize) -> StoreResult<Vec<SessionKey>> {

@@ -1,13 +1,12 @@
 //! [`TicketStore`] on DynamoDB: one item per ticket, removed by its time to live if never taken.
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::ReturnValue;
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::Ticket;
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{StoreError, StoreResult, TicketStore};
 
-use crate::codec::{backend, corrupt, get_n, get_s, key_item, n, s};
+use crate::codec::{corrupt, get_n, get_s, key_item, n, s};
 use crate::{DynamoStore, keys};
 
 #[async_trait]
@@ -20,36 +19,17 @@ impl TicketStore for DynamoStore {
         // DynamoDB's TTL removes a ticket nobody took, some time after it expired.
         let ttl = (ticket.expires_at.millis() + 999).div_euclid(1000);
         item.insert(keys::TTL.into(), n(ttl));
-        let put = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
+        let put = (self.client.put_item().set_item(Some(item)))
             .condition_expression("attribute_not_exists(#pk)")
             .expression_attribute_names("#pk", keys::PK);
-        match put.send().await {
-            Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Err(StoreError::AlreadyExists)
-            }
-            Err(e) => Err(backend(e)),
+        match self.put_checked(put).await? {
+            true => Ok(()),
+            false => Err(StoreError::AlreadyExists),
         }
     }
 
     async fn take_ticket(&self, hash: &str) -> StoreResult<Option<Ticket>> {
-        let out = self
-            .client
-            .delete_item()
-            .table_name(&self.table)
-            .set_key(Some(key_item(keys::ticket(hash))))
-            .return_values(ReturnValue::AllOld)
-            .send()
-            .await
-            .map_err(backend)?;
-        let Some(item) = out.attributes else {
+        let Some(item) = self.take(keys::ticket(hash)).await? else {
             return Ok(None);
         };
         Ok(Some(Ticket {

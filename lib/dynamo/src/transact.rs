@@ -3,13 +3,15 @@
 
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    CancellationReason, Delete, DeleteRequest, Put, ReturnValuesOnConditionCheckFailure,
-    TransactWriteItem, WriteRequest,
+    CancellationReason, Delete, DeleteRequest, Put, ReturnValue,
+    ReturnValuesOnConditionCheckFailure, TransactWriteItem, WriteRequest,
 };
 use knowledge_core::domain::Event;
 use knowledge_core::ids::SessionKey;
 use knowledge_core::ports::{StoreError, StoreResult};
 use std::time::Duration;
+
+use aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder;
 
 use crate::codec::*;
 use crate::{DynamoStore, keys};
@@ -164,5 +166,31 @@ impl DynamoStore {
             items = rest;
         }
         Ok(())
+    }
+
+    /// Sends a conditional put: `Ok(false)`, writing nothing, when its condition failed.
+    pub(crate) async fn put_checked(&self, put: PutItemFluentBuilder) -> StoreResult<bool> {
+        match put.table_name(&self.table).send().await {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(backend(e)),
+        }
+    }
+
+    /// Deletes the item under `key` and returns what it held, `None` when there was none.
+    pub(crate) async fn take(&self, key: (String, String)) -> StoreResult<Option<Item>> {
+        let delete = self.client.delete_item().set_key(Some(key_item(key)));
+        let out = delete
+            .return_values(ReturnValue::AllOld)
+            .table_name(&self.table)
+            .send()
+            .await
+            .map_err(backend)?;
+        Ok(out.attributes.filter(|a| !a.is_empty()))
     }
 }

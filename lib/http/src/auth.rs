@@ -17,7 +17,7 @@ use crate::extract::QueryParams;
 use crate::extract::{JsonBody, Member};
 use crate::routes::ApiErrors;
 use crate::state::SessionApi;
-use crate::wire::{AccountView, Done, SignInLinkQuery, SwitchOrgRequest, SwitchedOrg};
+use crate::wire::{AccountView, Done, SwitchOrgRequest, SwitchedOrg};
 
 /// `response` with `cookie` as its `Set-Cookie`. The value is the service's own, never the
 /// client's.
@@ -78,7 +78,7 @@ pub async fn switch_org(
 /// Sign in with a single-use link (printed by the local service): sets the session cookie
 /// and sends the browser to the application. The link is used up whatever the outcome.
 #[utoipa::path(get, path = "/api/auth/link", operation_id = "signInWithLink",
-    params(SignInLinkQuery),
+    params(("token" = String, Query, description = "The single-use secret the link carries")),
     responses((status = 303, description = "Signed in; `Set-Cookie` carries the cookie, `Location` is `/`.",
         headers(("Set-Cookie" = String, description = "The session cookie"),
             ("Location" = String, description = "`/`"))), ApiErrors))]

@@ -138,16 +138,6 @@ impl TryFrom<TranscriptQuery> for TranscriptPage {
     }
 }
 
-/// `GET /api/auth/link`'s query: the link's secret.
-#[derive(Debug, IntoParams)]
-#[into_params(parameter_in = Query)]
-#[allow(dead_code)]
-pub struct SignInLinkQuery {
-    /// The single-use secret the link carries.
-    #[param(required, pattern = "^[0-9a-f]{64}$")]
-    token: Option<String>,
-}
-
 /// `DELETE /session`'s query: the session to delete.
 #[derive(Debug, IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -16,12 +16,8 @@ use knowledge_local::{LocalStore, ServerLimits, SqliteStore};
 )]
 pub(crate) struct Cli {
     /// Where the embedded store and the signing key live.
-    #[arg(
-        long,
-        global = true,
-        env = "KNOWLEDGE_DATA_DIR",
-        default_value = "knowledge-data"
-    )]
+    #[arg(long, global = true, default_value = "knowledge-data")]
+    #[arg(env = "KNOWLEDGE_DATA_DIR")]
     pub(crate) data_dir: PathBuf,
     /// Print admin results as JSON.
     #[arg(long, global = true)]
@@ -37,12 +33,8 @@ pub(crate) struct Cli {
     pub(crate) dynamodb_endpoint: Option<String>,
     /// DynamoDB table, created (on demand, with its index and TTL) when missing.
     #[cfg(feature = "dynamodb")]
-    #[arg(
-        long,
-        global = true,
-        env = "KNOWLEDGE_DYNAMODB_TABLE",
-        default_value = "knowledge"
-    )]
+    #[arg(long, global = true, default_value = "knowledge")]
+    #[arg(env = "KNOWLEDGE_DYNAMODB_TABLE")]
     pub(crate) dynamodb_table: String,
     #[command(subcommand)]
     pub(crate) command: Option<Command>,

@@ -40,6 +40,14 @@ fn profile_json(m: &Member) -> StoreResult<Option<String>> {
 }
 
 /// Whether a write failed on a uniqueness rule (primary key or the `userName` index).
+/// A write that must not take a key or claim another row holds: `AlreadyExists` when it would.
+pub(crate) fn unique<T>(written: rusqlite::Result<T>) -> StoreResult<T> {
+    written.map_err(|e| match is_unique_violation(&e) {
+        true => StoreError::AlreadyExists,
+        false => backend(e),
+    })
+}
+
 pub(crate) fn is_unique_violation(e: &rusqlite::Error) -> bool {
     matches!(
         e,
@@ -87,11 +95,8 @@ impl DirectoryStore for SqliteStore {
                     m.signed_out_at.map(Timestamp::millis),
                 ],
             );
-            match inserted {
-                Ok(_) => insert_audit(tx, &a),
-                Err(e) if is_unique_violation(&e) => Err(StoreError::AlreadyExists),
-                Err(e) => Err(backend(e)),
-            }
+            unique(inserted)?;
+            insert_audit(tx, &a)
         })
         .await
     }

@@ -4,10 +4,10 @@ use async_trait::async_trait;
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::Ticket;
 use knowledge_core::ids::{OrgId, UserId};
-use knowledge_core::ports::{StoreError, StoreResult, TicketStore};
+use knowledge_core::ports::{StoreResult, TicketStore};
 use rusqlite::{OptionalExtension, params};
 
-use crate::directory::is_unique_violation;
+use crate::directory::unique;
 use crate::{SqliteStore, backend, conversion};
 
 #[async_trait]
@@ -15,15 +15,10 @@ impl TicketStore for SqliteStore {
     async fn put_ticket(&self, hash: &str, ticket: &Ticket) -> StoreResult<()> {
         let (h, t) = (hash.to_owned(), ticket.clone());
         self.write(move |tx| {
-            let inserted = tx.execute(
-                "INSERT INTO tickets (hash, user_id, org_id, expires_at) VALUES (?1, ?2, ?3, ?4)",
-                params![h, t.user.as_str(), t.org.as_str(), t.expires_at.millis()],
-            );
-            match inserted {
-                Ok(_) => Ok(()),
-                Err(e) if is_unique_violation(&e) => Err(StoreError::AlreadyExists),
-                Err(e) => Err(backend(e)),
-            }
+            let insert =
+                "INSERT INTO tickets (hash, user_id, org_id, expires_at) VALUES (?1, ?2, ?3, ?4)";
+            let row = params![h, t.user.as_str(), t.org.as_str(), t.expires_at.millis()];
+            unique(tx.execute(insert, row)).map(|_| ())
         })
         .await
     }
