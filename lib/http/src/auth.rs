@@ -15,6 +15,7 @@ use crate::cookie::{CookieClaims, SIGN_IN_TTL_SECS, clear_cookie_header, set_coo
 use crate::error::ApiError;
 use crate::extract::QueryParams;
 use crate::extract::{JsonBody, Member};
+use crate::return_to::ReturnTo;
 use crate::routes::ApiErrors;
 use crate::state::SessionApi;
 use crate::wire::{AccountView, Done, SwitchOrgRequest, SwitchedOrg};
@@ -76,20 +77,21 @@ pub async fn switch_org(
 }
 
 /// Sign in with a single-use link (printed by the local service): sets the session cookie
-/// and sends the browser to the application. The link is used up whatever the outcome.
+/// and sends the browser to `returnTo`, a path of this application (`/` by default). The link
+/// is used up whatever the outcome, except for a refused `returnTo`, checked first.
 #[utoipa::path(get, path = "/api/auth/link", operation_id = "signInWithLink",
-    params(("token" = String, Query, description = "The single-use secret the link carries")),
-    responses((status = 303, description = "Signed in; `Set-Cookie` carries the cookie, `Location` is `/`.",
+    params(("token" = String, Query, description = "The single-use secret the link carries"),
+        ("returnTo" = Option<String>, Query, description = "A path of this application to go to")),
+    responses((status = 303, description = "Signed in; `Set-Cookie` carries the cookie.",
         headers(("Set-Cookie" = String, description = "The session cookie"),
-            ("Location" = String, description = "`/`"))), ApiErrors))]
+            ("Location" = String, description = "`returnTo`, or `/`"))), ApiErrors))]
 pub async fn sign_in_with_link(
     State(app): State<SessionApi>, RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
-    let secret = QueryParams::parse(q.as_deref())
-        .get("token")
-        .map(str::to_owned)
-        .ok_or(CoreError::Unauthenticated)?;
-    let p = app.service.redeem_sign_in_link(&secret).await?;
+    let q = QueryParams::parse(q.as_deref());
+    let return_to = ReturnTo::try_from(q.get("returnTo").unwrap_or("/"))?;
+    let secret = q.get("token").ok_or(CoreError::Unauthenticated)?;
+    let p = app.service.redeem_sign_in_link(secret).await?;
     let token = (app.signer)
         .mint(&p.user, &p.org, SIGN_IN_TTL_SECS)
         .map_err(CoreError::internal)?;
@@ -97,7 +99,8 @@ pub async fn sign_in_with_link(
     let cookie = set_cookie_header(&token, expires_at, app.config.secure_cookies());
     let mut response = StatusCode::SEE_OTHER.into_response();
     let headers = response.headers_mut();
-    headers.insert(LOCATION, HeaderValue::from_static("/"));
+    let location = HeaderValue::from_str(return_to.as_str()).map_err(CoreError::internal)?;
+    headers.insert(LOCATION, location);
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     with_cookie(response, &cookie)
 }

@@ -12,6 +12,7 @@ pub mod extract;
 pub mod guard;
 pub mod limits;
 pub mod openapi;
+pub mod return_to;
 pub mod routes;
 pub mod scim;
 mod state;

@@ -222,3 +222,25 @@ async fn an_expired_unknown_or_orphaned_sign_in_link_signs_nobody_in() {
         assert!(refused.headers().get("set-cookie").is_none());
     }
 }
+
+#[tokio::test]
+async fn a_sign_in_link_goes_to_a_path_of_the_application_and_never_elsewhere() {
+    let api = Api::start().await;
+    let secret = link_secret(&api).await;
+    for evil in [
+        "https://evil.example/",
+        "//evil.example",
+        "/%5Cevil.example",
+        "/%252F%252Fevil.example",
+    ] {
+        let encoded: String = form_urlencoded::byte_serialize(evil.as_bytes()).collect();
+        let refused = open_link(&api, &format!("{secret}&returnTo={encoded}")).await;
+        assert_eq!(refused.status().as_u16(), 400, "{evil}");
+        assert!(refused.headers().get("location").is_none(), "{evil}");
+        assert!(refused.headers().get("set-cookie").is_none(), "{evil}");
+    }
+    // The refusals did not use the link up.
+    let signed_in = open_link(&api, &format!("{secret}&returnTo=%2Fsessions%3Ftab%3Dmine")).await;
+    assert_eq!(signed_in.status().as_u16(), 303);
+    assert_eq!(signed_in.headers()["location"], "/sessions?tab=mine");
+}
