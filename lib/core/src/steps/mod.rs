@@ -4,7 +4,7 @@
 //! the same JSON in and out.
 //!
 //! Every step re-reads the session and commits its events together with the turn's step marker
-//! ([`TurnProgress::step`]) in one version-checked write, conditional on the run still owning
+//! ([`crate::domain::TurnProgress::step`]) in one version-checked write, conditional on the run still owning
 //! the session. So a step retried or delivered twice commits its events once, a cancelled run
 //! writes nothing more than its one `status_terminated`, and nothing is written after a delete.
 //! A step that finds its work done (or moot) returns where the workflow stands instead, so
