@@ -95,14 +95,6 @@ impl App {
         }
     }
 
-    pub fn settings(&self) -> &Settings {
-        &self.settings
-    }
-
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.store
-    }
-
     /// The workflow steps, with the agent and the integrations where they are configured.
     pub fn steps(&self) -> Steps {
         let store = &self.store;

@@ -8,7 +8,7 @@ use knowledge_core::CoreError;
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{
-    Actor, AuditAction, AuditEntry, EventKind, Member, Org, OrgStatus, Plan, Role,
+    Actor, AuditAction, AuditEntry, EventKind, Member, Org, OrgStatus, Plan, Role, Session,
 };
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
 use knowledge_core::integrations::FixedIntegrations;
@@ -104,6 +104,12 @@ impl Rig {
             .unwrap();
     }
 
+    /// The session as stored.
+    async fn stored(&self, session: &SessionId) -> Session {
+        let stored = self.store.get_session(&self.key(session)).await.unwrap();
+        stored.expect("the session is stored")
+    }
+
     fn cancelled(&self) -> usize {
         self.workflow.cancelled.lock().unwrap().len()
     }
@@ -113,23 +119,13 @@ impl Rig {
 async fn a_message_that_loses_its_commit_race_is_retried_and_written_once() {
     let rig = Rig::new(true).await;
     let created = rig.service.create_session(&rig.p, "first").await.unwrap();
-    let before = rig
-        .store
-        .get_session(&rig.key(&created.id))
-        .await
-        .unwrap()
-        .unwrap();
+    let before = rig.stored(&created.id).await;
     rig.store.lose_commits(3);
     rig.service
         .post_message(&rig.p, &created.id, "second")
         .await
         .unwrap();
-    let after = rig
-        .store
-        .get_session(&rig.key(&created.id))
-        .await
-        .unwrap()
-        .unwrap();
+    let after = rig.stored(&created.id).await;
     assert_eq!(after.version, before.version + 1);
     assert_eq!(
         rig.kinds(&created.id).await,
@@ -159,22 +155,12 @@ async fn a_cancel_stamps_the_turn_in_flight_once_and_tells_the_engine_once() {
     let created = rig.service.create_session(&rig.p, "first").await.unwrap();
     rig.store.lose_commits(2);
     assert!(!rig.service.cancel(&rig.p, &created.id).await.unwrap());
-    let s = rig
-        .store
-        .get_session(&rig.key(&created.id))
-        .await
-        .unwrap()
-        .unwrap();
+    let s = rig.stored(&created.id).await;
     assert!(s.cancelled_at.is_some());
     assert_eq!(*rig.workflow.cancelled.lock().unwrap(), [created.run_id]);
     // Again: already cancelled, nothing written, the engine not told twice.
     assert!(rig.service.cancel(&rig.p, &created.id).await.unwrap());
-    let again = rig
-        .store
-        .get_session(&rig.key(&created.id))
-        .await
-        .unwrap()
-        .unwrap();
+    let again = rig.stored(&created.id).await;
     assert_eq!(again, s);
     assert_eq!(rig.cancelled(), 1);
 }
@@ -184,12 +170,9 @@ async fn a_cancel_with_no_turn_in_flight_changes_nothing() {
     let rig = Rig::new(true).await;
     let created = rig.service.create_session(&rig.p, "first").await.unwrap();
     rig.end_run(&created.id).await;
-    let idle = rig.store.get_session(&rig.key(&created.id)).await.unwrap();
+    let idle = rig.stored(&created.id).await;
     assert!(!rig.service.cancel(&rig.p, &created.id).await.unwrap());
-    assert_eq!(
-        rig.store.get_session(&rig.key(&created.id)).await.unwrap(),
-        idle
-    );
+    assert_eq!(rig.stored(&created.id).await, idle);
     assert_eq!(rig.cancelled(), 0);
 }
 
@@ -212,12 +195,7 @@ async fn cancelling_all_of_a_members_runs_stamps_each_turn_in_flight_and_no_idle
         told.contains(&first.run_id) && told.contains(&second.run_id),
         "{told:?}"
     );
-    let s = rig
-        .store
-        .get_session(&rig.key(&idle.id))
-        .await
-        .unwrap()
-        .unwrap();
+    let s = rig.stored(&idle.id).await;
     assert_eq!(s.cancelled_at, None);
 }
 

@@ -11,7 +11,9 @@ use axum::{Extension, Json};
 use knowledge_core::CoreError;
 use knowledge_core::ids::OrgId;
 
-use crate::cookie::{CookieClaims, SIGN_IN_TTL_SECS, clear_cookie_header, set_cookie_header};
+use crate::cookie::{
+    CookieClaims, SIGN_IN_TTL_SECS, clear_cookie_header, expiry_after, set_cookie_header,
+};
 use crate::error::ApiError;
 use crate::extract::QueryParams;
 use crate::extract::{JsonBody, Member};
@@ -92,10 +94,10 @@ pub async fn sign_in_with_link(
     let return_to = ReturnTo::try_from(q.get("returnTo").unwrap_or("/"))?;
     let secret = q.get("token").ok_or(CoreError::Unauthenticated)?;
     let p = app.service.redeem_sign_in_link(secret).await?;
+    let expires_at = expiry_after(SIGN_IN_TTL_SECS);
     let token = (app.signer)
-        .mint(&p.user, &p.org, SIGN_IN_TTL_SECS)
+        .mint_until(&p.user, &p.org, expires_at)
         .map_err(CoreError::internal)?;
-    let expires_at = claims_expiry(&app, &token)?;
     let cookie = set_cookie_header(&token, expires_at, app.config.secure_cookies());
     let mut response = StatusCode::SEE_OTHER.into_response();
     let headers = response.headers_mut();
@@ -103,12 +105,4 @@ pub async fn sign_in_with_link(
     headers.insert(LOCATION, location);
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     with_cookie(response, &cookie)
-}
-
-/// The expiry of a cookie this service just minted.
-fn claims_expiry(app: &SessionApi, token: &str) -> Result<u64, ApiError> {
-    let claims = app.signer.verify(token);
-    Ok(claims
-        .ok_or_else(|| CoreError::internal("a fresh cookie does not verify"))?
-        .expires_at)
 }

@@ -122,7 +122,7 @@ impl CookieSigner {
 
     /// A cookie value valid for `ttl_secs` from now.
     pub fn mint(&self, user: &UserId, org: &OrgId, ttl_secs: u64) -> Result<String, CookieError> {
-        self.mint_until(user, org, epoch_secs().saturating_add(ttl_secs))
+        self.mint_until(user, org, expiry_after(ttl_secs))
     }
 
     /// The claims of a cookie value, if its signature, issuer and expiry are valid.
@@ -148,6 +148,11 @@ impl CookieSigner {
             .find(|(name, _)| *name == COOKIE_NAME)
             .and_then(|(_, value)| self.verify(value))
     }
+}
+
+/// The expiry, in seconds since the epoch, of a cookie valid for `ttl_secs` from now.
+pub fn expiry_after(ttl_secs: u64) -> u64 {
+    epoch_secs().saturating_add(ttl_secs)
 }
 
 /// The `Set-Cookie` value that removes the session cookie from the browser.

@@ -102,7 +102,7 @@ impl Endpoint {
             Self::Me => (routes!(auth::me), AuthGuard::Member),
             Self::SwitchOrg => (routes!(auth::switch_org), AuthGuard::SignedIn),
             Self::Logout => (routes!(auth::logout), AuthGuard::SignedIn),
-            Self::SignInLink => (routes!(auth::sign_in_with_link), AuthGuard::None),
+            Self::SignInLink => (routes!(auth::sign_in_with_link), AuthGuard::Public),
             _ => return None,
         })
     }
@@ -149,8 +149,8 @@ enum AuthGuard {
     Member,
     /// A valid cookie ([`guard::signed_in`]).
     SignedIn,
-    /// Nothing: the route is how one signs in.
-    None,
+    /// None: the route is how one signs in.
+    Public,
 }
 
 /// The declared session routes of some endpoints, before their guards: those under
@@ -203,7 +203,7 @@ fn session_routes(state: SessionApi, endpoints: &[Endpoint]) -> Router {
             AuthGuard::SignedIn => {
                 route.route_layer(from_fn_with_state(state.clone(), guard::signed_in))
             }
-            AuthGuard::None => route,
+            AuthGuard::Public => route,
         });
     }
     // The nested router's fallback does not see the prefix with a bare trailing slash: an

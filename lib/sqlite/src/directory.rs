@@ -48,7 +48,7 @@ pub(crate) fn unique<T>(written: rusqlite::Result<T>) -> StoreResult<T> {
     })
 }
 
-pub(crate) fn is_unique_violation(e: &rusqlite::Error) -> bool {
+fn is_unique_violation(e: &rusqlite::Error) -> bool {
     matches!(
         e,
         rusqlite::Error::SqliteFailure(f, _)
@@ -177,9 +177,9 @@ impl DirectoryStore for SqliteStore {
                     m.signed_out_at.map(Timestamp::millis),
                 ],
             );
-            match updated {
-                Ok(1) => insert_audit(tx, &a),
-                Ok(_) => {
+            match unique(updated)? {
+                1 => insert_audit(tx, &a),
+                _ => {
                     let exists: bool = tx
                         .query_row(
                             "SELECT EXISTS (SELECT 1 FROM members WHERE org_id = ?1 AND user_id = ?2)",
@@ -193,8 +193,6 @@ impl DirectoryStore for SqliteStore {
                         StoreError::Gone
                     })
                 }
-                Err(e) if is_unique_violation(&e) => Err(StoreError::AlreadyExists),
-                Err(e) => Err(backend(e)),
             }
         })
         .await

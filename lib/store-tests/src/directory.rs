@@ -47,13 +47,7 @@ pub async fn organisations_and_memberships_read_back_and_are_removed_once(store:
             .unwrap()
     );
     assert_eq!(store.get_member(&org.id, &member.user).await.unwrap(), None);
-    let actions: Vec<AuditAction> = store
-        .list_audit(&org.id, 10)
-        .await
-        .unwrap()
-        .iter()
-        .map(|a| a.action)
-        .collect();
+    let actions = audit_actions(&*store, &org.id, 10).await;
     assert_eq!(
         actions,
         [AuditAction::MemberRemoved, AuditAction::MemberAdded]
@@ -283,13 +277,7 @@ pub async fn integrations_are_listed_by_name_replaced_by_name_and_removed_once_w
             .unwrap()
     );
     assert_eq!(store.list_integrations(&org.id).await.unwrap(), vec![crm]);
-    let actions: Vec<AuditAction> = store
-        .list_audit(&org.id, 10)
-        .await
-        .unwrap()
-        .iter()
-        .map(|e| e.action)
-        .collect();
+    let actions = audit_actions(&*store, &org.id, 10).await;
     assert_eq!(actions.iter().filter(|a| **a == connect).count(), 3);
     assert_eq!(actions.iter().filter(|a| **a == disconnect).count(), 1);
 }
@@ -366,4 +354,10 @@ pub async fn a_sign_out_stamp_reads_back_and_stays_through_later_updates(store: 
         .unwrap()
         .unwrap();
     assert_eq!(read.signed_out_at, Some(NOW.plus_millis(5)));
+}
+
+/// The actions of the organisation's newest `limit` audit entries, newest first.
+async fn audit_actions(store: &dyn Tested, org: &OrgId, limit: usize) -> Vec<AuditAction> {
+    let entries = store.list_audit(org, limit).await.unwrap();
+    entries.iter().map(|e| e.action).collect()
 }

@@ -151,145 +151,54 @@ pub async fn business_org(store: &dyn Store) -> Org {
 #[macro_export]
 macro_rules! conformance {
     ($open:path) => {
-        mod sessions {
+        $crate::cases! {
+            $open;
+            sessions:
+                a_session_reads_back_exactly_as_it_was_written,
+                creating_a_session_whose_key_is_taken_is_refused_and_changes_nothing,
+                events_follow_a_cursor_across_pages_in_order_exactly_once,
+                another_user_or_organisation_cannot_read_change_or_delete_the_session,
+                of_concurrent_commits_at_one_version_exactly_one_lands,
+                concurrent_appenders_that_retry_on_conflict_leave_a_gap_free_log,
+                of_concurrent_run_claims_exactly_one_wins,
+                delete_removes_the_session_and_every_event_of_a_long_log_and_nothing_else,
+                a_session_being_deleted_is_never_listed_and_is_found_until_its_removal_finishes,
+                a_commit_to_a_deleted_session_is_gone_and_writes_nothing,
+                sessions_list_newest_first_within_one_user_and_organisation;
+            limits:
+                a_rate_window_is_replaced_only_at_the_version_it_was_read_at,
+                concurrent_queries_never_pass_the_monthly_quota_together,
+                spend_charged_with_a_commit_counts_against_the_cost_cap;
+            orgs:
+                the_scim_token_hash_survives_settings_changes_and_is_replaced_by_a_new_one;
+            tickets:
+                a_ticket_is_taken_once_and_a_hash_is_stored_once,
+                of_concurrent_takes_of_one_ticket_exactly_one_gets_it;
+            directory:
+                a_users_organisations_are_listed_by_id_and_follow_their_memberships,
+                a_sign_out_stamp_reads_back_and_stays_through_later_updates,
+                organisations_and_memberships_read_back_and_are_removed_once,
+                a_user_name_is_claimed_once_per_organisation_in_any_case_and_moves_with_updates,
+                concurrent_creates_of_one_user_name_claim_it_once,
+                removing_a_member_removes_their_data_in_the_same_step,
+                integrations_are_listed_by_name_replaced_by_name_and_removed_once_with_their_audit;
+        }
+    };
+}
+
+/// One `#[tokio::test]` per case, in one module per role; see [`conformance!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! cases {
+    ($open:path; $($role:ident: $($case:ident),+;)+) => {
+        $(mod $role {
             use super::*;
 
-            #[tokio::test]
-            async fn a_session_reads_back_exactly_as_it_was_written() {
+            $(#[tokio::test]
+            async fn $case() {
                 let (store, _guard) = $open().await;
-                $crate::sessions::a_session_reads_back_exactly_as_it_was_written(store).await;
-            }
-            #[tokio::test]
-            async fn creating_a_session_whose_key_is_taken_is_refused_and_changes_nothing() {
-                let (store, _guard) = $open().await;
-                $crate::sessions::creating_a_session_whose_key_is_taken_is_refused_and_changes_nothing(store).await;
-            }
-            #[tokio::test]
-            async fn events_follow_a_cursor_across_pages_in_order_exactly_once() {
-                let (store, _guard) = $open().await;
-                $crate::sessions::events_follow_a_cursor_across_pages_in_order_exactly_once(store).await;
-            }
-            #[tokio::test]
-            async fn another_user_or_organisation_cannot_read_change_or_delete_the_session() {
-                let (store, _guard) = $open().await;
-                $crate::sessions::another_user_or_organisation_cannot_read_change_or_delete_the_session(store).await;
-            }
-            #[tokio::test]
-            async fn of_concurrent_commits_at_one_version_exactly_one_lands() {
-                let (store, _guard) = $open().await;
-                $crate::sessions::of_concurrent_commits_at_one_version_exactly_one_lands(store).await;
-            }
-            #[tokio::test]
-            async fn concurrent_appenders_that_retry_on_conflict_leave_a_gap_free_log() {
-                let (store, _guard) = $open().await;
-                $crate::sessions::concurrent_appenders_that_retry_on_conflict_leave_a_gap_free_log(store).await;
-            }
-            #[tokio::test]
-            async fn of_concurrent_run_claims_exactly_one_wins() {
-                let (store, _guard) = $open().await;
-                $crate::sessions::of_concurrent_run_claims_exactly_one_wins(store).await;
-            }
-            #[tokio::test]
-            async fn delete_removes_the_session_and_every_event_of_a_long_log_and_nothing_else() {
-                let (store, _guard) = $open().await;
-                $crate::sessions::delete_removes_the_session_and_every_event_of_a_long_log_and_nothing_else(store).await;
-            }
-            #[tokio::test]
-            async fn a_session_being_deleted_is_never_listed_and_is_found_until_its_removal_finishes() {
-                let (store, _guard) = $open().await;
-                $crate::sessions::a_session_being_deleted_is_never_listed_and_is_found_until_its_removal_finishes(store).await;
-            }
-            #[tokio::test]
-            async fn a_commit_to_a_deleted_session_is_gone_and_writes_nothing() {
-                let (store, _guard) = $open().await;
-                $crate::sessions::a_commit_to_a_deleted_session_is_gone_and_writes_nothing(store).await;
-            }
-            #[tokio::test]
-            async fn sessions_list_newest_first_within_one_user_and_organisation() {
-                let (store, _guard) = $open().await;
-                $crate::sessions::sessions_list_newest_first_within_one_user_and_organisation(store).await;
-            }
-        }
-        mod limits {
-            use super::*;
-
-            #[tokio::test]
-            async fn a_rate_window_is_replaced_only_at_the_version_it_was_read_at() {
-                let (store, _guard) = $open().await;
-                $crate::limits::a_rate_window_is_replaced_only_at_the_version_it_was_read_at(store).await;
-            }
-            #[tokio::test]
-            async fn concurrent_queries_never_pass_the_monthly_quota_together() {
-                let (store, _guard) = $open().await;
-                $crate::limits::concurrent_queries_never_pass_the_monthly_quota_together(store).await;
-            }
-            #[tokio::test]
-            async fn spend_charged_with_a_commit_counts_against_the_cost_cap() {
-                let (store, _guard) = $open().await;
-                $crate::limits::spend_charged_with_a_commit_counts_against_the_cost_cap(store).await;
-            }
-        }
-        mod orgs {
-            use super::*;
-
-            #[tokio::test]
-            async fn the_scim_token_hash_survives_settings_changes_and_is_replaced_by_a_new_one() {
-                let (store, _guard) = $open().await;
-                $crate::orgs::the_scim_token_hash_survives_settings_changes_and_is_replaced_by_a_new_one(store).await;
-            }
-        }
-        mod tickets {
-            use super::*;
-
-            #[tokio::test]
-            async fn a_ticket_is_taken_once_and_a_hash_is_stored_once() {
-                let (store, _guard) = $open().await;
-                $crate::tickets::a_ticket_is_taken_once_and_a_hash_is_stored_once(store).await;
-            }
-            #[tokio::test]
-            async fn of_concurrent_takes_of_one_ticket_exactly_one_gets_it() {
-                let (store, _guard) = $open().await;
-                $crate::tickets::of_concurrent_takes_of_one_ticket_exactly_one_gets_it(store).await;
-            }
-        }
-        mod directory {
-            use super::*;
-
-            #[tokio::test]
-            async fn a_users_organisations_are_listed_by_id_and_follow_their_memberships() {
-                let (store, _guard) = $open().await;
-                $crate::directory::a_users_organisations_are_listed_by_id_and_follow_their_memberships(store).await;
-            }
-            #[tokio::test]
-            async fn a_sign_out_stamp_reads_back_and_stays_through_later_updates() {
-                let (store, _guard) = $open().await;
-                $crate::directory::a_sign_out_stamp_reads_back_and_stays_through_later_updates(store).await;
-            }
-            #[tokio::test]
-            async fn organisations_and_memberships_read_back_and_are_removed_once() {
-                let (store, _guard) = $open().await;
-                $crate::directory::organisations_and_memberships_read_back_and_are_removed_once(store).await;
-            }
-            #[tokio::test]
-            async fn a_user_name_is_claimed_once_per_organisation_in_any_case_and_moves_with_updates() {
-                let (store, _guard) = $open().await;
-                $crate::directory::a_user_name_is_claimed_once_per_organisation_in_any_case_and_moves_with_updates(store).await;
-            }
-            #[tokio::test]
-            async fn concurrent_creates_of_one_user_name_claim_it_once() {
-                let (store, _guard) = $open().await;
-                $crate::directory::concurrent_creates_of_one_user_name_claim_it_once(store).await;
-            }
-            #[tokio::test]
-            async fn removing_a_member_removes_their_data_in_the_same_step() {
-                let (store, _guard) = $open().await;
-                $crate::directory::removing_a_member_removes_their_data_in_the_same_step(store).await;
-            }
-            #[tokio::test]
-            async fn integrations_are_listed_by_name_replaced_by_name_and_removed_once_with_their_audit() {
-                let (store, _guard) = $open().await;
-                $crate::directory::integrations_are_listed_by_name_replaced_by_name_and_removed_once_with_their_audit(store).await;
-            }
-        }
+                $crate::$role::$case(store).await;
+            })+
+        })+
     };
 }
