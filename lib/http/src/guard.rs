@@ -43,8 +43,9 @@ pub async fn member(
     Ok(no_store(next.run(req).await))
 }
 
-/// The organisation switch: a valid cookie (membership is checked against the target), then the
-/// origin and body-type checks. Puts the [`crate::cookie::CookieClaims`] into the extensions.
+/// The organisation switch and sign-out: a valid cookie (the switch checks membership of the
+/// target; signing out needs none), then the origin and body-type checks. Puts the
+/// [`crate::cookie::CookieClaims`] into the extensions.
 pub async fn signed_in(
     State(app): State<SessionApi>, mut req: Request, next: Next,
 ) -> Result<Response, ApiError> {
