@@ -14,7 +14,9 @@ use knowledge_core::domain::{
 };
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{DirectoryStore, OrgStore, SessionStore, StoredRows, Workflow};
+use knowledge_core::seal::Sealer;
 use knowledge_core::signin;
+use knowledge_core::sso::{self, SsoChange, SsoSettings};
 use knowledge_dynamo::{DynamoStore, RequestCounter};
 use knowledge_http::Endpoint;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
@@ -154,11 +156,11 @@ impl Deployment {
                     name: org.to_string(),
                     plan: Plan::Business,
                     status: OrgStatus::Active,
-                    sso_enabled: org.as_str() == ORG,
                     monthly_query_quota: None,
                     cost_cap_micros: None,
                     created_at: now,
                     scim_token_sha256: None,
+                    sso: None,
                 })
                 .await
                 .unwrap();
@@ -167,6 +169,17 @@ impl Deployment {
             store.create_member(&member, &audit).await.unwrap();
         }
         let org = OrgId::parse(ORG).unwrap();
+        let sso = SsoChange::Set(SsoSettings {
+            issuer: "https://idp.example.com".into(),
+            client_id: "knowledge".into(),
+            client_secret: Some("secret".into()),
+            enabled: true,
+            ..Default::default()
+        });
+        let sealer = Sealer::new(&[3; 32]).unwrap();
+        sso::configure(store, &sealer, now, &org, &sso, Actor::Admin)
+            .await
+            .unwrap();
         let (token, hash) = knowledge_core::scim::token::generate(&org).unwrap();
         let audit = AuditEntry::new(
             &org,

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::ports::{AgentError, BackendError, StoreError, WorkflowError};
+use crate::ports::{AgentError, BackendError, IdentityError, StoreError, WorkflowError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CoreError {
@@ -34,6 +34,21 @@ pub enum CoreError {
     /// The AI provider cannot be reached.
     #[error("the AI provider could not be reached")]
     ProviderUnavailable,
+    /// No single sign-on is switched on for the e-mail domain or organisation asked for; the
+    /// same answer whichever it is, so that organisations cannot be enumerated.
+    #[error("no single sign-on is set up for this e-mail address or organisation")]
+    SsoUnavailable,
+    /// The identity provider vouched for a person who is not a member of the organisation (or
+    /// whose account is bound to another identity there).
+    #[error("you are not provisioned in this organisation; ask its administrator for access")]
+    NotProvisioned,
+    /// The sign-in cannot be completed: its `state` does not match this browser's, it expired,
+    /// or the provider refused it or its token did not verify. The cause is logged.
+    #[error("the sign-in could not be completed; start it again")]
+    SignInFailed,
+    /// The organisation's identity provider cannot be reached or answered wrongly.
+    #[error("the identity provider could not be reached")]
+    IdentityProviderUnavailable,
     /// Anything else; logged with its causes, never shown to clients.
     #[error("internal error")]
     Internal(#[source] BackendError),
@@ -71,6 +86,18 @@ impl From<AgentError> for CoreError {
     fn from(e: AgentError) -> Self {
         tracing::warn!(error = %Chain(&e), "agent provider health check failed");
         Self::ProviderUnavailable
+    }
+}
+
+/// A provider's failure, logged here with its cause: `Rejected` ends the sign-in
+/// (`SignInFailed`), `Unavailable` is the provider's fault (`IdentityProviderUnavailable`).
+impl From<IdentityError> for CoreError {
+    fn from(e: IdentityError) -> Self {
+        tracing::warn!(error = %Chain(&e), "single sign-on failed at the identity provider");
+        match e {
+            IdentityError::Rejected(_) => Self::SignInFailed,
+            IdentityError::Unavailable(_) => Self::IdentityProviderUnavailable,
+        }
     }
 }
 

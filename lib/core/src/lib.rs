@@ -16,6 +16,7 @@ pub mod scim;
 pub mod seal;
 pub mod service;
 pub mod signin;
+pub mod sso;
 pub mod steps;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -89,6 +89,12 @@ pub fn credential_context(org: &str, user: &str, integration: &str, url: &str) -
     format!("integration-credential\n{org}\n{user}\n{integration}\n{url}")
 }
 
+/// The context an organisation's SSO client secret is sealed for: the organisation and the
+/// client, so that a secret stops opening when it is moved to another client or organisation.
+pub fn sso_secret_context(org: &str, issuer: &str, client_id: &str) -> String {
+    format!("sso-client-secret\n{org}\n{issuer}\n{client_id}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,11 +38,11 @@ impl Rig {
                 name: "Acme".into(),
                 plan: Plan::Business,
                 status: OrgStatus::Active,
-                sso_enabled: false,
                 monthly_query_quota: None,
                 cost_cap_micros: None,
                 created_at: now,
                 scim_token_sha256: None,
+                sso: None,
             })
             .await
             .unwrap();

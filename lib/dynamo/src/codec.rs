@@ -148,6 +148,9 @@ pub(crate) fn event_from(item: &Item) -> StoreResult<Event> {
 
 /// The organisation item's attribute holding its SCIM token hash.
 pub(crate) const SCIM_TOKEN: &str = "scimTokenSha256";
+/// The organisation item's attributes holding its SSO configuration (JSON) and its version.
+pub(crate) const SSO: &str = "sso";
+pub(crate) const SSO_VERSION: &str = "ssoVersion";
 /// Reads and retries of a member removal that lost a race before it fails.
 pub(crate) const REMOVE_ATTEMPTS: usize = 16;
 
@@ -168,8 +171,16 @@ pub(crate) fn member_from(item: &Item) -> StoreResult<Member> {
     Ok(member)
 }
 
-pub(crate) fn user_name_item(member: &Member, key: &str) -> Item {
-    let mut item = key_item(keys::user_name(&member.org, key));
+/// The keys of what `member` claims in its organisation: its `userName`, its identity.
+pub(crate) fn claim_keys(member: &Member) -> Vec<(String, String)> {
+    let name = (member.profile.as_ref()).map(|p| keys::user_name(&member.org, &p.user_name_key()));
+    let id = (member.identity.as_ref()).map(|i| keys::identity(&member.org, &i.key()));
+    name.into_iter().chain(id).collect()
+}
+
+/// A claim item: `key` held by `member`.
+pub(crate) fn claim_item(member: &Member, key: (String, String)) -> Item {
+    let mut item = key_item(key);
     item.insert("user".into(), s(member.user.as_str()));
     item
 }

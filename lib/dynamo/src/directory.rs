@@ -1,5 +1,5 @@
-//! [`DirectoryStore`] on DynamoDB: members, their `userName` claims and data, integrations
-//! and the audit log, in the organisation's partitions.
+//! [`DirectoryStore`] on DynamoDB: members, their `userName` and identity claims and data,
+//! integrations and the audit log, in the organisation's partitions.
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
@@ -19,8 +19,8 @@ use knowledge_core::ports::DirectoryStore;
 impl DirectoryStore for DynamoStore {
     async fn create_member(&self, member: &Member, audit: &AuditEntry) -> StoreResult<()> {
         let mut writes = vec![self.put_new(member_item(member)?)?];
-        if let Some(profile) = &member.profile {
-            writes.push(self.put_new(user_name_item(member, &profile.user_name_key()))?);
+        for key in claim_keys(member) {
+            writes.push(self.put_new(claim_item(member, key))?);
         }
         writes.push(self.put_new(audit_item(audit))?);
         match self.transact(writes).await {
@@ -88,15 +88,12 @@ impl DirectoryStore for DynamoStore {
         &self, previous: &Member, next: &Member, audit: &AuditEntry,
     ) -> StoreResult<()> {
         let mut writes = vec![self.put_versioned(member_item(next)?, previous.version)?];
-        let old_key = previous.profile.as_ref().map(|p| p.user_name_key());
-        let new_key = next.profile.as_ref().map(|p| p.user_name_key());
-        if old_key != new_key {
-            if let Some(old) = &old_key {
-                writes.push(self.delete(keys::user_name(&previous.org, old))?);
-            }
-            if let Some(new) = &new_key {
-                writes.push(self.put_new(user_name_item(next, new))?);
-            }
+        let (old, new) = (claim_keys(previous), claim_keys(next));
+        for key in old.iter().filter(|k| !new.contains(k)) {
+            writes.push(self.delete(key.clone())?);
+        }
+        for key in new.into_iter().filter(|k| !old.contains(k)) {
+            writes.push(self.put_new(claim_item(next, key))?);
         }
         writes.push(self.put_new(audit_item(audit))?);
         match self.transact(writes).await {
@@ -105,7 +102,7 @@ impl DirectoryStore for DynamoStore {
                 Err(StoreError::Conflict)
             }
             Err(TransactError::FirstCondition { stored: false }) => Err(StoreError::Gone),
-            // The new claim: another member has the name.
+            // A new claim: another member has the name or the identity.
             Err(TransactError::OtherCondition(_)) => Err(StoreError::AlreadyExists),
             Err(TransactError::Backend(e)) => Err(e),
         }
@@ -139,8 +136,8 @@ impl DirectoryStore for DynamoStore {
                     .delete(built(delete.build())?)
                     .build(),
             ];
-            if let Some(profile) = &member.profile {
-                writes.push(self.delete(keys::user_name(org, &profile.user_name_key()))?);
+            for key in claim_keys(&member) {
+                writes.push(self.delete(key)?);
             }
             for key in data {
                 writes.push(self.delete(key)?);

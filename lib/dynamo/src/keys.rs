@@ -6,6 +6,9 @@
 //! | organisation (its SCIM token hash is the attribute `scimTokenSha256`) | | | |
 //! | membership and profile | `ORG#<org>` | `MEMBER#<user>` | `MEMBERSHIPS#<user>` / `<org>` |
 //! | `userName` claim | `ORG#<org>` | `USERNAME#<lowercased userName>` | |
+//! | provider identity claim | `ORG#<org>` | `IDENTITY#<sha-256 of issuer and subject>` | |
+//! | organisation (its SSO configuration is the attribute `sso`, its version `ssoVersion`) | | | |
+//! | e-mail domain claim of an organisation's SSO | `DOMAIN#<domain>` | `DOMAIN` | |
 //! | member data (credentials, agent memory) | `USER#<user>#ORG#<org>#DATA` | `<kind>#<name>` | |
 //! | audit entry | `ORG#<org>#AUDIT` | `<at, 20 digits>#<entry id>` | |
 //! | connected integration (MCP server) | `ORG#<org>#INTEGRATION` | `<name>` | |
@@ -62,6 +65,17 @@ pub fn members(org: &OrgId) -> (String, &'static str) {
 /// It is the last part of the sort key, so any character it holds (`#` included) is safe.
 pub fn user_name(org: &OrgId, key: &str) -> (String, String) {
     (format!("ORG#{org}"), format!("USERNAME#{key}"))
+}
+
+/// The item that makes a provider identity unique in its organisation; `key` is
+/// [`knowledge_core::domain::FederatedId::key`].
+pub fn identity(org: &OrgId, key: &str) -> (String, String) {
+    (format!("ORG#{org}"), format!("IDENTITY#{key}"))
+}
+
+/// The item that routes an e-mail domain to one organisation's single sign-on.
+pub fn domain(domain: &str) -> (String, String) {
+    (format!("DOMAIN#{domain}"), "DOMAIN".to_owned())
 }
 
 /// The partition of one member's data items.

@@ -1,8 +1,9 @@
-//! [`OrgStore`] on DynamoDB: one item per organisation.
+//! [`OrgStore`] on DynamoDB: one item per organisation, and the e-mail domains its single
+//! sign-on claims.
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
-use knowledge_core::domain::{AuditEntry, Org};
+use aws_sdk_dynamodb::types::{ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
+use knowledge_core::domain::{AuditEntry, Org, SsoConfig};
 use knowledge_core::ids::OrgId;
 use knowledge_core::ports::{StoreError, StoreResult};
 
@@ -36,6 +37,10 @@ impl OrgStore for DynamoStore {
             None => None,
             Some(_) => Some(get_s(&item, SCIM_TOKEN)?.to_owned()),
         };
+        org.sso = match item.get(SSO) {
+            None => None,
+            Some(_) => Some(get_json(&item, SSO)?),
+        };
         Ok(Some(org))
     }
 
@@ -62,5 +67,63 @@ impl OrgStore for DynamoStore {
             Err(TransactError::Contended) => Err(StoreError::Conflict),
             Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
         }
+    }
+
+    async fn set_sso(
+        &self, org: &OrgId, previous: Option<&SsoConfig>, next: &SsoConfig, audit: &AuditEntry,
+    ) -> StoreResult<()> {
+        // The configuration's version sits beside it as an attribute conditions can read.
+        let update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_item(keys::org(org))))
+            .update_expression("SET #sso = :sso, #v = :v")
+            .expression_attribute_names("#sso", SSO)
+            .expression_attribute_names("#v", SSO_VERSION)
+            .expression_attribute_names("#pk", keys::PK)
+            .expression_attribute_values(":sso", s(to_json(next)?))
+            .expression_attribute_values(":v", n(next.version))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let update = match previous {
+            None => {
+                update.condition_expression("attribute_exists(#pk) AND attribute_not_exists(#v)")
+            }
+            Some(p) => update
+                .condition_expression("attribute_exists(#pk) AND #v = :expected")
+                .expression_attribute_values(":expected", n(p.version)),
+        };
+        let mut writes = vec![
+            TransactWriteItem::builder()
+                .update(built(update.build())?)
+                .build(),
+        ];
+        let old: &[String] = previous.map_or(&[], |p| &p.email_domains);
+        for domain in old.iter().filter(|d| !next.email_domains.contains(d)) {
+            writes.push(self.delete(keys::domain(domain))?);
+        }
+        for domain in next.email_domains.iter().filter(|d| !old.contains(d)) {
+            let mut item = key_item(keys::domain(domain));
+            item.insert("org".into(), s(org.as_str()));
+            writes.push(self.put_new(item)?);
+        }
+        writes.push(self.put_new(audit_item(audit))?);
+        match self.transact(writes).await {
+            Ok(()) => Ok(()),
+            Err(TransactError::FirstCondition { stored: true } | TransactError::Contended) => {
+                Err(StoreError::Conflict)
+            }
+            Err(TransactError::FirstCondition { stored: false }) => Err(StoreError::Gone),
+            // A domain claim: another organisation has it.
+            Err(TransactError::OtherCondition(_)) => Err(StoreError::AlreadyExists),
+            Err(TransactError::Backend(e)) => Err(e),
+        }
+    }
+
+    async fn org_for_domain(&self, domain: &str) -> StoreResult<Option<OrgId>> {
+        let Some(item) = self.get(keys::domain(domain)).await? else {
+            return Ok(None);
+        };
+        OrgId::parse(get_s(&item, "org")?)
+            .map(Some)
+            .map_err(|_| corrupt("org"))
     }
 }

@@ -88,6 +88,12 @@ impl ApiError {
                     (StatusCode::TOO_MANY_REQUESTS, "cost_cap_reached")
                 }
                 CoreError::ProviderUnavailable => (StatusCode::BAD_GATEWAY, "provider_unavailable"),
+                CoreError::SsoUnavailable => (StatusCode::NOT_FOUND, "sso_unavailable"),
+                CoreError::NotProvisioned => (StatusCode::FORBIDDEN, "not_provisioned"),
+                CoreError::SignInFailed => (StatusCode::BAD_REQUEST, "sign_in_failed"),
+                CoreError::IdentityProviderUnavailable => {
+                    (StatusCode::BAD_GATEWAY, "identity_provider_unavailable")
+                }
                 CoreError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
             },
             ApiError::InvalidJson => (StatusCode::BAD_REQUEST, "invalid_json"),

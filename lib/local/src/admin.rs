@@ -1,10 +1,12 @@
 //! Administration of the local service: organisations, members, limits and cookies. The CLI's
 //! admin commands and the first-start bootstrap call these.
 
+use knowledge_core::CoreError;
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{
     Actor, AuditAction, AuditEntry, INTEGRATION_LIMIT, IntegrationAuth, IntegrationConfig,
-    MEMBER_DATA_LIMIT, Member, MemberData, MemberDataKind, Org, OrgStatus, Plan, Role, Usage,
+    MEMBER_DATA_LIMIT, Member, MemberData, MemberDataKind, Org, OrgStatus, Plan, Profile, Role,
+    SsoConfig, USER_NAME_MAX_CHARS, Usage,
 };
 use knowledge_core::error::Chain;
 use knowledge_core::ids::{OrgId, UserId};
@@ -12,6 +14,7 @@ use knowledge_core::ports::{Store, StoreError};
 use knowledge_core::scim;
 use knowledge_core::seal::{Sealer, credential_context};
 use knowledge_core::service::cancel_member_turns;
+use knowledge_core::sso::{self, SsoChange};
 use serde_json::{Value, json};
 
 /// Errors of admin commands; their text is shown to the operator.
@@ -28,6 +31,8 @@ pub enum AdminError {
     Invalid(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Core(CoreError),
 }
 
 /// The organisation and user created on a fresh data directory.
@@ -42,7 +47,6 @@ pub struct OrgChanges {
     pub cap_micros: Option<Option<u64>>,
     pub plan: Option<Plan>,
     pub status: Option<OrgStatus>,
-    pub sso: Option<bool>,
 }
 
 pub struct Admin<'a> {
@@ -51,18 +55,18 @@ pub struct Admin<'a> {
 
 impl Admin<'_> {
     pub async fn create_org(
-        &self, id: Option<OrgId>, name: &str, plan: Plan, sso: bool,
+        &self, id: Option<OrgId>, name: &str, plan: Plan,
     ) -> Result<Org, AdminError> {
         let org = Org {
             id: id.unwrap_or_else(OrgId::generate),
             name: name.to_owned(),
             plan,
             status: OrgStatus::Active,
-            sso_enabled: sso,
             monthly_query_quota: None,
             cost_cap_micros: None,
             created_at: SystemClock.now(),
             scim_token_sha256: None,
+            sso: None,
         };
         self.store.put_org(&org).await?;
         Ok(org)
@@ -82,7 +86,6 @@ impl Admin<'_> {
         org.cost_cap_micros = changes.cap_micros.unwrap_or(org.cost_cap_micros);
         org.plan = changes.plan.unwrap_or(org.plan);
         org.status = changes.status.unwrap_or(org.status);
-        org.sso_enabled = changes.sso.unwrap_or(org.sso_enabled);
         self.store.put_org(&org).await?;
         Ok(org)
     }
@@ -148,6 +151,66 @@ impl Admin<'_> {
                 Ok(0)
             }
         }
+    }
+
+    /// Gives a member the `userName` that single sign-on matches (without case) against the
+    /// provider's claim, keeping the rest of a SCIM profile. Errors: `NoSuchMember`, `Invalid`
+    /// when another member has the name.
+    pub async fn name_member(
+        &self, org: &OrgId, user: &UserId, user_name: &str,
+    ) -> Result<Member, AdminError> {
+        let user_name = user_name.trim();
+        if user_name.is_empty() || user_name.chars().count() > USER_NAME_MAX_CHARS {
+            return Err(AdminError::Invalid(format!(
+                "the userName must be 1 to {USER_NAME_MAX_CHARS} characters"
+            )));
+        }
+        for _ in 0..16 {
+            let Some(current) = self.store.get_member(org, user).await? else {
+                return Err(AdminError::NoSuchMember {
+                    org: org.clone(),
+                    user: user.clone(),
+                });
+            };
+            let mut next = current.clone();
+            let profile = next.profile.get_or_insert_with(|| Profile {
+                user_name: String::new(),
+                external_id: None,
+                attributes: Default::default(),
+            });
+            profile.user_name = user_name.to_owned();
+            next.version += 1;
+            next.updated_at = SystemClock.now().max(current.updated_at);
+            let audit = self.audit(org, AuditAction::UserUpdated, user.as_str());
+            match self.store.update_member(&current, &next, &audit).await {
+                Ok(()) => return Ok(next),
+                Err(StoreError::Conflict | StoreError::Gone) => continue,
+                Err(StoreError::AlreadyExists) => {
+                    return Err(AdminError::Invalid(format!(
+                        "another member of {org} has the userName {user_name}"
+                    )));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(StoreError::Conflict.into())
+    }
+
+    /// Applies `change` to the organisation's single sign-on (see [`sso::configure`]).
+    pub async fn configure_sso(
+        &self, org: &OrgId, change: &SsoChange, sealer: &Sealer,
+    ) -> Result<SsoConfig, AdminError> {
+        let now = SystemClock.now();
+        sso::configure(self.store, sealer, now, org, change, Actor::Admin)
+            .await
+            .map_err(|e| match e {
+                CoreError::NotFound("organisation") => AdminError::NoSuchOrg(org.clone()),
+                CoreError::NotFound(_) => AdminError::Invalid(format!(
+                    "{org} has no single sign-on configured; run `sso set` first"
+                )),
+                CoreError::InvalidInput { message, .. } => AdminError::Invalid(message),
+                other => AdminError::Core(other),
+            })
     }
 
     /// Generates the organisation's SCIM token, replacing (and so invalidating) the previous
@@ -288,13 +351,8 @@ impl Admin<'_> {
         if self.store.get_org(&org).await?.is_some() {
             return Ok(None);
         }
-        self.create_org(
-            Some(org.clone()),
-            "Default organisation",
-            Plan::Business,
-            false,
-        )
-        .await?;
+        self.create_org(Some(org.clone()), "Default organisation", Plan::Business)
+            .await?;
         self.add_member(&org, Some(user.clone()), Role::Admin)
             .await?;
         Ok(Some((org, user)))
@@ -308,7 +366,7 @@ pub fn org_json(org: &Org, usage: Option<Usage>) -> Value {
         "name": org.name,
         "plan": org.plan.as_str(),
         "status": org.status.as_str(),
-        "ssoEnabled": org.sso_enabled,
+        "ssoEnabled": org.sso_active(),
         "monthlyQueryQuota": org.monthly_query_quota,
         "costCapUsd": org.cost_cap_micros.map(knowledge_core::domain::micros_to_usd),
     });
@@ -319,6 +377,22 @@ pub fn org_json(org: &Org, usage: Option<Usage>) -> Value {
         });
     }
     v
+}
+
+/// The JSON an admin command prints for an SSO configuration: never the client secret, and
+/// the callback URL to register at the provider.
+pub fn sso_json(config: &SsoConfig, origin: &str) -> Value {
+    json!({
+        "issuer": config.issuer,
+        "clientId": config.client_id,
+        "clientSecret": "(sealed)",
+        "userNameClaim": config.user_name_claim,
+        "emailDomains": config.email_domains,
+        "enabled": config.enabled,
+        "justInTime": config.just_in_time,
+        "updatedAt": config.updated_at.to_iso8601(),
+        "callbackUrl": format!("{}/api/auth/callback", origin.trim_end_matches('/')),
+    })
 }
 
 /// The JSON an admin command prints for an integration.

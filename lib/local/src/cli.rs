@@ -133,6 +133,9 @@ pub(crate) enum Command {
     /// Remote MCP servers connected to organisations.
     #[command(subcommand)]
     Integration(IntegrationCommand),
+    /// Single sign-on through an organisation's OpenID provider (Entra ID, Okta, ...).
+    #[command(subcommand)]
+    Sso(SsoCommand),
     /// Print an organisation's audit log, newest first, one JSON entry per line.
     Audit {
         #[arg(long)]
@@ -178,9 +181,6 @@ pub(crate) enum OrgCommand {
         /// Choose the id instead of generating one.
         #[arg(long)]
         id: Option<OrgId>,
-        /// Mark enterprise SSO as enabled.
-        #[arg(long)]
-        sso: bool,
     },
     /// Change an organisation's limits, plan or status; prints it.
     Set {
@@ -196,9 +196,6 @@ pub(crate) enum OrgCommand {
         plan: Option<Plan>,
         #[arg(long)]
         status: Option<OrgStatus>,
-        /// Whether enterprise SSO is enabled (SCIM needs it).
-        #[arg(long)]
-        sso: Option<bool>,
     },
     /// Show an organisation and its usage this month.
     Show {
@@ -265,6 +262,70 @@ impl From<AuthKind> for IntegrationAuth {
 }
 
 #[derive(Subcommand)]
+pub(crate) enum SsoCommand {
+    /// Configure the organisation's single sign-on, replacing what was set, and switch it on.
+    /// The client secret is read from standard input (so it stays out of the shell history);
+    /// an empty line keeps the stored one. Prints the configuration, never the secret.
+    Set {
+        #[arg(long)]
+        org: OrgId,
+        /// The provider's issuer, such as https://login.microsoftonline.com/<tenant>/v2.0.
+        #[arg(long)]
+        issuer: String,
+        #[arg(long)]
+        client_id: String,
+        /// The ID-token claim holding the member's userName: `email` (the default),
+        /// `preferred_username` or `upn` (Entra ID), ...
+        #[arg(long)]
+        user_name_claim: Option<String>,
+        /// An e-mail domain whose people sign in here; repeat for several.
+        #[arg(long = "domain")]
+        domains: Vec<String>,
+        /// Make a person the provider vouches for a viewer at their first sign-in, instead of
+        /// refusing whoever SCIM or an admin has not provisioned.
+        #[arg(long)]
+        just_in_time: bool,
+        /// Store the configuration switched off.
+        #[arg(long)]
+        disabled: bool,
+        #[command(flatten)]
+        origin: OriginFlag,
+    },
+    /// Show the organisation's single sign-on and the callback URL to register at the provider.
+    Show {
+        #[arg(long)]
+        org: OrgId,
+        #[command(flatten)]
+        origin: OriginFlag,
+    },
+    /// Switch the stored configuration on.
+    Enable {
+        #[arg(long)]
+        org: OrgId,
+        #[command(flatten)]
+        origin: OriginFlag,
+    },
+    /// Switch single sign-on off: nobody signs in through it, and SCIM stops, until enabled.
+    Disable {
+        #[arg(long)]
+        org: OrgId,
+        #[command(flatten)]
+        origin: OriginFlag,
+    },
+}
+
+/// The application's origin, which the callback URL is on.
+#[derive(clap::Args)]
+pub(crate) struct OriginFlag {
+    #[arg(
+        long,
+        env = "KNOWLEDGE_APP_ORIGIN",
+        default_value = "http://127.0.0.1:3000"
+    )]
+    pub(crate) origin: String,
+}
+
+#[derive(Subcommand)]
 pub(crate) enum ScimCommand {
     /// Generate the organisation's SCIM bearer token and print it, once; the previous token
     /// stops working.
@@ -285,6 +346,10 @@ pub(crate) enum MemberCommand {
         user: Option<UserId>,
         #[arg(long, default_value = "viewer")]
         role: Role,
+        /// The member's userName (their e-mail, usually): what single sign-on matches the
+        /// provider's claim against.
+        #[arg(long)]
+        user_name: Option<String>,
     },
     /// Remove a member; their cookies stop working at once and their running turns are
     /// cancelled.

@@ -1,10 +1,9 @@
 //! `knowledge`: the local service (`serve`) and its admin commands, on one data directory.
 
 mod cli;
+mod sso_command;
 
-use crate::cli::{
-    Cli, Command, IntegrationCommand, MemberCommand, OrgCommand, ScimCommand, StoreKind,
-};
+use crate::cli::{Cli, Command, IntegrationCommand, MemberCommand, OrgCommand, ScimCommand};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -81,13 +80,8 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             let limits = limits.into();
             serve(&cli.data_dir, store.clone(), &addr, origin, docs, limits).await?
         }
-        Command::Org(OrgCommand::Create {
-            name,
-            plan,
-            id,
-            sso,
-        }) => {
-            let org = admin.create_org(id, &name, plan, sso).await?;
+        Command::Org(OrgCommand::Create { name, plan, id }) => {
+            let org = admin.create_org(id, &name, plan).await?;
             print(org.id.to_string(), org_json(&org, None));
         }
         Command::Org(OrgCommand::Set {
@@ -96,7 +90,6 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             cost_cap_usd,
             plan,
             status,
-            sso,
         }) => {
             let org = admin
                 .update_org(
@@ -106,7 +99,6 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                         cap_micros: cost_cap_usd.map(|l| l.0),
                         plan,
                         status,
-                        sso,
                     },
                 )
                 .await?;
@@ -117,8 +109,16 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             let usage = admin.usage(&org.id).await?;
             println!("{}", org_json(&org, Some(usage)));
         }
-        Command::Member(MemberCommand::Add { org, user, role }) => {
-            let m = admin.add_member(&org, user, role).await?;
+        Command::Member(MemberCommand::Add {
+            org,
+            user,
+            role,
+            user_name,
+        }) => {
+            let mut m = admin.add_member(&org, user, role).await?;
+            if let Some(name) = user_name {
+                m = admin.name_member(&org, &m.user, &name).await?;
+            }
             print(
                 m.user.to_string(),
                 json!({ "orgId": m.org.to_string(), "userId": m.user.to_string(), "role": m.role.as_str() }),
@@ -160,29 +160,17 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         Command::Integration(IntegrationCommand::Credential { org, user, name }) => {
-            // Against a shared table the token must be sealed with the deployment's key; a
-            // key file made up here would seal it so that the service cannot open it.
-            if !matches!(cli.store, StoreKind::Sqlite)
-                && std::env::var_os(knowledge_local::SEALING_KEY_ENV).is_none()
-            {
-                return Err(format!(
-                    "set {} to the deployment's sealing key (the secret SealingKeySecretArn \
-                     holds) to store a credential in DynamoDB",
-                    knowledge_local::SEALING_KEY_ENV
-                )
-                .into());
-            }
-            let mut token = String::new();
-            std::io::stdin().read_line(&mut token)?;
-            let token = token.trim_end_matches(['\n', '\r']);
+            let sealer = sso_command::deployment_sealer(&cli)?;
+            let token = sso_command::secret_line()?;
             admin
-                .set_credential(&org, &user, &name, token, &sealer(&cli.data_dir)?)
+                .set_credential(&org, &user, &name, &token, &sealer)
                 .await?;
             print(
                 name.clone(),
                 json!({ "orgId": org.to_string(), "userId": user.to_string(), "name": name, "stored": true }),
             );
         }
+        Command::Sso(command) => sso_command::run(&cli, &admin, command).await?,
         Command::Audit { org, limit } => {
             for entry in admin.audit_log(&org, limit).await? {
                 println!("{}", audit_json(&entry));

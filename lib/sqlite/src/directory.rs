@@ -10,7 +10,7 @@ use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{DirectoryStore, StoreError, StoreResult};
 
 const MEMBER_COLUMNS: &str =
-    "org_id, user_id, role, created_at, updated_at, profile, version, signed_out_at";
+    "org_id, user_id, role, created_at, updated_at, profile, version, signed_out_at, identity";
 
 fn member_from(r: &Row<'_>) -> rusqlite::Result<Member> {
     let profile: Option<String> = r.get(5)?;
@@ -28,7 +28,23 @@ fn member_from(r: &Row<'_>) -> rusqlite::Result<Member> {
             .map_err(conversion)?,
         version: r.get(6)?,
         signed_out_at: r.get::<_, Option<i64>>(7)?.map(Timestamp),
+        identity: r
+            .get::<_, Option<String>>(8)?
+            .map(|i| serde_json::from_str(&i))
+            .transpose()
+            .map_err(conversion)?,
     })
+}
+
+/// The member's identity as stored, with the key under which it is unique.
+fn identity_columns(m: &Member) -> StoreResult<(Option<String>, Option<String>)> {
+    let Some(id) = &m.identity else {
+        return Ok((None, None));
+    };
+    Ok((
+        Some(serde_json::to_string(id).map_err(backend)?),
+        Some(id.key()),
+    ))
 }
 
 fn profile_json(m: &Member) -> StoreResult<Option<String>> {
@@ -77,12 +93,13 @@ pub(crate) fn insert_audit(tx: &rusqlite::Transaction<'_>, a: &AuditEntry) -> St
 impl DirectoryStore for SqliteStore {
     async fn create_member(&self, member: &Member, audit: &AuditEntry) -> StoreResult<()> {
         let (m, a) = (member.clone(), audit.clone());
+        let identity = identity_columns(member)?;
         self.write(move |tx| {
             let inserted = tx.execute(
                 "INSERT INTO members
                  (org_id, user_id, role, created_at, updated_at, profile, user_name_key, version,
-                  signed_out_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                  signed_out_at, identity, identity_key)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 params![
                     m.org.as_str(),
                     m.user.as_str(),
@@ -93,6 +110,8 @@ impl DirectoryStore for SqliteStore {
                     m.profile.as_ref().map(|p| p.user_name_key()),
                     m.version,
                     m.signed_out_at.map(Timestamp::millis),
+                    identity.0,
+                    identity.1,
                 ],
             );
             unique(inserted)?;
@@ -160,10 +179,11 @@ impl DirectoryStore for SqliteStore {
         &self, previous: &Member, next: &Member, audit: &AuditEntry,
     ) -> StoreResult<()> {
         let (p, m, a) = (previous.clone(), next.clone(), audit.clone());
+        let identity = identity_columns(next)?;
         self.write(move |tx| {
             let updated = tx.execute(
                 "UPDATE members SET role = ?3, updated_at = ?4, profile = ?5, user_name_key = ?6,
-                        version = ?7, signed_out_at = ?9
+                        version = ?7, signed_out_at = ?9, identity = ?10, identity_key = ?11
                  WHERE org_id = ?1 AND user_id = ?2 AND version = ?8",
                 params![
                     m.org.as_str(),
@@ -175,6 +195,8 @@ impl DirectoryStore for SqliteStore {
                     m.version,
                     p.version,
                     m.signed_out_at.map(Timestamp::millis),
+                    identity.0,
+                    identity.1,
                 ],
             );
             match unique(updated)? {

@@ -5,11 +5,11 @@ use knowledge_core::clock::Timestamp;
 use rusqlite::{OptionalExtension, Row, params};
 
 use crate::{SqliteStore, backend, conversion, text_parse};
-use knowledge_core::domain::{AuditEntry, Org};
+use knowledge_core::domain::{AuditEntry, Org, SsoConfig};
 use knowledge_core::ids::OrgId;
 use knowledge_core::ports::{OrgStore, StoreError, StoreResult};
 
-use crate::directory::insert_audit;
+use crate::directory::{insert_audit, unique};
 
 fn org_from(r: &Row<'_>) -> rusqlite::Result<Org> {
     Ok(Org {
@@ -17,11 +17,15 @@ fn org_from(r: &Row<'_>) -> rusqlite::Result<Org> {
         name: r.get(1)?,
         plan: text_parse(r.get(2)?)?,
         status: text_parse(r.get(3)?)?,
-        sso_enabled: r.get(4)?,
-        monthly_query_quota: r.get(5)?,
-        cost_cap_micros: r.get(6)?,
-        created_at: Timestamp(r.get(7)?),
-        scim_token_sha256: r.get(8)?,
+        monthly_query_quota: r.get(4)?,
+        cost_cap_micros: r.get(5)?,
+        created_at: Timestamp(r.get(6)?),
+        scim_token_sha256: r.get(7)?,
+        sso: r
+            .get::<_, Option<String>>(8)?
+            .map(|c| serde_json::from_str(&c))
+            .transpose()
+            .map_err(conversion)?,
     })
 }
 
@@ -32,18 +36,16 @@ impl OrgStore for SqliteStore {
         self.write(move |tx| {
             tx.execute(
                 "INSERT INTO orgs
-                 (id, name, plan, status, sso_enabled, monthly_query_quota, cost_cap_micros, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                 (id, name, plan, status, monthly_query_quota, cost_cap_micros, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
                  ON CONFLICT (id) DO UPDATE SET name = excluded.name, plan = excluded.plan,
-                   status = excluded.status, sso_enabled = excluded.sso_enabled,
-                   monthly_query_quota = excluded.monthly_query_quota,
+                   status = excluded.status, monthly_query_quota = excluded.monthly_query_quota,
                    cost_cap_micros = excluded.cost_cap_micros, created_at = excluded.created_at",
                 params![
                     o.id.as_str(),
                     o.name,
                     o.plan.as_str(),
                     o.status.as_str(),
-                    o.sso_enabled,
                     o.monthly_query_quota,
                     o.cost_cap_micros,
                     o.created_at.millis()
@@ -59,8 +61,8 @@ impl OrgStore for SqliteStore {
         let id = org.clone();
         self.read(move |c| {
             c.query_row(
-                "SELECT id, name, plan, status, sso_enabled, monthly_query_quota, cost_cap_micros,
-                        created_at, scim_token_sha256
+                "SELECT id, name, plan, status, monthly_query_quota, cost_cap_micros, created_at,
+                        scim_token_sha256, sso
                  FROM orgs WHERE id = ?1",
                 [id.as_str()],
                 org_from,
@@ -85,6 +87,62 @@ impl OrgStore for SqliteStore {
                 return Err(StoreError::Gone);
             }
             insert_audit(tx, &a)
+        })
+        .await
+    }
+
+    async fn set_sso(
+        &self, org: &OrgId, previous: Option<&SsoConfig>, next: &SsoConfig, audit: &AuditEntry,
+    ) -> StoreResult<()> {
+        let (o, expected, n, a) = (
+            org.clone(),
+            previous.map(|c| c.version),
+            next.clone(),
+            audit.clone(),
+        );
+        let config = serde_json::to_string(next).map_err(backend)?;
+        self.write(move |tx| {
+            let stored: Option<Option<String>> = tx
+                .query_row("SELECT sso FROM orgs WHERE id = ?1", [o.as_str()], |r| {
+                    r.get(0)
+                })
+                .optional()
+                .map_err(backend)?;
+            let stored = stored.ok_or(StoreError::Gone)?;
+            let stored: Option<SsoConfig> = stored
+                .map(|c| serde_json::from_str(&c))
+                .transpose()
+                .map_err(backend)?;
+            if stored.as_ref().map(|c| c.version) != expected {
+                return Err(StoreError::Conflict);
+            }
+            tx.execute("DELETE FROM sso_domains WHERE org_id = ?1", [o.as_str()])
+                .map_err(backend)?;
+            for domain in &n.email_domains {
+                unique(tx.execute(
+                    "INSERT INTO sso_domains (domain, org_id) VALUES (?1, ?2)",
+                    [domain.as_str(), o.as_str()],
+                ))?;
+            }
+            tx.execute(
+                "UPDATE orgs SET sso = ?2 WHERE id = ?1",
+                [o.as_str(), config.as_str()],
+            )
+            .map_err(backend)?;
+            insert_audit(tx, &a)
+        })
+        .await
+    }
+
+    async fn org_for_domain(&self, domain: &str) -> StoreResult<Option<OrgId>> {
+        let d = domain.to_owned();
+        self.read(move |c| {
+            c.query_row(
+                "SELECT org_id FROM sso_domains WHERE domain = ?1",
+                [d.as_str()],
+                |r| OrgId::parse(&r.get::<_, String>(0)?).map_err(conversion),
+            )
+            .optional()
         })
         .await
     }

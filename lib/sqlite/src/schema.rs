@@ -8,12 +8,16 @@ CREATE TABLE IF NOT EXISTS orgs (
     name TEXT NOT NULL,
     plan TEXT NOT NULL,
     status TEXT NOT NULL,
-    sso_enabled INTEGER NOT NULL,
     monthly_query_quota INTEGER,
     cost_cap_micros INTEGER,
     created_at INTEGER NOT NULL,
-    scim_token_sha256 TEXT
+    scim_token_sha256 TEXT,
+    sso TEXT
 ) STRICT;
+CREATE TABLE IF NOT EXISTS sso_domains (
+    domain TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL
+) STRICT, WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS members (
     org_id TEXT NOT NULL,
     user_id TEXT NOT NULL,
@@ -24,6 +28,8 @@ CREATE TABLE IF NOT EXISTS members (
     user_name_key TEXT,
     version INTEGER NOT NULL DEFAULT 1,
     signed_out_at INTEGER,
+    identity TEXT,
+    identity_key TEXT,
     PRIMARY KEY (org_id, user_id)
 ) STRICT, WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS member_data (
@@ -110,6 +116,9 @@ pub(crate) fn migrate(c: &Connection) -> rusqlite::Result<()> {
         ("members", "user_name_key", "TEXT"),
         ("members", "version", "INTEGER NOT NULL DEFAULT 1"),
         ("members", "signed_out_at", "INTEGER"),
+        ("members", "identity", "TEXT"),
+        ("members", "identity_key", "TEXT"),
+        ("orgs", "sso", "TEXT"),
     ] {
         let present: bool = c.query_row(
             "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
@@ -120,9 +129,20 @@ pub(crate) fn migrate(c: &Connection) -> rusqlite::Result<()> {
             c.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))?;
         }
     }
+    // A flag set by hand before single sign-on was configured for real; `sso` replaces it.
+    let flag: bool = c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pragma_table_info('orgs') WHERE name = 'sso_enabled')",
+        [],
+        |r| r.get(0),
+    )?;
+    if flag {
+        c.execute_batch("ALTER TABLE orgs DROP COLUMN sso_enabled")?;
+    }
     c.execute_batch(
         "CREATE UNIQUE INDEX IF NOT EXISTS members_user_name
              ON members (org_id, user_name_key) WHERE user_name_key IS NOT NULL;
+         CREATE UNIQUE INDEX IF NOT EXISTS members_identity
+             ON members (org_id, identity_key) WHERE identity_key IS NOT NULL;
          CREATE INDEX IF NOT EXISTS members_by_user ON members (user_id, org_id);",
     )
 }

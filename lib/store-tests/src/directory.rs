@@ -1,11 +1,11 @@
-//! Cases of [`DirectoryStore`](knowledge_core::ports::DirectoryStore): members, their data,
-//! integrations and the audit log.
+//! Cases of [`DirectoryStore`](knowledge_core::ports::DirectoryStore): members, their data and
+//! identity claims, integrations and the audit log.
 
 use std::sync::Arc;
 
 use knowledge_core::domain::{
-    Actor, AuditAction, AuditEntry, IntegrationAuth, IntegrationConfig, Member, MemberData,
-    MemberDataKind, Role,
+    Actor, AuditAction, AuditEntry, FederatedId, IntegrationAuth, IntegrationConfig, Member,
+    MemberData, MemberDataKind, Role,
 };
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::StoreError;
@@ -360,4 +360,74 @@ pub async fn a_sign_out_stamp_reads_back_and_stays_through_later_updates(store: 
 async fn audit_actions(store: &dyn Tested, org: &OrgId, limit: usize) -> Vec<AuditAction> {
     let entries = store.list_audit(org, limit).await.unwrap();
     entries.iter().map(|e| e.action).collect()
+}
+
+/// `member` at its next version, bound to `identity`.
+fn bound(member: &Member, identity: &FederatedId) -> Member {
+    let mut next = member.clone();
+    next.version += 1;
+    next.identity = Some(identity.clone());
+    next
+}
+
+pub async fn a_provider_identity_is_bound_to_one_member_per_organisation_until_removed(
+    store: Arc<dyn Tested>,
+) {
+    let (org, elsewhere) = (business_org(&*store).await, business_org(&*store).await);
+    let identity = FederatedId {
+        issuer: "https://idp.example.com".into(),
+        subject: "00u1".into(),
+    };
+    let (ann, bob) = (
+        provisioned(&org.id, "ann@example.com"),
+        provisioned(&org.id, "bob@example.com"),
+    );
+    for m in [&ann, &bob] {
+        let added = audit(&org.id, AuditAction::UserProvisioned, m.user.as_str());
+        store.create_member(m, &added).await.unwrap();
+    }
+    let entry = || audit(&org.id, AuditAction::MemberIdentityBound, ann.user.as_str());
+    let ann_bound = bound(&ann, &identity);
+    store
+        .update_member(&ann, &ann_bound, &entry())
+        .await
+        .unwrap();
+    let read = store.get_member(&org.id, &ann.user).await.unwrap();
+    assert_eq!(read.and_then(|m| m.identity), Some(identity.clone()));
+
+    assert!(matches!(
+        store
+            .update_member(&bob, &bound(&bob, &identity), &entry())
+            .await,
+        Err(StoreError::AlreadyExists)
+    ));
+    assert_eq!(
+        store.get_member(&org.id, &bob.user).await.unwrap(),
+        Some(bob.clone())
+    );
+    let mut carol = provisioned(&org.id, "carol@example.com");
+    carol.identity = Some(identity.clone());
+    let added = audit(&org.id, AuditAction::MemberAdded, carol.user.as_str());
+    assert!(matches!(
+        store.create_member(&carol, &added).await,
+        Err(StoreError::AlreadyExists)
+    ));
+    let mut other = provisioned(&elsewhere.id, "ann@example.com");
+    other.identity = Some(identity.clone());
+    let added = audit(&elsewhere.id, AuditAction::MemberAdded, other.user.as_str());
+    store.create_member(&other, &added).await.unwrap();
+
+    let removed = audit(&org.id, AuditAction::MemberRemoved, ann.user.as_str());
+    assert!(
+        store
+            .remove_member(&org.id, &ann.user, &removed)
+            .await
+            .unwrap()
+    );
+    store
+        .update_member(&bob, &bound(&bob, &identity), &entry())
+        .await
+        .unwrap();
+    let read = store.get_member(&org.id, &bob.user).await.unwrap();
+    assert_eq!(read.and_then(|m| m.identity), Some(identity));
 }

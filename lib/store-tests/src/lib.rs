@@ -12,6 +12,7 @@ pub mod tickets;
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{
     Actor, AuditAction, AuditEntry, Member, NewEvent, Org, OrgStatus, Plan, Profile, Role, Session,
+    SsoConfig,
 };
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Store, StoreError, StoredRows};
@@ -119,6 +120,26 @@ pub fn audit(org: &OrgId, action: AuditAction, target: &str) -> AuditEntry {
     AuditEntry::new(org, NOW.plus_millis(tick), Actor::Scim, action, target)
 }
 
+/// An SSO configuration at `version` routing `domains`.
+pub fn sso(version: u64, domains: &[&str]) -> SsoConfig {
+    SsoConfig {
+        issuer: "https://idp.example.com".into(),
+        client_id: "client".into(),
+        client_secret_sealed: "v1.00".into(),
+        user_name_claim: "email".into(),
+        email_domains: domains.iter().map(|d| d.to_string()).collect(),
+        enabled: true,
+        just_in_time: false,
+        updated_at: NOW,
+        version,
+    }
+}
+
+/// A fresh e-mail domain, so that cases never meet on one.
+pub fn domain() -> String {
+    format!("d{}.example.com", uuid::Uuid::new_v4().simple())
+}
+
 pub fn provisioned(org: &OrgId, user_name: &str) -> Member {
     let mut m = Member::new(org.clone(), UserId::generate(), Role::Viewer, NOW);
     m.profile = Some(Profile {
@@ -135,11 +156,11 @@ pub async fn business_org(store: &dyn Store) -> Org {
         name: "Acme".into(),
         plan: Plan::Business,
         status: OrgStatus::Suspended,
-        sso_enabled: true,
         monthly_query_quota: Some(100),
         cost_cap_micros: None,
         created_at: NOW,
         scim_token_sha256: None,
+        sso: None,
     };
     store.put_org(&org).await.unwrap();
     org
@@ -170,13 +191,17 @@ macro_rules! conformance {
                 concurrent_queries_never_pass_the_monthly_quota_together,
                 spend_charged_with_a_commit_counts_against_the_cost_cap;
             orgs:
-                the_scim_token_hash_survives_settings_changes_and_is_replaced_by_a_new_one;
+                the_scim_token_hash_survives_settings_changes_and_is_replaced_by_a_new_one,
+                sso_reads_back_survives_settings_changes_and_moves_only_at_its_version,
+                an_email_domain_routes_to_one_organisation_and_is_released_when_dropped,
+                of_concurrent_first_sso_configurations_exactly_one_lands;
             tickets:
                 a_ticket_is_taken_once_and_a_hash_is_stored_once,
                 of_concurrent_takes_of_one_ticket_exactly_one_gets_it;
             directory:
                 a_users_organisations_are_listed_by_id_and_follow_their_memberships,
                 a_sign_out_stamp_reads_back_and_stays_through_later_updates,
+                a_provider_identity_is_bound_to_one_member_per_organisation_until_removed,
                 organisations_and_memberships_read_back_and_are_removed_once,
                 a_user_name_is_claimed_once_per_organisation_in_any_case_and_moves_with_updates,
                 concurrent_creates_of_one_user_name_claim_it_once,

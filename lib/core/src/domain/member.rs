@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Role;
+use super::{FederatedId, Role};
 use crate::clock::Timestamp;
 use crate::ids::{OrgId, UserId};
 
@@ -18,6 +18,8 @@ text_enum!(AuditAction {
     MemberRoleChanged => "member.role_changed",
     MemberRemoved => "member.removed",
     MemberSignedOut => "member.signed_out",
+    MemberIdentityBound => "member.identity_bound",
+    SsoConfigured => "sso.configured",
     ScimTokenGenerated => "scim_token.generated",
     IntegrationConnected => "integration.connected",
     IntegrationDisconnected => "integration.disconnected",
@@ -48,6 +50,10 @@ pub struct Member {
     /// here. `None` until they first sign out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signed_out_at: Option<Timestamp>,
+    /// The provider identity bound at the member's first single sign-on; from then on only it
+    /// signs them in. Unique in the organisation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<FederatedId>,
 }
 
 impl Member {
@@ -68,6 +74,7 @@ impl Member {
             profile: None,
             version: 1,
             signed_out_at: None,
+            identity: None,
         }
     }
 }
@@ -208,6 +215,10 @@ pub enum AuditAction {
     MemberRoleChanged,
     MemberRemoved,
     MemberSignedOut,
+    /// A provider identity was bound at the member's first single sign-on.
+    MemberIdentityBound,
+    /// The organisation's single sign-on was configured, switched on or off.
+    SsoConfigured,
     ScimTokenGenerated,
     IntegrationConnected,
     IntegrationDisconnected,

@@ -1,5 +1,5 @@
 //! The domain: organisations and their usage here; members, their data, integrations and the
-//! audit log in `member`; sessions and their event log in `session`.
+//! audit log in `member`; sessions and their event log in `session`; single sign-on in `sso`.
 
 use serde::{Deserialize, Serialize};
 
@@ -71,9 +71,11 @@ text_enum!(Role { Admin => "admin", Viewer => "viewer" });
 
 mod member;
 mod session;
+mod sso;
 
 pub use member::*;
 pub use session::*;
+pub use sso::*;
 
 /// An organisation (tenant) and its limits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,7 +85,6 @@ pub struct Org {
     pub name: String,
     pub plan: Plan,
     pub status: OrgStatus,
-    pub sso_enabled: bool,
     /// Queries (opening and follow-up messages) allowed per calendar month; `None` is unlimited.
     pub monthly_query_quota: Option<u64>,
     /// Spend allowed per calendar month, in millionths of a US dollar; `None` is unlimited.
@@ -94,12 +95,23 @@ pub struct Org {
     /// [`crate::ports::OrgStore::set_scim_token`] changes it.
     #[serde(skip)]
     pub scim_token_sha256: Option<String>,
+    /// Single sign-on through the organisation's OpenID provider; `None` until configured.
+    /// Kept apart from the other settings by the store, so only
+    /// [`crate::ports::OrgStore::set_sso`] changes it.
+    #[serde(skip)]
+    pub sso: Option<SsoConfig>,
 }
 
 impl Org {
     /// Whether members may start sessions and send messages.
     pub fn allows_sessions(&self) -> bool {
         self.status == OrgStatus::Active
+    }
+
+    /// Whether members sign in through the organisation's provider: SSO is configured and on.
+    /// SCIM needs it too.
+    pub fn sso_active(&self) -> bool {
+        self.sso.as_ref().is_some_and(|s| s.enabled)
     }
 }
 

@@ -1,12 +1,14 @@
-//! Ports: what the use cases need from storage, the workflow engine, the integrations and the
-//! agent. Adapters implement them in the other crates.
+//! Ports: what the use cases need from storage, the workflow engine, the integrations, the
+//! agent and the identity providers. Adapters implement them in the other crates.
 
 mod agent;
+mod identity;
 mod integration;
 mod store;
 mod workflow;
 
 pub use agent::{Agent, AgentAction, AgentError, AgentReply, AgentRequest, TokenUsage, ToolCall};
+pub use identity::{Authorization, IdentityError, IdentityProvider, OidcClient, VerifiedIdentity};
 pub use integration::{CancelSignal, Integration, IntegrationError, Integrations, ToolSpec};
 #[cfg(feature = "testing")]
 pub use store::StoredRows;

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 
 use crate::clock::Timestamp;
 use crate::domain::{
-    AuditEntry, Event, IntegrationConfig, Member, MemberData, Org, Session, SessionSummary, Ticket,
-    Usage,
+    AuditEntry, Event, IntegrationConfig, Member, MemberData, Org, Session, SessionSummary,
+    SsoConfig, Ticket, Usage,
 };
 use crate::ids::{OrgId, SessionKey, UserId};
 
@@ -78,6 +78,17 @@ pub trait OrgStore: Send + Sync {
     async fn set_scim_token(
         &self, org: &OrgId, sha256: &str, audit: &AuditEntry,
     ) -> StoreResult<()>;
+    /// Writes `next` as the organisation's single sign-on (its `version` must be that of
+    /// `previous` plus one, or 1 when `previous` is `None`), releases the e-mail domains of
+    /// `previous` that `next` drops, claims those it adds, and writes `audit`, all or nothing.
+    /// Errors: `Gone` (no such organisation), `Conflict` (the stored configuration is not at
+    /// `previous`'s version), `AlreadyExists` (a domain is another organisation's).
+    async fn set_sso(
+        &self, org: &OrgId, previous: Option<&SsoConfig>, next: &SsoConfig, audit: &AuditEntry,
+    ) -> StoreResult<()>;
+    /// The organisation whose single sign-on claims the e-mail `domain` (lowercase), switched
+    /// on or not.
+    async fn org_for_domain(&self, domain: &str) -> StoreResult<Option<OrgId>>;
 }
 
 /// The directory of an organisation: members with their profiles and data, connected
@@ -85,9 +96,10 @@ pub trait OrgStore: Send + Sync {
 #[async_trait]
 pub trait DirectoryStore: Send + Sync {
     /// Creates a membership (at version 1) and writes `audit`; with a profile, also claims its
-    /// `userName` in the organisation; all or nothing, so of concurrent creates of one
-    /// `userName` exactly one succeeds.
-    /// Errors: `AlreadyExists` when the user is a member already or the `userName` is claimed.
+    /// `userName` in the organisation, and with an identity that identity; all or nothing, so of
+    /// concurrent creates of one `userName` exactly one succeeds.
+    /// Errors: `AlreadyExists` when the user is a member already, or the `userName` or the
+    /// identity is claimed.
     async fn create_member(&self, member: &Member, audit: &AuditEntry) -> StoreResult<()>;
     async fn get_member(&self, org: &OrgId, user: &UserId) -> StoreResult<Option<Member>>;
     /// The member whose profile's [`crate::domain::Profile::user_name_key`] is `key`.
@@ -99,15 +111,16 @@ pub trait DirectoryStore: Send + Sync {
     /// Every member of the organisation, ordered by user id (a stable order for paging).
     async fn list_members(&self, org: &OrgId) -> StoreResult<Vec<Member>>;
     /// Replaces `previous` by `next` (the same member, `next.version == previous.version + 1`),
-    /// moves the `userName` claim when it changed, and writes `audit`, all or nothing.
-    /// Errors: `Gone` (no longer a member), `Conflict` (the stored version is not
-    /// `previous.version`), `AlreadyExists` (the new `userName` is another member's).
+    /// moves the `userName` and identity claims when they changed, and writes `audit`, all or
+    /// nothing. Errors: `Gone` (no longer a member), `Conflict` (the stored version is not
+    /// `previous.version`), `AlreadyExists` (the new `userName` or identity is another
+    /// member's).
     async fn update_member(
         &self, previous: &Member, next: &Member, audit: &AuditEntry,
     ) -> StoreResult<()>;
-    /// Removes the membership with its profile, its `userName` claim and every [`MemberData`]
-    /// item of the member, and writes `audit`, in one transaction. `Ok(false)`, writing nothing,
-    /// when the user is not a member.
+    /// Removes the membership with its profile, its `userName` and identity claims and every
+    /// [`MemberData`] item of the member, and writes `audit`, in one transaction. `Ok(false)`,
+    /// writing nothing, when the user is not a member.
     async fn remove_member(
         &self, org: &OrgId, user: &UserId, audit: &AuditEntry,
     ) -> StoreResult<bool>;

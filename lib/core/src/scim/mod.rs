@@ -88,7 +88,7 @@ impl From<CoreError> for ScimError {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
     /// The member's profile now reads so.
-    Updated(Member),
+    Updated(Box<Member>),
     /// `active` became false: the member was removed.
     Removed,
 }
@@ -151,7 +151,7 @@ impl Directory {
         if !token::matches(token, stored) {
             return Err(ScimError::Unauthorized);
         }
-        if org.plan != Plan::Business || !org.sso_enabled {
+        if org.plan != Plan::Business || !org.sso_active() {
             return Err(ScimError::Forbidden);
         }
         Ok(id)
@@ -278,7 +278,7 @@ impl Directory {
                 return Ok(Change::Removed);
             }
             if &input.profile == profile {
-                return Ok(Change::Updated(current));
+                return Ok(Change::Updated(Box::new(current)));
             }
             let mut next = current.clone();
             next.profile = Some(input.profile);
@@ -286,7 +286,7 @@ impl Directory {
             next.updated_at = self.clock.now().max(current.updated_at);
             let audit = self.audit(org, AuditAction::UserUpdated, current.user.as_str());
             match self.members.update_member(&current, &next, &audit).await {
-                Ok(()) => return Ok(Change::Updated(next)),
+                Ok(()) => return Ok(Change::Updated(Box::new(next))),
                 Err(StoreError::AlreadyExists) => {
                     return Err(ScimError::Uniqueness(
                         "a user with this userName exists in the organisation".into(),

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 
 use crate::clock::Timestamp;
 use crate::domain::{
-    AuditEntry, Event, IntegrationConfig, Member, MemberData, Org, Session, SessionSummary, Ticket,
-    Usage,
+    AuditEntry, Event, IntegrationConfig, Member, MemberData, Org, Session, SessionSummary,
+    SsoConfig, Ticket, Usage,
 };
 use crate::ids::{OrgId, SessionKey, UserId};
 use crate::ports::{
@@ -24,8 +24,11 @@ struct State {
     orgs: HashMap<OrgId, Org>,
     /// By organisation, then user id (so listed in user-id order).
     members: HashMap<OrgId, BTreeMap<UserId, Member>>,
-    /// `userName` keys claimed in an organisation, with their member.
-    user_names: HashMap<(OrgId, String), UserId>,
+    /// What members claim in an organisation (`name:<userName key>`, `id:<identity key>`),
+    /// with the member holding it.
+    claims: HashMap<(OrgId, String), UserId>,
+    /// E-mail domains claimed by an organisation's single sign-on.
+    domains: HashMap<String, OrgId>,
     member_data: HashMap<(OrgId, UserId), Vec<MemberData>>,
     integrations: HashMap<OrgId, BTreeMap<String, IntegrationConfig>>,
     audit: HashMap<OrgId, Vec<AuditEntry>>,
@@ -57,11 +60,24 @@ impl MemoryStore {
 }
 
 impl State {
-    fn claim(&self, member: &Member) -> Option<(OrgId, String)> {
-        member
+    /// What `member` claims in its organisation: its `userName` and its identity.
+    fn claims(member: &Member) -> Vec<(OrgId, String)> {
+        let name = member
             .profile
             .as_ref()
-            .map(|p| (member.org.clone(), p.user_name_key()))
+            .map(|p| format!("name:{}", p.user_name_key()));
+        let id = member.identity.as_ref().map(|i| format!("id:{}", i.key()));
+        name.into_iter()
+            .chain(id)
+            .map(|c| (member.org.clone(), c))
+            .collect()
+    }
+
+    /// Whether another user than `user` holds one of `claims`.
+    fn taken(&self, claims: &[(OrgId, String)], user: &UserId) -> bool {
+        claims
+            .iter()
+            .any(|c| self.claims.get(c).is_some_and(|u| u != user))
     }
 
     fn audit(&mut self, entry: &AuditEntry) {
@@ -76,14 +92,14 @@ impl State {
 impl OrgStore for MemoryStore {
     async fn put_org(&self, org: &Org) -> StoreResult<()> {
         let mut s = self.state();
-        let token = s
-            .orgs
-            .get(&org.id)
-            .and_then(|o| o.scim_token_sha256.clone());
+        let kept = s.orgs.get(&org.id);
+        let token = kept.and_then(|o| o.scim_token_sha256.clone());
+        let sso = kept.and_then(|o| o.sso.clone());
         s.orgs.insert(
             org.id.clone(),
             Org {
                 scim_token_sha256: token,
+                sso,
                 ..org.clone()
             },
         );
@@ -103,6 +119,37 @@ impl OrgStore for MemoryStore {
         s.audit(audit);
         Ok(())
     }
+
+    async fn set_sso(
+        &self, org: &OrgId, previous: Option<&SsoConfig>, next: &SsoConfig, audit: &AuditEntry,
+    ) -> StoreResult<()> {
+        let mut s = self.state();
+        let stored = s.orgs.get(org).ok_or(StoreError::Gone)?;
+        if stored.sso.as_ref().map(|c| c.version) != previous.map(|c| c.version) {
+            return Err(StoreError::Conflict);
+        }
+        let old = stored.sso.as_ref().map(|c| c.email_domains.clone());
+        if next
+            .email_domains
+            .iter()
+            .any(|d| s.domains.get(d).is_some_and(|o| o != org))
+        {
+            return Err(StoreError::AlreadyExists);
+        }
+        for d in old.unwrap_or_default() {
+            s.domains.remove(&d);
+        }
+        for d in &next.email_domains {
+            s.domains.insert(d.clone(), org.clone());
+        }
+        s.orgs.get_mut(org).ok_or(StoreError::Gone)?.sso = Some(next.clone());
+        s.audit(audit);
+        Ok(())
+    }
+
+    async fn org_for_domain(&self, domain: &str) -> StoreResult<Option<OrgId>> {
+        Ok(self.state().domains.get(domain).cloned())
+    }
 }
 
 #[async_trait]
@@ -113,12 +160,12 @@ impl DirectoryStore for MemoryStore {
             .members
             .get(&member.org)
             .is_some_and(|m| m.contains_key(&member.user));
-        let claim = s.claim(member);
-        if exists || claim.as_ref().is_some_and(|c| s.user_names.contains_key(c)) {
+        let claims = State::claims(member);
+        if exists || claims.iter().any(|c| s.claims.contains_key(c)) {
             return Err(StoreError::AlreadyExists);
         }
-        if let Some(claim) = claim {
-            s.user_names.insert(claim, member.user.clone());
+        for claim in claims {
+            s.claims.insert(claim, member.user.clone());
         }
         let mut stored = member.clone();
         stored.version = 1;
@@ -143,8 +190,8 @@ impl DirectoryStore for MemoryStore {
         &self, org: &OrgId, key: &str,
     ) -> StoreResult<Option<Member>> {
         let s = self.state();
-        Ok(s.user_names
-            .get(&(org.clone(), key.to_owned()))
+        Ok(s.claims
+            .get(&(org.clone(), format!("name:{key}")))
             .and_then(|user| s.members.get(org).and_then(|m| m.get(user)))
             .cloned())
     }
@@ -182,19 +229,15 @@ impl DirectoryStore for MemoryStore {
         if stored.version != previous.version {
             return Err(StoreError::Conflict);
         }
-        let (old, new) = (s.claim(stored), s.claim(next));
-        if old != new {
-            if let Some(claim) = &new
-                && s.user_names.get(claim).is_some_and(|u| *u != next.user)
-            {
-                return Err(StoreError::AlreadyExists);
-            }
-            if let Some(old) = old {
-                s.user_names.remove(&old);
-            }
-            if let Some(new) = new {
-                s.user_names.insert(new, next.user.clone());
-            }
+        let (old, new) = (State::claims(stored), State::claims(next));
+        if s.taken(&new, &next.user) {
+            return Err(StoreError::AlreadyExists);
+        }
+        for claim in old {
+            s.claims.remove(&claim);
+        }
+        for claim in new {
+            s.claims.insert(claim, next.user.clone());
         }
         s.members
             .entry(next.org.clone())
@@ -211,8 +254,8 @@ impl DirectoryStore for MemoryStore {
         let Some(removed) = s.members.get_mut(org).and_then(|m| m.remove(user)) else {
             return Ok(false);
         };
-        if let Some(claim) = s.claim(&removed) {
-            s.user_names.remove(&claim);
+        for claim in State::claims(&removed) {
+            s.claims.remove(&claim);
         }
         s.member_data.remove(&(org.clone(), user.clone()));
         s.audit(audit);

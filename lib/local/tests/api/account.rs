@@ -13,7 +13,7 @@ async fn second_org(api: &Api) -> OrgId {
     let other = OrgId::parse("org_second").unwrap();
     let admin = api.admin();
     admin
-        .create_org(Some(other.clone()), "Second", Plan::Pro, false)
+        .create_org(Some(other.clone()), "Second", Plan::Pro)
         .await
         .unwrap();
     admin

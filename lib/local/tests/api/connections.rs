@@ -206,10 +206,10 @@ async fn a_declared_length_over_the_limit_is_refused_with_413_before_any_body_is
     let org = api.user.org.clone();
     let changes = OrgChanges {
         plan: Some(Plan::Business),
-        sso: Some(true),
         ..Default::default()
     };
     api.admin().update_org(&org, changes).await.unwrap();
+    api.set_sso(&org, true).await;
     let token = api.admin().generate_scim_token(&org).await.unwrap();
 
     let mut stream = connect(&api).await;

@@ -603,7 +603,6 @@ async fn switch_org_moves_later_calls_to_the_new_organisation_with_a_new_cookie(
             Some(other.clone()),
             "Second",
             knowledge_core::domain::Plan::Pro,
-            false,
         )
         .await
         .unwrap();

@@ -107,11 +107,7 @@ impl Scim {
 }
 
 async fn enable_sso(api: &Api, org: &OrgId) {
-    let changes = OrgChanges {
-        sso: Some(true),
-        ..Default::default()
-    };
-    api.admin().update_org(org, changes).await.unwrap();
+    api.set_sso(org, true).await;
 }
 
 fn assert_scim_error(r: &Reply, status: u16, scim_type: Option<&str>) {
@@ -791,18 +787,14 @@ async fn a_missing_or_wrong_token_is_401_and_a_new_token_invalidates_the_old() {
 async fn scim_needs_the_business_plan_and_sso_after_the_token_check() {
     let s = Scim::start().await;
     let org = s.org().clone();
-    for changes in [
-        OrgChanges {
-            plan: Some(Plan::Pro),
+    // The Pro plan with SSO on, then the Business plan with SSO off.
+    for (plan, sso) in [(Plan::Pro, true), (Plan::Business, false)] {
+        let changes = OrgChanges {
+            plan: Some(plan),
             ..Default::default()
-        },
-        OrgChanges {
-            plan: Some(Plan::Business),
-            sso: Some(false),
-            ..Default::default()
-        },
-    ] {
+        };
         s.api.admin().update_org(&org, changes).await.unwrap();
+        s.api.set_sso(&org, sso).await;
         assert_scim_error(&s.get("/Users").await, 403, None);
         let r = s
             .api
@@ -821,9 +813,10 @@ async fn another_organisations_users_are_not_found_with_its_token() {
     let other = OrgId::parse("org_other").unwrap();
     s.api
         .admin()
-        .create_org(Some(other.clone()), "Other", Plan::Business, true)
+        .create_org(Some(other.clone()), "Other", Plan::Business)
         .await
         .unwrap();
+    s.api.set_sso(&other, true).await;
     let theirs = Scim {
         token: s.api.admin().generate_scim_token(&other).await.unwrap(),
         api: Api::start_on(

@@ -14,6 +14,7 @@ use knowledge_core::ports::{
     Agent, AgentAction, AgentError, AgentReply, AgentRequest, Integrations, TokenUsage,
 };
 use knowledge_core::seal::Sealer;
+use knowledge_core::sso::{SsoChange, SsoSettings};
 use knowledge_core::testing::ShiftedClock;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::admin::Admin;
@@ -224,6 +225,23 @@ impl Api {
         }
     }
 
+    /// Switches single sign-on on for `org` (or off), with a provider no test reaches: what
+    /// SCIM needs.
+    pub async fn set_sso(&self, org: &OrgId, on: bool) {
+        let settings = SsoSettings {
+            issuer: "https://idp.example.com".into(),
+            client_id: "knowledge".into(),
+            client_secret: Some("secret".into()),
+            enabled: on,
+            ..Default::default()
+        };
+        let sealer = Sealer::new(&[3; 32]).unwrap();
+        (self.admin())
+            .configure_sso(org, &SsoChange::Set(settings), &sealer)
+            .await
+            .unwrap();
+    }
+
     pub fn cookie(&self, user: &UserId, org: &OrgId) -> String {
         format!(
             "{COOKIE_NAME}={}",
@@ -239,7 +257,6 @@ impl Api {
                     Some(org.clone()),
                     "other",
                     knowledge_core::domain::Plan::Pro,
-                    false,
                 )
                 .await
                 .unwrap();

@@ -1,0 +1,346 @@
+//! Single sign-on's own rules, on the in-memory store with a provider that vouches for whoever
+//! a case says (the real exchange and token checks are the OIDC adapter's, tested against a real
+//! provider): who is admitted, the binding of the provider identity at the first sign-in, just-in-
+//! time membership, one answer for every organisation without SSO, and the sealed secret.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use knowledge_core::CoreError;
+use knowledge_core::clock::{Clock, SystemClock};
+use knowledge_core::domain::{
+    Actor, AuditAction, AuditEntry, FederatedId, Member, Org, OrgStatus, Plan, Profile, Role,
+};
+use knowledge_core::ids::{OrgId, UserId};
+use knowledge_core::ports::{
+    Authorization, DirectoryStore, IdentityError, IdentityProvider, OidcClient, OrgStore,
+    VerifiedIdentity,
+};
+use knowledge_core::seal::Sealer;
+use knowledge_core::sso::{SignInTarget, SingleSignOn, SsoChange, SsoSettings, configure};
+use knowledge_core::testing::MemoryStore;
+use serde_json::json;
+
+const ISSUER: &str = "https://login.example.com";
+
+/// Vouches for the identity the case sets, and records the client it was asked with.
+#[derive(Default)]
+struct Vouching {
+    next: Mutex<Option<VerifiedIdentity>>,
+    seen: Mutex<Vec<OidcClient>>,
+}
+
+#[async_trait]
+impl IdentityProvider for Vouching {
+    async fn authorize(&self, client: &OidcClient) -> Result<Authorization, IdentityError> {
+        self.seen.lock().unwrap().push(client.clone());
+        Ok(Authorization {
+            url: format!("{}/authorize?client_id={}", client.issuer, client.client_id),
+            state: "state".into(),
+            nonce: "nonce".into(),
+            pkce_verifier: "verifier".into(),
+        })
+    }
+
+    async fn exchange(
+        &self, client: &OidcClient, _code: &str, _verifier: &str, _nonce: &str,
+    ) -> Result<VerifiedIdentity, IdentityError> {
+        self.seen.lock().unwrap().push(client.clone());
+        let next = self.next.lock().unwrap().clone();
+        next.ok_or_else(|| IdentityError::Rejected("no identity".into()))
+    }
+
+    async fn discover(&self, _issuer: &str) -> Result<(), IdentityError> {
+        Ok(())
+    }
+}
+
+struct Rig {
+    sso: SingleSignOn,
+    store: Arc<MemoryStore>,
+    provider: Arc<Vouching>,
+    sealer: Arc<Sealer>,
+    org: OrgId,
+}
+
+fn settings(domains: &[&str]) -> SsoSettings {
+    SsoSettings {
+        issuer: ISSUER.into(),
+        client_id: "knowledge".into(),
+        client_secret: Some("s3cret-value".into()),
+        user_name_claim: None,
+        email_domains: domains.iter().map(|d| d.to_string()).collect(),
+        just_in_time: false,
+        enabled: true,
+    }
+}
+
+impl Rig {
+    /// An organisation with SSO on for `example.com`.
+    async fn new() -> Self {
+        let store = Arc::new(MemoryStore::default());
+        let provider = Arc::new(Vouching::default());
+        let sealer = Arc::new(Sealer::new(&[5; 32]).unwrap());
+        let org = Self::org(&store).await;
+        let rig = Self {
+            sso: SingleSignOn::new(
+                store.clone(),
+                sealer.clone(),
+                provider.clone(),
+                Arc::new(SystemClock),
+                "http://127.0.0.1:3000/api/auth/callback".into(),
+            ),
+            store,
+            provider,
+            sealer,
+            org,
+        };
+        rig.configure(&rig.org, SsoChange::Set(settings(&["example.com"])))
+            .await
+            .unwrap();
+        rig
+    }
+
+    async fn org(store: &MemoryStore) -> OrgId {
+        let org = Org {
+            id: OrgId::generate(),
+            name: "Acme".into(),
+            plan: Plan::Business,
+            status: OrgStatus::Active,
+            monthly_query_quota: None,
+            cost_cap_micros: None,
+            created_at: SystemClock.now(),
+            scim_token_sha256: None,
+            sso: None,
+        };
+        store.put_org(&org).await.unwrap();
+        org.id
+    }
+
+    async fn configure(
+        &self, org: &OrgId, change: SsoChange,
+    ) -> Result<knowledge_core::domain::SsoConfig, CoreError> {
+        let now = SystemClock.now();
+        configure(&*self.store, &self.sealer, now, org, &change, Actor::Admin).await
+    }
+
+    /// A member named `user_name`, as SCIM provisions one.
+    async fn provision(&self, user_name: &str) -> Member {
+        let mut m = Member::new(
+            self.org.clone(),
+            UserId::generate(),
+            Role::Admin,
+            SystemClock.now(),
+        );
+        m.profile = Some(Profile {
+            user_name: user_name.into(),
+            external_id: None,
+            attributes: Default::default(),
+        });
+        let audit = AuditEntry::new(
+            &self.org,
+            m.created_at,
+            Actor::Scim,
+            AuditAction::UserProvisioned,
+            "t",
+        );
+        self.store.create_member(&m, &audit).await.unwrap();
+        m
+    }
+
+    /// Signs in as whoever the provider vouches for with `sub` and `email`.
+    async fn sign_in(
+        &self, sub: &str, email: &str,
+    ) -> Result<knowledge_core::service::Principal, CoreError> {
+        *self.provider.next.lock().unwrap() = Some(VerifiedIdentity {
+            issuer: ISSUER.into(),
+            subject: sub.into(),
+            claims: json!({ "sub": sub, "email": email, "name": "Someone" })
+                .as_object()
+                .cloned()
+                .unwrap(),
+        });
+        self.sso
+            .finish(&self.org, "code", "verifier", "nonce")
+            .await
+    }
+
+    async fn member(&self, user: &UserId) -> Option<Member> {
+        self.store.get_member(&self.org, user).await.unwrap()
+    }
+}
+
+#[tokio::test]
+async fn the_first_sign_in_binds_the_provider_identity_and_later_ones_must_match_it() {
+    let rig = Rig::new().await;
+    let ann = rig.provision("Ann@Example.com").await;
+    let p = rig.sign_in("sub-ann", "ann@example.COM").await.unwrap();
+    assert_eq!((p.user.clone(), p.role), (ann.user.clone(), Role::Admin));
+    let bound = rig.member(&ann.user).await.unwrap().identity;
+    let ann_identity = FederatedId {
+        issuer: ISSUER.into(),
+        subject: "sub-ann".into(),
+    };
+    assert_eq!(bound, Some(ann_identity));
+    assert_eq!(rig.sign_in("sub-ann", "ann@example.com").await.unwrap(), p);
+
+    // Another account at the provider renamed to Ann's address does not become Ann.
+    let err = rig
+        .sign_in("sub-mallory", "ann@example.com")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CoreError::NotProvisioned), "{err:?}");
+}
+
+#[tokio::test]
+async fn an_identity_bound_to_one_member_cannot_sign_in_as_another_after_a_rename() {
+    let rig = Rig::new().await;
+    rig.provision("ann@example.com").await;
+    let bob = rig.provision("bob@example.com").await;
+    rig.sign_in("sub-ann", "ann@example.com").await.unwrap();
+    let err = rig.sign_in("sub-ann", "bob@example.com").await.unwrap_err();
+    assert!(matches!(err, CoreError::NotProvisioned), "{err:?}");
+    assert_eq!(rig.member(&bob.user).await.unwrap().identity, None);
+}
+
+#[tokio::test]
+async fn a_person_who_is_not_a_member_is_refused_and_nothing_is_created() {
+    let rig = Rig::new().await;
+    let err = rig.sign_in("sub-eve", "eve@example.com").await.unwrap_err();
+    assert!(matches!(err, CoreError::NotProvisioned), "{err:?}");
+    assert!(rig.store.list_members(&rig.org).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn just_in_time_membership_makes_a_new_person_a_viewer_bound_to_their_identity() {
+    let rig = Rig::new().await;
+    let mut jit = settings(&["example.com"]);
+    jit.just_in_time = true;
+    rig.configure(&rig.org, SsoChange::Set(jit)).await.unwrap();
+    let p = rig.sign_in("sub-eve", "Eve@example.com").await.unwrap();
+    assert_eq!(p.role, Role::Viewer);
+    let eve = rig.member(&p.user).await.unwrap();
+    assert_eq!(eve.profile.unwrap().user_name, "Eve@example.com");
+    assert_eq!(eve.identity.unwrap().subject, "sub-eve");
+    assert_eq!(rig.sign_in("sub-eve", "eve@example.com").await.unwrap(), p);
+}
+
+#[tokio::test]
+async fn unknown_domains_organisations_and_switched_off_sso_get_one_answer() {
+    let rig = Rig::new().await;
+    let (org, _) = (rig.sso)
+        .begin(&SignInTarget::Email("ann@EXAMPLE.com".into()))
+        .await
+        .unwrap();
+    assert_eq!(org, rig.org);
+    let plain = Rig::org(&rig.store).await;
+    let targets = [
+        SignInTarget::Email("ann@unknown.example".into()),
+        SignInTarget::Org(OrgId::generate()),
+        SignInTarget::Org(plain),
+    ];
+    for target in &targets {
+        let err = rig.sso.begin(target).await.unwrap_err();
+        assert!(
+            matches!(err, CoreError::SsoUnavailable),
+            "{target:?}: {err:?}"
+        );
+    }
+    rig.configure(&rig.org, SsoChange::Enable(false))
+        .await
+        .unwrap();
+    for target in [
+        SignInTarget::Email("ann@example.com".into()),
+        SignInTarget::Org(rig.org.clone()),
+    ] {
+        let err = rig.sso.begin(&target).await.unwrap_err();
+        assert!(
+            matches!(err, CoreError::SsoUnavailable),
+            "{target:?}: {err:?}"
+        );
+    }
+    let err = rig.sign_in("sub-ann", "ann@example.com").await.unwrap_err();
+    assert!(matches!(err, CoreError::SsoUnavailable), "{err:?}");
+}
+
+#[tokio::test]
+async fn the_client_secret_is_stored_sealed_and_reaches_the_provider_opened() {
+    let rig = Rig::new().await;
+    let stored = rig
+        .store
+        .get_org(&rig.org)
+        .await
+        .unwrap()
+        .unwrap()
+        .sso
+        .unwrap();
+    assert!(!stored.client_secret_sealed.contains("s3cret-value"));
+    rig.sso
+        .begin(&SignInTarget::Org(rig.org.clone()))
+        .await
+        .unwrap();
+    let seen = rig.provider.seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(seen.client_secret, "s3cret-value");
+
+    // Left out, the secret is kept; with another client id it is required.
+    let mut keep = settings(&["example.com", "example.org"]);
+    keep.client_secret = None;
+    let kept = rig
+        .configure(&rig.org, SsoChange::Set(keep.clone()))
+        .await
+        .unwrap();
+    assert_eq!(kept.client_secret_sealed, stored.client_secret_sealed);
+    keep.client_id = "another".into();
+    let err = rig
+        .configure(&rig.org, SsoChange::Set(keep))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CoreError::InvalidInput { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_domain_routed_to_one_organisation_is_refused_to_another_and_bad_fields_change_nothing() {
+    let rig = Rig::new().await;
+    let other = Rig::org(&rig.store).await;
+    let err = rig
+        .configure(&other, SsoChange::Set(settings(&["EXAMPLE.com"])))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CoreError::InvalidInput {
+                code: "domain_taken",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let before = rig.store.get_org(&rig.org).await.unwrap().unwrap().sso;
+    for bad in [
+        SsoSettings {
+            issuer: "http://idp.example.com".into(),
+            ..settings(&[])
+        },
+        SsoSettings {
+            client_id: " ".into(),
+            ..settings(&[])
+        },
+        SsoSettings {
+            user_name_claim: Some("a b".into()),
+            ..settings(&[])
+        },
+        settings(&["not a domain"]),
+    ] {
+        let err = rig
+            .configure(&rig.org, SsoChange::Set(bad))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, CoreError::InvalidInput { .. }), "{err:?}");
+    }
+    assert_eq!(
+        rig.store.get_org(&rig.org).await.unwrap().unwrap().sso,
+        before
+    );
+    assert_eq!(rig.store.get_org(&other).await.unwrap().unwrap().sso, None);
+}
