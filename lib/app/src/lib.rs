@@ -13,12 +13,13 @@ use std::sync::Arc;
 use axum::Router;
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::integrations::FixedIntegrations;
-use knowledge_core::ports::{Agent, Integrations, Store, Workflow};
+use knowledge_core::ports::{Agent, IdentityProvider, Integrations, Store, Workflow};
 use knowledge_core::scim::Directory;
 use knowledge_core::seal::Sealer;
 use knowledge_core::service::{Deps, Opening, Service};
+use knowledge_core::sso::SingleSignOn;
 use knowledge_core::steps::Steps;
-use knowledge_http::cookie::CookieSigner;
+use knowledge_http::cookie::{CookieSigner, Lifetime};
 use knowledge_http::{Endpoint, HttpConfig, ScimApi, SessionApi};
 use knowledge_mcp::{StoredIntegrations, Timeouts};
 
@@ -44,6 +45,11 @@ pub struct Settings {
     pub fixed_integrations: Arc<dyn Integrations>,
     /// Bounds on every call to a connected MCP server.
     pub mcp_timeouts: Timeouts,
+    /// The organisations' OpenID providers; single sign-on needs it (and the sealer, for the
+    /// client secrets).
+    pub identity_provider: Option<Arc<dyn IdentityProvider>>,
+    /// How long a sign-in lasts.
+    pub lifetime: Lifetime,
     pub clock: Arc<dyn Clock>,
 }
 
@@ -58,6 +64,8 @@ impl Settings {
             agent: None,
             fixed_integrations: Arc::new(FixedIntegrations::new()),
             mcp_timeouts: Timeouts::default(),
+            identity_provider: None,
+            lifetime: Lifetime::default(),
             clock: Arc::new(SystemClock),
         }
     }
@@ -65,6 +73,7 @@ impl Settings {
     fn http(&self) -> HttpConfig {
         HttpConfig {
             app_origin: self.app_origin.clone(),
+            lifetime: self.lifetime,
         }
     }
 }
@@ -131,13 +140,29 @@ impl App {
         })
     }
 
-    fn session_api(&self, service: Service) -> Result<SessionApi, AssemblyError> {
-        let signer = self
-            .settings
-            .cookie_signer
-            .clone()
-            .ok_or(AssemblyError("the cookie signing key"))?;
-        Ok(SessionApi::new(service, signer, self.settings.http()))
+    /// The state of the session and `/api/auth` routes of `endpoints`; with single sign-on when
+    /// one of them needs it. Errors: no cookie signer; no identity provider or sealer for
+    /// single sign-on.
+    fn session_api(
+        &self, service: Service, endpoints: &[Endpoint],
+    ) -> Result<SessionApi, AssemblyError> {
+        let s = &self.settings;
+        let signer = (s.cookie_signer.clone()).ok_or(AssemblyError("the cookie signing key"))?;
+        let api = SessionApi::new(service, signer, s.http());
+        if !endpoints.iter().any(|e| e.needs_sso()) {
+            return Ok(api);
+        }
+        let provider =
+            (s.identity_provider.clone()).ok_or(AssemblyError("the identity provider"))?;
+        let sealer = s.sealer.clone().ok_or(AssemblyError("the sealing key"))?;
+        let sso = SingleSignOn::new(
+            self.store.clone(),
+            sealer,
+            provider,
+            s.clock.clone(),
+            s.http().callback_url(),
+        );
+        Ok(api.with_sso(sso))
     }
 
     fn scim_api(&self, service: Service) -> ScimApi {
@@ -145,15 +170,16 @@ impl App {
         ScimApi::new(directory, self.settings.http())
     }
 
-    /// Every route, as the local service serves them. Errors: no cookie signer.
+    /// Every route, as the local service serves them. Errors: no cookie signer, sealer or
+    /// identity provider.
     pub fn router(&self, workflow: Arc<dyn Workflow>) -> Result<Router, AssemblyError> {
         let service = self.service(workflow);
-        let sessions = self.session_api(service.clone())?;
+        let sessions = self.session_api(service.clone(), &Endpoint::ALL)?;
         Ok(knowledge_http::router(sessions, self.scim_api(service)))
     }
 
     /// The router of the Lambda function of `endpoint`. Errors: no cookie signer, for a
-    /// session endpoint.
+    /// session endpoint; no sealer or identity provider, for single sign-on.
     pub fn endpoint_router(
         &self, endpoint: Endpoint, workflow: Arc<dyn Workflow>,
     ) -> Result<Router, AssemblyError> {
@@ -161,7 +187,10 @@ impl App {
         Ok(match endpoint {
             Endpoint::Scim => knowledge_http::scim_function(self.scim_api(service)),
             Endpoint::OpenApi => knowledge_http::openapi_function(),
-            _ => knowledge_http::session_function(self.session_api(service)?, endpoint),
+            _ => {
+                let sessions = self.session_api(service, &[endpoint])?;
+                knowledge_http::session_function(sessions, endpoint)
+            }
         })
     }
 }

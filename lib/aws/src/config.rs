@@ -42,6 +42,9 @@ pub enum ConfigError {
     /// The provider settings are incomplete or wrong; the source names the variable.
     #[error("the agent provider's settings")]
     Agent(#[source] knowledge_providers::ConfigError),
+    /// The HTTP client of the identity providers could not be built.
+    #[error("the identity providers' client")]
+    IdentityProvider(#[source] BackendError),
     #[error(transparent)]
     Assembly(#[from] AssemblyError),
 }

@@ -14,6 +14,7 @@ use knowledge_app::{App, Settings};
 use knowledge_core::ports::Workflow;
 use knowledge_dynamo::{DynamoStore, RequestCounter};
 use knowledge_http::Endpoint;
+use knowledge_oidc::OpenIdConnect;
 use knowledge_providers::agent_from_env;
 
 pub use crate::config::{ConfigError, Env};
@@ -49,6 +50,12 @@ impl Function {
             Self::Task(h) => h.uses_integrations(),
         }
     }
+
+    /// Single sign-on's login and callback reach the identity providers, with the client
+    /// secrets they open.
+    fn uses_sso(self) -> bool {
+        matches!(self, Self::Endpoint(e) if e.needs_sso())
+    }
 }
 
 /// The settings of `function`'s cold start: the application's origin from `APP_ORIGIN` (which
@@ -73,9 +80,13 @@ pub async fn settings(
         let id = secret(&env.signing_key_secret, config::SIGNING_KEY_SECRET_ENV)?;
         settings.cookie_signer = Some(Arc::new(config::cookie_signer(&secrets, &id).await?));
     }
-    if function.uses_integrations() {
+    if function.uses_integrations() || function.uses_sso() {
         let id = secret(&env.sealing_key_secret, config::SEALING_KEY_SECRET_ENV)?;
         settings.sealer = Some(Arc::new(config::sealer(&secrets, &id).await?));
+    }
+    if function.uses_sso() {
+        let provider = OpenIdConnect::new().map_err(|e| ConfigError::IdentityProvider(e.into()))?;
+        settings.identity_provider = Some(Arc::new(provider));
     }
     if function.uses_agent() {
         let api_key = match &env.provider_key_secret {

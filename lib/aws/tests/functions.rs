@@ -19,7 +19,7 @@ use knowledge_core::signin;
 use knowledge_core::sso::{self, SsoChange, SsoSettings};
 use knowledge_dynamo::{DynamoStore, RequestCounter};
 use knowledge_http::Endpoint;
-use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
+use knowledge_http::cookie::{CookieSigner, SECURE_COOKIE_NAME as COOKIE_NAME};
 use lambda_runtime::{Context, LambdaEvent};
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -214,7 +214,7 @@ impl Deployment {
         let cookie = signer.mint(&self.key.user, &self.key.org, 600).unwrap();
         let text = repo_file(&format!("events/{}.json", endpoint.function_name()))
             .replace(
-                "ks_session=REPLACE_WITH_OUTPUT_OF_knowledge_cookie",
+                "__Host-ks_session=REPLACE_WITH_OUTPUT_OF_knowledge_cookie",
                 &format!("{COOKIE_NAME}={cookie}"),
             )
             .replace(

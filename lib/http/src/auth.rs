@@ -11,9 +11,10 @@ use axum::{Extension, Json};
 use knowledge_core::CoreError;
 use knowledge_core::ids::OrgId;
 
-use crate::cookie::{
-    CookieClaims, SIGN_IN_TTL_SECS, clear_cookie_header, expiry_after, set_cookie_header,
-};
+use knowledge_core::clock::{Clock, SystemClock};
+use knowledge_core::service::Principal;
+
+use crate::cookie::{CookieClaims, clear_cookie_header, now_secs};
 use crate::error::ApiError;
 use crate::extract::QueryParams;
 use crate::extract::{JsonBody, Member};
@@ -22,11 +23,35 @@ use crate::routes::ApiErrors;
 use crate::state::SessionApi;
 use crate::wire::{AccountView, Done, SwitchOrgRequest, SwitchedOrg};
 
-/// `response` with `cookie` as its `Set-Cookie`. The value is the service's own, never the
+/// `response` with `cookie` as a `Set-Cookie`. The value is the service's own, never the
 /// client's.
-fn with_cookie(mut response: Response, cookie: &str) -> Result<Response, ApiError> {
+pub(crate) fn with_cookie(mut response: Response, cookie: &str) -> Result<Response, ApiError> {
     let value = HeaderValue::from_str(cookie).map_err(CoreError::internal)?;
-    response.headers_mut().insert(SET_COOKIE, value);
+    response.headers_mut().append(SET_COOKIE, value);
+    Ok(response)
+}
+
+/// The end of every sign-in: a `303 See Other` to `return_to` that sets a fresh session cookie
+/// for `p`, signed in now.
+pub(crate) fn signed_in_redirect(
+    app: &SessionApi, p: &Principal, return_to: &ReturnTo,
+) -> Result<Response, ApiError> {
+    let now = now_secs();
+    let expires_at = app.config.lifetime.expiry(now, now);
+    let cookie = app
+        .session_cookie(&p.user, &p.org, SystemClock.now(), expires_at)
+        .map_err(CoreError::internal)?;
+    with_cookie(see_other(return_to.as_str())?, &cookie)
+}
+
+/// A `303 See Other` to `location` (a path of this application, or an identity provider's URL
+/// built from its configuration; never a value the client sent), never cached.
+pub(crate) fn see_other(location: &str) -> Result<Response, ApiError> {
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let headers = response.headers_mut();
+    let location = HeaderValue::from_str(location).map_err(CoreError::internal)?;
+    headers.insert(LOCATION, location);
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
 }
 
@@ -46,12 +71,12 @@ pub async fn logout(
     State(app): State<SessionApi>, Extension(claims): Extension<CookieClaims>,
 ) -> Result<Response, ApiError> {
     app.service.sign_out(&claims.user, &claims.org).await?;
-    let cleared = clear_cookie_header(app.config.secure_cookies());
+    let cleared = clear_cookie_header(app.config.cookie_name(), app.config.secure_cookies());
     with_cookie(Json(Done::OK).into_response(), &cleared)
 }
 
-/// Act in another organisation the person belongs to. The new cookie expires when the current
-/// one does, so switching never extends a sign-in.
+/// Act in another organisation the person belongs to. The new cookie keeps the sign-in time
+/// and expires when the current one does, so switching never extends a sign-in.
 #[utoipa::path(post, path = "/api/auth/switch-org", operation_id = "switchOrg",
     request_body = SwitchOrgRequest,
     responses((status = 200, body = SwitchedOrg,
@@ -64,13 +89,11 @@ pub async fn switch_org(
 ) -> Result<Response, ApiError> {
     let org = OrgId::try_from(body)?;
     let p = (app.service)
-        .switch_org(claims.user, org, claims.issued_at)
+        .switch_org(claims.user, org, claims.signed_in_at)
         .await?;
-    let token = app
-        .signer
-        .mint_until(&p.user, &p.org, claims.expires_at)
+    let cookie = app
+        .session_cookie(&p.user, &p.org, claims.signed_in_at, claims.expires_at)
         .map_err(CoreError::internal)?;
-    let cookie = set_cookie_header(&token, claims.expires_at, app.config.secure_cookies());
     let body = SwitchedOrg {
         ok: true,
         org_id: p.org.to_string(),
@@ -94,15 +117,5 @@ pub async fn sign_in_with_link(
     let return_to = ReturnTo::try_from(q.get("returnTo").unwrap_or("/"))?;
     let secret = q.get("token").ok_or(CoreError::Unauthenticated)?;
     let p = app.service.redeem_sign_in_link(secret).await?;
-    let expires_at = expiry_after(SIGN_IN_TTL_SECS);
-    let token = (app.signer)
-        .mint_until(&p.user, &p.org, expires_at)
-        .map_err(CoreError::internal)?;
-    let cookie = set_cookie_header(&token, expires_at, app.config.secure_cookies());
-    let mut response = StatusCode::SEE_OTHER.into_response();
-    let headers = response.headers_mut();
-    let location = HeaderValue::from_str(return_to.as_str()).map_err(CoreError::internal)?;
-    headers.insert(LOCATION, location);
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    with_cookie(response, &cookie)
+    signed_in_redirect(&app, &p, &return_to)
 }

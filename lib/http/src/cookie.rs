@@ -1,4 +1,6 @@
-//! The session cookie: an HS256-signed JWT carrying the user, the active organisation and expiry.
+//! The session cookie: an HS256-signed JWT carrying the user, the active organisation, when the
+//! person signed in and when it expires; and its lifetime rules (a sliding idle lifetime within
+//! an absolute one).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -9,11 +11,52 @@ use knowledge_core::clock::{Clock, SystemClock, Timestamp};
 use knowledge_core::ids::{OrgId, UserId};
 use serde::{Deserialize, Serialize};
 
-/// How long a cookie issued at sign-in lasts, in seconds: eight hours.
-pub const SIGN_IN_TTL_SECS: u64 = 8 * 60 * 60;
-
-/// Name of the session cookie.
+/// Name of the session cookie when the application is served over plain HTTP (on this
+/// machine); over HTTPS it is [`SECURE_COOKIE_NAME`].
 pub const COOKIE_NAME: &str = "ks_session";
+/// Name of the session cookie over HTTPS: the `__Host-` prefix makes browsers refuse it unless
+/// it is `Secure`, for `/` and without a `Domain`, so no sibling host can plant or widen it.
+pub const SECURE_COOKIE_NAME: &str = "__Host-ks_session";
+
+/// How long a session lasts: it ends after `idle_secs` without a request, and `absolute_secs`
+/// after sign-in whatever the activity. Requests renew the cookie (see
+/// [`Lifetime::renewal`]), so an active person stays signed in until the absolute end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lifetime {
+    pub idle_secs: u64,
+    pub absolute_secs: u64,
+}
+
+impl Default for Lifetime {
+    /// Twelve hours idle (a working day away), seven days absolute (signing in once a week).
+    fn default() -> Self {
+        Self {
+            idle_secs: 12 * 60 * 60,
+            absolute_secs: 7 * 24 * 60 * 60,
+        }
+    }
+}
+
+impl Lifetime {
+    /// The expiry, in seconds since the epoch, of a cookie issued at `now_secs` for a sign-in
+    /// at `signed_in_secs`: the idle lifetime from now, capped by the absolute one.
+    pub fn expiry(&self, signed_in_secs: u64, now_secs: u64) -> u64 {
+        let idle = now_secs.saturating_add(self.idle_secs);
+        idle.min(signed_in_secs.saturating_add(self.absolute_secs))
+    }
+
+    /// The expiry of a renewed cookie, if `claims` are due for renewal at `now_secs`: issued a
+    /// twelfth of the idle lifetime ago or more (an hour, by default), so that renewing costs
+    /// a `Set-Cookie` now and then rather than on every response, and only while renewal
+    /// still extends the cookie.
+    pub fn renewal(&self, claims: &CookieClaims, now_secs: u64) -> Option<u64> {
+        let issued_secs = (claims.issued_at.millis().max(0) / 1000) as u64;
+        let signed_in_secs = (claims.signed_in_at.millis().max(0) / 1000) as u64;
+        let expiry = self.expiry(signed_in_secs, now_secs);
+        let due = now_secs.saturating_sub(issued_secs) >= self.idle_secs / 12;
+        (due && expiry > claims.expires_at).then_some(expiry)
+    }
+}
 const ISSUER: &str = "knowledge-service";
 /// Signing keys shorter than this are refused: HS256 wants at least its output size.
 pub const MIN_KEY_BYTES: usize = 32;
@@ -24,10 +67,15 @@ struct Claims {
     org: String,
     iss: String,
     iat: u64,
-    /// When it was issued, in milliseconds: what a sign-out stamp is compared with. Cookies
-    /// from before this claim existed count as issued at the start of their second.
+    /// When it was issued, in milliseconds. Cookies from before this claim existed count as
+    /// issued at the start of their second.
     #[serde(default)]
     iat_ms: Option<i64>,
+    /// When the person signed in, in milliseconds: kept through renewals and organisation
+    /// switches, and what a sign-out stamp is compared with. Cookies from before this claim
+    /// existed count as signed in when issued.
+    #[serde(default)]
+    auth_ms: Option<i64>,
     exp: u64,
 }
 
@@ -36,8 +84,10 @@ struct Claims {
 pub struct CookieClaims {
     pub user: UserId,
     pub org: OrgId,
-    /// When it was issued; a member who signed out since is no longer signed in by it.
+    /// When this cookie was issued.
     pub issued_at: Timestamp,
+    /// When the person signed in; a member who signed out since is no longer signed in by it.
+    pub signed_in_at: Timestamp,
     /// Expiry, seconds since the epoch.
     pub expires_at: u64,
 }
@@ -103,9 +153,17 @@ impl CookieSigner {
         })
     }
 
-    /// A cookie value valid until `expires_at` (seconds since the epoch).
+    /// A cookie value for a sign-in now, valid until `expires_at` (seconds since the epoch).
     pub fn mint_until(
         &self, user: &UserId, org: &OrgId, expires_at: u64,
+    ) -> Result<String, CookieError> {
+        self.mint_session(user, org, SystemClock.now(), expires_at)
+    }
+
+    /// A cookie value issued now for a sign-in at `signed_in_at`, valid until `expires_at`
+    /// (seconds since the epoch): a renewal, or the cookie of another organisation.
+    pub fn mint_session(
+        &self, user: &UserId, org: &OrgId, signed_in_at: Timestamp, expires_at: u64,
     ) -> Result<String, CookieError> {
         let now = SystemClock.now();
         let claims = Claims {
@@ -114,6 +172,7 @@ impl CookieSigner {
             iss: ISSUER.into(),
             iat: (now.millis().max(0) / 1000) as u64,
             iat_ms: Some(now.millis()),
+            auth_ms: Some(signed_in_at.millis()),
             exp: expires_at,
         };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
@@ -129,25 +188,53 @@ impl CookieSigner {
     pub fn verify(&self, token: &str) -> Option<CookieClaims> {
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation).ok()?;
         let c = data.claims;
+        let issued_at = Timestamp(c.iat_ms.unwrap_or(c.iat as i64 * 1000));
         Some(CookieClaims {
             user: UserId::parse(&c.sub).ok()?,
             org: OrgId::parse(&c.org).ok()?,
-            issued_at: Timestamp(c.iat_ms.unwrap_or(c.iat as i64 * 1000)),
+            issued_at,
+            signed_in_at: c.auth_ms.map_or(issued_at, Timestamp),
             expires_at: c.exp,
         })
     }
 
-    /// The claims of the request's session cookie, if present and valid.
-    pub fn from_headers(&self, headers: &HeaderMap) -> Option<CookieClaims> {
-        headers
-            .get_all(COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .find(|(name, _)| *name == COOKIE_NAME)
-            .and_then(|(_, value)| self.verify(value))
+    /// The claims of the request's cookie `name`, if present and valid.
+    pub fn from_headers(&self, headers: &HeaderMap, name: &str) -> Option<CookieClaims> {
+        cookie_value(headers, name).and_then(|value| self.verify(value))
     }
+
+    /// A value signed with this key that says `claims`, whose `iss` must not be the session
+    /// cookie's (the session check then refuses it).
+    pub(crate) fn sign_other<T: Serialize>(&self, claims: &T) -> Result<String, CookieError> {
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &self.encoding)
+            .map_err(CookieError::Signing)
+    }
+
+    /// The claims of a value [`CookieSigner::sign_other`] signed, checked by `validation`.
+    pub(crate) fn verify_other<T: serde::de::DeserializeOwned>(
+        &self, token: &str, validation: &Validation,
+    ) -> Option<T> {
+        jsonwebtoken::decode::<T>(token, &self.decoding, validation)
+            .ok()
+            .map(|d| d.claims)
+    }
+}
+
+/// The value of the request's cookie `name`, if it sent one.
+pub fn cookie_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(n, _)| *n == name)
+        .map(|(_, value)| value)
+}
+
+/// Seconds since the epoch now.
+pub fn now_secs() -> u64 {
+    epoch_secs()
 }
 
 /// The expiry, in seconds since the epoch, of a cookie valid for `ttl_secs` from now.
@@ -155,17 +242,18 @@ pub fn expiry_after(ttl_secs: u64) -> u64 {
     epoch_secs().saturating_add(ttl_secs)
 }
 
-/// The `Set-Cookie` value that removes the session cookie from the browser.
-pub fn clear_cookie_header(secure: bool) -> String {
+/// The `Set-Cookie` value that removes cookie `name` from the browser.
+pub fn clear_cookie_header(name: &str, secure: bool) -> String {
     let secure = if secure { "; Secure" } else { "" };
-    format!("{COOKIE_NAME}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{secure}")
+    format!("{name}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{secure}")
 }
 
-/// The `Set-Cookie` value for a session cookie that expires at `expires_at`.
-pub fn set_cookie_header(token: &str, expires_at: u64, secure: bool) -> String {
+/// The `Set-Cookie` value for cookie `name` holding `token` until `expires_at` (seconds since
+/// the epoch): `HttpOnly`, `SameSite=Lax`, for the whole application, `Secure` over HTTPS.
+pub fn set_cookie_header(name: &str, token: &str, expires_at: u64, secure: bool) -> String {
     let max_age = expires_at.saturating_sub(epoch_secs());
     let secure = if secure { "; Secure" } else { "" };
-    format!("{COOKIE_NAME}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}")
+    format!("{name}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}")
 }
 
 #[cfg(test)]
@@ -191,6 +279,47 @@ mod tests {
             .mint_until(&UserId::generate(), &OrgId::generate(), epoch_secs() - 1)
             .unwrap();
         assert!(signer(&[7; 32]).verify(&token).is_none());
+    }
+
+    #[test]
+    fn a_renewed_cookie_keeps_its_sign_in_time_and_never_outlives_the_absolute_lifetime() {
+        let life = Lifetime {
+            idle_secs: 1200,
+            absolute_secs: 3000,
+        };
+        let at = |secs: u64| Timestamp(secs as i64 * 1000);
+        let claims = |issued: u64, signed_in: u64, exp: u64| CookieClaims {
+            user: UserId::generate(),
+            org: OrgId::generate(),
+            issued_at: at(issued),
+            signed_in_at: at(signed_in),
+            expires_at: exp,
+        };
+        // Signed in at 1000: expires at 2200 idle.
+        assert_eq!(life.expiry(1000, 1000), 2200);
+        // Too fresh to renew (100 s is the twelfth of 1200).
+        assert_eq!(life.renewal(&claims(1000, 1000, 2200), 1099), None);
+        assert_eq!(life.renewal(&claims(1000, 1000, 2200), 1100), Some(2300));
+        // Near the absolute end (4000) the renewal stops extending, then stops.
+        assert_eq!(life.renewal(&claims(3500, 1000, 4000), 3700), None);
+        assert_eq!(life.expiry(1000, 3700), 4000);
+    }
+
+    #[test]
+    fn a_cookie_carries_the_sign_in_time_it_was_minted_with() {
+        let s = signer(&[7; 32]);
+        let signed_in = Timestamp(1_700_000_000_000);
+        let token = s
+            .mint_session(
+                &UserId::generate(),
+                &OrgId::generate(),
+                signed_in,
+                expiry_after(60),
+            )
+            .unwrap();
+        let c = s.verify(&token).unwrap();
+        assert_eq!(c.signed_in_at, signed_in);
+        assert!(c.issued_at > signed_in);
     }
 
     #[test]

@@ -1,14 +1,16 @@
 //! What every request passes before its handler: the cookie check (401), the membership
-//! re-check, the `Origin` check on POST and DELETE (403), and the body rules (415, 413, 400).
+//! re-check, the `Origin` check on POST and DELETE (403), and the body rules (415, 413, 400);
+//! and after it, the renewal of a session cookie that is due for one.
 
 use axum::extract::{Request, State};
-use axum::http::header::{CACHE_CONTROL, CONTENT_LENGTH, ORIGIN, TRANSFER_ENCODING};
+use axum::http::header::{CACHE_CONTROL, CONTENT_LENGTH, ORIGIN, SET_COOKIE, TRANSFER_ENCODING};
 use axum::http::{HeaderMap, HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::Response;
 use knowledge_core::CoreError;
+use knowledge_core::error::Chain;
 
-use crate::cookie::CookieClaims;
+use crate::cookie::{CookieClaims, now_secs};
 use crate::error::ApiError;
 use crate::extract::is_json;
 use crate::state::SessionApi;
@@ -36,11 +38,35 @@ pub async fn member(
 ) -> Result<Response, ApiError> {
     let claims = claims(&app, &req)?;
     let principal = (app.service)
-        .authenticate(claims.user, claims.org, claims.issued_at)
+        .authenticate(claims.user.clone(), claims.org.clone(), claims.signed_in_at)
         .await?;
     check_mutation(&app, req.method(), req.headers())?;
     req.extensions_mut().insert(principal);
-    Ok(no_store(next.run(req).await))
+    let response = no_store(next.run(req).await);
+    Ok(renewed(&app, &claims, response))
+}
+
+/// `response` with a renewed session cookie when `claims` are due for one (see
+/// [`crate::cookie::Lifetime::renewal`]) and the handler set no cookie of its own. A failure
+/// to sign is logged: the current cookie still works.
+fn renewed(app: &SessionApi, claims: &CookieClaims, mut response: Response) -> Response {
+    let Some(expires_at) = app.config.lifetime.renewal(claims, now_secs()) else {
+        return response;
+    };
+    if response.headers().contains_key(SET_COOKIE) {
+        return response;
+    }
+    let renewed = app
+        .session_cookie(&claims.user, &claims.org, claims.signed_in_at, expires_at)
+        .map_err(CoreError::internal)
+        .and_then(|cookie| HeaderValue::from_str(&cookie).map_err(CoreError::internal));
+    match renewed {
+        Ok(value) => {
+            response.headers_mut().insert(SET_COOKIE, value);
+        }
+        Err(e) => tracing::error!(error = %Chain(&e), "could not renew the session cookie"),
+    }
+    response
 }
 
 /// The organisation switch and sign-out: a valid cookie (the switch checks membership of the
@@ -57,7 +83,7 @@ pub async fn signed_in(
 
 /// What the request's session cookie says. Errors: `Unauthenticated` without a valid one.
 fn claims(app: &SessionApi, req: &Request) -> Result<CookieClaims, ApiError> {
-    let claims = app.signer.from_headers(req.headers());
+    let claims = (app.signer).from_headers(req.headers(), app.config.cookie_name());
     Ok(claims.ok_or(CoreError::Unauthenticated)?)
 }
 

@@ -15,6 +15,7 @@ pub mod openapi;
 pub mod return_to;
 pub mod routes;
 pub mod scim;
+pub mod sso;
 mod state;
 pub mod wire;
 
@@ -42,6 +43,10 @@ pub enum Endpoint {
     Logout,
     /// `GET /api/auth/link`: a single-use sign-in link.
     SignInLink,
+    /// `GET /api/auth/login`: single sign-on, to the organisation's identity provider.
+    SsoLogin,
+    /// `GET /api/auth/callback`: single sign-on, back from the identity provider.
+    SsoCallback,
     /// Every SCIM route, under `/api/scim` and `/api/scim/v2`.
     Scim,
     /// The OpenAPI document, `GET /api/openapi.json`.
@@ -49,7 +54,7 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    pub const ALL: [Endpoint; 12] = [
+    pub const ALL: [Endpoint; 14] = [
         Self::CreateSession,
         Self::Message,
         Self::Transcript,
@@ -60,9 +65,16 @@ impl Endpoint {
         Self::Me,
         Self::Logout,
         Self::SignInLink,
+        Self::SsoLogin,
+        Self::SsoCallback,
         Self::Scim,
         Self::OpenApi,
     ];
+
+    /// Whether the endpoint's routes need single sign-on assembled.
+    pub fn needs_sso(self) -> bool {
+        matches!(self, Self::SsoLogin | Self::SsoCallback)
+    }
 
     /// The function's name in `functions/`, `template.yaml` (in PascalCase) and `events/`.
     pub fn function_name(self) -> &'static str {
@@ -77,6 +89,8 @@ impl Endpoint {
             Self::Me => "me",
             Self::Logout => "logout",
             Self::SignInLink => "signin-link",
+            Self::SsoLogin => "sso-login",
+            Self::SsoCallback => "sso-callback",
             Self::Scim => "scim",
             Self::OpenApi => "openapi",
         }
@@ -103,6 +117,8 @@ impl Endpoint {
             Self::SwitchOrg => (routes!(auth::switch_org), AuthGuard::SignedIn),
             Self::Logout => (routes!(auth::logout), AuthGuard::SignedIn),
             Self::SignInLink => (routes!(auth::sign_in_with_link), AuthGuard::Public),
+            Self::SsoLogin => (routes!(sso::login), AuthGuard::Public),
+            Self::SsoCallback => (routes!(sso::callback), AuthGuard::Public),
             _ => return None,
         })
     }

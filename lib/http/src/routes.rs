@@ -31,11 +31,12 @@ pub enum ApiErrors {
     /// No valid session cookie of a current member of the active organisation.
     #[response(status = 401)]
     Unauthenticated(ErrorBody),
-    /// A POST or DELETE without this application's `Origin`, or a plan that does not allow
-    /// sessions.
+    /// A POST or DELETE without this application's `Origin`, a plan that does not allow
+    /// sessions, or (signing in) a person not provisioned in the organisation.
     #[response(status = 403)]
     Forbidden(ErrorBody),
-    /// The session (or organisation) does not exist for this member.
+    /// The session (or organisation) does not exist for this member, or (signing in) no single
+    /// sign-on is set up for the e-mail address or organisation.
     #[response(status = 404)]
     NotFound(ErrorBody),
     /// The body did not arrive in time.
@@ -63,7 +64,8 @@ pub enum ApiErrors {
     /// Something failed inside the service; the cause is logged, never shown.
     #[response(status = 500)]
     Internal(ErrorBody),
-    /// The AI provider cannot be reached (creating a session).
+    /// The AI provider (creating a session) or the identity provider (signing in) cannot be
+    /// reached.
     #[response(status = 502)]
     ProviderUnavailable(ErrorBody),
 }

@@ -4,30 +4,69 @@ use std::sync::Arc;
 
 use knowledge_core::scim::Directory;
 use knowledge_core::service::Service;
+use knowledge_core::sso::SingleSignOn;
 
-use crate::cookie::CookieSigner;
+use knowledge_core::clock::Timestamp;
+use knowledge_core::ids::{OrgId, UserId};
+
+use crate::cookie::{
+    COOKIE_NAME, CookieError, CookieSigner, Lifetime, SECURE_COOKIE_NAME, set_cookie_header,
+};
 
 /// Settings of the HTTP layer.
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
     /// The application's own origin (`scheme://host[:port]`); POST and DELETE must carry it.
     pub app_origin: String,
+    /// How long a sign-in lasts.
+    pub lifetime: Lifetime,
 }
 
 impl HttpConfig {
+    /// Settings for `app_origin` with the default session lifetime.
+    pub fn new(app_origin: &str) -> Self {
+        Self {
+            app_origin: app_origin.to_owned(),
+            lifetime: Lifetime::default(),
+        }
+    }
+
     /// Cookies get `Secure` whenever the application is served over HTTPS.
     pub fn secure_cookies(&self) -> bool {
         self.app_origin.starts_with("https://")
     }
+
+    /// The session cookie's name: with the `__Host-` prefix over HTTPS.
+    pub fn cookie_name(&self) -> &'static str {
+        match self.secure_cookies() {
+            true => SECURE_COOKIE_NAME,
+            false => COOKIE_NAME,
+        }
+    }
+
+    /// The name of the cookie that carries a sign-in in progress to the callback.
+    pub fn login_cookie_name(&self) -> &'static str {
+        match self.secure_cookies() {
+            true => "__Host-ks_login",
+            false => "ks_login",
+        }
+    }
+
+    /// Where identity providers send the browser back: registered at each provider.
+    pub fn callback_url(&self) -> String {
+        format!("{}/api/auth/callback", self.app_origin)
+    }
 }
 
-/// What the session routes and the organisation switch run on: the use cases, the cookie
-/// signer and the HTTP settings.
+/// What the session and `/api/auth` routes run on: the use cases, the cookie signer and the
+/// HTTP settings; single sign-on where its routes are served.
 #[derive(Clone)]
 pub struct SessionApi {
     pub service: Service,
     pub signer: Arc<CookieSigner>,
     pub config: Arc<HttpConfig>,
+    /// `None` where no single sign-on route is served (the routers are built accordingly).
+    pub sso: Option<SingleSignOn>,
 }
 
 impl SessionApi {
@@ -36,7 +75,25 @@ impl SessionApi {
             service,
             signer,
             config: Arc::new(config),
+            sso: None,
         }
+    }
+
+    /// The `Set-Cookie` value of a session cookie for `user` in `org`, signed in at
+    /// `signed_in_at`, expiring at `expires_at` (seconds since the epoch).
+    pub fn session_cookie(
+        &self, user: &UserId, org: &OrgId, signed_in_at: Timestamp, expires_at: u64,
+    ) -> Result<String, CookieError> {
+        let token = (self.signer).mint_session(user, org, signed_in_at, expires_at)?;
+        let config = &self.config;
+        let (name, secure) = (config.cookie_name(), config.secure_cookies());
+        Ok(set_cookie_header(name, &token, expires_at, secure))
+    }
+
+    /// The same, serving single sign-on through `sso`.
+    pub fn with_sso(mut self, sso: SingleSignOn) -> Self {
+        self.sso = Some(sso);
+        self
     }
 }
 

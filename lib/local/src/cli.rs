@@ -158,7 +158,8 @@ pub(crate) enum Command {
         )]
         origin: String,
     },
-    /// Print a `Cookie` header value for a user acting in an organisation.
+    /// Print a `Cookie` header value for a user acting in an organisation (named
+    /// `__Host-ks_session` when the origin is https, as the deployed service expects).
     Cookie {
         #[arg(long)]
         org: OrgId,
@@ -167,6 +168,8 @@ pub(crate) enum Command {
         /// Lifetime in seconds.
         #[arg(long, default_value_t = 12 * 3600)]
         ttl: u64,
+        #[command(flatten)]
+        origin: OriginFlag,
     },
 }
 

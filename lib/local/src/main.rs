@@ -17,11 +17,12 @@ use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::signin::{self, LINK_TTL_MS};
 use knowledge_docs::TantivyDocs;
-use knowledge_http::cookie::COOKIE_NAME;
+use knowledge_http::HttpConfig;
 use knowledge_local::admin::{
     Admin, DEFAULT_ORG, DEFAULT_USER, OrgChanges, audit_json, integration_json, org_json,
 };
 use knowledge_local::{LocalService, LocalStore, ServerLimits, cookie_signer, sealer};
+use knowledge_oidc::OpenIdConnect;
 use knowledge_providers::agent_from_env;
 use serde_json::json;
 
@@ -59,9 +60,16 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             .expect("serve parses"),
     };
     // Minting a cookie needs the signing key only, not the store.
-    if let Command::Cookie { org, user, ttl } = command {
+    if let Command::Cookie {
+        org,
+        user,
+        ttl,
+        origin,
+    } = command
+    {
         let signer = cookie_signer(&cli.data_dir)?;
-        let cookie = format!("{COOKIE_NAME}={}", signer.mint(&user, &org, ttl)?);
+        let name = HttpConfig::new(&origin.origin).cookie_name();
+        let cookie = format!("{name}={}", signer.mint(&user, &org, ttl)?);
         print(
             cookie.clone(),
             json!({ "cookie": cookie, "ttlSeconds": ttl }),
@@ -219,6 +227,7 @@ async fn serve(
         sealer: Some(Arc::new(sealer(data_dir)?)),
         agent: Some(agent.agent),
         fixed_integrations: Arc::new(integrations),
+        identity_provider: Some(Arc::new(OpenIdConnect::new()?)),
         ..Settings::new(&origin)
     };
     let service = LocalService::new(settings, store)?;

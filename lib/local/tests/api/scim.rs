@@ -276,7 +276,7 @@ async fn entra_deletes_a_user_with_delete_and_a_second_delete_is_not_found() {
     let again = s.call(Method::DELETE, &format!("/Users/{id}"), None).await;
     assert_scim_error(&again, 404, None);
     assert_eq!(
-        s.audit_actions().await[2..],
+        s.audit_actions().await[3..],
         [AuditAction::UserProvisioned, AuditAction::UserDeleted]
     );
 }
@@ -871,6 +871,7 @@ async fn every_write_and_token_generation_is_in_the_audit_log() {
     assert_eq!(
         entries[1..],
         [
+            (AuditAction::SsoConfigured, "admin", "org_default"),
             (AuditAction::ScimTokenGenerated, "admin", "org_default"),
             (AuditAction::UserProvisioned, "scim", id.as_str()),
             (AuditAction::UserUpdated, "scim", id.as_str()),

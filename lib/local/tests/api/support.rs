@@ -22,6 +22,7 @@ use knowledge_local::asl::{Observer, Options, Tasks, TracingObserver};
 use knowledge_local::{
     LocalService, LocalStore, LocalWorkflow, ServerLimits, SqliteStore, StepTasks,
 };
+use knowledge_oidc::OpenIdConnect;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
@@ -120,6 +121,9 @@ pub struct Setup {
     pub dir: Option<Arc<tempfile::TempDir>>,
     /// The server's bounds on slow clients.
     pub limits: ServerLimits,
+    /// The application's origin, when it is not the server's own address (an `https` origin
+    /// behind a proxy, say).
+    pub origin: Option<String>,
 }
 
 impl Setup {
@@ -132,6 +136,7 @@ impl Setup {
             wrap: |tasks| tasks,
             dir: None,
             limits: ServerLimits::default(),
+            origin: None,
         }
     }
 }
@@ -143,6 +148,8 @@ pub struct Api {
     pub svc: LocalService,
     pub clock: Arc<ShiftedClock>,
     pub signer: CookieSigner,
+    /// The service's sealing key.
+    pub sealer: Arc<Sealer>,
     pub user: User,
     pub dir: Arc<tempfile::TempDir>,
     server: tokio::task::JoinHandle<()>,
@@ -179,15 +186,17 @@ impl Api {
         let store = open_store(dir.path()).await;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
+        let origin = setup.origin.unwrap_or_else(|| base.clone());
         let clock = Arc::new(ShiftedClock::default());
         let (observer, wrap, limits) = (setup.observer, setup.wrap, setup.limits);
         let settings = Settings {
             cookie_signer: Some(Arc::new(CookieSigner::new(&KEY).unwrap())),
-            sealer: Some(setup.sealer),
+            sealer: Some(setup.sealer.clone()),
             agent: Some(setup.agent),
             fixed_integrations: setup.integrations,
+            identity_provider: Some(Arc::new(OpenIdConnect::new().unwrap())),
             clock: clock.clone(),
-            ..Settings::new(&base)
+            ..Settings::new(&origin)
         };
         let svc = LocalService::with_workflow(settings, store.clone(), move |steps| {
             LocalWorkflow::new(wrap(Arc::new(StepTasks(steps))), observer, FAST)
@@ -203,12 +212,13 @@ impl Api {
         let id = UserId::parse("usr_default").unwrap();
         let cookie = format!("{COOKIE_NAME}={}", signer.mint(&id, &org, 3600).unwrap());
         Self {
-            origin: base.clone(),
+            origin,
             base,
             http: reqwest::Client::new(),
             svc,
             clock,
             signer,
+            sealer: setup.sealer,
             user: User { id, org, cookie },
             dir,
             server,
@@ -235,9 +245,8 @@ impl Api {
             enabled: on,
             ..Default::default()
         };
-        let sealer = Sealer::new(&[3; 32]).unwrap();
         (self.admin())
-            .configure_sso(org, &SsoChange::Set(settings), &sealer)
+            .configure_sso(org, &SsoChange::Set(settings), &self.sealer)
             .await
             .unwrap();
     }

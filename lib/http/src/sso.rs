@@ -1,0 +1,160 @@
+//! Single sign-on's two routes: `GET /api/auth/login` sends the browser to the organisation's
+//! identity provider, `GET /api/auth/callback` takes it back and signs the member in. What the
+//! callback needs to finish (the `state`, the `nonce`, the PKCE verifier, the organisation and
+//! where to go) travels in a short-lived cookie signed with the session key, so the sign-in is
+//! bound to the browser that started it (no login CSRF) and no server keeps it.
+
+use axum::extract::{RawQuery, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use jsonwebtoken::{Algorithm, Validation};
+use knowledge_core::CoreError;
+use knowledge_core::ids::OrgId;
+use knowledge_core::sso::{SignInTarget, SingleSignOn};
+use serde::{Deserialize, Serialize};
+
+use crate::auth::{see_other, signed_in_redirect, with_cookie};
+use crate::cookie::{clear_cookie_header, cookie_value, now_secs, set_cookie_header};
+use crate::error::ApiError;
+use crate::extract::QueryParams;
+use crate::return_to::ReturnTo;
+use crate::routes::ApiErrors;
+use crate::state::SessionApi;
+
+/// How long a sign-in may take at the provider, in seconds: ten minutes.
+const LOGIN_TTL_SECS: u64 = 10 * 60;
+/// The issuer of sign-in-in-progress cookies: the session check refuses them.
+const LOGIN_ISSUER: &str = "knowledge-service/login";
+
+/// A sign-in in progress, as its cookie carries it.
+#[derive(Serialize, Deserialize)]
+struct LoginState {
+    iss: String,
+    exp: u64,
+    org: String,
+    state: String,
+    nonce: String,
+    verifier: String,
+    return_to: String,
+}
+
+fn single_sign_on(app: &SessionApi) -> Result<&SingleSignOn, ApiError> {
+    // The routers serve these routes only with single sign-on assembled.
+    let sso = app.sso.as_ref();
+    Ok(sso.ok_or_else(|| CoreError::internal("single sign-on is not assembled"))?)
+}
+
+/// Sign in through the organisation's identity provider: sends the browser there. Give the
+/// person's work `email` (its domain leads to the organisation) or the `org`. An unknown
+/// domain or organisation, or one without single sign-on, gets one answer (404
+/// `sso_unavailable`), so organisations cannot be enumerated.
+#[utoipa::path(get, path = "/api/auth/login", operation_id = "signIn",
+    params(("email" = Option<String>, Query, description = "The person's work e-mail address"),
+        ("org" = Option<String>, Query, description = "The organisation's id, instead of `email`"),
+        ("returnTo" = Option<String>, Query, description = "A path of this application to go to after")),
+    responses((status = 303, description = "To the identity provider; `Set-Cookie` carries the sign-in in progress.",
+        headers(("Set-Cookie" = String, description = "The sign-in in progress, for ten minutes"),
+            ("Location" = String, description = "The provider's authorization endpoint"))), ApiErrors))]
+pub async fn login(
+    State(app): State<SessionApi>, RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    let q = QueryParams::parse(q.as_deref());
+    let return_to = ReturnTo::try_from(q.get("returnTo").unwrap_or("/"))?;
+    let target = match (q.get("email"), q.get("org")) {
+        (Some(email), None) => SignInTarget::Email(email.to_owned()),
+        // A malformed id names no organisation: the same answer as an unknown one.
+        (None, Some(org)) => {
+            SignInTarget::Org(OrgId::parse(org).map_err(|_| CoreError::SsoUnavailable)?)
+        }
+        _ => {
+            let message = "give exactly one of the query parameters email and org";
+            return Err(CoreError::invalid("invalid_query", message).into());
+        }
+    };
+    let (org, authorization) = single_sign_on(&app)?.begin(&target).await?;
+    let expires_at = now_secs() + LOGIN_TTL_SECS;
+    let state = LoginState {
+        iss: LOGIN_ISSUER.into(),
+        exp: expires_at,
+        org: org.to_string(),
+        state: authorization.state,
+        nonce: authorization.nonce,
+        verifier: authorization.pkce_verifier,
+        return_to: return_to.as_str().to_owned(),
+    };
+    let token = app.signer.sign_other(&state).map_err(CoreError::internal)?;
+    let config = &app.config;
+    let name = config.login_cookie_name();
+    let cookie = set_cookie_header(name, &token, expires_at, config.secure_cookies());
+    with_cookie(see_other(&authorization.url)?, &cookie)
+}
+
+/// Where the identity provider sends the browser back: checks `state` against this browser's
+/// sign-in in progress, has the provider's code exchanged and its ID token verified, and signs
+/// the member in (`Set-Cookie`, then `returnTo`). A person the organisation has not provisioned
+/// gets 403 `not_provisioned`, and nothing is created. Either way the sign-in in progress is
+/// used up.
+#[utoipa::path(get, path = "/api/auth/callback", operation_id = "signInCallback",
+    params(("state" = String, Query, description = "What the login gave the provider"),
+        ("code" = Option<String>, Query, description = "The provider's authorization code"),
+        ("error" = Option<String>, Query, description = "The provider's refusal, instead of `code`")),
+    responses((status = 303, description = "Signed in; `Set-Cookie` carries the session cookie.",
+        headers(("Set-Cookie" = String, description = "The session cookie, and the cleared sign-in in progress"),
+            ("Location" = String, description = "The login's `returnTo`, or `/`"))), ApiErrors))]
+pub async fn callback(
+    State(app): State<SessionApi>, RawQuery(q): RawQuery, headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let config = &app.config;
+    let cleared = clear_cookie_header(config.login_cookie_name(), config.secure_cookies());
+    let response = match finish(&app, q.as_deref(), &headers).await {
+        Ok(response) => response,
+        Err(e) => e.into_response(),
+    };
+    with_cookie(response, &cleared)
+}
+
+async fn finish(
+    app: &SessionApi, q: Option<&str>, headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let q = QueryParams::parse(q);
+    let Some(login) = login_state(app, headers) else {
+        tracing::info!(
+            "sign-in callback without a sign-in in progress (expired or another browser)"
+        );
+        return Err(CoreError::SignInFailed.into());
+    };
+    let state_ok = q.get("state").is_some_and(|s| {
+        use subtle::ConstantTimeEq;
+        bool::from(s.as_bytes().ct_eq(login.state.as_bytes()))
+    });
+    if !state_ok {
+        tracing::warn!("sign-in callback whose state is not this browser's");
+        return Err(CoreError::SignInFailed.into());
+    }
+    if let Some(error) = q.get("error") {
+        // The provider's error code, cut to what an OAuth error code can be.
+        let error: String = (error.chars())
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .take(64)
+            .collect();
+        tracing::warn!(error, "the identity provider refused the sign-in");
+        return Err(CoreError::SignInFailed.into());
+    }
+    let code = q.get("code").ok_or(CoreError::SignInFailed)?;
+    let org = OrgId::parse(&login.org).map_err(|_| CoreError::SignInFailed)?;
+    let return_to = ReturnTo::try_from(login.return_to.as_str())?;
+    let p = (single_sign_on(app)?)
+        .finish(&org, code, &login.verifier, &login.nonce)
+        .await?;
+    signed_in_redirect(app, &p, &return_to)
+}
+
+/// The sign-in in progress this browser's cookie carries, if it is valid and not expired.
+fn login_state(app: &SessionApi, headers: &HeaderMap) -> Option<LoginState> {
+    let value = cookie_value(headers, app.config.login_cookie_name())?;
+    let mut validation = Validation::new(Algorithm::HS256);
+    validation.leeway = 0;
+    validation.set_issuer(&[LOGIN_ISSUER]);
+    validation.set_required_spec_claims(&["exp", "iss"]);
+    app.signer.verify_other(value, &validation)
+}

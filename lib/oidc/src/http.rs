@@ -1,0 +1,81 @@
+//! The HTTP client that speaks to identity providers for `openidconnect`: it follows no
+//! redirects, gives up after a time limit and reads at most [`BODY_LIMIT`] bytes of an answer,
+//! so a slow, redirecting or endless provider cannot stall a sign-in or fill memory.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use openidconnect::{AsyncHttpClient, HttpRequest, HttpResponse};
+
+/// The most an answer of a provider may hold: discovery documents and key sets are a few KiB.
+pub const BODY_LIMIT: usize = 1024 * 1024;
+/// Time to connect to a provider.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Time for a whole exchange with a provider, the answer read included.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Failures of one exchange with a provider.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    #[error("the request could not be built")]
+    Build(#[source] openidconnect::http::Error),
+    #[error("the provider could not be reached")]
+    Transport(#[source] reqwest::Error),
+    #[error("the provider's answer is larger than {BODY_LIMIT} bytes")]
+    TooLarge,
+}
+
+/// A reqwest client bounded as the module says.
+#[derive(Clone)]
+pub struct BoundedHttp {
+    client: reqwest::Client,
+}
+
+impl BoundedHttp {
+    /// Errors: the TLS stack cannot be set up.
+    pub fn new() -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(TIMEOUT)
+            .build()?;
+        Ok(Self { client })
+    }
+
+    async fn send(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let (parts, body) = request.into_parts();
+        let mut req = self
+            .client
+            .request(parts.method, parts.uri.to_string())
+            .body(body);
+        for (name, value) in &parts.headers {
+            req = req.header(name, value);
+        }
+        let mut resp = req.send().await.map_err(HttpError::Transport)?;
+        if resp.content_length().is_some_and(|n| n > BODY_LIMIT as u64) {
+            return Err(HttpError::TooLarge);
+        }
+        let mut out = openidconnect::http::Response::builder().status(resp.status());
+        for (name, value) in resp.headers() {
+            out = out.header(name, value);
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(HttpError::Transport)? {
+            if body.len() + chunk.len() > BODY_LIMIT {
+                return Err(HttpError::TooLarge);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        out.body(body).map_err(HttpError::Build)
+    }
+}
+
+impl<'c> AsyncHttpClient<'c> for BoundedHttp {
+    type Error = HttpError;
+    type Future = Pin<Box<dyn Future<Output = Result<HttpResponse, HttpError>> + Send + 'c>>;
+
+    fn call(&'c self, request: HttpRequest) -> Self::Future {
+        Box::pin(self.send(request))
+    }
+}
