@@ -5,7 +5,7 @@
 use knowledge_app::AssemblyError;
 use knowledge_core::ports::BackendError;
 use knowledge_core::seal::Sealer;
-use knowledge_http::cookie::CookieSigner;
+use knowledge_http::cookie::{CookieSigner, Lifetime};
 
 /// Environment variables the template sets on every function.
 pub const TABLE_ENV: &str = "TABLE_NAME";
@@ -17,6 +17,10 @@ pub const SEALING_KEY_SECRET_ENV: &str = "SEALING_KEY_SECRET_ARN";
 /// The secret holding the agent provider's API key, given to the provider as
 /// `OPENAI_API_KEY` or `ANTHROPIC_API_KEY`; the other provider settings are plain variables.
 pub const PROVIDER_KEY_SECRET_ENV: &str = "PROVIDER_API_KEY_SECRET_ARN";
+/// Hours a session cookie lasts without a request.
+pub const SESSION_IDLE_ENV: &str = "SESSION_IDLE_HOURS";
+/// Days a sign-in lasts at most.
+pub const SESSION_MAX_ENV: &str = "SESSION_MAX_DAYS";
 
 /// Why a cold start cannot build its function. Messages name the variable or the secret at
 /// fault, never a secret's value; the cause follows as the error's source.
@@ -24,6 +28,8 @@ pub const PROVIDER_KEY_SECRET_ENV: &str = "PROVIDER_API_KEY_SECRET_ARN";
 pub enum ConfigError {
     #[error("environment variable {0} is not set")]
     Missing(&'static str),
+    #[error("environment variable {0}: {1}")]
+    Invalid(&'static str, String),
     #[error("the secret {secret} could not be read")]
     Secret {
         secret: String,
@@ -61,6 +67,9 @@ pub struct Env {
     pub signing_key_secret: Option<String>,
     pub sealing_key_secret: Option<String>,
     pub provider_key_secret: Option<String>,
+    /// The session lifetime from `SESSION_IDLE_HOURS` and `SESSION_MAX_DAYS`; the default
+    /// without them.
+    pub lifetime: Lifetime,
 }
 
 fn optional(name: &str) -> Option<String> {
@@ -76,8 +85,23 @@ impl Env {
             signing_key_secret: optional(SIGNING_KEY_SECRET_ENV),
             sealing_key_secret: optional(SEALING_KEY_SECRET_ENV),
             provider_key_secret: optional(PROVIDER_KEY_SECRET_ENV),
+            lifetime: lifetime_from_env()?,
         })
     }
+}
+
+/// The session lifetime the template sets (`SessionIdleHours`, `SessionMaxDays`).
+fn lifetime_from_env() -> Result<Lifetime, ConfigError> {
+    let default = Lifetime::default();
+    let number = |name: &'static str, default: u64| match optional(name) {
+        None => Ok(default),
+        Some(v) => v
+            .parse()
+            .map_err(|_| ConfigError::Invalid(name, "a whole number".into())),
+    };
+    let idle = number(SESSION_IDLE_ENV, default.idle_secs / 3600)?;
+    let max = number(SESSION_MAX_ENV, default.absolute_secs / 86_400)?;
+    Lifetime::from_hours_and_days(idle, max).map_err(|e| ConfigError::Invalid(SESSION_IDLE_ENV, e))
 }
 
 /// The string held in the secret `secret_id`, without surrounding whitespace.

@@ -73,6 +73,7 @@ pub async fn settings(
         (Function::Endpoint(_), None) => return Err(ConfigError::Missing(config::APP_ORIGIN_ENV)),
     };
     let mut settings = Settings::new(origin);
+    settings.lifetime = env.lifetime;
     let secrets = aws_sdk_secretsmanager::Client::new(shared);
     let secret =
         |id: &Option<String>, var: &'static str| id.clone().ok_or(ConfigError::Missing(var));

@@ -116,6 +116,7 @@ impl Deployment {
             signing_key_secret: Some(secret.arn().unwrap().to_owned()),
             sealing_key_secret: Some(sealing.arn().unwrap().to_owned()),
             provider_key_secret: None,
+            lifetime: Default::default(),
         };
         let counter = RequestCounter::default();
         let client = aws_sdk_dynamodb::Client::from_conf(
@@ -462,6 +463,27 @@ async fn signin_link_event_signs_the_sample_user_in_once() {
     );
     let (status, _, _) = d.invoke(Endpoint::SignInLink).await;
     assert_eq!(status, 401);
+}
+
+#[tokio::test]
+async fn sso_events_reach_their_functions_which_read_no_more_than_they_need() {
+    let d = Deployment::new().await;
+    // The sample's e-mail domain leads to no organisation: one GetItem, the common answer.
+    let (status, body, reads) = d.invoke(Endpoint::SsoLogin).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("sso_unavailable"))
+    );
+    assert_eq!(reads, requests(&[("GetItem", 1)]));
+    // A callback without this browser's sign-in in progress reads nothing and clears it.
+    let response = (d.router(Endpoint::SsoCallback).await)
+        .oneshot(d.event(Endpoint::SsoCallback))
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+    let cleared = response.headers()["set-cookie"].to_str().unwrap();
+    assert!(cleared.starts_with("__Host-ks_login=;") && cleared.contains("Max-Age=0"));
+    assert!(d.counter.take().is_empty());
 }
 
 #[tokio::test]

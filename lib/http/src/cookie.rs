@@ -38,6 +38,25 @@ impl Default for Lifetime {
 }
 
 impl Lifetime {
+    /// A lifetime of `idle_hours` (1 to 168) idle within `max_days` (1 to 90) absolute, the
+    /// idle one at most the absolute one: how operators set it. Errors: a message naming the
+    /// bound.
+    pub fn from_hours_and_days(idle_hours: u64, max_days: u64) -> Result<Self, String> {
+        if !(1..=168).contains(&idle_hours) {
+            return Err("the idle session lifetime must be 1 to 168 hours".into());
+        }
+        if !(1..=90).contains(&max_days) {
+            return Err("the absolute session lifetime must be 1 to 90 days".into());
+        }
+        if idle_hours > max_days * 24 {
+            return Err("the idle session lifetime must not exceed the absolute one".into());
+        }
+        Ok(Self {
+            idle_secs: idle_hours * 60 * 60,
+            absolute_secs: max_days * 24 * 60 * 60,
+        })
+    }
+
     /// The expiry, in seconds since the epoch, of a cookie issued at `now_secs` for a sign-in
     /// at `signed_in_secs`: the idle lifetime from now, capped by the absolute one.
     pub fn expiry(&self, signed_in_secs: u64, now_secs: u64) -> u64 {
@@ -320,6 +339,18 @@ mod tests {
         let c = s.verify(&token).unwrap();
         assert_eq!(c.signed_in_at, signed_in);
         assert!(c.issued_at > signed_in);
+    }
+
+    #[test]
+    fn an_operators_lifetime_is_bounded_and_idle_fits_in_absolute() {
+        let life = Lifetime::from_hours_and_days(2, 1).unwrap();
+        assert_eq!((life.idle_secs, life.absolute_secs), (7200, 86_400));
+        for (idle, max) in [(0, 7), (169, 30), (12, 0), (12, 91), (48, 1)] {
+            assert!(
+                Lifetime::from_hours_and_days(idle, max).is_err(),
+                "{idle} h, {max} d"
+            );
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use knowledge_core::domain::{IntegrationAuth, OrgStatus, Plan, Role};
 use knowledge_core::ids::{OrgId, UserId};
+use knowledge_http::cookie::Lifetime;
 use knowledge_local::{LocalStore, ServerLimits, SqliteStore};
 
 #[derive(Parser)]
@@ -97,6 +98,24 @@ impl From<LimitFlags> for ServerLimits {
     }
 }
 
+/// How long a sign-in lasts (see docs/auth.md).
+#[derive(clap::Args)]
+pub(crate) struct SessionFlags {
+    /// Hours a session cookie lasts without a request (1 to 168).
+    #[arg(long, env = "KNOWLEDGE_SESSION_IDLE_HOURS", default_value_t = 12)]
+    pub(crate) session_idle_hours: u64,
+    /// Days a sign-in lasts at most, however active (1 to 90).
+    #[arg(long, env = "KNOWLEDGE_SESSION_MAX_DAYS", default_value_t = 7)]
+    pub(crate) session_max_days: u64,
+}
+
+impl SessionFlags {
+    /// Errors: a bound passed, named.
+    pub(crate) fn lifetime(&self) -> Result<Lifetime, String> {
+        Lifetime::from_hours_and_days(self.session_idle_hours, self.session_max_days)
+    }
+}
+
 /// Whole seconds from 1 to 3600.
 pub(crate) fn seconds(text: &str) -> Result<Duration, String> {
     match text.parse::<u64>() {
@@ -120,6 +139,8 @@ pub(crate) enum Command {
         docs: Option<PathBuf>,
         #[command(flatten)]
         limits: LimitFlags,
+        #[command(flatten)]
+        session: SessionFlags,
     },
     /// Organisations.
     #[command(subcommand)]

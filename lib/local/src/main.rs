@@ -18,6 +18,7 @@ use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::signin::{self, LINK_TTL_MS};
 use knowledge_docs::TantivyDocs;
 use knowledge_http::HttpConfig;
+use knowledge_http::cookie::Lifetime;
 use knowledge_local::admin::{
     Admin, DEFAULT_ORG, DEFAULT_USER, OrgChanges, audit_json, integration_json, org_json,
 };
@@ -84,9 +85,16 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             origin,
             docs,
             limits,
+            session,
         } => {
             let limits = limits.into();
-            serve(&cli.data_dir, store.clone(), &addr, origin, docs, limits).await?
+            let lifetime = session.lifetime()?;
+            let listen = Listen {
+                addr,
+                origin,
+                limits,
+            };
+            serve(&cli.data_dir, store.clone(), listen, docs, lifetime).await?
         }
         Command::Org(OrgCommand::Create { name, plan, id }) => {
             let org = admin.create_org(id, &name, plan).await?;
@@ -196,13 +204,25 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// Where `serve` listens and what it answers to.
+struct Listen {
+    addr: String,
+    origin: Option<String>,
+    limits: ServerLimits,
+}
+
 async fn serve(
-    data_dir: &std::path::Path, store: LocalStore, addr: &str, origin: Option<String>,
-    docs: Option<PathBuf>, limits: ServerLimits,
+    data_dir: &std::path::Path, store: LocalStore, listen: Listen, docs: Option<PathBuf>,
+    lifetime: Lifetime,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    let Listen {
+        addr,
+        origin,
+        limits,
+    } = listen;
     let created = Admin { store: &*store }.bootstrap().await?;
     let kind = store.kind();
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
     let bound = listener.local_addr()?;
     let origin = origin.unwrap_or_else(|| format!("http://{bound}"));
     let docs = match docs {
@@ -228,6 +248,7 @@ async fn serve(
         agent: Some(agent.agent),
         fixed_integrations: Arc::new(integrations),
         identity_provider: Some(Arc::new(OpenIdConnect::new()?)),
+        lifetime,
         ..Settings::new(&origin)
     };
     let service = LocalService::new(settings, store)?;
