@@ -344,3 +344,15 @@ async fn a_domain_routed_to_one_organisation_is_refused_to_another_and_bad_field
     );
     assert_eq!(rig.store.get_org(&other).await.unwrap().unwrap().sso, None);
 }
+
+#[tokio::test]
+async fn an_issuer_is_kept_exactly_as_given_trailing_slash_included() {
+    let rig = Rig::new().await;
+    let mut slashed = settings(&["example.com"]);
+    slashed.issuer = " https://tenant.auth.example.com/ ".into();
+    let stored = rig
+        .configure(&rig.org, SsoChange::Set(slashed))
+        .await
+        .unwrap();
+    assert_eq!(stored.issuer, "https://tenant.auth.example.com/");
+}

@@ -69,7 +69,8 @@ fn next_config(
     sealer: &Sealer, org: &OrgId, current: Option<&SsoConfig>, settings: &SsoSettings,
     now: Timestamp,
 ) -> Result<SsoConfig, CoreError> {
-    let issuer = settings.issuer.trim().trim_end_matches('/').to_owned();
+    // Exactly as the provider states it: a trailing slash is part of some issuers (Auth0's).
+    let issuer = settings.issuer.trim().to_owned();
     if !SsoConfig::valid_issuer(&issuer) {
         return Err(invalid(
             "issuer must be an https URL (or http on this machine's loopback) without query or fragment",
