@@ -22,6 +22,7 @@ use knowledge_core::steps::Steps;
 use knowledge_http::cookie::{CookieSigner, Lifetime};
 use knowledge_http::{Endpoint, HttpConfig, ScimApi, SessionApi};
 use knowledge_mcp::{StoredIntegrations, Timeouts};
+use knowledge_web::Files;
 
 /// A setting the requested part of the application needs was not given.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +51,8 @@ pub struct Settings {
     pub identity_provider: Option<Arc<dyn IdentityProvider>>,
     /// How long a sign-in lasts.
     pub lifetime: Lifetime,
+    /// Where the browser app's files come from: built in, or a folder (development).
+    pub app_files: Files,
     pub clock: Arc<dyn Clock>,
 }
 
@@ -66,6 +69,7 @@ impl Settings {
             mcp_timeouts: Timeouts::default(),
             identity_provider: None,
             lifetime: Lifetime::default(),
+            app_files: Files::Embedded,
             clock: Arc::new(SystemClock),
         }
     }
@@ -175,7 +179,12 @@ impl App {
     pub fn router(&self, workflow: Arc<dyn Workflow>) -> Result<Router, AssemblyError> {
         let service = self.service(workflow);
         let sessions = self.session_api(service.clone(), &Endpoint::ALL)?;
-        Ok(knowledge_http::router(sessions, self.scim_api(service)))
+        let app = knowledge_web::routes(self.settings.app_files.clone());
+        Ok(knowledge_http::router(
+            sessions,
+            self.scim_api(service),
+            app,
+        ))
     }
 
     /// The router of the Lambda function of `endpoint`. Errors: no cookie signer, for a

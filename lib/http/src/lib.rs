@@ -124,10 +124,16 @@ impl Endpoint {
     }
 }
 
-/// Every route, as the local service serves them.
-pub fn router(sessions: SessionApi, scim: ScimApi) -> Router {
+/// Every route, as the local service serves them, with `app` (the browser app's pages and
+/// assets) behind the same edge.
+pub fn router(sessions: SessionApi, scim: ScimApi, app: Router) -> Router {
     let sessions = session_routes(sessions, &Endpoint::ALL);
-    edge(sessions.merge(scim::routes(scim)).merge(openapi::routes()))
+    edge(
+        sessions
+            .merge(scim::routes(scim))
+            .merge(openapi::routes())
+            .merge(app),
+    )
 }
 
 /// The OpenAPI document of every route [`router`] serves, built from the same declarations.

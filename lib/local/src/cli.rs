@@ -137,6 +137,10 @@ pub(crate) enum Command {
         /// `docs` search integration; default `docs/guide` when that folder exists.
         #[arg(long, env = "KNOWLEDGE_DOCS")]
         docs: Option<PathBuf>,
+        /// Serve the browser app from this folder (laid out as app/dist) instead of the copy
+        /// built into the binary: for working on the app while `npm run build` rewrites it.
+        #[arg(long, env = "KNOWLEDGE_APP_DIR")]
+        app_dir: Option<PathBuf>,
         #[command(flatten)]
         limits: LimitFlags,
         #[command(flatten)]

@@ -25,6 +25,7 @@ use knowledge_local::admin::{
 use knowledge_local::{LocalService, LocalStore, ServerLimits, cookie_signer, sealer};
 use knowledge_oidc::OpenIdConnect;
 use knowledge_providers::agent_from_env;
+use knowledge_web::Files;
 use serde_json::json;
 
 /// The sample folder the default run searches, relative to the working directory.
@@ -84,17 +85,19 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             addr,
             origin,
             docs,
+            app_dir,
             limits,
             session,
         } => {
-            let limits = limits.into();
-            let lifetime = session.lifetime()?;
-            let listen = Listen {
+            let options = ServeOptions {
                 addr,
                 origin,
-                limits,
+                limits: limits.into(),
+                docs,
+                lifetime: session.lifetime()?,
+                app_files: app_dir.map_or(Files::Embedded, Files::Folder),
             };
-            serve(&cli.data_dir, store.clone(), listen, docs, lifetime).await?
+            serve(&cli.data_dir, store.clone(), options).await?
         }
         Command::Org(OrgCommand::Create { name, plan, id }) => {
             let org = admin.create_org(id, &name, plan).await?;
@@ -204,22 +207,27 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Where `serve` listens and what it answers to.
-struct Listen {
+/// What `serve` was asked for on its command line.
+struct ServeOptions {
     addr: String,
     origin: Option<String>,
     limits: ServerLimits,
+    docs: Option<PathBuf>,
+    lifetime: Lifetime,
+    app_files: Files,
 }
 
 async fn serve(
-    data_dir: &std::path::Path, store: LocalStore, listen: Listen, docs: Option<PathBuf>,
-    lifetime: Lifetime,
+    data_dir: &std::path::Path, store: LocalStore, options: ServeOptions,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let Listen {
+    let ServeOptions {
         addr,
         origin,
         limits,
-    } = listen;
+        docs,
+        lifetime,
+        app_files,
+    } = options;
     let created = Admin { store: &*store }.bootstrap().await?;
     let kind = store.kind();
     let listener = tokio::net::TcpListener::bind(&addr).await?;
@@ -249,6 +257,7 @@ async fn serve(
         fixed_integrations: Arc::new(integrations),
         identity_provider: Some(Arc::new(OpenIdConnect::new()?)),
         lifetime,
+        app_files,
         ..Settings::new(&origin)
     };
     let service = LocalService::new(settings, store)?;

@@ -4,6 +4,7 @@
 //! `scripts/test` runs this binary on both.
 
 mod account;
+mod app;
 mod binary;
 mod concurrency;
 mod connections;

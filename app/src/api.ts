@@ -1,0 +1,108 @@
+// Calls to the service's public API, same origin, with the session cookie. Failures become an
+// ApiFailure a person can read: the status, the service's code and message, and what to do.
+
+import type { Account, ErrorBody, SessionSummary, TranscriptPage } from './wire';
+
+export class ApiFailure extends Error {
+  constructor(
+    /** 0 when the network failed before any answer. */
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    /** Seconds to wait, from `Retry-After` (429). */
+    readonly retryAfter?: number,
+    readonly body?: ErrorBody,
+  ) {
+    super(message);
+  }
+
+  /** The network or the service failed: trying again later may work. */
+  get transient(): boolean {
+    return this.status === 0 || this.status >= 500;
+  }
+}
+
+/** What to tell a person about `f`. */
+export function explain(f: ApiFailure): string {
+  switch (f.code) {
+    case 'network':
+      return 'The service cannot be reached. Retrying…';
+    case 'rate_limited':
+      return `Too many requests. Try again in ${f.retryAfter ?? '?'} s.`;
+    case 'quota_exhausted':
+      return `Your organisation has used this month's questions. They renew in ${days(f.retryAfter)}.`;
+    case 'cost_cap_reached': {
+      const spent = f.body?.monthToDateUsd?.toFixed(2) ?? '?';
+      const cap = f.body?.capUsd?.toFixed(2) ?? '?';
+      return `Your organisation reached its monthly cost cap ($${spent} of $${cap}). It renews in ${days(f.retryAfter)}.`;
+    }
+    case 'provider_unavailable':
+      return 'The AI provider cannot be reached right now. Try again in a moment.';
+    case 'unauthenticated':
+      return 'Your sign-in has ended. Sign in again.';
+    default:
+      return f.message;
+  }
+}
+
+function days(secs?: number): string {
+  if (secs === undefined) return 'a while';
+  if (secs < 3600) return `${Math.ceil(secs / 60)} min`;
+  if (secs < 86_400) return `${Math.ceil(secs / 3600)} h`;
+  return `${Math.ceil(secs / 86_400)} days`;
+}
+
+async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  let resp: Response;
+  try {
+    resp = await fetch(path, {
+      method,
+      credentials: 'same-origin',
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch {
+    throw new ApiFailure(0, 'network', 'network unreachable');
+  }
+  const text = await resp.text();
+  const json = text ? safeJson(text) : null;
+  if (!resp.ok) {
+    const err = (json as ErrorBody | null)?.error;
+    const retry = Number(resp.headers.get('retry-after'));
+    throw new ApiFailure(
+      resp.status,
+      err?.code ?? `http_${resp.status}`,
+      err?.message ?? resp.statusText,
+      Number.isFinite(retry) && retry > 0 ? retry : undefined,
+      (json as ErrorBody | null) ?? undefined,
+    );
+  }
+  return json as T;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+const SESSIONS = '/api/managed-agents';
+
+export const api = {
+  me: () => call<Account>('GET', '/api/auth/me'),
+  logout: () => call<{ ok: boolean }>('POST', '/api/auth/logout'),
+  switchOrg: (orgId: string) => call<{ ok: boolean; orgId: string }>('POST', '/api/auth/switch-org', { orgId }),
+  sessions: () => call<{ sessions: SessionSummary[] }>('GET', `${SESSIONS}/sessions`),
+  create: (text: string) => call<{ id: string; runId: string; noConnectors: boolean }>('POST', `${SESSIONS}/session`, { text }),
+  message: (sessionId: string, text: string) => call<{ ok: boolean }>('POST', `${SESSIONS}/message`, { sessionId, text }),
+  cancel: (sessionId: string) => call<{ ok: boolean }>('POST', `${SESSIONS}/cancel`, { sessionId }),
+  remove: (sessionId: string) =>
+    call<{ ok: boolean }>('DELETE', `${SESSIONS}/session?sessionId=${encodeURIComponent(sessionId)}`),
+  transcript: (sessionId: string, since: string | null) => {
+    const q = new URLSearchParams({ sessionId });
+    if (since) q.set('sinceEventId', since);
+    return call<TranscriptPage>('GET', `${SESSIONS}/transcript?${q}`);
+  },
+};

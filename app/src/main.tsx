@@ -1,0 +1,65 @@
+// The app: who is signed in (or the sign-in page), the sidebar and the open conversation. The
+// URL names the conversation (/c/<id>), so a reload resumes it from the log.
+import { render } from 'preact';
+import { useCallback, useEffect, useState } from 'preact/hooks';
+
+import { ApiFailure, api, explain } from './api';
+import { Chat } from './views/Chat';
+import { Sidebar } from './views/Sidebar';
+import { SignIn } from './views/SignIn';
+import type { Account, SessionSummary } from './wire';
+
+function sessionFromPath(): string | null {
+  const m = location.pathname.match(/^\/c\/([\w-]{1,128})$/);
+  return m ? decodeURIComponent(m[1]) : null;
+}
+
+function App() {
+  const [account, setAccount] = useState<Account | null | 'signed-out'>(null);
+  const [sessions, setSessions] = useState<SessionSummary[]>([]);
+  const [current, setCurrent] = useState<string | null>(sessionFromPath());
+  const [problem, setProblem] = useState<string | null>(null);
+
+  useEffect(() => {
+    api
+      .me()
+      .then(setAccount)
+      .catch((e) => (e instanceof ApiFailure && e.status === 401 ? setAccount('signed-out') : setProblem(explain(e))));
+    const onPop = () => setCurrent(sessionFromPath());
+    window.addEventListener('popstate', onPop);
+    return () => window.removeEventListener('popstate', onPop);
+  }, []);
+
+  const refresh = useCallback(() => {
+    api
+      .sessions()
+      .then((r) => setSessions(r.sessions))
+      .catch((e) => setProblem(e instanceof ApiFailure ? explain(e) : String(e)));
+  }, []);
+  useEffect(() => {
+    if (account && account !== 'signed-out') refresh();
+  }, [account, refresh]);
+
+  const open = (id: string | null) => {
+    history.pushState(null, '', id ? `/c/${encodeURIComponent(id)}` : '/');
+    setCurrent(id);
+  };
+
+  if (account === 'signed-out') return <SignIn />;
+  if (account === null) return <main class="loading">{problem ?? 'Loading…'}</main>;
+  return (
+    <div class="layout">
+      <Sidebar account={account} sessions={sessions} current={current} open={open} changed={refresh} problem={setProblem} />
+      <main>
+        {problem && (
+          <p class="problem" role="alert">
+            {problem}
+          </p>
+        )}
+        <Chat sessionId={current} onCreated={(id) => open(id)} onChanged={refresh} />
+      </main>
+    </div>
+  );
+}
+
+render(<App />, document.getElementById('app')!);

@@ -1,0 +1,139 @@
+// The conversation as the app shows it, folded from the session's event log. Pure: the views
+// render a Transcript, the poller feeds it pages; tested without a browser (test/transcript).
+
+import type { TranscriptPage, WireEvent } from './wire';
+
+/** A place an answer drew on: a tool result's document or page. */
+export interface Source {
+  label: string;
+  locator: string;
+}
+
+export type Item =
+  | { kind: 'user'; id: string; text: string; queued: boolean }
+  | { kind: 'agent'; id: string; text: string; sources: Source[] }
+  | { kind: 'tool'; id: string; tool: string; input: unknown; output?: unknown; done: boolean }
+  | { kind: 'error'; id: string; code: string; message: string }
+  | { kind: 'terminated'; id: string; reason: string };
+
+export interface Transcript {
+  title: string;
+  /** The last event folded in: where the next poll starts. */
+  cursor: string | null;
+  /** A run is answering (the service's `workflowRunId`). */
+  running: boolean;
+  /** More events wait beyond the last page: poll again at once. */
+  hasMore: boolean;
+  items: Item[];
+  /** The last turn was stopped or failed (`status_terminated`); a new message starts again. */
+  terminated: boolean;
+  /** Sources of the turn in flight, not yet attached to an answer. */
+  pendingSources: Source[];
+  /** Questions asked and not yet answered to the end (`status_idle`): the one being answered
+   *  and those queued behind it. */
+  openTurns: number;
+}
+
+export const empty: Transcript = {
+  title: '',
+  cursor: null,
+  running: false,
+  hasMore: false,
+  items: [],
+  terminated: false,
+  pendingSources: [],
+  openTurns: 0,
+};
+
+const LOCATORS = ['url', 'link', 'source', 'path'];
+const LABELS = ['title', 'heading', 'name'];
+
+/** The sources a tool's output names: objects (or an array of them) with a URL or path. */
+export function sourcesOf(output: unknown): Source[] {
+  const list = Array.isArray(output) ? output : [output];
+  const found: Source[] = [];
+  for (const entry of list) {
+    if (entry === null || typeof entry !== 'object') continue;
+    const o = entry as Record<string, unknown>;
+    const locator = LOCATORS.map((k) => o[k]).find((v): v is string => typeof v === 'string' && v !== '');
+    if (!locator) continue;
+    const label = LABELS.map((k) => o[k]).find((v): v is string => typeof v === 'string' && v !== '');
+    found.push({ locator, label: label ? `${label} (${locator})` : locator });
+  }
+  return found;
+}
+
+function addSources(into: Source[], more: Source[]): Source[] {
+  const seen = new Set(into.map((s) => s.locator));
+  return [...into, ...more.filter((s) => !seen.has(s.locator) && (seen.add(s.locator), true))];
+}
+
+/** `items` with the oldest queued question marked as being answered. */
+function startNextQueued(items: Item[]): Item[] {
+  const i = items.findIndex((it) => it.kind === 'user' && it.queued);
+  return i < 0 ? items : items.map((it, j) => (j === i ? { ...it, queued: false } : it));
+}
+
+function fold(t: Transcript, e: WireEvent): Transcript {
+  const items = t.items;
+  switch (e.type) {
+    case 'user_message':
+      // A question asked while another is being answered waits for its turn; one after a stop
+      // starts the conversation again.
+      return {
+        ...t,
+        terminated: false,
+        openTurns: t.openTurns + 1,
+        items: [...items, { kind: 'user', id: e.id, text: e.payload.text, queued: t.openTurns > 0 }],
+      };
+    case 'agent_message': {
+      const answer: Item = { kind: 'agent', id: e.id, text: e.payload.text, sources: t.pendingSources };
+      return { ...t, items: [...items, answer], pendingSources: [] };
+    }
+    case 'tool_use':
+      return { ...t, items: [...items, { kind: 'tool', id: e.id, tool: e.payload.tool, input: e.payload.input, done: false }] };
+    case 'tool_result': {
+      const open = items.findIndex((it) => it.kind === 'tool' && !it.done && it.tool === e.payload.tool);
+      const result = { output: e.payload.output, done: true };
+      const next =
+        open >= 0
+          ? items.map((it, i) => (i === open ? { ...it, ...result } : it))
+          : [...items, { kind: 'tool' as const, id: e.id, tool: e.payload.tool, input: null, ...result }];
+      return { ...t, items: next, pendingSources: addSources(t.pendingSources, sourcesOf(e.payload.output)) };
+    }
+    case 'status_idle': {
+      // The turn is over; the oldest queued question is answered next.
+      const openTurns = Math.max(0, t.openTurns - 1);
+      return { ...t, openTurns, pendingSources: [], items: openTurns > 0 ? startNextQueued(items) : items };
+    }
+    case 'status_terminated':
+      return {
+        ...t,
+        terminated: true,
+        openTurns: 0,
+        items: [...items, { kind: 'terminated', id: e.id, reason: e.payload.reason }],
+      };
+    case 'error':
+      return { ...t, items: [...items, { kind: 'error', id: e.id, code: e.payload.code, message: e.payload.message }] };
+  }
+}
+
+/** `t` with a transcript page folded in. Events already folded (a page fetched twice after a
+ *  retry) are skipped, so folding is idempotent; event ids (`evt_` and a zero-padded sequence
+ *  number) sort as the log does. */
+export function applyPage(t: Transcript, page: TranscriptPage): Transcript {
+  const known = new Set(t.items.map((it) => it.id));
+  let next: Transcript = { ...t, title: page.title || t.title };
+  for (const e of page.events) {
+    if (known.has(e.id) || (t.cursor !== null && e.id <= t.cursor)) continue;
+    next = fold(next, e);
+    next.cursor = e.id;
+  }
+  return { ...next, running: page.workflowRunId !== null, hasMore: page.hasMore };
+}
+
+/** Whether the conversation waits on the service: a run is answering, or a message is not yet
+ *  answered. */
+export function busy(t: Transcript): boolean {
+  return !t.terminated && (t.running || t.openTurns > 0);
+}

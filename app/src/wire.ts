@@ -1,0 +1,50 @@
+// The service's JSON, as docs/openapi.json describes it: only the parts the app reads.
+
+export interface TextPayload {
+  text: string;
+}
+
+export type EventBody =
+  | { type: 'user_message'; payload: TextPayload }
+  | { type: 'agent_message'; payload: TextPayload }
+  | { type: 'tool_use'; payload: { tool: string; input: unknown } }
+  | { type: 'tool_result'; payload: { tool: string; output: unknown } }
+  | { type: 'status_idle'; payload: Record<string, never> }
+  | { type: 'status_terminated'; payload: { reason: string } }
+  | { type: 'error'; payload: { code: string; message: string } };
+
+export type WireEvent = EventBody & { id: string; occurredAt: string };
+
+export interface TranscriptPage {
+  title: string;
+  workflowRunId: string | null;
+  events: WireEvent[];
+  hasMore: boolean;
+  backfillFailed?: boolean;
+}
+
+export interface SessionSummary {
+  id: string;
+  title: string;
+  updatedAt: string;
+}
+
+export interface OrgView {
+  id: string;
+  name: string;
+  role: 'admin' | 'viewer';
+}
+
+export interface Account {
+  user: { id: string; userName?: string | null; displayName?: string | null };
+  org: OrgView;
+  orgs: OrgView[];
+}
+
+/** The service's error body: `{"error": {"code", "message"}}`, with the limits' extras. */
+export interface ErrorBody {
+  error: { code: string; message: string };
+  retryAfterSeconds?: number;
+  monthToDateUsd?: number;
+  capUsd?: number;
+}

@@ -1,0 +1,108 @@
+// The transcript reducer: what a person sees for each shape of event log.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { applyPage, busy, empty, sourcesOf, type Transcript } from '../src/transcript';
+import type { EventBody, TranscriptPage, WireEvent } from '../src/wire';
+
+let seq = 0;
+function ev(body: EventBody): WireEvent {
+  seq += 1;
+  return { ...body, id: `evt_${String(seq).padStart(12, '0')}`, occurredAt: '2026-11-24T00:00:00Z' } as WireEvent;
+}
+const user = (text: string) => ev({ type: 'user_message', payload: { text } });
+const agent = (text: string) => ev({ type: 'agent_message', payload: { text } });
+const idle = () => ev({ type: 'status_idle', payload: {} });
+const page = (events: WireEvent[], running = false, hasMore = false): TranscriptPage => ({
+  title: 'T',
+  workflowRunId: running ? 'run_1' : null,
+  events,
+  hasMore,
+});
+
+test('a question and its answer read in order, and the cursor is the last event', () => {
+  const events = [user('What is our refund policy?'), agent('Within **30** days.'), idle()];
+  const t = applyPage(empty, page(events));
+  assert.deepEqual(
+    t.items.map((i) => i.kind),
+    ['user', 'agent'],
+  );
+  assert.equal(t.cursor, events[2].id);
+  assert.equal(busy(t), false);
+});
+
+test('folding the same page twice changes nothing', () => {
+  const events = [user('a'), agent('b'), idle()];
+  const once = applyPage(empty, page(events));
+  assert.deepEqual(applyPage(once, page(events)), once);
+});
+
+test('a tool call is shown with its input and then its output, and its sources go under the answer', () => {
+  const use = ev({ type: 'tool_use', payload: { tool: 'docs_search', input: { query: 'refund' } } });
+  const output = [
+    { source: 'guide/refunds.md', heading: 'Refunds', text: '...' },
+    { source: 'guide/refunds.md', heading: 'Refunds again', text: '...' },
+    { url: 'https://wiki.example.com/policy', title: 'Policy' },
+    { text: 'no locator' },
+  ];
+  const result = ev({ type: 'tool_result', payload: { tool: 'docs_search', output } });
+  let t = applyPage(empty, page([user('refunds?'), use], true));
+  const tool = t.items[1];
+  assert.equal(tool.kind === 'tool' && tool.done, false);
+  t = applyPage(t, page([result, agent('30 days'), idle()]));
+  const [, called, answer] = t.items;
+  assert.ok(called.kind === 'tool' && called.done);
+  assert.deepEqual(called.kind === 'tool' && called.output, output);
+  assert.ok(answer.kind === 'agent');
+  assert.deepEqual(
+    answer.kind === 'agent' && answer.sources.map((s) => s.locator),
+    ['guide/refunds.md', 'https://wiki.example.com/policy'],
+  );
+  assert.deepEqual(t.pendingSources, []);
+});
+
+test('a follow-up sent while a turn runs is queued until its own turn starts', () => {
+  let t = applyPage(empty, page([user('first')], true));
+  assert.equal(busy(t), true);
+  t = applyPage(t, page([user('second')], true));
+  const queued = () => t.items.some((i) => i.kind === 'user' && i.text === 'second' && i.queued);
+  assert.equal(queued(), true);
+  t = applyPage(t, page([agent('answer to first')], true));
+  assert.equal(queued(), true, 'the first turn has not ended yet');
+  t = applyPage(t, page([idle()], true));
+  assert.equal(queued(), false, 'the first turn ended: the second is being answered');
+  assert.equal(busy(t), true);
+  t = applyPage(t, page([agent('answer to second'), idle()]));
+  assert.equal(busy(t), false);
+});
+
+test('a stop ends the turn plainly and a new message starts again', () => {
+  let t: Transcript = applyPage(empty, page([user('long question')], true));
+  t = applyPage(t, page([ev({ type: 'status_terminated', payload: { reason: 'cancelled' } })]));
+  assert.equal(t.terminated, true);
+  assert.equal(busy(t), false);
+  assert.equal(t.items.at(-1)?.kind, 'terminated');
+  t = applyPage(t, page([user('again')], true));
+  assert.equal(t.terminated, false);
+  assert.equal(busy(t), true);
+});
+
+test('errors in the log are shown with their code and message', () => {
+  const failed = ev({ type: 'error', payload: { code: 'cost_cap_reached', message: 'The cap is reached.' } });
+  const t = applyPage(empty, page([user('q'), failed, idle()]));
+  assert.deepEqual(t.items[1], { kind: 'error', id: failed.id, code: 'cost_cap_reached', message: 'The cap is reached.' });
+  assert.equal(busy(t), false);
+});
+
+test('hasMore and the running flag follow the last page', () => {
+  const t = applyPage(empty, page([user('q')], true, true));
+  assert.equal(t.hasMore, true);
+  assert.equal(t.running, true);
+});
+
+test('sources come from objects with a URL or path, nothing else', () => {
+  assert.deepEqual(sourcesOf(null), []);
+  assert.deepEqual(sourcesOf('text'), []);
+  assert.deepEqual(sourcesOf({ path: 'a.md' }), [{ locator: 'a.md', label: 'a.md' }]);
+  assert.deepEqual(sourcesOf([{ link: 'https://x', name: 'X' }]), [{ locator: 'https://x', label: 'X (https://x)' }]);
+});
