@@ -57,6 +57,7 @@ writeFileSync(
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <title>Knowledge</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/assets/${names.css}">
 <script type="module" src="/assets/${names.js}"></script>
 </head>

@@ -10,7 +10,7 @@ export interface Source {
 }
 
 export type Item =
-  | { kind: 'user'; id: string; text: string; queued: boolean }
+  | { kind: 'user'; id: string; text: string; queued: boolean; unanswered?: boolean }
   | { kind: 'agent'; id: string; text: string; sources: Source[] }
   | { kind: 'tool'; id: string; tool: string; input: unknown; output?: unknown; done: boolean }
   | { kind: 'error'; id: string; code: string; message: string }
@@ -106,13 +106,16 @@ function fold(t: Transcript, e: WireEvent): Transcript {
       const openTurns = Math.max(0, t.openTurns - 1);
       return { ...t, openTurns, pendingSources: [], items: openTurns > 0 ? startNextQueued(items) : items };
     }
-    case 'status_terminated':
+    case 'status_terminated': {
+      // Questions queued behind a stopped turn stay in the log unanswered.
+      const left = items.map((it) => (it.kind === 'user' && it.queued ? { ...it, queued: false, unanswered: true } : it));
       return {
         ...t,
         terminated: true,
         openTurns: 0,
-        items: [...items, { kind: 'terminated', id: e.id, reason: e.payload.reason }],
+        items: [...left, { kind: 'terminated', id: e.id, reason: e.payload.reason }],
       };
+    }
     case 'error':
       return { ...t, items: [...items, { kind: 'error', id: e.id, code: e.payload.code, message: e.payload.message }] };
   }

@@ -87,6 +87,13 @@ test('a stop ends the turn plainly and a new message starts again', () => {
   assert.equal(busy(t), true);
 });
 
+test('questions queued behind a stopped turn are shown as not answered', () => {
+  let t = applyPage(empty, page([user('first'), user('second')], true));
+  t = applyPage(t, page([ev({ type: 'status_terminated', payload: { reason: 'cancelled' } })]));
+  const second = t.items.find((i) => i.kind === 'user' && i.text === 'second');
+  assert.deepEqual(second?.kind === 'user' && [second.queued, second.unanswered], [false, true]);
+});
+
 test('errors in the log are shown with their code and message', () => {
   const failed = ev({ type: 'error', payload: { code: 'cost_cap_reached', message: 'The cap is reached.' } });
   const t = applyPage(empty, page([user('q'), failed, idle()]));

@@ -59,6 +59,7 @@ function Entry({ item }: { item: Item }) {
         <article class="user">
           <p>{item.text}</p>
           {item.queued && <span class="badge">Queued</span>}
+          {item.unanswered && <span class="badge">Not answered: the turn before it was stopped</span>}
         </article>
       );
     case 'agent':

@@ -1,0 +1,143 @@
+"""The app in a real headless Chromium (Debian's, driven by Playwright for Python through
+`executable_path`; no browser is downloaded) against the real `knowledge` binary on loopback.
+
+`KNOWLEDGE_BIN` names the binary (scripts/test passes the one its cargo build made) and
+`CHROMIUM` the browser (default /usr/bin/chromium)."""
+
+import json
+import os
+import re
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = os.environ.get("KNOWLEDGE_BIN", str(ROOT / "target" / "debug" / "knowledge"))
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Service:
+    """`knowledge serve` on a free port over a fresh data directory."""
+
+    def __init__(self, env: dict | None = None):
+        self.dir = tempfile.TemporaryDirectory()
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = open(Path(self.dir.name) / "serve.log", "w+")
+        self.proc = subprocess.Popen(
+            [BIN, "--data-dir", self.dir.name, "serve", "--addr", f"127.0.0.1:{self.port}"],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+        )
+        deadline = time.monotonic() + 30
+        while "listening on" not in self.output():
+            assert self.proc.poll() is None, self.output()
+            assert time.monotonic() < deadline, "the service did not start in 30 s"
+            time.sleep(0.1)
+
+    def output(self) -> str:
+        self.log.flush()
+        return (Path(self.dir.name) / "serve.log").read_text()
+
+    def first_link(self) -> str:
+        return re.search(r"http://\S+/api/auth/link\?token=[0-9a-f]+", self.output()).group(0)
+
+    def admin(self, *args: str, stdin: str = "") -> str:
+        """Runs an admin command on the service's data directory; returns its output."""
+        done = subprocess.run(
+            [BIN, "--data-dir", self.dir.name, *args],
+            input=stdin, capture_output=True, text=True, check=True,
+        )
+        return done.stdout.strip()
+
+    def link(self, org: str = "org_default", user: str = "usr_default") -> str:
+        return self.admin("signin-link", "--org", org, "--user", user, "--origin", self.base)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        self.log.close()
+        self.dir.cleanup()
+
+
+@pytest.fixture
+def service():
+    s = Service()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh browser context's page, failing the test on any console error (a
+    Content-Security-Policy violation among them), uncaught exception, server error, or page,
+    script, stylesheet or API call not found. The browser's own "Failed to load resource" lines
+    are left to the response check: a 401 from /api/auth/me is how a signed-out page learns it."""
+    context = browser.new_context()
+    page = context.new_page()
+    problems = []
+
+    def console(m):
+        if m.type == "error" and not m.text.startswith("Failed to load resource"):
+            problems.append(m.text)
+
+    def response(r):
+        wanted = r.request.resource_type in ("document", "script", "stylesheet", "fetch", "xhr")
+        if r.status >= 500 or (r.status == 404 and wanted):
+            problems.append(f"{r.status} {r.url}")
+
+    page.on("console", console)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.on("response", response)
+    yield page
+    context.close()
+    assert problems == [], problems
+
+
+class Provider:
+    """The test OpenID provider (scripts/oidc) for `service`'s callback."""
+
+    def __init__(self, service: Service, accounts: dict):
+        config = {
+            "clients": [{
+                "client_id": "knowledge-e2e",
+                "client_secret": "e2e-secret",
+                "redirect_uris": [f"{service.base}/api/auth/callback"],
+            }],
+            "accounts": accounts,
+        }
+        self.config = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+        json.dump(config, self.config)
+        self.config.close()
+        self.proc = subprocess.Popen(
+            ["node", str(ROOT / "scripts" / "oidc" / "provider.mjs"), "--port", "0", "--config", self.config.name],
+            stdout=subprocess.PIPE, text=True,
+        )
+        line = self.proc.stdout.readline().strip()
+        assert line.startswith("ready "), line
+        self.issuer = line.removeprefix("ready ")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        os.unlink(self.config.name)

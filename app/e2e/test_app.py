@@ -1,0 +1,105 @@
+"""What a person does in the app, in Chromium: sign in, ask, read the answer with its tool call
+and sources, come back to it after a reload, delete it, and use it at phone width."""
+
+import re
+
+from playwright.sync_api import expect
+
+from conftest import Provider
+
+
+def ask(page, question: str):
+    page.get_by_label("Message").fill(question)
+    page.keyboard.press("Enter")
+
+
+def wait_answered(page):
+    expect(page.locator("article.agent").last).to_be_visible(timeout=20_000)
+    expect(page.locator(".thinking")).to_have_count(0, timeout=20_000)
+
+
+def test_the_one_time_link_signs_in_and_an_answer_shows_its_tool_call_and_sources(service, page):
+    page.goto(service.first_link())
+    expect(page).to_have_url(f"{service.base}/")
+    expect(page.get_by_role("heading", name="Ask your organisation's knowledge")).to_be_visible()
+    ask(page, "How do I cancel a running answer?")
+    expect(page).to_have_url(re.compile(r"/c/ses_[0-9a-f]+$"))
+    wait_answered(page)
+    expect(page.locator("article.user").first).to_have_text("How do I cancel a running answer?")
+    tool = page.locator("details.tool")
+    expect(tool.locator("summary")).to_have_text("Used search_docs")
+    tool.locator("summary").click()
+    expect(tool.locator("pre").first).to_contain_text('"query": "How do I cancel a running answer?"')
+    expect(page.locator(".sources li").first).to_contain_text("cancelling.md")
+    # The answer is announced to screen readers, and the session is in the sidebar.
+    expect(page.locator("[aria-live=polite]")).to_contain_text("New answer:")
+    expect(page.get_by_role("navigation").get_by_role("link")).to_have_text(["How do I cancel a running answer?"])
+
+
+def test_a_reload_shows_the_conversation_again_from_its_log(service, page):
+    page.goto(service.first_link())
+    ask(page, "What is a turn?")
+    wait_answered(page)
+    answer = page.locator("article.agent").last.inner_text()
+    page.reload()
+    wait_answered(page)
+    assert page.locator("article.agent").last.inner_text() == answer
+    expect(page.locator("article.user")).to_have_count(1)
+
+
+def test_a_deleted_conversation_leaves_the_sidebar_after_confirmation(service, page):
+    page.goto(service.first_link())
+    ask(page, "First question")
+    wait_answered(page)
+    dialogs = []
+    page.once("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.get_by_role("button", name="Delete First question").click()
+    expect(page.get_by_role("navigation").get_by_role("link")).to_have_count(1)
+    page.once("dialog", lambda d: (dialogs.append(d.message), d.accept()))
+    page.get_by_role("button", name="Delete First question").click()
+    expect(page.get_by_role("navigation").get_by_role("link")).to_have_count(0)
+    expect(page).to_have_url(f"{service.base}/")
+    assert len(dialogs) == 2 and "cannot be undone" in dialogs[0]
+
+
+def test_shift_enter_writes_a_new_line_and_enter_sends(service, page):
+    page.goto(service.first_link())
+    box = page.get_by_label("Message")
+    box.fill("line one")
+    box.press("Shift+Enter")
+    box.type("line two")
+    expect(box).to_have_value("line one\nline two")
+    box.press("Enter")
+    wait_answered(page)
+    expect(page.locator("article.user").first).to_have_text("line one\nline two")
+
+
+def test_at_phone_width_everything_fits_without_sideways_scrolling(service, browser):
+    context = browser.new_context(viewport={"width": 375, "height": 740})
+    page = context.new_page()
+    page.goto(service.first_link())
+    ask(page, "How do I cancel a running answer?")
+    wait_answered(page)
+    expect(page.get_by_label("Message")).to_be_in_viewport()
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0, overflow
+    context.close()
+
+
+def test_without_a_sign_in_the_page_asks_for_a_work_email_and_sso_leads_to_the_provider(service, page):
+    provider = Provider(service, {"ann": {"sub": "ann-sub", "email": "ann@example.com", "name": "Ann Example"}})
+    try:
+        service.admin(
+            "sso", "set", "--org", "org_default", "--issuer", provider.issuer,
+            "--client-id", "knowledge-e2e", "--domain", "example.com", stdin="e2e-secret\n",
+        )
+        service.admin("member", "add", "--org", "org_default", "--user-name", "ann@example.com")
+        page.goto(f"{service.base}/")
+        page.get_by_label("Work e-mail").fill("ann@example.com")
+        page.get_by_role("button", name="Continue with single sign-on").click()
+        page.get_by_label("Login").fill("ann")
+        page.get_by_role("button", name="Sign in").click()
+        expect(page).to_have_url(f"{service.base}/")
+        expect(page.get_by_role("navigation")).to_contain_text("ann@example.com")
+    finally:
+        provider.stop()
