@@ -79,6 +79,18 @@ def service():
     s.stop()
 
 
+@pytest.fixture
+def held():
+    """A service whose agent (a fake OpenAI server) answers only when the test releases it."""
+    from fake_openai import FakeOpenAi
+
+    fake = FakeOpenAi()
+    s = Service(env=fake.env())
+    yield s, fake
+    fake.stop()
+    s.stop()
+
+
 @pytest.fixture(scope="session")
 def browser():
     with sync_playwright() as p:

@@ -1,5 +1,7 @@
-"""What a person does in the app, in Chromium: sign in, ask, read the answer with its tool call
-and sources, come back to it after a reload, delete it, and use it at phone width."""
+"""What a person does in the app, in Chromium: sign in (one-time link, single sign-on), ask and
+read the answer with its tool call and sources, come back to it after a reload (also mid-answer),
+follow up while a turn runs, stop, delete, switch organisation, meet a rate limit, and use it at
+phone width. The slow cases run on a fake OpenAI server whose answers wait for the test."""
 
 import re
 
@@ -103,3 +105,79 @@ def test_without_a_sign_in_the_page_asks_for_a_work_email_and_sso_leads_to_the_p
         expect(page.get_by_role("navigation")).to_contain_text("ann@example.com")
     finally:
         provider.stop()
+
+
+def test_a_rate_limit_is_shown_with_the_time_to_wait(service, page):
+    page.goto(service.first_link())
+    # Ten sessions a minute are allowed: use them up with the page's own cookie.
+    for i in range(10):
+        r = page.request.post(
+            f"{service.base}/api/managed-agents/session",
+            data={"text": f"question {i}"},
+            headers={"origin": service.base},
+        )
+        assert r.status == 200, r.text()
+    ask(page, "One more")
+    alert = page.get_by_role("alert")
+    expect(alert).to_contain_text(re.compile(r"Too many requests\. Try again in \d+ s\."))
+    # Nothing was created, and the question stays in the box to send again.
+    expect(page.get_by_label("Message")).to_have_value("One more")
+
+
+def test_the_organisation_switcher_shows_the_other_organisations_conversations(service, page):
+    service.admin("org", "create", "--id", "org_second", "--name", "Second Org")
+    service.admin("member", "add", "--org", "org_second", "--user", "usr_default", "--role", "viewer")
+    page.goto(service.first_link())
+    ask(page, "Asked in the first organisation")
+    wait_answered(page)
+    switcher = page.get_by_label("Organisation", exact=True)
+    expect(switcher).to_have_value("org_default")
+    switcher.select_option("org_second")
+    expect(page).to_have_url(f"{service.base}/")
+    expect(page.get_by_label("Organisation", exact=True)).to_have_value("org_second")
+    expect(page.get_by_role("navigation").get_by_role("link")).to_have_count(0)
+    switcher = page.get_by_label("Organisation", exact=True)
+    switcher.select_option("org_default")
+    expect(page.get_by_role("navigation").get_by_role("link")).to_have_text(["Asked in the first organisation"])
+
+
+def test_an_answer_in_progress_survives_a_reload_and_arrives_after_it(held, page):
+    service, agent = held
+    page.goto(service.first_link())
+    ask(page, "Slow question")
+    agent.asked()
+    expect(page.locator(".thinking")).to_be_visible()
+    page.reload()
+    expect(page.locator("article.user")).to_have_text(["Slow question"])
+    expect(page.locator(".thinking")).to_be_visible()
+    agent.release()
+    expect(page.locator("article.agent")).to_have_text(["Answer to: Slow question"], timeout=15_000)
+    expect(page.locator(".thinking")).to_have_count(0, timeout=15_000)
+
+
+def test_a_follow_up_sent_while_a_turn_runs_is_queued_then_answered(held, page):
+    service, agent = held
+    page.goto(service.first_link())
+    ask(page, "First")
+    agent.asked()
+    ask(page, "Second")
+    second = page.locator("article.user").filter(has_text="Second")
+    expect(second.locator(".badge")).to_have_text("Queued", timeout=10_000)
+    agent.release()
+    expect(page.locator("article.agent").first).to_have_text("Answer to: First", timeout=15_000)
+    agent.asked()
+    expect(second.locator(".badge")).to_have_count(0, timeout=10_000)
+    agent.release()
+    expect(page.locator("article.agent")).to_have_text(["Answer to: First", "Answer to: Second"], timeout=15_000)
+
+
+def test_escape_stops_a_running_turn_and_the_stop_is_shown_plainly(held, page):
+    service, agent = held
+    page.goto(service.first_link())
+    ask(page, "Never mind")
+    agent.asked()
+    expect(page.get_by_role("button", name="Stop")).to_be_visible()
+    page.get_by_label("Message").press("Escape")
+    expect(page.locator(".terminated")).to_have_text("Stopped.", timeout=15_000)
+    expect(page.get_by_role("button", name="Stop")).to_have_count(0)
+    expect(page.locator("article.agent")).to_have_count(0)

@@ -1,0 +1,71 @@
+"""A fake OpenAI Chat Completions server on loopback whose answers wait for the test: each
+completion is held until the test releases one (or 30 s pass), so a turn stays in flight for
+exactly as long as a test needs it to. It speaks the real wire format (`GET /v1/models` for the
+health check, `POST /v1/chat/completions`) and answers "Answer to: <the last question>"."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class FakeOpenAi:
+    def __init__(self):
+        self.gate = threading.Semaphore(0)
+        self.waiting = threading.Semaphore(0)
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def send_json(self, status, body):
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self.send_json(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
+
+            def do_POST(self):
+                request = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                questions = [m for m in request["messages"] if m["role"] == "user"]
+                last = questions[-1]["content"] if questions else ""
+                if isinstance(last, list):
+                    last = " ".join(part.get("text", "") for part in last)
+                fake.waiting.release()
+                fake.gate.acquire(timeout=30)
+                self.send_json(200, {
+                    "id": "chatcmpl-fake", "object": "chat.completion", "model": request["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": f"Answer to: {last}"}}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                })
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def asked(self, timeout=20):
+        """Waits until a completion request arrives (and is being held)."""
+        assert self.waiting.acquire(timeout=timeout), "the agent was not asked"
+
+    def release(self):
+        """Lets one held completion answer."""
+        self.gate.release()
+
+    def env(self) -> dict:
+        return {
+            "KNOWLEDGE_AGENT": "openai",
+            "KNOWLEDGE_MODEL": "fake",
+            "KNOWLEDGE_PRICES": json.dumps({"*": {"inputUsdPerMTok": 0, "outputUsdPerMTok": 0}}),
+            "OPENAI_BASE_URL": self.base,
+            "OPENAI_API_KEY": "fake-key",
+        }
+
+    def stop(self):
+        for _ in range(8):
+            self.gate.release()
+        self.server.shutdown()
