@@ -196,6 +196,9 @@ impl App {
         Ok(match endpoint {
             Endpoint::Scim => knowledge_http::scim_function(self.scim_api(service)),
             Endpoint::OpenApi => knowledge_http::openapi_function(),
+            Endpoint::Web => {
+                knowledge_http::web_function(knowledge_web::routes(self.settings.app_files.clone()))
+            }
             _ => {
                 let sessions = self.session_api(service, &[endpoint])?;
                 knowledge_http::session_function(sessions, endpoint)

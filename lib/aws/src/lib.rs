@@ -29,9 +29,10 @@ pub enum Function {
 }
 
 impl Function {
-    /// Every endpoint but SCIM and the OpenAPI document reads and mints session cookies.
+    /// Every endpoint but SCIM, the OpenAPI document and the app's files reads and mints
+    /// session cookies.
     fn uses_cookies(self) -> bool {
-        matches!(self, Self::Endpoint(e) if !matches!(e, Endpoint::Scim | Endpoint::OpenApi))
+        matches!(self, Self::Endpoint(e) if !matches!(e, Endpoint::Scim | Endpoint::OpenApi | Endpoint::Web))
     }
 
     /// Create session checks the provider's health; `CallAgent` asks it.
@@ -169,9 +170,14 @@ async fn start(function: Function) -> Result<ColdStart, lambda_runtime::Error> {
 /// The `main` of an endpoint's function: serves `endpoint` behind API Gateway.
 pub async fn run_http(endpoint: Endpoint) -> Result<(), lambda_http::Error> {
     lambda_runtime::tracing::init_default_subscriber();
-    if endpoint == Endpoint::OpenApi {
-        // The document is built into the binary: no settings, no clients.
-        return lambda_http::run(knowledge_http::openapi_function()).await;
+    // The document and the app's files are built into the binary: no settings, no clients.
+    match endpoint {
+        Endpoint::OpenApi => return lambda_http::run(knowledge_http::openapi_function()).await,
+        Endpoint::Web => {
+            let files = knowledge_web::routes(knowledge_web::Files::Embedded);
+            return lambda_http::run(knowledge_http::web_function(files)).await;
+        }
+        _ => {}
     }
     let cold = start(Function::Endpoint(endpoint)).await?;
     lambda_http::run(cold.router(endpoint).map_err(init_failed)?).await

@@ -487,6 +487,26 @@ async fn sso_events_reach_their_functions_which_read_no_more_than_they_need() {
 }
 
 #[tokio::test]
+async fn web_event_gets_the_apps_page_under_its_policy_without_reading_anything() {
+    let d = Deployment::new().await;
+    let response = (d.router(Endpoint::Web).await)
+        .oneshot(d.event(Endpoint::Web))
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let csp = response.headers()["content-security-policy"]
+        .to_str()
+        .unwrap();
+    assert!(csp.contains("script-src 'self'"), "{csp}");
+    assert_eq!(response.headers()["cache-control"], "no-cache");
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    assert!(String::from_utf8_lossy(&bytes).contains(r#"<div id="app">"#));
+    assert!(d.counter.take().is_empty());
+}
+
+#[tokio::test]
 async fn a_function_answers_another_endpoints_request_as_an_unknown_route() {
     let d = Deployment::new().await;
     let response = d

@@ -51,10 +51,12 @@ pub enum Endpoint {
     Scim,
     /// The OpenAPI document, `GET /api/openapi.json`.
     OpenApi,
+    /// The browser app's page and assets (`/`, `/c/{session}`, `/assets/{name}`).
+    Web,
 }
 
 impl Endpoint {
-    pub const ALL: [Endpoint; 14] = [
+    pub const ALL: [Endpoint; 15] = [
         Self::CreateSession,
         Self::Message,
         Self::Transcript,
@@ -69,6 +71,7 @@ impl Endpoint {
         Self::SsoCallback,
         Self::Scim,
         Self::OpenApi,
+        Self::Web,
     ];
 
     /// Whether the endpoint's routes need single sign-on assembled.
@@ -93,6 +96,7 @@ impl Endpoint {
             Self::SsoCallback => "sso-callback",
             Self::Scim => "scim",
             Self::OpenApi => "openapi",
+            Self::Web => "web",
         }
     }
 
@@ -159,6 +163,12 @@ pub fn scim_function(scim: ScimApi) -> Router {
 /// The router of the function that serves the OpenAPI document.
 pub fn openapi_function() -> Router {
     edge(openapi::routes())
+}
+
+/// The router of the function that serves the browser app's files (`app`), behind the same
+/// edge as every route.
+pub fn web_function(app: Router) -> Router {
+    edge(app)
 }
 
 /// Where the session endpoints live.
