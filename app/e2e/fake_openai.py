@@ -11,6 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class FakeOpenAi:
     def __init__(self):
         self.gate = threading.Semaphore(0)
+        # Off: the health check (GET /v1/models) answers 503, as a provider that is down.
+        self.healthy = True
         self.waiting = threading.Semaphore(0)
         fake = self
 
@@ -27,6 +29,9 @@ class FakeOpenAi:
                 self.wfile.write(data)
 
             def do_GET(self):
+                if not fake.healthy:
+                    self.send_json(503, {"error": {"message": "down", "type": "server_error"}})
+                    return
                 self.send_json(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
 
             def do_POST(self):

@@ -181,3 +181,70 @@ def test_escape_stops_a_running_turn_and_the_stop_is_shown_plainly(held, page):
     expect(page.locator(".terminated")).to_have_text("Stopped.", timeout=15_000)
     expect(page.get_by_role("button", name="Stop")).to_have_count(0)
     expect(page.locator("article.agent")).to_have_count(0)
+
+
+def test_html_in_an_answer_never_runs_and_code_blocks_can_be_copied(held, page):
+    service, agent = held
+    page.goto(service.first_link())
+    # The fake answers "Answer to: <the question>", so the question writes the answer.
+    hostile = (
+        '<img src=x onerror="window.pwned=1"> <script>window.pwned=2</script> '
+        '[click](javascript:window.pwned=3) <a href="https://example.com/doc">doc</a>\n\n'
+        "```\ncopy me\n```"
+    )
+    ask(page, hostile)
+    agent.asked()
+    agent.release()
+    answer = page.locator("article.agent")
+    expect(answer.locator("pre")).to_contain_text("copy me", timeout=15_000)
+    assert page.evaluate("window.pwned") is None
+    expect(answer.locator("img, script, [onerror]")).to_have_count(0)
+    hrefs = answer.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    assert not any(h and h.startswith("javascript:") for h in hrefs), hrefs
+    expect(answer.locator('a[href="https://example.com/doc"]')).to_have_attribute("rel", "noopener noreferrer")
+    expect(answer.get_by_role("button", name="Copy")).to_be_visible()
+
+
+def test_signing_out_ends_the_cookie_and_shows_the_sign_in_page(service, page):
+    page.goto(service.first_link())
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    cookie = next(c for c in page.context.cookies() if c["name"] == "ks_session")
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_label("Work e-mail")).to_be_visible()
+    # The old cookie, sent again, signs nobody in.
+    again = page.request.get(f"{service.base}/api/auth/me", headers={"cookie": f"ks_session={cookie['value']}"})
+    assert again.status == 401
+
+
+def test_a_lost_network_is_said_and_the_answer_arrives_when_it_returns(held, page):
+    service, agent = held
+    page.goto(service.first_link())
+    ask(page, "Through a tunnel")
+    agent.asked()
+    page.context.set_offline(True)
+    expect(page.get_by_role("alert")).to_contain_text("cannot be reached", timeout=15_000)
+    agent.release()
+    page.context.set_offline(False)
+    expect(page.locator("article.agent")).to_have_text(["Answer to: Through a tunnel"], timeout=30_000)
+    expect(page.get_by_role("alert")).to_have_count(0)
+
+
+def test_a_provider_that_is_down_is_said_plainly_and_nothing_is_created(held, page):
+    service, agent = held
+    agent.healthy = False
+    page.expected_statuses.add(502)
+    page.goto(service.first_link())
+    ask(page, "Anyone there?")
+    expect(page.get_by_role("alert")).to_have_text("The AI provider cannot be reached right now. Try again in a moment.")
+    expect(page.get_by_role("navigation").get_by_role("link")).to_have_count(0)
+    expect(page).to_have_url(f"{service.base}/")
+
+
+def test_the_colours_follow_the_system_preference(service, page):
+    page.goto(service.first_link())
+    background = "getComputedStyle(document.body).backgroundColor"
+    page.emulate_media(color_scheme="light")
+    light = page.evaluate(background)
+    page.emulate_media(color_scheme="dark")
+    dark = page.evaluate(background)
+    assert (light, dark) == ("rgb(255, 255, 255)", "rgb(15, 17, 21)")
