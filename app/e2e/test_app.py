@@ -7,7 +7,7 @@ import re
 
 from playwright.sync_api import expect
 
-from conftest import Provider
+from conftest import ROOT, Provider
 
 
 def ask(page, question: str):
@@ -248,3 +248,30 @@ def test_the_colours_follow_the_system_preference(service, page):
     page.emulate_media(color_scheme="dark")
     dark = page.evaluate(background)
     assert (light, dark) == ("rgb(255, 255, 255)", "rgb(15, 17, 21)")
+
+
+AXE = ROOT / "app" / "node_modules" / "axe-core" / "axe.min.js"
+
+
+def axe_violations(page) -> list:
+    """Serious and critical findings of axe-core (pinned in app/package-lock.json) on the page."""
+    page.add_script_tag(path=str(AXE))
+    found = page.evaluate("axe.run(document, {resultTypes: ['violations']}).then(r => r.violations)")
+    return [(v["id"], v["impact"], [n["target"] for n in v["nodes"]]) for v in found if v["impact"] in ("serious", "critical")]
+
+
+def test_an_accessibility_scan_finds_nothing_serious_signed_out_and_in_a_conversation(service, browser):
+    # Playwright injects the scanner as an inline script, which the page's policy rightly
+    # refuses: this context alone sets the policy aside.
+    for scheme in ("light", "dark"):
+        context = browser.new_context(bypass_csp=True, color_scheme=scheme)
+        page = context.new_page()
+        page.goto(f"{service.base}/")
+        expect(page.get_by_label("Work e-mail")).to_be_visible()
+        assert axe_violations(page) == [], scheme
+        page.goto(service.link())
+        ask(page, "How do I cancel a running answer?")
+        wait_answered(page)
+        page.locator("details.tool summary").click()
+        assert axe_violations(page) == [], scheme
+        context.close()

@@ -16,6 +16,8 @@ function Answer({ item }: { item: Extract<Item, { kind: 'agent' }> }) {
     // A copy button on each code block; the HTML itself is sanitised (markdown.ts).
     for (const pre of body.current?.querySelectorAll('pre') ?? []) {
       if (pre.querySelector('button.copy')) continue;
+      // A code block may scroll sideways: keyboard users reach it to scroll it.
+      pre.tabIndex = 0;
       const button = document.createElement('button');
       button.type = 'button';
       button.className = 'copy';
@@ -71,11 +73,11 @@ function Entry({ item }: { item: Item }) {
             {item.done ? 'Used' : 'Using'} {item.tool}
           </summary>
           <h4>Input</h4>
-          <pre>{json(item.input)}</pre>
+          <pre tabIndex={0}>{json(item.input)}</pre>
           {item.done && (
             <>
               <h4>Output</h4>
-              <pre>{json(item.output)}</pre>
+              <pre tabIndex={0}>{json(item.output)}</pre>
             </>
           )}
         </details>
