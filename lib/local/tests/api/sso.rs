@@ -174,6 +174,15 @@ async fn configure(api: &Api, provider: &Provider, claim: Option<&str>, just_in_
         .unwrap();
 }
 
+/// A service whose default organisation signs in through a fresh provider knowing
+/// [`accounts`], by `email`, with just-in-time membership or not.
+async fn with_sso(just_in_time: bool) -> (Api, Provider) {
+    let api = Api::start().await;
+    let provider = Provider::start(&api, accounts()).await;
+    configure(&api, &provider, None, just_in_time).await;
+    (api, provider)
+}
+
 /// A member of the default organisation named `user_name`.
 async fn provision(api: &Api, user_name: &str) -> UserId {
     let admin = api.admin();
@@ -230,9 +239,7 @@ fn signed_in_user(api: &Api, browser: &Browser) -> User {
 
 #[tokio::test]
 async fn a_member_signs_in_by_email_through_the_provider_and_lands_where_they_asked() {
-    let api = Api::start().await;
-    let provider = Provider::start(&api, accounts()).await;
-    configure(&api, &provider, None, false).await;
+    let (api, provider) = with_sso(false).await;
     let alice = provision(&api, "Alice@Example.com").await;
     let mut browser = Browser::new();
     let done = sign_in(
@@ -301,9 +308,7 @@ async fn entra_style_upn_and_preferred_username_claims_name_the_member() {
 
 #[tokio::test]
 async fn a_person_not_provisioned_is_told_so_and_nothing_is_created() {
-    let api = Api::start().await;
-    let provider = Provider::start(&api, accounts()).await;
-    configure(&api, &provider, None, false).await;
+    let (api, provider) = with_sso(false).await;
     let before = api.svc.store.list_members(&api.user.org).await.unwrap();
     let mut browser = Browser::new();
     let done = sign_in(
@@ -331,9 +336,7 @@ async fn a_person_not_provisioned_is_told_so_and_nothing_is_created() {
 
 #[tokio::test]
 async fn just_in_time_membership_signs_a_new_person_in_as_a_viewer() {
-    let api = Api::start().await;
-    let provider = Provider::start(&api, accounts()).await;
-    configure(&api, &provider, None, true).await;
+    let (api, provider) = with_sso(true).await;
     let mut browser = Browser::new();
     let done = sign_in(
         &api,
@@ -356,9 +359,7 @@ async fn just_in_time_membership_signs_a_new_person_in_as_a_viewer() {
 
 #[tokio::test]
 async fn another_provider_account_renamed_to_a_bound_members_name_does_not_become_them() {
-    let api = Api::start().await;
-    let provider = Provider::start(&api, accounts()).await;
-    configure(&api, &provider, None, false).await;
+    let (api, provider) = with_sso(false).await;
     provision(&api, "alice@example.com").await;
     let mut first = Browser::new();
     let done = sign_in(
@@ -386,9 +387,7 @@ async fn another_provider_account_renamed_to_a_bound_members_name_does_not_becom
 
 #[tokio::test]
 async fn a_callback_in_another_browser_or_replayed_signs_nobody_in() {
-    let api = Api::start().await;
-    let provider = Provider::start(&api, accounts()).await;
-    configure(&api, &provider, None, false).await;
+    let (api, _provider) = with_sso(false).await;
     provision(&api, "alice@example.com").await;
     // The victim's browser would open the attacker's callback: it has no sign-in in progress.
     let mut attacker = Browser::new();
@@ -416,9 +415,7 @@ async fn a_callback_in_another_browser_or_replayed_signs_nobody_in() {
 
 #[tokio::test]
 async fn unknown_domains_and_organisations_get_the_same_answer_as_one_without_sso() {
-    let api = Api::start().await;
-    let provider = Provider::start(&api, accounts()).await;
-    configure(&api, &provider, None, false).await;
+    let (api, _provider) = with_sso(false).await;
     let off = SsoChange::Enable(false);
     (api.admin()
         .configure_sso(&api.user.org, &off, &api.sealer)
@@ -445,9 +442,7 @@ async fn unknown_domains_and_organisations_get_the_same_answer_as_one_without_ss
 
 #[tokio::test]
 async fn a_login_refuses_a_return_to_elsewhere_before_going_to_the_provider() {
-    let api = Api::start().await;
-    let provider = Provider::start(&api, accounts()).await;
-    configure(&api, &provider, None, false).await;
+    let (api, _provider) = with_sso(false).await;
     let mut browser = Browser::new();
     for bad in [
         "https%3A%2F%2Fevil.example",
