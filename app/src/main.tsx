@@ -30,14 +30,24 @@ function App() {
     return () => window.removeEventListener('popstate', onPop);
   }, []);
 
+  // The sidebar's list, read again after each change. A network failure here is not shown (the
+  // conversation says it, and retries); the list is read again when the network returns.
   const refresh = useCallback(() => {
     api
       .sessions()
-      .then((r) => setSessions(r.sessions))
-      .catch((e) => setProblem(e instanceof ApiFailure ? explain(e) : String(e)));
+      .then((r) => {
+        setSessions(r.sessions);
+        setProblem(null);
+      })
+      .catch((e) => {
+        if (!(e instanceof ApiFailure && e.transient)) setProblem(e instanceof ApiFailure ? explain(e) : String(e));
+      });
   }, []);
   useEffect(() => {
-    if (account && account !== 'signed-out') refresh();
+    if (!account || account === 'signed-out') return;
+    refresh();
+    window.addEventListener('online', refresh);
+    return () => window.removeEventListener('online', refresh);
   }, [account, refresh]);
 
   const open = (id: string | null) => {

@@ -17,6 +17,9 @@ export function Chat(props: { sessionId: string | null; onCreated: (id: string) 
   const [draft, setDraft] = useState('');
   const [sending, setSending] = useState(false);
   const state = useRef({ t, failures: 0, busySince: 0, timer: 0 as number | undefined, poll: () => {} });
+  // The sidebar's order follows the sessions' updates: told when a turn ends.
+  const changed = useRef(props.onChanged);
+  changed.current = props.onChanged;
 
   // The poller: one transcript request at a time, scheduled after each answer.
   useEffect(() => {
@@ -50,8 +53,10 @@ export function Chat(props: { sessionId: string | null; onCreated: (id: string) 
       try {
         const page = await api.transcript(sessionId, s.t.cursor);
         if (stopped) return;
+        const wasBusy = busy(s.t);
         s.t = applyPage(s.t, page);
         setT(s.t);
+        if (wasBusy && !busy(s.t)) changed.current();
         s.failures = 0;
         setProblem(null);
       } catch (e) {
