@@ -282,3 +282,26 @@ def test_an_accessibility_scan_finds_nothing_serious_signed_out_and_in_a_convers
         page.locator("details.tool summary").click()
         assert axe_violations(page) == [], scheme
         context.close()
+
+
+def test_a_failed_single_sign_on_lands_on_the_sign_in_page_with_words_not_json(service, page):
+    provider = Provider(service, {"eve": {"sub": "eve-sub", "email": "eve@example.com"}})
+    try:
+        service.admin(
+            "sso", "set", "--org", "org_default", "--issuer", provider.issuer,
+            "--client-id", "knowledge-e2e", "--domain", "example.com", stdin="e2e-secret\n",
+        )
+        # Expected failures of the sign-in, answered to the browser as a redirect.
+        page.goto(f"{service.base}/")
+        page.get_by_label("Work e-mail").fill("ann@unknown.example")
+        page.get_by_role("button", name="Continue with single sign-on").click()
+        expect(page.get_by_role("alert")).to_have_text(re.compile("No single sign-on is set up"))
+        expect(page).to_have_url(f"{service.base}/")
+        page.get_by_label("Work e-mail").fill("eve@example.com")
+        page.get_by_role("button", name="Continue with single sign-on").click()
+        page.get_by_label("Login").fill("eve")
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.get_by_role("alert")).to_have_text(re.compile("not a member of this organisation"))
+        expect(page.get_by_label("Work e-mail")).to_be_visible()
+    finally:
+        provider.stop()

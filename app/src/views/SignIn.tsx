@@ -1,7 +1,24 @@
-// The sign-in page: a work e-mail leads to the organisation's identity provider.
+// The sign-in page: a work e-mail leads to the organisation's identity provider. A sign-in
+// that failed comes back here as /?signin=<code>; only the service's own codes are shown.
 import { useState } from 'preact/hooks';
 
-export function SignIn({ notice }: { notice?: string }) {
+const FAILURES: Record<string, string> = {
+  sso_unavailable: 'No single sign-on is set up for this e-mail address. Check it, or ask your administrator.',
+  not_provisioned: 'You are not a member of this organisation yet. Ask its administrator for access.',
+  sign_in_failed: 'The sign-in could not be completed. Please try again.',
+  identity_provider_unavailable: "Your organisation's sign-in service cannot be reached. Try again in a moment.",
+};
+
+/** What to say about the failed sign-in the address names, if any; the address is cleaned. */
+function failure(): string | undefined {
+  const code = new URLSearchParams(location.search).get('signin');
+  if (code === null) return undefined;
+  history.replaceState(null, '', location.pathname);
+  return FAILURES[code] ?? 'The sign-in could not be completed. Please try again.';
+}
+
+export function SignIn() {
+  const [notice] = useState(failure);
   const [email, setEmail] = useState('');
   const returnTo = location.pathname.startsWith('/api/') ? '/' : location.pathname + location.search;
   const href = `/api/auth/login?${new URLSearchParams({ email: email.trim(), returnTo })}`;

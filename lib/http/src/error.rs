@@ -73,6 +73,11 @@ pub enum ApiError {
 }
 
 impl ApiError {
+    /// The stable code the error body carries (`not_provisioned`, ...).
+    pub fn code(&self) -> &'static str {
+        self.status_and_code().1
+    }
+
     fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
             ApiError::Core(e) => match e {

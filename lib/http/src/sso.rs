@@ -6,6 +6,7 @@
 
 use axum::extract::{RawQuery, State};
 use axum::http::HeaderMap;
+use axum::http::header::ACCEPT;
 use axum::response::{IntoResponse, Response};
 use jsonwebtoken::{Algorithm, Validation};
 use knowledge_core::CoreError;
@@ -47,7 +48,8 @@ fn single_sign_on(app: &SessionApi) -> Result<&SingleSignOn, ApiError> {
 /// Sign in through the organisation's identity provider: sends the browser there. Give the
 /// person's work `email` (its domain leads to the organisation) or the `org`. An unknown
 /// domain or organisation, or one without single sign-on, gets one answer (404
-/// `sso_unavailable`), so organisations cannot be enumerated.
+/// `sso_unavailable`), so organisations cannot be enumerated. A browser page
+/// (`Accept: text/html`) is sent to `/?signin=<code>` instead of an error body.
 #[utoipa::path(get, path = "/api/auth/login", operation_id = "signIn",
     params(("email" = Option<String>, Query, description = "The person's work e-mail address"),
         ("org" = Option<String>, Query, description = "The organisation's id, instead of `email`"),
@@ -56,9 +58,13 @@ fn single_sign_on(app: &SessionApi) -> Result<&SingleSignOn, ApiError> {
         headers(("Set-Cookie" = String, description = "The sign-in in progress, for ten minutes"),
             ("Location" = String, description = "The provider's authorization endpoint"))), ApiErrors))]
 pub async fn login(
-    State(app): State<SessionApi>, RawQuery(q): RawQuery,
-) -> Result<Response, ApiError> {
-    let q = QueryParams::parse(q.as_deref());
+    State(app): State<SessionApi>, RawQuery(q): RawQuery, headers: HeaderMap,
+) -> Response {
+    for_the_browser(&headers, start(&app, q.as_deref()).await)
+}
+
+async fn start(app: &SessionApi, q: Option<&str>) -> Result<Response, ApiError> {
+    let q = QueryParams::parse(q);
     let return_to = ReturnTo::try_from(q.get("returnTo").unwrap_or("/"))?;
     let target = match (q.get("email"), q.get("org")) {
         (Some(email), None) => SignInTarget::Email(email.to_owned()),
@@ -71,7 +77,7 @@ pub async fn login(
             return Err(CoreError::invalid("invalid_query", message).into());
         }
     };
-    let (org, authorization) = single_sign_on(&app)?.begin(&target).await?;
+    let (org, authorization) = single_sign_on(app)?.begin(&target).await?;
     let expires_at = now_secs() + LOGIN_TTL_SECS;
     let state = LoginState {
         iss: LOGIN_ISSUER.into(),
@@ -93,7 +99,8 @@ pub async fn login(
 /// sign-in in progress, has the provider's code exchanged and its ID token verified, and signs
 /// the member in (`Set-Cookie`, then `returnTo`). A person the organisation has not provisioned
 /// gets 403 `not_provisioned`, and nothing is created. Either way the sign-in in progress is
-/// used up.
+/// used up. A browser page (`Accept: text/html`) is sent to `/?signin=<code>` instead of an
+/// error body.
 #[utoipa::path(get, path = "/api/auth/callback", operation_id = "signInCallback",
     params(("state" = String, Query, description = "What the login gave the provider"),
         ("code" = Option<String>, Query, description = "The provider's authorization code"),
@@ -106,11 +113,26 @@ pub async fn callback(
 ) -> Result<Response, ApiError> {
     let config = &app.config;
     let cleared = clear_cookie_header(config.login_cookie_name(), config.secure_cookies());
-    let response = match finish(&app, q.as_deref(), &headers).await {
-        Ok(response) => response,
-        Err(e) => e.into_response(),
-    };
+    let response = for_the_browser(&headers, finish(&app, q.as_deref(), &headers).await);
     with_cookie(response, &cleared)
+}
+
+/// `outcome` as its answer; a failure asked for by a browser page (`Accept: text/html`, a
+/// navigation) becomes a `303` to the app's sign-in page with the error's code, which the page
+/// turns into words: a person never lands on a JSON body. The code is the service's own.
+fn for_the_browser(headers: &HeaderMap, outcome: Result<Response, ApiError>) -> Response {
+    let e = match outcome {
+        Ok(response) => return response,
+        Err(e) => e,
+    };
+    let code = e.code();
+    let answer = e.into_response(); // logs an internal error with its causes
+    let navigation = (headers.get(ACCEPT).and_then(|a| a.to_str().ok()))
+        .is_some_and(|a| a.contains("text/html"));
+    if !navigation {
+        return answer;
+    }
+    see_other(&format!("/?signin={code}")).unwrap_or(answer)
 }
 
 async fn finish(

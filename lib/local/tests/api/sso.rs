@@ -552,3 +552,36 @@ async fn the_sso_commands_seal_the_secret_from_stdin_and_never_print_it() {
     );
     assert!(!String::from_utf8_lossy(&stored).contains("the-very-secret"));
 }
+
+#[tokio::test]
+async fn a_browser_page_is_sent_to_the_sign_in_page_with_the_code_instead_of_an_error_body() {
+    let (api, provider) = with_sso(false).await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let html = "text/html,application/xhtml+xml";
+    let login = client
+        .get(format!(
+            "{}/api/auth/login?email=ann%40unknown.example",
+            api.base
+        ))
+        .header("accept", html)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status().as_u16(), 303);
+    assert_eq!(login.headers()[LOCATION], "/?signin=sso_unavailable");
+    // The callback of a browser without a sign-in in progress: the code, and the cookie cleared.
+    let callback = client
+        .get(format!("{}/api/auth/callback?code=c&state=s", api.base))
+        .header("accept", html)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(callback.status().as_u16(), 303);
+    assert_eq!(callback.headers()[LOCATION], "/?signin=sign_in_failed");
+    let cleared = callback.headers()[SET_COOKIE].to_str().unwrap();
+    assert!(cleared.starts_with("ks_login=;"), "{cleared}");
+    drop(provider);
+}
