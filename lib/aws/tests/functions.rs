@@ -545,7 +545,7 @@ async fn scim_event_provisions_the_entra_user_with_one_read_and_one_transaction(
         profile.external_id.as_deref(),
         Some("0a21f0f2-8d2a-4f8e-bf98-7363c4aed4ef")
     );
-    let audit = d.store.list_audit(&org, 1).await.unwrap();
+    let audit = d.store.list_audit(&org, None, 1).await.unwrap();
     assert_eq!(
         (audit[0].action, audit[0].target.as_str()),
         (AuditAction::UserProvisioned, user.as_str())

@@ -192,6 +192,9 @@ pub(crate) fn audit_item(a: &AuditEntry) -> Item {
     item.insert("actor".into(), s(a.actor.as_str()));
     item.insert("action".into(), s(a.action.as_str()));
     item.insert("target".into(), s(&a.target));
+    if let Some(by) = &a.by {
+        item.insert("by".into(), s(by.as_str()));
+    }
     item
 }
 

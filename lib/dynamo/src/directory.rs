@@ -2,10 +2,12 @@
 //! integrations and the audit log, in the organisation's partitions.
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{
+    Delete, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{
-    AuditEntry, IntegrationConfig, MEMBER_DATA_LIMIT, Member, MemberData,
+    AuditCursor, AuditEntry, IntegrationConfig, MEMBER_DATA_LIMIT, Member, MemberData,
 };
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{StoreError, StoreResult};
@@ -63,6 +65,18 @@ impl DirectoryStore for DynamoStore {
             .collect()
     }
 
+    async fn list_members_after(
+        &self, org: &OrgId, after: Option<&UserId>, limit: usize,
+    ) -> StoreResult<Vec<Member>> {
+        let (pk, prefix) = keys::members(org);
+        let start = after.map(|user| keys::member(org, user));
+        self.query_page(pk, prefix, start, limit)
+            .await?
+            .iter()
+            .map(member_from)
+            .collect()
+    }
+
     async fn orgs_of(&self, user: &UserId) -> StoreResult<Vec<OrgId>> {
         let mut orgs = Vec::new();
         let mut start = None;
@@ -87,24 +101,26 @@ impl DirectoryStore for DynamoStore {
     async fn update_member(
         &self, previous: &Member, next: &Member, audit: &AuditEntry,
     ) -> StoreResult<()> {
-        let mut writes = vec![self.put_versioned(member_item(next)?, previous.version)?];
-        let (old, new) = (claim_keys(previous), claim_keys(next));
-        for key in old.iter().filter(|k| !new.contains(k)) {
-            writes.push(self.delete(key.clone())?);
-        }
-        for key in new.into_iter().filter(|k| !old.contains(k)) {
-            writes.push(self.put_new(claim_item(next, key))?);
-        }
-        writes.push(self.put_new(audit_item(audit))?);
-        match self.transact(writes).await {
-            Ok(()) => Ok(()),
-            Err(TransactError::FirstCondition { stored: true } | TransactError::Contended) => {
-                Err(StoreError::Conflict)
-            }
-            Err(TransactError::FirstCondition { stored: false }) => Err(StoreError::Gone),
-            // A new claim: another member has the name or the identity.
-            Err(TransactError::OtherCondition(_)) => Err(StoreError::AlreadyExists),
+        self.update_member_checked(previous, next, audit, None)
+            .await
+    }
+
+    async fn update_member_keeping(
+        &self, previous: &Member, next: &Member, audit: &AuditEntry, keeper: &Member,
+    ) -> StoreResult<()> {
+        self.update_member_checked(previous, next, audit, Some(keeper))
+            .await
+    }
+
+    async fn remove_member_keeping(
+        &self, member: &Member, audit: &AuditEntry, keeper: &Member,
+    ) -> StoreResult<bool> {
+        let writes = self.member_removal(member, audit).await?;
+        match self.transact_keeping(writes, keeper).await {
+            Ok(()) => Ok(true),
+            Err(TransactError::FirstCondition { stored: false }) => Ok(false),
             Err(TransactError::Backend(e)) => Err(e),
+            Err(_) => Err(StoreError::Conflict),
         }
     }
 
@@ -118,31 +134,7 @@ impl DirectoryStore for DynamoStore {
             let Some(member) = self.get_member(org, user).await? else {
                 return Ok(false);
             };
-            let data = self.member_data_keys(org, user).await?;
-            if data.len() > MEMBER_DATA_LIMIT {
-                return Err(StoreError::backend(format!(
-                    "member holds {} data items, more than the {MEMBER_DATA_LIMIT} one removal takes",
-                    data.len()
-                )));
-            }
-            let delete = Delete::builder()
-                .table_name(&self.table)
-                .set_key(Some(key_item(keys::member(org, user))))
-                .condition_expression("#v = :expected")
-                .expression_attribute_names("#v", "version")
-                .expression_attribute_values(":expected", n(member.version));
-            let mut writes = vec![
-                TransactWriteItem::builder()
-                    .delete(built(delete.build())?)
-                    .build(),
-            ];
-            for key in claim_keys(&member) {
-                writes.push(self.delete(key)?);
-            }
-            for key in data {
-                writes.push(self.delete(key)?);
-            }
-            writes.push(self.put_new(audit_item(audit))?);
+            let writes = self.member_removal(&member, audit).await?;
             match self.transact(writes).await {
                 Ok(()) => return Ok(true),
                 Err(TransactError::Backend(e)) => return Err(e),
@@ -255,12 +247,18 @@ impl DirectoryStore for DynamoStore {
         }
     }
 
-    async fn list_audit(&self, org: &OrgId, limit: usize) -> StoreResult<Vec<AuditEntry>> {
+    async fn list_audit(
+        &self, org: &OrgId, before: Option<&AuditCursor>, limit: usize,
+    ) -> StoreResult<Vec<AuditEntry>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
         let items = self
-            .partition(keys::audit_partition(org), Some(limit))
+            .query_before(
+                keys::audit_partition(org),
+                before.map(|c| keys::audit(org, c.at, &c.id).1),
+                limit,
+            )
             .await?;
         items
             .iter()
@@ -276,8 +274,80 @@ impl DirectoryStore for DynamoStore {
                         .parse()
                         .map_err(|_| corrupt("action"))?,
                     target: get_s(item, "target")?.to_owned(),
+                    by: match item.get("by") {
+                        None => None,
+                        Some(_) => {
+                            Some(UserId::parse(get_s(item, "by")?).map_err(|_| corrupt("by"))?)
+                        }
+                    },
                 })
             })
             .collect()
+    }
+}
+
+impl DynamoStore {
+    /// The transaction that removes `member` at its version with its claims and data, and
+    /// writes `audit`; the member's delete is first.
+    async fn member_removal(
+        &self, member: &Member, audit: &AuditEntry,
+    ) -> StoreResult<Vec<TransactWriteItem>> {
+        let (org, user) = (&member.org, &member.user);
+        let data = self.member_data_keys(org, user).await?;
+        if data.len() > MEMBER_DATA_LIMIT {
+            return Err(StoreError::backend(format!(
+                "member holds {} data items, more than the {MEMBER_DATA_LIMIT} one removal takes",
+                data.len()
+            )));
+        }
+        let delete = Delete::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_item(keys::member(org, user))))
+            .condition_expression("#v = :expected")
+            .expression_attribute_names("#v", "version")
+            .expression_attribute_values(":expected", n(member.version))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let mut writes = vec![
+            TransactWriteItem::builder()
+                .delete(built(delete.build())?)
+                .build(),
+        ];
+        for key in claim_keys(member) {
+            writes.push(self.delete(key)?);
+        }
+        for key in data {
+            writes.push(self.delete(key)?);
+        }
+        writes.push(self.put_new(audit_item(audit))?);
+        Ok(writes)
+    }
+
+    /// See [`DirectoryStore::update_member`] and [`DirectoryStore::update_member_keeping`].
+    async fn update_member_checked(
+        &self, previous: &Member, next: &Member, audit: &AuditEntry, keeper: Option<&Member>,
+    ) -> StoreResult<()> {
+        let mut writes = vec![self.put_versioned(member_item(next)?, previous.version)?];
+        let (old, new) = (claim_keys(previous), claim_keys(next));
+        for key in old.iter().filter(|k| !new.contains(k)) {
+            writes.push(self.delete(key.clone())?);
+        }
+        for key in new.into_iter().filter(|k| !old.contains(k)) {
+            writes.push(self.put_new(claim_item(next, key))?);
+        }
+        writes.push(self.put_new(audit_item(audit))?);
+        let sent = match keeper {
+            Some(keeper) => self.transact_keeping(writes, keeper).await,
+            None => self.transact(writes).await,
+        };
+        match sent {
+            Ok(()) => Ok(()),
+            Err(TransactError::FirstCondition { stored: true } | TransactError::Contended) => {
+                Err(StoreError::Conflict)
+            }
+            Err(TransactError::FirstCondition { stored: false }) => Err(StoreError::Gone),
+            // A new claim: another member has the name or the identity.
+            Err(TransactError::OtherCondition(_)) => Err(StoreError::AlreadyExists),
+            Err(TransactError::Backend(e)) => Err(e),
+        }
     }
 }

@@ -12,6 +12,9 @@ use crate::transact::TransactError;
 use crate::{DynamoStore, keys};
 use knowledge_core::ports::OrgStore;
 
+/// Rounds of reading and replacing the settings before giving up under contention.
+const LIMITS_ATTEMPTS: usize = 8;
+
 #[async_trait]
 impl OrgStore for DynamoStore {
     async fn put_org(&self, org: &Org) -> StoreResult<()> {
@@ -116,6 +119,47 @@ impl OrgStore for DynamoStore {
             Err(TransactError::OtherCondition(_)) => Err(StoreError::AlreadyExists),
             Err(TransactError::Backend(e)) => Err(e),
         }
+    }
+
+    async fn set_limits(
+        &self, org: &OrgId, quota: Option<u64>, cap_micros: Option<u64>, audit: &AuditEntry,
+    ) -> StoreResult<()> {
+        // The settings are one JSON document: it is replaced on the condition that it is still
+        // the one read, so a concurrent change of another setting is read again, not lost.
+        for _ in 0..LIMITS_ATTEMPTS {
+            let Some(item) = self.get(keys::org(org)).await? else {
+                return Err(StoreError::Gone);
+            };
+            let read = get_s(&item, "doc")?.to_owned();
+            let mut settings: Org = get_json(&item, "doc")?;
+            settings.monthly_query_quota = quota;
+            settings.cost_cap_micros = cap_micros;
+            let update = Update::builder()
+                .table_name(&self.table)
+                .set_key(Some(key_item(keys::org(org))))
+                .update_expression("SET doc = :doc")
+                .condition_expression("doc = :read")
+                .expression_attribute_values(":doc", s(to_json(&settings)?))
+                .expression_attribute_values(":read", s(read))
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                );
+            let writes = vec![
+                TransactWriteItem::builder()
+                    .update(built(update.build())?)
+                    .build(),
+                self.put_new(audit_item(audit))?,
+            ];
+            match self.transact(writes).await {
+                Ok(()) => return Ok(()),
+                Err(TransactError::FirstCondition { stored: false }) => {
+                    return Err(StoreError::Gone);
+                }
+                Err(TransactError::FirstCondition { stored: true } | TransactError::Contended) => {}
+                Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => return Err(e),
+            }
+        }
+        Err(StoreError::Conflict)
     }
 
     async fn org_for_domain(&self, domain: &str) -> StoreResult<Option<OrgId>> {

@@ -68,6 +68,76 @@ impl DynamoStore {
             }
         }
     }
+    /// At most `limit` items of partition `pk` whose sort key starts with `sk_prefix`, in key
+    /// order after the item at `start` (from the first when `None`), strongly consistent.
+    pub(crate) async fn query_page(
+        &self, pk: String, sk_prefix: &str, start: Option<(String, String)>, limit: usize,
+    ) -> StoreResult<Vec<Item>> {
+        let mut items = Vec::new();
+        let mut start = start.map(key_item);
+        while items.len() < limit {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                .expression_attribute_names("#pk", keys::PK)
+                .expression_attribute_names("#sk", keys::SK)
+                .expression_attribute_values(":pk", s(&pk))
+                .expression_attribute_values(":prefix", s(sk_prefix))
+                .consistent_read(true)
+                .limit(i32::try_from(limit - items.len()).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(backend)?;
+            items.extend(out.items.unwrap_or_default());
+            match out.last_evaluated_key {
+                Some(k) => start = Some(k),
+                None => break,
+            }
+        }
+        Ok(items)
+    }
+
+    /// At most `limit` items of partition `pk` whose sort key is below `before` (any when
+    /// `None`), in reverse key order, strongly consistent.
+    pub(crate) async fn query_before(
+        &self, pk: String, before: Option<String>, limit: usize,
+    ) -> StoreResult<Vec<Item>> {
+        let mut items = Vec::new();
+        let mut start = None;
+        while items.len() < limit {
+            let mut query = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("#pk = :pk")
+                .expression_attribute_names("#pk", keys::PK)
+                .expression_attribute_values(":pk", s(&pk));
+            if let Some(before) = &before {
+                query = query
+                    .key_condition_expression("#pk = :pk AND #sk < :before")
+                    .expression_attribute_names("#sk", keys::SK)
+                    .expression_attribute_values(":before", s(before));
+            }
+            let out = query
+                .consistent_read(true)
+                .scan_index_forward(false)
+                .limit(i32::try_from(limit - items.len()).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(backend)?;
+            items.extend(out.items.unwrap_or_default());
+            match out.last_evaluated_key {
+                Some(k) => start = Some(k),
+                None => break,
+            }
+        }
+        Ok(items)
+    }
+
     /// A query of at most `limit` items of GSI1's partition `pk` (eventually consistent, as
     /// every index read is).
     pub(crate) fn index_query(

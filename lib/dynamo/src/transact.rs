@@ -3,10 +3,10 @@
 
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    CancellationReason, Delete, DeleteRequest, Put, ReturnValue,
+    CancellationReason, ConditionCheck, Delete, DeleteRequest, Put, ReturnValue,
     ReturnValuesOnConditionCheckFailure, TransactWriteItem, WriteRequest,
 };
-use knowledge_core::domain::Event;
+use knowledge_core::domain::{Event, Member};
 use knowledge_core::ids::SessionKey;
 use knowledge_core::ports::{StoreError, StoreResult};
 use std::time::Duration;
@@ -43,12 +43,19 @@ pub(crate) enum TransactError {
 impl TransactError {
     /// Classifies a cancellation by its reasons, one per item in order (code `None` for the
     /// items that were fine).
-    fn cancelled(reasons: &[CancellationReason], error: StoreError) -> Self {
+    /// With `keeper_last`, the last item is a keeper's check ([`DynamoStore::transact_keeping`]),
+    /// whose failure is `Contended`: the keeper moved, read again.
+    fn cancelled(reasons: &[CancellationReason], error: StoreError, keeper_last: bool) -> Self {
         let failed = |code: &str| reasons.iter().any(|r| reason_code(r) == code);
+        let keeper_moved = keeper_last
+            && reasons
+                .last()
+                .is_some_and(|r| reason_code(r) == "ConditionalCheckFailed");
         match reasons.first() {
             Some(first) if reason_code(first) == "ConditionalCheckFailed" => Self::FirstCondition {
                 stored: first.item().is_some_and(|i| !i.is_empty()),
             },
+            _ if keeper_moved => Self::Contended,
             _ if failed("ConditionalCheckFailed") => Self::OtherCondition(error),
             _ if failed("TransactionConflict") => Self::Contended,
             _ => Self::Backend(error),
@@ -110,6 +117,28 @@ impl DynamoStore {
     pub(crate) async fn transact(
         &self, writes: Vec<TransactWriteItem>,
     ) -> Result<(), TransactError> {
+        self.submit(writes, false).await
+    }
+
+    /// [`DynamoStore::transact`] with one more item last: the check that `keeper` is still
+    /// stored at its version. The keeper having moved (or gone) is `Contended`.
+    pub(crate) async fn transact_keeping(
+        &self, mut writes: Vec<TransactWriteItem>, keeper: &Member,
+    ) -> Result<(), TransactError> {
+        let check = ConditionCheck::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_item(keys::member(&keeper.org, &keeper.user))))
+            .condition_expression("#v = :expected")
+            .expression_attribute_names("#v", "version")
+            .expression_attribute_values(":expected", n(keeper.version));
+        let check = built(check.build()).map_err(TransactError::Backend)?;
+        writes.push(TransactWriteItem::builder().condition_check(check).build());
+        self.submit(writes, true).await
+    }
+
+    async fn submit(
+        &self, writes: Vec<TransactWriteItem>, keeper_last: bool,
+    ) -> Result<(), TransactError> {
         match self
             .client
             .transact_write_items()
@@ -121,7 +150,7 @@ impl DynamoStore {
             Err(e) => match e.as_service_error() {
                 Some(TransactWriteItemsError::TransactionCanceledException(c)) => {
                     let reasons = c.cancellation_reasons().to_vec();
-                    Err(TransactError::cancelled(&reasons, backend(e)))
+                    Err(TransactError::cancelled(&reasons, backend(e), keeper_last))
                 }
                 _ => Err(TransactError::Backend(backend(e))),
             },

@@ -340,7 +340,7 @@ impl Admin<'_> {
         &self, org: &OrgId, limit: usize,
     ) -> Result<Vec<AuditEntry>, AdminError> {
         self.org(org).await?;
-        Ok(self.store.list_audit(org, limit).await?)
+        Ok(self.store.list_audit(org, None, limit).await?)
     }
 
     /// When the default organisation does not exist (a fresh data directory or table), creates it

@@ -5,7 +5,7 @@ use knowledge_core::clock::Timestamp;
 use rusqlite::{OptionalExtension, Row, params};
 
 use crate::{SqliteStore, backend, conversion, text_parse};
-use knowledge_core::domain::{AuditEntry, IntegrationConfig, Member, MemberData};
+use knowledge_core::domain::{AuditCursor, AuditEntry, IntegrationConfig, Member, MemberData};
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{DirectoryStore, StoreError, StoreResult};
 
@@ -75,18 +75,92 @@ fn is_unique_violation(e: &rusqlite::Error) -> bool {
 
 pub(crate) fn insert_audit(tx: &rusqlite::Transaction<'_>, a: &AuditEntry) -> StoreResult<()> {
     tx.execute(
-        "INSERT INTO audit (org_id, at, id, actor, action, target) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO audit (org_id, at, id, actor, action, target, by_user)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
             a.org.as_str(),
             a.at.millis(),
             a.id,
             a.actor.as_str(),
             a.action.as_str(),
-            a.target
+            a.target,
+            a.by.as_ref().map(UserId::as_str),
         ],
     )
     .map_err(backend)?;
     Ok(())
+}
+
+/// Whether `member` is stored at its version.
+fn at_version(tx: &rusqlite::Transaction<'_>, member: &Member) -> StoreResult<bool> {
+    tx.query_row(
+        "SELECT EXISTS (SELECT 1 FROM members WHERE org_id = ?1 AND user_id = ?2 AND version = ?3)",
+        params![member.org.as_str(), member.user.as_str(), member.version],
+        |r| r.get(0),
+    )
+    .map_err(backend)
+}
+
+/// See [`DirectoryStore::update_member`].
+fn update_member(
+    tx: &rusqlite::Transaction<'_>, p: &Member, m: &Member, a: &AuditEntry,
+) -> StoreResult<()> {
+    let identity = identity_columns(m)?;
+    let updated = tx.execute(
+        "UPDATE members SET role = ?3, updated_at = ?4, profile = ?5, user_name_key = ?6,
+                version = ?7, signed_out_at = ?9, identity = ?10, identity_key = ?11
+         WHERE org_id = ?1 AND user_id = ?2 AND version = ?8",
+        params![
+            m.org.as_str(),
+            m.user.as_str(),
+            m.role.as_str(),
+            m.updated_at.millis(),
+            profile_json(m)?,
+            m.profile.as_ref().map(|p| p.user_name_key()),
+            m.version,
+            p.version,
+            m.signed_out_at.map(Timestamp::millis),
+            identity.0,
+            identity.1,
+        ],
+    );
+    match unique(updated)? {
+        1 => insert_audit(tx, a),
+        _ => {
+            let exists: bool = tx
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM members WHERE org_id = ?1 AND user_id = ?2)",
+                    [m.org.as_str(), m.user.as_str()],
+                    |r| r.get(0),
+                )
+                .map_err(backend)?;
+            Err(if exists {
+                StoreError::Conflict
+            } else {
+                StoreError::Gone
+            })
+        }
+    }
+}
+
+/// See [`DirectoryStore::remove_member`].
+fn remove_member(
+    tx: &rusqlite::Transaction<'_>, o: &OrgId, u: &UserId, a: &AuditEntry,
+) -> StoreResult<bool> {
+    let p = [o.as_str(), u.as_str()];
+    let n = tx
+        .execute("DELETE FROM members WHERE org_id = ?1 AND user_id = ?2", p)
+        .map_err(backend)?;
+    if n == 0 {
+        return Ok(false);
+    }
+    tx.execute(
+        "DELETE FROM member_data WHERE org_id = ?1 AND user_id = ?2",
+        p,
+    )
+    .map_err(backend)?;
+    insert_audit(tx, a)?;
+    Ok(true)
 }
 
 #[async_trait]
@@ -162,6 +236,22 @@ impl DirectoryStore for SqliteStore {
         .await
     }
 
+    async fn list_members_after(
+        &self, org: &OrgId, after: Option<&UserId>, limit: usize,
+    ) -> StoreResult<Vec<Member>> {
+        let (o, a) = (org.clone(), after.map_or(String::new(), |u| u.to_string()));
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(move |c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {MEMBER_COLUMNS} FROM members WHERE org_id = ?1 AND user_id > ?2
+                 ORDER BY user_id LIMIT ?3"
+            ))?;
+            let rows = stmt.query_map(params![o.as_str(), a, limit], member_from)?;
+            rows.collect()
+        })
+        .await
+    }
+
     async fn orgs_of(&self, user: &UserId) -> StoreResult<Vec<OrgId>> {
         let u = user.clone();
         self.read(move |c| {
@@ -179,42 +269,44 @@ impl DirectoryStore for SqliteStore {
         &self, previous: &Member, next: &Member, audit: &AuditEntry,
     ) -> StoreResult<()> {
         let (p, m, a) = (previous.clone(), next.clone(), audit.clone());
-        let identity = identity_columns(next)?;
+        self.write(move |tx| update_member(tx, &p, &m, &a)).await
+    }
+
+    async fn update_member_keeping(
+        &self, previous: &Member, next: &Member, audit: &AuditEntry, keeper: &Member,
+    ) -> StoreResult<()> {
+        let (p, m, a, k) = (
+            previous.clone(),
+            next.clone(),
+            audit.clone(),
+            keeper.clone(),
+        );
         self.write(move |tx| {
-            let updated = tx.execute(
-                "UPDATE members SET role = ?3, updated_at = ?4, profile = ?5, user_name_key = ?6,
-                        version = ?7, signed_out_at = ?9, identity = ?10, identity_key = ?11
-                 WHERE org_id = ?1 AND user_id = ?2 AND version = ?8",
-                params![
-                    m.org.as_str(),
-                    m.user.as_str(),
-                    m.role.as_str(),
-                    m.updated_at.millis(),
-                    profile_json(&m)?,
-                    m.profile.as_ref().map(|p| p.user_name_key()),
-                    m.version,
-                    p.version,
-                    m.signed_out_at.map(Timestamp::millis),
-                    identity.0,
-                    identity.1,
-                ],
-            );
-            match unique(updated)? {
-                1 => insert_audit(tx, &a),
-                _ => {
-                    let exists: bool = tx
-                        .query_row(
-                            "SELECT EXISTS (SELECT 1 FROM members WHERE org_id = ?1 AND user_id = ?2)",
-                            [m.org.as_str(), m.user.as_str()],
-                            |r| r.get(0),
-                        )
-                        .map_err(backend)?;
-                    Err(if exists {
-                        StoreError::Conflict
-                    } else {
-                        StoreError::Gone
-                    })
-                }
+            if !at_version(tx, &k)? {
+                return Err(StoreError::Conflict);
+            }
+            update_member(tx, &p, &m, &a)
+        })
+        .await
+    }
+
+    async fn remove_member_keeping(
+        &self, member: &Member, audit: &AuditEntry, keeper: &Member,
+    ) -> StoreResult<bool> {
+        let (m, a, k) = (member.clone(), audit.clone(), keeper.clone());
+        self.write(move |tx| {
+            let stored: Option<u64> = tx
+                .query_row(
+                    "SELECT version FROM members WHERE org_id = ?1 AND user_id = ?2",
+                    [m.org.as_str(), m.user.as_str()],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(backend)?;
+            match stored {
+                None => Ok(false),
+                Some(v) if v != m.version || !at_version(tx, &k)? => Err(StoreError::Conflict),
+                Some(_) => remove_member(tx, &m.org, &m.user, &a),
             }
         })
         .await
@@ -224,23 +316,7 @@ impl DirectoryStore for SqliteStore {
         &self, org: &OrgId, user: &UserId, audit: &AuditEntry,
     ) -> StoreResult<bool> {
         let (o, u, a) = (org.clone(), user.clone(), audit.clone());
-        self.write(move |tx| {
-            let p = [o.as_str(), u.as_str()];
-            let n = tx
-                .execute("DELETE FROM members WHERE org_id = ?1 AND user_id = ?2", p)
-                .map_err(backend)?;
-            if n == 0 {
-                return Ok(false);
-            }
-            tx.execute(
-                "DELETE FROM member_data WHERE org_id = ?1 AND user_id = ?2",
-                p,
-            )
-            .map_err(backend)?;
-            insert_audit(tx, &a)?;
-            Ok(true)
-        })
-        .await
+        self.write(move |tx| remove_member(tx, &o, &u, &a)).await
     }
 
     async fn put_member_data(
@@ -341,15 +417,20 @@ impl DirectoryStore for SqliteStore {
         .await
     }
 
-    async fn list_audit(&self, org: &OrgId, limit: usize) -> StoreResult<Vec<AuditEntry>> {
+    async fn list_audit(
+        &self, org: &OrgId, before: Option<&AuditCursor>, limit: usize,
+    ) -> StoreResult<Vec<AuditEntry>> {
         let o = org.clone();
+        // Without a cursor, everything sorts before "the end of time".
+        let (at, id) = before.map_or((i64::MAX, String::new()), |c| (c.at.millis(), c.id.clone()));
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.read(move |c| {
             let mut stmt = c.prepare_cached(
-                "SELECT at, id, actor, action, target FROM audit WHERE org_id = ?1
-                 ORDER BY at DESC, id DESC LIMIT ?2",
+                "SELECT at, id, actor, action, target, by_user FROM audit
+                 WHERE org_id = ?1 AND (at < ?2 OR (at = ?2 AND id < ?3))
+                 ORDER BY at DESC, id DESC LIMIT ?4",
             )?;
-            let rows = stmt.query_map(params![o.as_str(), limit], |r| {
+            let rows = stmt.query_map(params![o.as_str(), at, id, limit], |r| {
                 Ok(AuditEntry {
                     org: o.clone(),
                     at: Timestamp(r.get(0)?),
@@ -357,6 +438,11 @@ impl DirectoryStore for SqliteStore {
                     actor: text_parse(r.get(2)?)?,
                     action: text_parse(r.get(3)?)?,
                     target: r.get(4)?,
+                    by: r
+                        .get::<_, Option<String>>(5)?
+                        .map(|u| UserId::parse(&u))
+                        .transpose()
+                        .map_err(conversion)?,
                 })
             })?;
             rows.collect()

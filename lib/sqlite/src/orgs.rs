@@ -134,6 +134,25 @@ impl OrgStore for SqliteStore {
         .await
     }
 
+    async fn set_limits(
+        &self, org: &OrgId, quota: Option<u64>, cap_micros: Option<u64>, audit: &AuditEntry,
+    ) -> StoreResult<()> {
+        let (o, a) = (org.clone(), audit.clone());
+        self.write(move |tx| {
+            let n = tx
+                .execute(
+                    "UPDATE orgs SET monthly_query_quota = ?2, cost_cap_micros = ?3 WHERE id = ?1",
+                    params![o.as_str(), quota, cap_micros],
+                )
+                .map_err(backend)?;
+            if n == 0 {
+                return Err(StoreError::Gone);
+            }
+            insert_audit(tx, &a)
+        })
+        .await
+    }
+
     async fn org_for_domain(&self, domain: &str) -> StoreResult<Option<OrgId>> {
         let d = domain.to_owned();
         self.read(move |c| {

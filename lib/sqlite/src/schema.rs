@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS audit (
     actor TEXT NOT NULL,
     action TEXT NOT NULL,
     target TEXT NOT NULL,
+    by_user TEXT,
     PRIMARY KEY (org_id, at, id)
 ) STRICT, WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sessions (
@@ -119,6 +120,7 @@ pub(crate) fn migrate(c: &Connection) -> rusqlite::Result<()> {
         ("members", "identity", "TEXT"),
         ("members", "identity_key", "TEXT"),
         ("orgs", "sso", "TEXT"),
+        ("audit", "by_user", "TEXT"),
     ] {
         let present: bool = c.query_row(
             "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",

@@ -214,7 +214,7 @@ pub async fn removing_a_member_removes_their_data_in_the_same_step(store: Arc<dy
             .unwrap(),
         None
     );
-    let log = store.list_audit(&org, 10).await.unwrap();
+    let log = store.list_audit(&org, None, 10).await.unwrap();
     assert_eq!(
         log.iter().map(|a| a.action).collect::<Vec<_>>(),
         [AuditAction::UserDeactivated, AuditAction::UserProvisioned]
@@ -358,7 +358,7 @@ pub async fn a_sign_out_stamp_reads_back_and_stays_through_later_updates(store: 
 
 /// The actions of the organisation's newest `limit` audit entries, newest first.
 async fn audit_actions(store: &dyn Tested, org: &OrgId, limit: usize) -> Vec<AuditAction> {
-    let entries = store.list_audit(org, limit).await.unwrap();
+    let entries = store.list_audit(org, None, limit).await.unwrap();
     entries.iter().map(|e| e.action).collect()
 }
 

@@ -3,6 +3,7 @@
 //! DynamoDB stand-in (moto). One module per role; [`conformance!`] declares every case as a
 //! test of the crate that invokes it.
 
+pub mod admin;
 pub mod directory;
 pub mod limits;
 pub mod orgs;
@@ -195,6 +196,12 @@ macro_rules! conformance {
                 sso_reads_back_survives_settings_changes_and_moves_only_at_its_version,
                 an_email_domain_routes_to_one_organisation_and_is_released_when_dropped,
                 of_concurrent_first_sso_configurations_exactly_one_lands;
+            admin:
+                of_two_admins_demoting_each_other_at_once_exactly_one_lands,
+                a_keeper_that_moved_refuses_the_change_and_the_removal_and_nothing_is_written,
+                members_are_paged_by_user_id_within_their_organisation,
+                the_audit_log_is_paged_newest_first_and_names_who_acted,
+                limits_are_set_with_their_audit_and_keep_the_other_settings;
             tickets:
                 a_ticket_is_taken_once_and_a_hash_is_stored_once,
                 of_concurrent_takes_of_one_ticket_exactly_one_gets_it;

@@ -31,7 +31,7 @@ pub async fn the_scim_token_hash_survives_settings_changes_and_is_replaced_by_a_
         store.set_scim_token(&OrgId::generate(), "cc", &again).await,
         Err(StoreError::Gone)
     ));
-    assert_eq!(store.list_audit(&org.id, 10).await.unwrap().len(), 2);
+    assert_eq!(store.list_audit(&org.id, None, 10).await.unwrap().len(), 2);
 }
 
 pub async fn sso_reads_back_survives_settings_changes_and_moves_only_at_its_version(
@@ -82,7 +82,7 @@ pub async fn sso_reads_back_survives_settings_changes_and_moves_only_at_its_vers
             .await,
         Err(StoreError::Gone)
     ));
-    assert_eq!(store.list_audit(&org.id, 10).await.unwrap().len(), 2);
+    assert_eq!(store.list_audit(&org.id, None, 10).await.unwrap().len(), 2);
 }
 
 pub async fn an_email_domain_routes_to_one_organisation_and_is_released_when_dropped(

@@ -23,6 +23,7 @@ text_enum!(AuditAction {
     ScimTokenGenerated => "scim_token.generated",
     IntegrationConnected => "integration.connected",
     IntegrationDisconnected => "integration.disconnected",
+    OrgLimitsChanged => "org.limits_changed",
 });
 text_enum!(MemberDataKind { IntegrationToken => "integration_token", AgentMemory => "agent_memory" });
 
@@ -222,6 +223,8 @@ pub enum AuditAction {
     ScimTokenGenerated,
     IntegrationConnected,
     IntegrationDisconnected,
+    /// The organisation's monthly query quota or cost cap was set.
+    OrgLimitsChanged,
 }
 
 /// One entry of an organisation's audit log. Written in the same transaction as the change it
@@ -235,8 +238,38 @@ pub struct AuditEntry {
     pub id: String,
     pub actor: Actor,
     pub action: AuditAction,
-    /// The member's user id, or the organisation's id for token generation.
+    /// The member's user id, the integration's name, or the organisation's id for the
+    /// organisation's own settings.
     pub target: String,
+    /// The member who acted, for changes an admin made in the admin API; `None` for the
+    /// identity provider, an operator at the command line, and a member's own sign-out.
+    pub by: Option<UserId>,
+}
+
+/// Where a page of the audit log ends: the next page holds the entries strictly older.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditCursor {
+    pub at: Timestamp,
+    pub id: String,
+}
+
+impl AuditCursor {
+    /// The text form clients send back: `<at millis>.<id>`.
+    pub fn encode(&self) -> String {
+        format!("{}.{}", self.at.millis(), self.id)
+    }
+
+    /// Reads [`AuditCursor::encode`]'s form; `None` for anything else.
+    pub fn decode(text: &str) -> Option<Self> {
+        let (at, id) = text.split_once('.')?;
+        let at = at.parse::<i64>().ok().filter(|at| *at >= 0)?;
+        let valid_id =
+            !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_hexdigit());
+        valid_id.then(|| Self {
+            at: Timestamp(at),
+            id: id.to_owned(),
+        })
+    }
 }
 
 impl AuditEntry {
@@ -255,6 +288,21 @@ impl AuditEntry {
             actor,
             action,
             target: target.to_owned(),
+            by: None,
+        }
+    }
+
+    /// The same entry, naming the member who acted.
+    pub fn by(mut self, user: &UserId) -> Self {
+        self.by = Some(user.clone());
+        self
+    }
+
+    /// Where a page that ends with this entry ends.
+    pub fn cursor(&self) -> AuditCursor {
+        AuditCursor {
+            at: self.at,
+            id: self.id.clone(),
         }
     }
 }

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 
 use crate::clock::Timestamp;
 use crate::domain::{
-    AuditEntry, Event, IntegrationConfig, Member, MemberData, Org, Session, SessionSummary,
-    SsoConfig, Ticket, Usage,
+    AuditCursor, AuditEntry, Event, IntegrationConfig, Member, MemberData, Org, Session,
+    SessionSummary, SsoConfig, Ticket, Usage,
 };
 use crate::ids::{OrgId, SessionKey, UserId};
 
@@ -86,6 +86,12 @@ pub trait OrgStore: Send + Sync {
     async fn set_sso(
         &self, org: &OrgId, previous: Option<&SsoConfig>, next: &SsoConfig, audit: &AuditEntry,
     ) -> StoreResult<()>;
+    /// Sets the organisation's monthly query quota and cost cap (`None`: unlimited), keeping
+    /// its other settings, and writes `audit`, all or nothing. Errors: `Gone` when the
+    /// organisation does not exist.
+    async fn set_limits(
+        &self, org: &OrgId, quota: Option<u64>, cap_micros: Option<u64>, audit: &AuditEntry,
+    ) -> StoreResult<()>;
     /// The organisation whose single sign-on claims the e-mail `domain` (lowercase), switched
     /// on or not.
     async fn org_for_domain(&self, domain: &str) -> StoreResult<Option<OrgId>>;
@@ -110,6 +116,11 @@ pub trait DirectoryStore: Send + Sync {
     async fn orgs_of(&self, user: &UserId) -> StoreResult<Vec<OrgId>>;
     /// Every member of the organisation, ordered by user id (a stable order for paging).
     async fn list_members(&self, org: &OrgId) -> StoreResult<Vec<Member>>;
+    /// One page of [`DirectoryStore::list_members`]: at most `limit` members whose user id
+    /// sorts after `after` (from the first when `None`).
+    async fn list_members_after(
+        &self, org: &OrgId, after: Option<&UserId>, limit: usize,
+    ) -> StoreResult<Vec<Member>>;
     /// Replaces `previous` by `next` (the same member, `next.version == previous.version + 1`),
     /// moves the `userName` and identity claims when they changed, and writes `audit`, all or
     /// nothing. Errors: `Gone` (no longer a member), `Conflict` (the stored version is not
@@ -118,6 +129,20 @@ pub trait DirectoryStore: Send + Sync {
     async fn update_member(
         &self, previous: &Member, next: &Member, audit: &AuditEntry,
     ) -> StoreResult<()>;
+    /// [`DirectoryStore::update_member`] on the further condition that `keeper`, another
+    /// member of the organisation, is still stored at `keeper.version`: demoting an admin
+    /// names an admin who stays, so that of two admins demoting each other at once one fails.
+    /// Errors: as `update_member`, and `Conflict` when the keeper moved or is gone.
+    async fn update_member_keeping(
+        &self, previous: &Member, next: &Member, audit: &AuditEntry, keeper: &Member,
+    ) -> StoreResult<()>;
+    /// Removes `member` as [`DirectoryStore::remove_member`] does, on the conditions that it
+    /// is still stored at `member.version` and `keeper` (another member) at `keeper.version`.
+    /// `Ok(false)`, writing nothing, when it is no longer a member. Errors: `Conflict` when
+    /// either moved (or the keeper is gone).
+    async fn remove_member_keeping(
+        &self, member: &Member, audit: &AuditEntry, keeper: &Member,
+    ) -> StoreResult<bool>;
     /// Removes the membership with its profile, its `userName` and identity claims and every
     /// [`MemberData`] item of the member, and writes `audit`, in one transaction. `Ok(false)`,
     /// writing nothing, when the user is not a member.
@@ -148,8 +173,11 @@ pub trait DirectoryStore: Send + Sync {
         &self, org: &OrgId, name: &str, audit: &AuditEntry,
     ) -> StoreResult<bool>;
 
-    /// The organisation's newest audit entries, newest first, at most `limit`.
-    async fn list_audit(&self, org: &OrgId, limit: usize) -> StoreResult<Vec<AuditEntry>>;
+    /// The organisation's audit entries older than `before` (the newest when `None`), newest
+    /// first, at most `limit`.
+    async fn list_audit(
+        &self, org: &OrgId, before: Option<&AuditCursor>, limit: usize,
+    ) -> StoreResult<Vec<AuditEntry>>;
 }
 
 /// Sessions and their event logs.

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 
 use crate::clock::Timestamp;
 use crate::domain::{
-    AuditEntry, Event, IntegrationConfig, Member, MemberData, Org, Session, SessionSummary,
-    SsoConfig, Ticket, Usage,
+    AuditCursor, AuditEntry, Event, IntegrationConfig, Member, MemberData, Org, Session,
+    SessionSummary, SsoConfig, Ticket, Usage,
 };
 use crate::ids::{OrgId, SessionKey, UserId};
 use crate::ports::{
@@ -78,6 +78,55 @@ impl State {
         claims
             .iter()
             .any(|c| self.claims.get(c).is_some_and(|u| u != user))
+    }
+
+    /// Whether `member` is stored at its version.
+    fn at_version(&self, member: &Member) -> bool {
+        self.members
+            .get(&member.org)
+            .and_then(|m| m.get(&member.user))
+            .is_some_and(|stored| stored.version == member.version)
+    }
+
+    fn update_member(
+        &mut self, previous: &Member, next: &Member, audit: &AuditEntry,
+    ) -> StoreResult<()> {
+        let stored = self
+            .members
+            .get(&next.org)
+            .and_then(|m| m.get(&next.user))
+            .ok_or(StoreError::Gone)?;
+        if stored.version != previous.version {
+            return Err(StoreError::Conflict);
+        }
+        let (old, new) = (State::claims(stored), State::claims(next));
+        if self.taken(&new, &next.user) {
+            return Err(StoreError::AlreadyExists);
+        }
+        for claim in old {
+            self.claims.remove(&claim);
+        }
+        for claim in new {
+            self.claims.insert(claim, next.user.clone());
+        }
+        self.members
+            .entry(next.org.clone())
+            .or_default()
+            .insert(next.user.clone(), next.clone());
+        self.audit(audit);
+        Ok(())
+    }
+
+    fn remove_member(&mut self, org: &OrgId, user: &UserId, audit: &AuditEntry) -> bool {
+        let Some(removed) = self.members.get_mut(org).and_then(|m| m.remove(user)) else {
+            return false;
+        };
+        for claim in State::claims(&removed) {
+            self.claims.remove(&claim);
+        }
+        self.member_data.remove(&(org.clone(), user.clone()));
+        self.audit(audit);
+        true
     }
 
     fn audit(&mut self, entry: &AuditEntry) {
@@ -147,6 +196,17 @@ impl OrgStore for MemoryStore {
         Ok(())
     }
 
+    async fn set_limits(
+        &self, org: &OrgId, quota: Option<u64>, cap_micros: Option<u64>, audit: &AuditEntry,
+    ) -> StoreResult<()> {
+        let mut s = self.state();
+        let stored = s.orgs.get_mut(org).ok_or(StoreError::Gone)?;
+        stored.monthly_query_quota = quota;
+        stored.cost_cap_micros = cap_micros;
+        s.audit(audit);
+        Ok(())
+    }
+
     async fn org_for_domain(&self, domain: &str) -> StoreResult<Option<OrgId>> {
         Ok(self.state().domains.get(domain).cloned())
     }
@@ -205,6 +265,21 @@ impl DirectoryStore for MemoryStore {
             .unwrap_or_default())
     }
 
+    async fn list_members_after(
+        &self, org: &OrgId, after: Option<&UserId>, limit: usize,
+    ) -> StoreResult<Vec<Member>> {
+        let s = self.state();
+        let Some(members) = s.members.get(org) else {
+            return Ok(Vec::new());
+        };
+        Ok(members
+            .iter()
+            .filter(|(user, _)| after.is_none_or(|a| *user > a))
+            .take(limit)
+            .map(|(_, m)| m.clone())
+            .collect())
+    }
+
     async fn orgs_of(&self, user: &UserId) -> StoreResult<Vec<OrgId>> {
         let s = self.state();
         let mut found: Vec<OrgId> = s
@@ -220,46 +295,36 @@ impl DirectoryStore for MemoryStore {
     async fn update_member(
         &self, previous: &Member, next: &Member, audit: &AuditEntry,
     ) -> StoreResult<()> {
+        self.state().update_member(previous, next, audit)
+    }
+
+    async fn update_member_keeping(
+        &self, previous: &Member, next: &Member, audit: &AuditEntry, keeper: &Member,
+    ) -> StoreResult<()> {
         let mut s = self.state();
-        let stored = s
-            .members
-            .get(&next.org)
-            .and_then(|m| m.get(&next.user))
-            .ok_or(StoreError::Gone)?;
-        if stored.version != previous.version {
+        if !s.at_version(keeper) {
             return Err(StoreError::Conflict);
         }
-        let (old, new) = (State::claims(stored), State::claims(next));
-        if s.taken(&new, &next.user) {
-            return Err(StoreError::AlreadyExists);
-        }
-        for claim in old {
-            s.claims.remove(&claim);
-        }
-        for claim in new {
-            s.claims.insert(claim, next.user.clone());
-        }
-        s.members
-            .entry(next.org.clone())
-            .or_default()
-            .insert(next.user.clone(), next.clone());
-        s.audit(audit);
-        Ok(())
+        s.update_member(previous, next, audit)
     }
 
     async fn remove_member(
         &self, org: &OrgId, user: &UserId, audit: &AuditEntry,
     ) -> StoreResult<bool> {
+        Ok(self.state().remove_member(org, user, audit))
+    }
+
+    async fn remove_member_keeping(
+        &self, member: &Member, audit: &AuditEntry, keeper: &Member,
+    ) -> StoreResult<bool> {
         let mut s = self.state();
-        let Some(removed) = s.members.get_mut(org).and_then(|m| m.remove(user)) else {
+        let Some(stored) = s.members.get(&member.org).and_then(|m| m.get(&member.user)) else {
             return Ok(false);
         };
-        for claim in State::claims(&removed) {
-            s.claims.remove(&claim);
+        if stored.version != member.version || !s.at_version(keeper) {
+            return Err(StoreError::Conflict);
         }
-        s.member_data.remove(&(org.clone(), user.clone()));
-        s.audit(audit);
-        Ok(true)
+        Ok(s.remove_member(&member.org, &member.user, audit))
     }
 
     async fn put_member_data(
@@ -327,8 +392,11 @@ impl DirectoryStore for MemoryStore {
         Ok(removed)
     }
 
-    async fn list_audit(&self, org: &OrgId, limit: usize) -> StoreResult<Vec<AuditEntry>> {
+    async fn list_audit(
+        &self, org: &OrgId, before: Option<&AuditCursor>, limit: usize,
+    ) -> StoreResult<Vec<AuditEntry>> {
         let mut entries = self.state().audit.get(org).cloned().unwrap_or_default();
+        entries.retain(|e| before.is_none_or(|c| (e.at, &e.id) < (c.at, &c.id)));
         entries.sort_by(|a, b| (b.at, &b.id).cmp(&(a.at, &a.id)));
         entries.truncate(limit);
         Ok(entries)
