@@ -18,11 +18,13 @@ pub const KEY: [u8; 32] = [7; 32];
 pub async fn fresh_store() -> (tempfile::TempDir, SqliteStore, OrgId, UserId) {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path()).unwrap();
-    let (org, user) = Admin { store: &store }
-        .bootstrap()
-        .await
-        .unwrap()
-        .expect("a fresh store has no default organisation yet");
+    let (org, user) = Admin {
+        store: std::sync::Arc::new(store.clone()),
+    }
+    .bootstrap()
+    .await
+    .unwrap()
+    .expect("a fresh store has no default organisation yet");
     (dir, store, org, user)
 }
 

@@ -476,7 +476,9 @@ async fn main() {
     let o = Arc::new(options());
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path()).unwrap();
-    let admin = Admin { store: &store };
+    let admin = Admin {
+        store: std::sync::Arc::new(store.clone()),
+    };
     let (org, _) = admin.bootstrap().await.unwrap().unwrap();
     let signer = CookieSigner::new(&hex_key()).unwrap();
     let mut cookies = Vec::new();

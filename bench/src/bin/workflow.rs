@@ -70,7 +70,7 @@ impl Users {
     async fn next(&mut self, store: &SqliteStore) -> UserId {
         if self.opened.is_multiple_of(SESSIONS_PER_USER) || self.current.is_none() {
             let member = Admin {
-                store: store as &dyn knowledge_core::ports::Store,
+                store: std::sync::Arc::new(store.clone()),
             }
             .add_member(&self.org, None, Role::Viewer)
             .await

@@ -161,6 +161,7 @@ impl Deployment {
                     cost_cap_micros: None,
                     created_at: now,
                     scim_token_sha256: None,
+                    scim_token_created_at: None,
                     sso: None,
                 })
                 .await
@@ -178,9 +179,15 @@ impl Deployment {
             ..Default::default()
         });
         let sealer = Sealer::new(&[3; 32]).unwrap();
-        sso::configure(store, &sealer, now, &org, &sso, Actor::Admin)
-            .await
-            .unwrap();
+        sso::configure(
+            store,
+            &sealer,
+            now,
+            &knowledge_core::admin::Admin::operator(org.clone()),
+            &sso,
+        )
+        .await
+        .unwrap();
         let (token, hash) = knowledge_core::scim::token::generate(&org).unwrap();
         let audit = AuditEntry::new(
             &org,

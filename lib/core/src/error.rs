@@ -31,6 +31,21 @@ pub enum CoreError {
         month_to_date_micros: u64,
         cap_micros: u64,
     },
+    /// The signed-in member is not an admin of the active organisation.
+    #[error("only an admin of the organisation may do this")]
+    AdminOnly,
+    /// The change would leave the organisation without an admin.
+    #[error(
+        "the organisation's last admin cannot be demoted or removed; promote another member first"
+    )]
+    LastAdmin,
+    /// The request is well formed but the stored state does not allow it now; the message
+    /// says why.
+    #[error("{message}")]
+    Conflict { code: &'static str, message: String },
+    /// An integration being tested cannot be reached or failed to list its tools.
+    #[error("the integration could not be reached or did not list its tools")]
+    IntegrationUnavailable,
     /// The AI provider cannot be reached.
     #[error("the AI provider could not be reached")]
     ProviderUnavailable,
@@ -58,6 +73,13 @@ impl CoreError {
     /// An internal error caused by `cause`: another layer's error, or a message.
     pub fn internal(cause: impl Into<BackendError>) -> Self {
         Self::Internal(cause.into())
+    }
+
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        Self::Conflict {
+            code,
+            message: message.into(),
+        }
     }
 
     pub fn invalid(code: &'static str, message: impl Into<String>) -> Self {

@@ -1,6 +1,7 @@
 //! Core of the conversational knowledge service: identifiers, domain, use cases and ports.
 //! Nothing here knows of HTTP or AWS; adapters live in the other crates.
 
+pub mod admin;
 pub mod agent;
 pub mod clock;
 pub mod conversation;

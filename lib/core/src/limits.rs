@@ -20,6 +20,11 @@ pub enum Action {
     CreateSession,
     Message,
     Cancel,
+    /// A change in the admin API.
+    AdminWrite,
+    /// An admin's test of an identity provider or an integration: a request to a server the
+    /// admin names.
+    AdminProbe,
 }
 
 impl Action {
@@ -43,6 +48,14 @@ impl Action {
                 window_ms: MINUTE,
                 max: 30,
             }],
+            Action::AdminWrite => &[Rule {
+                window_ms: MINUTE,
+                max: 60,
+            }],
+            Action::AdminProbe => &[Rule {
+                window_ms: MINUTE,
+                max: 10,
+            }],
         }
     }
 
@@ -51,6 +64,8 @@ impl Action {
             Action::CreateSession => "create",
             Action::Message => "message",
             Action::Cancel => "cancel",
+            Action::AdminWrite => "admin",
+            Action::AdminProbe => "probe",
         }
     }
 

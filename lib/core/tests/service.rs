@@ -42,6 +42,7 @@ impl Rig {
                 cost_cap_micros: None,
                 created_at: now,
                 scim_token_sha256: None,
+                scim_token_created_at: None,
                 sso: None,
             })
             .await

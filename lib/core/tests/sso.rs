@@ -111,6 +111,7 @@ impl Rig {
             cost_cap_micros: None,
             created_at: SystemClock.now(),
             scim_token_sha256: None,
+            scim_token_created_at: None,
             sso: None,
         };
         store.put_org(&org).await.unwrap();
@@ -121,7 +122,8 @@ impl Rig {
         &self, org: &OrgId, change: SsoChange,
     ) -> Result<knowledge_core::domain::SsoConfig, CoreError> {
         let now = SystemClock.now();
-        configure(&*self.store, &self.sealer, now, org, &change, Actor::Admin).await
+        let admin = knowledge_core::admin::Admin::operator(org.clone());
+        configure(&*self.store, &self.sealer, now, &admin, &change).await
     }
 
     /// A member named `user_name`, as SCIM provisions one.

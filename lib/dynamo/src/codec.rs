@@ -148,6 +148,8 @@ pub(crate) fn event_from(item: &Item) -> StoreResult<Event> {
 
 /// The organisation item's attribute holding its SCIM token hash.
 pub(crate) const SCIM_TOKEN: &str = "scimTokenSha256";
+/// When the SCIM token was generated (epoch milliseconds), beside its hash.
+pub(crate) const SCIM_TOKEN_AT: &str = "scimTokenAt";
 /// The organisation item's attributes holding its SSO configuration (JSON) and its version.
 pub(crate) const SSO: &str = "sso";
 pub(crate) const SSO_VERSION: &str = "ssoVersion";

@@ -40,6 +40,13 @@ impl OrgStore for DynamoStore {
             None => None,
             Some(_) => Some(get_s(&item, SCIM_TOKEN)?.to_owned()),
         };
+        org.scim_token_created_at = match item.get(SCIM_TOKEN_AT) {
+            None => None,
+            Some(_) => Some(knowledge_core::clock::Timestamp(get_n(
+                &item,
+                SCIM_TOKEN_AT,
+            )?)),
+        };
         org.sso = match item.get(SSO) {
             None => None,
             Some(_) => Some(get_json(&item, SSO)?),
@@ -53,9 +60,11 @@ impl OrgStore for DynamoStore {
         let update = Update::builder()
             .table_name(&self.table)
             .set_key(Some(key_item(keys::org(org))))
-            .update_expression("SET #t = :h")
+            .update_expression("SET #t = :h, #at = :at")
             .condition_expression("attribute_exists(#pk)")
             .expression_attribute_names("#t", SCIM_TOKEN)
+            .expression_attribute_names("#at", SCIM_TOKEN_AT)
+            .expression_attribute_values(":at", n(audit.at.millis()))
             .expression_attribute_names("#pk", keys::PK)
             .expression_attribute_values(":h", s(sha256));
         let writes = vec![

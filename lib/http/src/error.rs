@@ -92,7 +92,13 @@ impl ApiError {
                 CoreError::CostCapReached { .. } => {
                     (StatusCode::TOO_MANY_REQUESTS, "cost_cap_reached")
                 }
+                CoreError::AdminOnly => (StatusCode::FORBIDDEN, "admin_only"),
+                CoreError::LastAdmin => (StatusCode::CONFLICT, "last_admin"),
+                CoreError::Conflict { code, .. } => (StatusCode::CONFLICT, code),
                 CoreError::ProviderUnavailable => (StatusCode::BAD_GATEWAY, "provider_unavailable"),
+                CoreError::IntegrationUnavailable => {
+                    (StatusCode::BAD_GATEWAY, "integration_unavailable")
+                }
                 CoreError::SsoUnavailable => (StatusCode::NOT_FOUND, "sso_unavailable"),
                 CoreError::NotProvisioned => (StatusCode::FORBIDDEN, "not_provisioned"),
                 CoreError::SignInFailed => (StatusCode::BAD_REQUEST, "sign_in_failed"),

@@ -1,20 +1,20 @@
-//! Administration of the local service: organisations, members, limits and cookies. The CLI's
-//! admin commands and the first-start bootstrap call these.
+//! Administration of the local service at the command line: organisations and their plans here,
+//! and the rest through the core's admin use cases ([`knowledge_core::admin`]), which the admin
+//! API shares. The first-start bootstrap calls these too.
+
+use std::sync::Arc;
 
 use knowledge_core::CoreError;
+use knowledge_core::admin::{Admin as CoreAdmin, Administration, AuditQuery, IntegrationSettings};
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{
-    Actor, AuditAction, AuditEntry, INTEGRATION_LIMIT, IntegrationAuth, IntegrationConfig,
-    MEMBER_DATA_LIMIT, Member, MemberData, MemberDataKind, Org, OrgStatus, Plan, Profile, Role,
-    SsoConfig, USER_NAME_MAX_CHARS, Usage,
+    AuditEntry, IntegrationAuth, IntegrationConfig, Member, Org, OrgStatus, Plan, Role, SsoConfig,
+    Usage,
 };
-use knowledge_core::error::Chain;
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Store, StoreError};
-use knowledge_core::scim;
-use knowledge_core::seal::{Sealer, credential_context};
-use knowledge_core::service::cancel_member_turns;
-use knowledge_core::sso::{self, SsoChange};
+use knowledge_core::seal::Sealer;
+use knowledge_core::sso::SsoChange;
 use serde_json::{Value, json};
 
 /// Errors of admin commands; their text is shown to the operator.
@@ -49,11 +49,11 @@ pub struct OrgChanges {
     pub status: Option<OrgStatus>,
 }
 
-pub struct Admin<'a> {
-    pub store: &'a dyn Store,
+pub struct Admin {
+    pub store: Arc<dyn Store>,
 }
 
-impl Admin<'_> {
+impl Admin {
     pub async fn create_org(
         &self, id: Option<OrgId>, name: &str, plan: Plan,
     ) -> Result<Org, AdminError> {
@@ -66,6 +66,7 @@ impl Admin<'_> {
             cost_cap_micros: None,
             created_at: SystemClock.now(),
             scim_token_sha256: None,
+            scim_token_created_at: None,
             sso: None,
         };
         self.store.put_org(&org).await?;
@@ -94,63 +95,60 @@ impl Admin<'_> {
         Ok(self.store.get_usage(id, &SystemClock.now().month()).await?)
     }
 
-    fn audit(&self, org: &OrgId, action: AuditAction, target: &str) -> AuditEntry {
-        AuditEntry::new(org, SystemClock.now(), Actor::Admin, action, target)
+    /// The core's admin use cases for the operator of `org`, sealing with `sealer` where an
+    /// action stores a secret.
+    fn administration(&self, sealer: Option<Arc<Sealer>>) -> Administration {
+        let administration = Administration::new(self.store.clone(), Arc::new(SystemClock));
+        match sealer {
+            Some(sealer) => administration.with_sealer(sealer),
+            None => administration,
+        }
+    }
+
+    /// The core's errors in the operator's words.
+    fn error(org: &OrgId, user: Option<&UserId>, e: CoreError) -> AdminError {
+        match e {
+            CoreError::NotFound("organisation") => AdminError::NoSuchOrg(org.clone()),
+            CoreError::NotFound("member") => AdminError::NoSuchMember {
+                org: org.clone(),
+                user: user.cloned().unwrap_or_else(UserId::generate),
+            },
+            CoreError::NotFound("sso") => AdminError::Invalid(format!(
+                "{org} has no single sign-on configured; run `sso set` first"
+            )),
+            CoreError::InvalidInput { message, .. } | CoreError::Conflict { message, .. } => {
+                AdminError::Invalid(message)
+            }
+            CoreError::LastAdmin => AdminError::Invalid(CoreError::LastAdmin.to_string()),
+            other => AdminError::Core(other),
+        }
     }
 
     /// Adds a member, or changes an existing member's role (keeping their SCIM profile).
+    /// Errors: `NoSuchOrg`, `Invalid` (demoting the last admin).
     pub async fn add_member(
         &self, org: &OrgId, user: Option<UserId>, role: Role,
     ) -> Result<Member, AdminError> {
-        self.org(org).await?;
         let user = user.unwrap_or_else(UserId::generate);
-        // Each lost race means another writer changed the member; a few rounds settle it.
-        for _ in 0..16 {
-            if let Some(current) = self.store.get_member(org, &user).await? {
-                let mut next = current.clone();
-                next.role = role;
-                next.version += 1;
-                next.updated_at = SystemClock.now().max(current.updated_at);
-                let audit = self.audit(org, AuditAction::MemberRoleChanged, user.as_str());
-                match self.store.update_member(&current, &next, &audit).await {
-                    Ok(()) => return Ok(next),
-                    Err(StoreError::Conflict | StoreError::Gone) => continue,
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            let member = Member::new(org.clone(), user.clone(), role, SystemClock.now());
-            let audit = self.audit(org, AuditAction::MemberAdded, user.as_str());
-            match self.store.create_member(&member, &audit).await {
-                Ok(()) => return Ok(member),
-                Err(StoreError::AlreadyExists | StoreError::Conflict) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(StoreError::Conflict.into())
+        let admin = CoreAdmin::operator(org.clone());
+        self.administration(None)
+            .add_member(&admin, &user, role)
+            .await
+            .map_err(|e| Self::error(org, Some(&user), e))
     }
 
     /// Removes the member with their profile and data, as SCIM deprovisioning does (their
     /// cookies for that organisation stop working at once), then cancels their turns in
     /// flight; returns how many it cancelled. The serving process has no signal from here:
     /// each cancelled run sees the stamp at its next step (an agent call in flight still
-    /// completes, and its result is dropped) and ends with `status_terminated`. A failure to
-    /// cancel is logged, not returned, as SCIM does: the member is gone either way, and running
-    /// the command again would only find nothing to remove.
+    /// completes, and its result is dropped) and ends with `status_terminated`.
+    /// Errors: `NoSuchMember`, `Invalid` (the last admin).
     pub async fn remove_member(&self, org: &OrgId, user: &UserId) -> Result<usize, AdminError> {
-        let audit = self.audit(org, AuditAction::MemberRemoved, user.as_str());
-        if !self.store.remove_member(org, user, &audit).await? {
-            return Err(AdminError::NoSuchMember {
-                org: org.clone(),
-                user: user.clone(),
-            });
-        }
-        match cancel_member_turns(self.store, &SystemClock, user, org).await {
-            Ok(cancelled) => Ok(cancelled.len()),
-            Err(e) => {
-                tracing::error!(error = %Chain(&e), "could not cancel a removed member's running turns");
-                Ok(0)
-            }
-        }
+        let admin = CoreAdmin::operator(org.clone());
+        self.administration(None)
+            .remove_member(&admin, user)
+            .await
+            .map_err(|e| Self::error(org, Some(user), e))
     }
 
     /// Gives a member the `userName` that single sign-on matches (without case) against the
@@ -159,179 +157,96 @@ impl Admin<'_> {
     pub async fn name_member(
         &self, org: &OrgId, user: &UserId, user_name: &str,
     ) -> Result<Member, AdminError> {
-        let user_name = user_name.trim();
-        if user_name.is_empty() || user_name.chars().count() > USER_NAME_MAX_CHARS {
-            return Err(AdminError::Invalid(format!(
-                "the userName must be 1 to {USER_NAME_MAX_CHARS} characters"
-            )));
-        }
-        for _ in 0..16 {
-            let Some(current) = self.store.get_member(org, user).await? else {
-                return Err(AdminError::NoSuchMember {
-                    org: org.clone(),
-                    user: user.clone(),
-                });
-            };
-            let mut next = current.clone();
-            let profile = next.profile.get_or_insert_with(|| Profile {
-                user_name: String::new(),
-                external_id: None,
-                attributes: Default::default(),
-            });
-            profile.user_name = user_name.to_owned();
-            next.version += 1;
-            next.updated_at = SystemClock.now().max(current.updated_at);
-            let audit = self.audit(org, AuditAction::UserUpdated, user.as_str());
-            match self.store.update_member(&current, &next, &audit).await {
-                Ok(()) => return Ok(next),
-                Err(StoreError::Conflict | StoreError::Gone) => continue,
-                Err(StoreError::AlreadyExists) => {
-                    return Err(AdminError::Invalid(format!(
-                        "another member of {org} has the userName {user_name}"
-                    )));
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(StoreError::Conflict.into())
+        let admin = CoreAdmin::operator(org.clone());
+        self.administration(None)
+            .name_member(&admin, user, user_name)
+            .await
+            .map_err(|e| Self::error(org, Some(user), e))
     }
 
-    /// Applies `change` to the organisation's single sign-on (see [`sso::configure`]).
+    /// Applies `change` to the organisation's single sign-on (see
+    /// [`knowledge_core::sso::configure`]).
     pub async fn configure_sso(
-        &self, org: &OrgId, change: &SsoChange, sealer: &Sealer,
+        &self, org: &OrgId, change: &SsoChange, sealer: Arc<Sealer>,
     ) -> Result<SsoConfig, AdminError> {
-        let now = SystemClock.now();
-        sso::configure(self.store, sealer, now, org, change, Actor::Admin)
+        let admin = CoreAdmin::operator(org.clone());
+        self.administration(Some(sealer))
+            .configure_sso(&admin, change)
             .await
-            .map_err(|e| match e {
-                CoreError::NotFound("organisation") => AdminError::NoSuchOrg(org.clone()),
-                CoreError::NotFound(_) => AdminError::Invalid(format!(
-                    "{org} has no single sign-on configured; run `sso set` first"
-                )),
-                CoreError::InvalidInput { message, .. } => AdminError::Invalid(message),
-                other => AdminError::Core(other),
-            })
+            .map_err(|e| Self::error(org, None, e))
     }
 
     /// Generates the organisation's SCIM token, replacing (and so invalidating) the previous
     /// one. The token is returned to be shown once; only its hash is stored.
     pub async fn generate_scim_token(&self, org: &OrgId) -> Result<String, AdminError> {
-        self.org(org).await?;
-        let (token, hash) = scim::token::generate(org).map_err(StoreError::backend)?;
-        let audit = self.audit(org, AuditAction::ScimTokenGenerated, org.as_str());
-        match self.store.set_scim_token(org, &hash, &audit).await {
-            Ok(()) => Ok(token),
-            Err(StoreError::Gone) => Err(AdminError::NoSuchOrg(org.clone())),
-            Err(e) => Err(e.into()),
-        }
+        let admin = CoreAdmin::operator(org.clone());
+        let (token, _) = self
+            .administration(None)
+            .generate_scim_token(&admin)
+            .await
+            .map_err(|e| Self::error(org, None, e))?;
+        Ok(token)
     }
 
     /// Connects the MCP server at `url` to the organisation as `name`, or changes the one of
-    /// that name. Errors: `Invalid` (name, URL, or the organisation is at
-    /// [`INTEGRATION_LIMIT`]), `NoSuchOrg`.
+    /// that name. Errors: `Invalid` (name, URL, or the organisation is at its limit),
+    /// `NoSuchOrg`.
     pub async fn connect_integration(
         &self, org: &OrgId, name: &str, url: &str, auth: IntegrationAuth,
     ) -> Result<IntegrationConfig, AdminError> {
-        if !IntegrationConfig::valid_name(name) {
-            return Err(AdminError::Invalid(
-                "the name must be 1 to 24 characters of a-z, 0-9 and -, starting with a letter"
-                    .into(),
-            ));
-        }
-        if !IntegrationConfig::valid_url(url) {
-            return Err(AdminError::Invalid(
-                "the URL must be an http:// or https:// address of the server's MCP endpoint"
-                    .into(),
-            ));
-        }
-        self.org(org).await?;
-        let existing = self.store.list_integrations(org).await?;
-        if existing.len() >= INTEGRATION_LIMIT && !existing.iter().any(|i| i.name == name) {
-            return Err(AdminError::Invalid(format!(
-                "an organisation connects {INTEGRATION_LIMIT} integrations at most"
-            )));
-        }
-        let integration = IntegrationConfig {
+        let admin = CoreAdmin::operator(org.clone());
+        let settings = IntegrationSettings {
             name: name.to_owned(),
             url: url.to_owned(),
             auth,
-            created_at: SystemClock.now(),
         };
-        let audit = self.audit(org, AuditAction::IntegrationConnected, name);
-        self.store
-            .put_integration(org, &integration, &audit)
-            .await?;
-        Ok(integration)
+        self.administration(None)
+            .connect_integration(&admin, &settings)
+            .await
+            .map_err(|e| Self::error(org, None, e))
     }
 
     /// Disconnects an integration. Errors: `NoSuchIntegration`.
     pub async fn disconnect_integration(&self, org: &OrgId, name: &str) -> Result<(), AdminError> {
-        let audit = self.audit(org, AuditAction::IntegrationDisconnected, name);
-        if self.store.remove_integration(org, name, &audit).await? {
-            Ok(())
-        } else {
-            Err(AdminError::NoSuchIntegration {
+        let admin = CoreAdmin::operator(org.clone());
+        match self
+            .administration(None)
+            .disconnect_integration(&admin, name)
+            .await
+        {
+            Err(CoreError::NotFound("integration")) => Err(AdminError::NoSuchIntegration {
                 org: org.clone(),
                 name: name.to_owned(),
-            })
+            }),
+            other => other.map_err(|e| Self::error(org, None, e)),
         }
     }
 
     pub async fn integrations(&self, org: &OrgId) -> Result<Vec<IntegrationConfig>, AdminError> {
-        self.org(org).await?;
-        Ok(self.store.list_integrations(org).await?)
+        let admin = CoreAdmin::operator(org.clone());
+        self.administration(None)
+            .integrations(&admin)
+            .await
+            .map_err(|e| Self::error(org, None, e))
     }
 
     /// Stores a member's own token for a per-user integration, sealed for that member and
     /// integration, replacing the previous one. The token is never printed or logged.
-    /// Errors: `NoSuchIntegration`, `Invalid` (not a per-user integration, or a token that is
-    /// empty, longer than 8 KiB or holds control characters), `NoSuchMember`.
+    /// Errors: `NoSuchIntegration`, `Invalid`, `NoSuchMember`.
     pub async fn set_credential(
-        &self, org: &OrgId, user: &UserId, name: &str, token: &str, sealer: &Sealer,
+        &self, org: &OrgId, user: &UserId, name: &str, token: &str, sealer: Arc<Sealer>,
     ) -> Result<(), AdminError> {
-        let integration = self
-            .store
-            .list_integrations(org)
-            .await?
-            .into_iter()
-            .find(|i| i.name == name)
-            .ok_or_else(|| AdminError::NoSuchIntegration {
+        let admin = CoreAdmin::operator(org.clone());
+        match self
+            .administration(Some(sealer))
+            .set_credential(&admin, user, name, token)
+            .await
+        {
+            Err(CoreError::NotFound("integration")) => Err(AdminError::NoSuchIntegration {
                 org: org.clone(),
                 name: name.to_owned(),
-            })?;
-        if integration.auth != IntegrationAuth::PerUser {
-            return Err(AdminError::Invalid(format!(
-                "{name} does not take per-user credentials (connect it with --auth per-user)"
-            )));
-        }
-        if token.is_empty() || token.len() > 8192 || token.chars().any(char::is_control) {
-            return Err(AdminError::Invalid(
-                "the token must be 1 to 8192 characters without control characters".into(),
-            ));
-        }
-        let no_member = || AdminError::NoSuchMember {
-            org: org.clone(),
-            user: user.clone(),
-        };
-        let held = self.store.list_member_data(org, user).await?;
-        let replaces = held
-            .iter()
-            .any(|d| d.kind == MemberDataKind::IntegrationToken && d.name == name);
-        if !replaces && held.len() >= MEMBER_DATA_LIMIT {
-            return Err(AdminError::Invalid(format!(
-                "a member holds {MEMBER_DATA_LIMIT} credentials at most"
-            )));
-        }
-        let context = credential_context(org.as_str(), user.as_str(), name, &integration.url);
-        let data = MemberData {
-            kind: MemberDataKind::IntegrationToken,
-            name: name.to_owned(),
-            value: sealer.seal(&context, token),
-        };
-        match self.store.put_member_data(org, user, &data).await {
-            Ok(()) => Ok(()),
-            Err(StoreError::Gone) => Err(no_member()),
-            Err(e) => Err(e.into()),
+            }),
+            other => other.map_err(|e| Self::error(org, Some(user), e)),
         }
     }
 
@@ -340,7 +255,17 @@ impl Admin<'_> {
         &self, org: &OrgId, limit: usize,
     ) -> Result<Vec<AuditEntry>, AdminError> {
         self.org(org).await?;
-        Ok(self.store.list_audit(org, None, limit).await?)
+        let admin = CoreAdmin::operator(org.clone());
+        let query = AuditQuery {
+            limit,
+            ..AuditQuery::default()
+        };
+        let page = self
+            .administration(None)
+            .audit_log(&admin, &query)
+            .await
+            .map_err(|e| Self::error(org, None, e))?;
+        Ok(page.entries)
     }
 
     /// When the default organisation does not exist (a fresh data directory or table), creates it

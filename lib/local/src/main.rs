@@ -79,7 +79,9 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     let store = cli.open_store().await?;
-    let admin = Admin { store: &*store };
+    let admin = Admin {
+        store: store.shared(),
+    };
     match command {
         Command::Serve {
             addr,
@@ -182,7 +184,7 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             let sealer = sso_command::deployment_sealer(&cli)?;
             let token = sso_command::secret_line()?;
             admin
-                .set_credential(&org, &user, &name, &token, &sealer)
+                .set_credential(&org, &user, &name, &token, sealer.into())
                 .await?;
             print(
                 name.clone(),
@@ -228,7 +230,11 @@ async fn serve(
         lifetime,
         app_files,
     } = options;
-    let created = Admin { store: &*store }.bootstrap().await?;
+    let created = Admin {
+        store: store.shared(),
+    }
+    .bootstrap()
+    .await?;
     let kind = store.kind();
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     let bound = listener.local_addr()?;

@@ -11,7 +11,7 @@ use crate::cli::{Cli, SsoCommand, StoreKind};
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 /// Runs an `sso` command; prints the configuration as JSON (never its secret).
-pub(crate) async fn run(cli: &Cli, admin: &Admin<'_>, command: SsoCommand) -> Result<()> {
+pub(crate) async fn run(cli: &Cli, admin: &Admin, command: SsoCommand) -> Result<()> {
     let (org, change, origin) = match command {
         SsoCommand::Set {
             org,
@@ -42,7 +42,7 @@ pub(crate) async fn run(cli: &Cli, admin: &Admin<'_>, command: SsoCommand) -> Re
     let config = match change {
         Some(change) => {
             let sealer = deployment_sealer(cli)?;
-            admin.configure_sso(&org, &change, &sealer).await?
+            admin.configure_sso(&org, &change, sealer.into()).await?
         }
         None => admin
             .org(&org)

@@ -26,6 +26,7 @@ fn org_from(r: &Row<'_>) -> rusqlite::Result<Org> {
             .map(|c| serde_json::from_str(&c))
             .transpose()
             .map_err(conversion)?,
+        scim_token_created_at: r.get::<_, Option<i64>>(9)?.map(Timestamp),
     })
 }
 
@@ -62,7 +63,7 @@ impl OrgStore for SqliteStore {
         self.read(move |c| {
             c.query_row(
                 "SELECT id, name, plan, status, monthly_query_quota, cost_cap_micros, created_at,
-                        scim_token_sha256, sso
+                        scim_token_sha256, sso, scim_token_at
                  FROM orgs WHERE id = ?1",
                 [id.as_str()],
                 org_from,
@@ -79,8 +80,8 @@ impl OrgStore for SqliteStore {
         self.write(move |tx| {
             let n = tx
                 .execute(
-                    "UPDATE orgs SET scim_token_sha256 = ?2 WHERE id = ?1",
-                    [o.as_str(), h.as_str()],
+                    "UPDATE orgs SET scim_token_sha256 = ?2, scim_token_at = ?3 WHERE id = ?1",
+                    params![o.as_str(), h.as_str(), a.at.millis()],
                 )
                 .map_err(backend)?;
             if n == 0 {

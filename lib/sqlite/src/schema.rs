@@ -12,7 +12,8 @@ CREATE TABLE IF NOT EXISTS orgs (
     cost_cap_micros INTEGER,
     created_at INTEGER NOT NULL,
     scim_token_sha256 TEXT,
-    sso TEXT
+    sso TEXT,
+    scim_token_at INTEGER
 ) STRICT;
 CREATE TABLE IF NOT EXISTS sso_domains (
     domain TEXT PRIMARY KEY,
@@ -121,6 +122,7 @@ pub(crate) fn migrate(c: &Connection) -> rusqlite::Result<()> {
         ("members", "identity_key", "TEXT"),
         ("orgs", "sso", "TEXT"),
         ("audit", "by_user", "TEXT"),
+        ("orgs", "scim_token_at", "INTEGER"),
     ] {
         let present: bool = c.query_row(
             "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",

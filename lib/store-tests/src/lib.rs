@@ -161,6 +161,7 @@ pub async fn business_org(store: &dyn Store) -> Org {
         cost_cap_micros: None,
         created_at: NOW,
         scim_token_sha256: None,
+        scim_token_created_at: None,
         sso: None,
     };
     store.put_org(&org).await.unwrap();

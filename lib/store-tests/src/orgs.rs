@@ -27,6 +27,11 @@ pub async fn the_scim_token_hash_survives_settings_changes_and_is_replaced_by_a_
     store.set_scim_token(&org.id, "bb", &again).await.unwrap();
     let read = store.get_org(&org.id).await.unwrap().unwrap();
     assert_eq!(read.scim_token_sha256.as_deref(), Some("bb"));
+    assert_eq!(
+        read.scim_token_created_at,
+        Some(again.at),
+        "made when its audit entry says"
+    );
     assert!(matches!(
         store.set_scim_token(&OrgId::generate(), "cc", &again).await,
         Err(StoreError::Gone)

@@ -95,6 +95,9 @@ pub struct Org {
     /// [`crate::ports::OrgStore::set_scim_token`] changes it.
     #[serde(skip)]
     pub scim_token_sha256: Option<String>,
+    /// When the current SCIM token was generated (the time of its audit entry).
+    #[serde(skip)]
+    pub scim_token_created_at: Option<Timestamp>,
     /// Single sign-on through the organisation's OpenID provider; `None` until configured.
     /// Kept apart from the other settings by the store, so only
     /// [`crate::ports::OrgStore::set_sso`] changes it.

@@ -1,10 +1,9 @@
 //! Configuring an organisation's single sign-on: what an admin sets, checked and sealed before
-//! it is stored. The admin CLI calls this, and the admin API will.
+//! it is stored. The admin use cases ([`crate::admin`]) call this.
 
+use crate::admin::Admin;
 use crate::clock::Timestamp;
-use crate::domain::{
-    Actor, AuditAction, AuditEntry, DEFAULT_USER_NAME_CLAIM, SSO_DOMAIN_LIMIT, SsoConfig,
-};
+use crate::domain::{AuditAction, DEFAULT_USER_NAME_CLAIM, SSO_DOMAIN_LIMIT, SsoConfig};
 use crate::error::CoreError;
 use crate::ids::OrgId;
 use crate::ports::{OrgStore, StoreError};
@@ -124,14 +123,14 @@ fn next_config(
     })
 }
 
-/// Applies `change` to `org`'s single sign-on, with an audit entry by `actor`; returns what is
-/// now stored. Concurrent changes are applied one after the other.
+/// Applies `change` to the single sign-on of `admin`'s organisation, with an audit entry by
+/// `admin`; returns what is now stored. Concurrent changes are applied one after the other.
 /// Errors: `NotFound` (no such organisation, or `Enable` with nothing configured),
 /// `InvalidInput` (a field, or a domain already routed to another organisation).
 pub async fn configure(
-    orgs: &dyn OrgStore, sealer: &Sealer, now: Timestamp, org: &OrgId, change: &SsoChange,
-    actor: Actor,
+    orgs: &dyn OrgStore, sealer: &Sealer, now: Timestamp, admin: &Admin, change: &SsoChange,
 ) -> Result<SsoConfig, CoreError> {
+    let org = &admin.org;
     for _ in 0..ATTEMPTS {
         let stored = orgs
             .get_org(org)
@@ -148,7 +147,7 @@ pub async fn configure(
                 next
             }
         };
-        let audit = AuditEntry::new(org, now, actor, AuditAction::SsoConfigured, org.as_str());
+        let audit = admin.audit(now, AuditAction::SsoConfigured, org.as_str());
         match orgs.set_sso(org, current, &next, &audit).await {
             Ok(()) => return Ok(next),
             Err(StoreError::Conflict) => continue,

@@ -143,11 +143,13 @@ impl OrgStore for MemoryStore {
         let mut s = self.state();
         let kept = s.orgs.get(&org.id);
         let token = kept.and_then(|o| o.scim_token_sha256.clone());
+        let token_at = kept.and_then(|o| o.scim_token_created_at);
         let sso = kept.and_then(|o| o.sso.clone());
         s.orgs.insert(
             org.id.clone(),
             Org {
                 scim_token_sha256: token,
+                scim_token_created_at: token_at,
                 sso,
                 ..org.clone()
             },
@@ -165,6 +167,7 @@ impl OrgStore for MemoryStore {
         let mut s = self.state();
         let stored = s.orgs.get_mut(org).ok_or(StoreError::Gone)?;
         stored.scim_token_sha256 = Some(sha256.to_owned());
+        stored.scim_token_created_at = Some(audit.at);
         s.audit(audit);
         Ok(())
     }

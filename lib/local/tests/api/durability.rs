@@ -74,6 +74,17 @@ async fn admin_commands_print_ids_or_json_that_scripts_can_use() {
     )
     .await;
     assert_eq!(unlimited["monthlyQueryQuota"], json!(null));
+    // The only admin stays: the command refuses, naming why.
+    let last = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(d)
+        .args(["member", "remove", "--org", &org, "--user", &user])
+        .output()
+        .await
+        .unwrap();
+    assert!(!last.status.success());
+    assert!(String::from_utf8_lossy(&last.stderr).contains("last admin"));
+    admin(d, &["member", "add", "--org", &org, "--role", "admin"]).await;
     let removed: Value = admin_json(d, &["member", "remove", "--org", &org, "--user", &user]).await;
     assert_eq!(removed["removed"], json!(true));
     let failed = Command::new(BIN)
@@ -203,7 +214,7 @@ async fn a_run_left_in_flight_by_a_dead_process_is_resumed_and_answered_at_start
     let key = {
         let store = knowledge_local::SqliteStore::open(dir.path()).unwrap();
         knowledge_local::admin::Admin {
-            store: &store as &dyn Store,
+            store: Arc::new(store.clone()) as Arc<dyn Store>,
         }
         .bootstrap()
         .await

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use knowledge_core::domain::{IntegrationAuth, MemberDataKind};
+use knowledge_core::domain::{IntegrationAuth, MemberDataKind, Role};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{
     Agent, AgentAction, AgentError, AgentReply, AgentRequest, CancelSignal, Integration,
@@ -170,7 +170,13 @@ async fn a_per_user_server_is_reached_only_with_the_members_sealed_token_which_l
     assert_eq!(offered.recv().await.unwrap(), Vec::<String>::new());
 
     admin
-        .set_credential(&org, &api.user.id, "crm", "ann-secret-token", &sealer)
+        .set_credential(
+            &org,
+            &api.user.id,
+            "crm",
+            "ann-secret-token",
+            sealer.clone(),
+        )
         .await
         .unwrap();
     let stored = api
@@ -194,6 +200,8 @@ async fn a_per_user_server_is_reached_only_with_the_members_sealed_token_which_l
     assert_eq!(events[2]["type"], "tool_result");
     assert_eq!(events[2]["payload"]["output"]["query"], "deals");
 
+    // Another admin keeps the organisation, so its only admin so far can go.
+    admin.add_member(&org, None, Role::Admin).await.unwrap();
     admin.remove_member(&org, &api.user.id).await.unwrap();
     assert!(
         api.svc

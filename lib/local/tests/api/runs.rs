@@ -41,7 +41,12 @@ impl Rig {
     async fn with_parts(agent: Arc<dyn Agent>, integrations: Arc<dyn Integrations>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::support::open_store(dir.path()).await;
-        Admin { store: &*store }.bootstrap().await.unwrap();
+        Admin {
+            store: store.shared(),
+        }
+        .bootstrap()
+        .await
+        .unwrap();
         let workflow = Arc::new(RecordingWorkflow::default());
         let shared = store.shared();
         let service = Service::new(Deps {

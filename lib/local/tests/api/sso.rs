@@ -169,7 +169,7 @@ async fn configure(api: &Api, provider: &Provider, claim: Option<&str>, just_in_
     };
     let change = SsoChange::Set(settings);
     (api.admin())
-        .configure_sso(&api.user.org, &change, &api.sealer)
+        .configure_sso(&api.user.org, &change, api.sealer.clone())
         .await
         .unwrap();
 }
@@ -418,7 +418,7 @@ async fn unknown_domains_and_organisations_get_the_same_answer_as_one_without_ss
     let (api, _provider) = with_sso(false).await;
     let off = SsoChange::Enable(false);
     (api.admin()
-        .configure_sso(&api.user.org, &off, &api.sealer)
+        .configure_sso(&api.user.org, &off, api.sealer.clone())
         .await)
         .unwrap();
     let mut browser = Browser::new();

@@ -208,7 +208,12 @@ impl Api {
         };
         let signer = CookieSigner::new(&KEY).unwrap();
         let org = OrgId::parse("org_default").unwrap();
-        Admin { store: &*store }.bootstrap().await.unwrap();
+        Admin {
+            store: store.shared(),
+        }
+        .bootstrap()
+        .await
+        .unwrap();
         let id = UserId::parse("usr_default").unwrap();
         let cookie = format!("{COOKIE_NAME}={}", signer.mint(&id, &org, 3600).unwrap());
         Self {
@@ -229,9 +234,9 @@ impl Api {
         knowledge_core::clock::Clock::now(self.clock.as_ref())
     }
 
-    pub fn admin(&self) -> Admin<'_> {
+    pub fn admin(&self) -> Admin {
         Admin {
-            store: &*self.svc.store,
+            store: self.svc.store.shared(),
         }
     }
 
@@ -246,7 +251,7 @@ impl Api {
             ..Default::default()
         };
         (self.admin())
-            .configure_sso(org, &SsoChange::Set(settings), &self.sealer)
+            .configure_sso(org, &SsoChange::Set(settings), self.sealer.clone())
             .await
             .unwrap();
     }

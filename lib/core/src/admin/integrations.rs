@@ -1,0 +1,193 @@
+//! The organisation's integrations (remote MCP servers): connect, disconnect, test one by
+//! listing its tools, see who holds a per-user credential, and store a member's credential.
+
+use crate::domain::{
+    AuditAction, INTEGRATION_LIMIT, IntegrationAuth, IntegrationConfig, MEMBER_DATA_LIMIT, Member,
+    MemberData, MemberDataKind,
+};
+use crate::error::CoreError;
+use crate::ids::UserId;
+use crate::ports::{StoreError, ToolSpec};
+use crate::seal::credential_context;
+
+use super::{Admin, Administration};
+
+/// What an admin sets for an integration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntegrationSettings {
+    pub name: String,
+    pub url: String,
+    pub auth: IntegrationAuth,
+}
+
+/// A member holding a credential for an integration (never the credential).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CredentialHolder {
+    pub member: Member,
+}
+
+/// Longest per-user credential accepted, in bytes.
+const CREDENTIAL_MAX: usize = 8192;
+
+fn invalid(message: impl Into<String>) -> CoreError {
+    CoreError::invalid("invalid_field", message)
+}
+
+impl Administration {
+    pub async fn integrations(&self, admin: &Admin) -> Result<Vec<IntegrationConfig>, CoreError> {
+        self.org(admin).await?;
+        Ok(self.store.list_integrations(&admin.org).await?)
+    }
+
+    async fn integration(&self, admin: &Admin, name: &str) -> Result<IntegrationConfig, CoreError> {
+        (self.store.list_integrations(&admin.org).await?)
+            .into_iter()
+            .find(|i| i.name == name)
+            .ok_or(CoreError::NotFound("integration"))
+    }
+
+    /// Connects the MCP server at `settings.url` as `settings.name`, or changes the one of that
+    /// name (keeping when it was connected). Members' credentials for it stay, but are sealed
+    /// for its URL: a new URL makes them unusable until replaced. Errors: `InvalidInput`
+    /// (name, URL, or the organisation is at [`INTEGRATION_LIMIT`]), `NotFound`.
+    pub async fn connect_integration(
+        &self, admin: &Admin, settings: &IntegrationSettings,
+    ) -> Result<IntegrationConfig, CoreError> {
+        let name = settings.name.as_str();
+        if !IntegrationConfig::valid_name(name) {
+            return Err(invalid(
+                "the name must be 1 to 24 characters of a-z, 0-9 and -, starting with a letter",
+            ));
+        }
+        if !IntegrationConfig::valid_url(&settings.url) {
+            return Err(invalid(
+                "the url must be an http:// or https:// address of the server's MCP endpoint",
+            ));
+        }
+        self.org(admin).await?;
+        let existing = self.store.list_integrations(&admin.org).await?;
+        let previous = existing.iter().find(|i| i.name == name);
+        if existing.len() >= INTEGRATION_LIMIT && previous.is_none() {
+            return Err(CoreError::conflict(
+                "integration_limit",
+                format!("an organisation connects {INTEGRATION_LIMIT} integrations at most"),
+            ));
+        }
+        let integration = IntegrationConfig {
+            name: name.to_owned(),
+            url: settings.url.clone(),
+            auth: settings.auth,
+            created_at: previous.map_or_else(|| self.now(), |p| p.created_at),
+        };
+        let audit = admin.audit(self.now(), AuditAction::IntegrationConnected, name);
+        (self.store)
+            .put_integration(&admin.org, &integration, &audit)
+            .await?;
+        Ok(integration)
+    }
+
+    /// Disconnects an integration. Members' credentials for it stay until they are replaced
+    /// or the member is removed. Errors: `NotFound`.
+    pub async fn disconnect_integration(&self, admin: &Admin, name: &str) -> Result<(), CoreError> {
+        let audit = admin.audit(self.now(), AuditAction::IntegrationDisconnected, name);
+        match self
+            .store
+            .remove_integration(&admin.org, name, &audit)
+            .await?
+        {
+            true => Ok(()),
+            false => Err(CoreError::NotFound("integration")),
+        }
+    }
+
+    /// The tools the integration offers, listed now as the agent would list them, with the
+    /// acting admin's own credential for a per-user integration. Errors: `NotFound`,
+    /// `Conflict` (`no_credential`: a per-user integration the admin holds no credential
+    /// for), `IntegrationUnavailable` as 502.
+    pub async fn test_integration(
+        &self, admin: &Admin, name: &str,
+    ) -> Result<Vec<ToolSpec>, CoreError> {
+        let config = self.integration(admin, name).await?;
+        let integrations = self
+            .integrations
+            .as_ref()
+            .ok_or_else(|| CoreError::internal("no integrations adapter here"))?;
+        let user = admin.by.clone().unwrap_or_else(UserId::generate);
+        let reached = integrations
+            .connected(&admin.org, &user)
+            .await
+            .map_err(CoreError::internal)?;
+        let Some(integration) = reached.into_iter().find(|i| i.name() == config.name) else {
+            return Err(CoreError::conflict(
+                "no_credential",
+                "you hold no credential for this per-user integration; store one to test it",
+            ));
+        };
+        integration.tools().await.map_err(|e| {
+            tracing::warn!(integration = name, error = %e, "an integration test failed");
+            CoreError::IntegrationUnavailable
+        })
+    }
+
+    /// The members who hold a credential for the integration, by user id. Reads every
+    /// member's data: one request per member. Errors: `NotFound`.
+    pub async fn credential_holders(
+        &self, admin: &Admin, name: &str,
+    ) -> Result<Vec<CredentialHolder>, CoreError> {
+        self.integration(admin, name).await?;
+        let mut holders = Vec::new();
+        for member in self.store.list_members(&admin.org).await? {
+            let data = (self.store)
+                .list_member_data(&admin.org, &member.user)
+                .await?;
+            if data
+                .iter()
+                .any(|d| d.kind == MemberDataKind::IntegrationToken && d.name == name)
+            {
+                holders.push(CredentialHolder { member });
+            }
+        }
+        Ok(holders)
+    }
+
+    /// Stores a member's own token for a per-user integration, sealed for that member and the
+    /// integration's URL, replacing the previous one. The token is never logged.
+    /// Errors: `NotFound` (integration or member), `InvalidInput` (not a per-user
+    /// integration, a token that is empty, longer than 8 KiB or holds control characters, or
+    /// a member at [`MEMBER_DATA_LIMIT`]).
+    pub async fn set_credential(
+        &self, admin: &Admin, user: &UserId, name: &str, token: &str,
+    ) -> Result<(), CoreError> {
+        let integration = self.integration(admin, name).await?;
+        if integration.auth != IntegrationAuth::PerUser {
+            return Err(invalid(format!(
+                "{name} does not take per-user credentials"
+            )));
+        }
+        if token.is_empty() || token.len() > CREDENTIAL_MAX || token.chars().any(char::is_control) {
+            return Err(invalid(format!(
+                "the token must be 1 to {CREDENTIAL_MAX} bytes without control characters"
+            )));
+        }
+        let held = self.store.list_member_data(&admin.org, user).await?;
+        let replaces = held
+            .iter()
+            .any(|d| d.kind == MemberDataKind::IntegrationToken && d.name == name);
+        if !replaces && held.len() >= MEMBER_DATA_LIMIT {
+            return Err(invalid(format!(
+                "a member holds {MEMBER_DATA_LIMIT} credentials at most"
+            )));
+        }
+        let context = credential_context(admin.org.as_str(), user.as_str(), name, &integration.url);
+        let data = MemberData {
+            kind: MemberDataKind::IntegrationToken,
+            name: name.to_owned(),
+            value: self.sealer()?.seal(&context, token),
+        };
+        match self.store.put_member_data(&admin.org, user, &data).await {
+            Ok(()) => Ok(()),
+            Err(StoreError::Gone) => Err(CoreError::NotFound("member")),
+            Err(e) => Err(e.into()),
+        }
+    }
+}

@@ -1,0 +1,390 @@
+//! Administration of one organisation: its members and their roles here; single sign-on, the
+//! SCIM token, usage limits and the audit log in `settings`; integrations in `integrations`.
+//! The admin API and the admin CLI both call these, so each action has one implementation.
+//!
+//! Every change writes its audit entry in the same transaction, naming the admin who acted
+//! when there is one ([`Admin::by`]). An organisation always keeps an admin: a demotion or
+//! removal of an admin names another admin as its keeper, and the store refuses it if that
+//! keeper changed meanwhile (see [`crate::ports::DirectoryStore::update_member_keeping`]).
+
+mod integrations;
+mod settings;
+
+use std::sync::Arc;
+
+use crate::clock::{Clock, Timestamp};
+use crate::domain::{
+    Actor, AuditAction, AuditEntry, Member, Profile, Role, USER_NAME_MAX_CHARS, user_name_key,
+};
+use crate::error::{Chain, CoreError};
+use crate::ids::{OrgId, UserId};
+use crate::limits::{self, Action, Admission};
+use crate::ports::{IdentityProvider, Integrations, Store, StoreError, Workflow};
+use crate::seal::Sealer;
+use crate::service::cancel_member_turns;
+
+pub use integrations::{CredentialHolder, IntegrationSettings};
+pub use settings::{AuditPage, AuditQuery, ScimStatus, UsageReport};
+
+/// Members read from the store per request at most while searching, so that a search of a
+/// large organisation answers in bounded time; the page says where to go on.
+const SEARCH_BUDGET: usize = 1000;
+/// Members read per store request while searching.
+const SEARCH_BATCH: usize = 100;
+/// Rounds of re-reading a member that changed concurrently before giving up.
+const ATTEMPTS: usize = 16;
+
+/// Who administers and where: the organisation, and the admin member acting (`None` for the
+/// operator at the command line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admin {
+    pub org: OrgId,
+    pub by: Option<UserId>,
+}
+
+impl Admin {
+    /// The operator, at the command line.
+    pub fn operator(org: OrgId) -> Self {
+        Self { org, by: None }
+    }
+
+    /// A member of `org`, who must be an admin there. Errors: `AdminOnly` for a viewer.
+    pub fn member(org: OrgId, user: UserId, role: Role) -> Result<Self, CoreError> {
+        match role {
+            Role::Admin => Ok(Self {
+                org,
+                by: Some(user),
+            }),
+            Role::Viewer => Err(CoreError::AdminOnly),
+        }
+    }
+
+    pub(crate) fn audit(&self, now: Timestamp, action: AuditAction, target: &str) -> AuditEntry {
+        let entry = AuditEntry::new(&self.org, now, Actor::Admin, action, target);
+        match &self.by {
+            Some(user) => entry.by(user),
+            None => entry,
+        }
+    }
+}
+
+/// A page of members: those matching, and where the next page starts (`None` at the end).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemberPage {
+    pub members: Vec<Member>,
+    pub next: Option<UserId>,
+}
+
+/// What the member list asks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemberQuery {
+    /// Matched without case within the `userName`, the display name and the user id.
+    pub search: Option<String>,
+    pub after: Option<UserId>,
+    pub limit: usize,
+}
+
+/// The admin use cases, over the store and, where an action needs them, the sealer (SSO
+/// secrets, credentials: [`Administration::with_sealer`]), the workflow (told of cancelled turns), the identity provider
+/// adapter (the SSO test) and the integrations (the integration test).
+#[derive(Clone)]
+pub struct Administration {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    sealer: Option<Arc<Sealer>>,
+    workflow: Option<Arc<dyn Workflow>>,
+    identity: Option<Arc<dyn IdentityProvider>>,
+    integrations: Option<Arc<dyn Integrations>>,
+}
+
+impl Administration {
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            store,
+            clock,
+            sealer: None,
+            workflow: None,
+            identity: None,
+            integrations: None,
+        }
+    }
+
+    /// Seals the secrets an admin stores (the SSO client secret, members' credentials) with
+    /// `sealer`, the deployment's key; without it those actions fail as internal errors.
+    pub fn with_sealer(mut self, sealer: Arc<Sealer>) -> Self {
+        self.sealer = Some(sealer);
+        self
+    }
+
+    fn sealer(&self) -> Result<&Sealer, CoreError> {
+        (self.sealer.as_deref()).ok_or_else(|| CoreError::internal("no sealing key here"))
+    }
+
+    /// Tells `workflow` of the turns a member's removal cancels; without it each run sees the
+    /// cancellation at its next step.
+    pub fn with_workflow(mut self, workflow: Arc<dyn Workflow>) -> Self {
+        self.workflow = Some(workflow);
+        self
+    }
+
+    /// Tests identity providers through `identity`.
+    pub fn with_identity(mut self, identity: Arc<dyn IdentityProvider>) -> Self {
+        self.identity = Some(identity);
+        self
+    }
+
+    /// Tests integrations through `integrations`.
+    pub fn with_integrations(mut self, integrations: Arc<dyn Integrations>) -> Self {
+        self.integrations = Some(integrations);
+        self
+    }
+
+    fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// Takes a slot of the acting admin's rate limit for `action`; the operator has none.
+    /// Errors: `RateLimited`.
+    pub async fn admit(&self, admin: &Admin, action: Action) -> Result<(), CoreError> {
+        let Some(user) = &admin.by else {
+            return Ok(());
+        };
+        match limits::acquire(self.store.as_ref(), self.clock.as_ref(), action, user).await? {
+            Admission::Admitted => Ok(()),
+            Admission::Refused { retry_after_secs } => {
+                Err(CoreError::RateLimited { retry_after_secs })
+            }
+        }
+    }
+
+    /// The organisation, which must exist. Errors: `NotFound`.
+    pub async fn org(&self, admin: &Admin) -> Result<crate::domain::Org, CoreError> {
+        self.store
+            .get_org(&admin.org)
+            .await?
+            .ok_or(CoreError::NotFound("organisation"))
+    }
+
+    async fn member(&self, admin: &Admin, user: &UserId) -> Result<Member, CoreError> {
+        self.store
+            .get_member(&admin.org, user)
+            .await?
+            .ok_or(CoreError::NotFound("member"))
+    }
+
+    /// A page of the organisation's members by user id, those matching `query.search` only.
+    /// A search reads at most [`SEARCH_BUDGET`] members a call, so a page may hold fewer
+    /// than `limit` and still have a `next`.
+    pub async fn members(
+        &self, admin: &Admin, query: &MemberQuery,
+    ) -> Result<MemberPage, CoreError> {
+        let needle = query
+            .search
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty());
+        let needle = needle.map(user_name_key);
+        let mut found = Vec::new();
+        let mut after = query.after.clone();
+        let mut read = 0;
+        while found.len() < query.limit && read < SEARCH_BUDGET {
+            let want = match needle {
+                None => query.limit - found.len(),
+                Some(_) => SEARCH_BATCH,
+            };
+            let batch = (self.store)
+                .list_members_after(&admin.org, after.as_ref(), want)
+                .await?;
+            let exhausted = batch.len() < want;
+            read += batch.len();
+            for member in batch {
+                after = Some(member.user.clone());
+                if needle.as_deref().is_none_or(|n| matches(&member, n)) {
+                    found.push(member);
+                    if found.len() == query.limit {
+                        break;
+                    }
+                }
+            }
+            if exhausted && found.len() < query.limit {
+                return Ok(MemberPage {
+                    members: found,
+                    next: None,
+                });
+            }
+        }
+        Ok(MemberPage {
+            members: found,
+            next: after,
+        })
+    }
+
+    /// Gives `user` `role`; the same role changes nothing and writes no audit entry.
+    /// Errors: `NotFound`, `LastAdmin` (demoting the only admin).
+    pub async fn set_role(
+        &self, admin: &Admin, user: &UserId, role: Role,
+    ) -> Result<Member, CoreError> {
+        for _ in 0..ATTEMPTS {
+            let current = self.member(admin, user).await?;
+            if current.role == role {
+                return Ok(current);
+            }
+            let mut next = current.clone();
+            next.role = role;
+            next.version += 1;
+            next.updated_at = self.now().max(current.updated_at);
+            let audit = admin.audit(self.now(), AuditAction::MemberRoleChanged, user.as_str());
+            let written = match current.role {
+                Role::Admin => {
+                    let keeper = self.keeper(admin, user).await?;
+                    let store = &self.store;
+                    store
+                        .update_member_keeping(&current, &next, &audit, &keeper)
+                        .await
+                }
+                Role::Viewer => self.store.update_member(&current, &next, &audit).await,
+            };
+            match written {
+                Ok(()) => return Ok(next),
+                Err(StoreError::Conflict | StoreError::Gone) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(CoreError::internal("the member stayed contended"))
+    }
+
+    /// Another admin of the organisation than `user`, as stored now. Errors: `LastAdmin`.
+    async fn keeper(&self, admin: &Admin, user: &UserId) -> Result<Member, CoreError> {
+        let members = self.store.list_members(&admin.org).await?;
+        members
+            .into_iter()
+            .find(|m| m.role == Role::Admin && m.user != *user)
+            .ok_or(CoreError::LastAdmin)
+    }
+
+    /// Removes `user` with their profile, credentials and agent memory in one transaction, as
+    /// SCIM deprovisioning does: their cookies for the organisation stop working at once.
+    /// Then cancels their turns in flight and tells the workflow; returns how many. A failure
+    /// to cancel is logged, not returned: the member is gone either way, and each run sees
+    /// the removal at its next step. Errors: `NotFound`, `LastAdmin`.
+    pub async fn remove_member(&self, admin: &Admin, user: &UserId) -> Result<usize, CoreError> {
+        let mut removed = false;
+        for _ in 0..ATTEMPTS {
+            let current = self.member(admin, user).await?;
+            let audit = admin.audit(self.now(), AuditAction::MemberRemoved, user.as_str());
+            let written = match current.role {
+                Role::Admin => {
+                    let keeper = self.keeper(admin, user).await?;
+                    let store = &self.store;
+                    store.remove_member_keeping(&current, &audit, &keeper).await
+                }
+                Role::Viewer => self.store.remove_member(&admin.org, user, &audit).await,
+            };
+            match written {
+                Ok(true) => {
+                    removed = true;
+                    break;
+                }
+                Ok(false) => return Err(CoreError::NotFound("member")),
+                Err(StoreError::Conflict) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if !removed {
+            return Err(CoreError::internal("the member stayed contended"));
+        }
+        let store = self.store.as_ref();
+        match cancel_member_turns(store, self.clock.as_ref(), user, &admin.org).await {
+            Ok(cancelled) => {
+                if let Some(workflow) = &self.workflow {
+                    for (key, run) in &cancelled {
+                        workflow.cancelled(key, run).await;
+                    }
+                }
+                Ok(cancelled.len())
+            }
+            Err(e) => {
+                tracing::error!(error = %Chain(&e), "could not cancel a removed member's turns");
+                Ok(0)
+            }
+        }
+    }
+
+    /// Adds `user` as a member with `role`, or gives an existing member `role`.
+    /// Errors: `NotFound` (organisation), `LastAdmin`.
+    pub async fn add_member(
+        &self, admin: &Admin, user: &UserId, role: Role,
+    ) -> Result<Member, CoreError> {
+        self.org(admin).await?;
+        for _ in 0..ATTEMPTS {
+            if self.store.get_member(&admin.org, user).await?.is_some() {
+                match self.set_role(admin, user, role).await {
+                    Err(CoreError::NotFound("member")) => continue,
+                    other => return other,
+                }
+            }
+            let member = Member::new(admin.org.clone(), user.clone(), role, self.now());
+            let audit = admin.audit(self.now(), AuditAction::MemberAdded, user.as_str());
+            match self.store.create_member(&member, &audit).await {
+                Ok(()) => return Ok(member),
+                Err(StoreError::AlreadyExists | StoreError::Conflict) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(CoreError::internal("the member stayed contended"))
+    }
+
+    /// Gives a member the `userName` that single sign-on matches (without case) against the
+    /// provider's claim, keeping the rest of a SCIM profile. Errors: `NotFound`,
+    /// `InvalidInput` (empty, too long, or another member's).
+    pub async fn name_member(
+        &self, admin: &Admin, user: &UserId, user_name: &str,
+    ) -> Result<Member, CoreError> {
+        let user_name = user_name.trim();
+        if user_name.is_empty() || user_name.chars().count() > USER_NAME_MAX_CHARS {
+            return Err(CoreError::invalid(
+                "invalid_field",
+                format!("the userName must be 1 to {USER_NAME_MAX_CHARS} characters"),
+            ));
+        }
+        for _ in 0..ATTEMPTS {
+            let current = self.member(admin, user).await?;
+            let mut next = current.clone();
+            let profile = next.profile.get_or_insert_with(|| Profile {
+                user_name: String::new(),
+                external_id: None,
+                attributes: Default::default(),
+            });
+            profile.user_name = user_name.to_owned();
+            next.version += 1;
+            next.updated_at = self.now().max(current.updated_at);
+            let audit = admin.audit(self.now(), AuditAction::UserUpdated, user.as_str());
+            match self.store.update_member(&current, &next, &audit).await {
+                Ok(()) => return Ok(next),
+                Err(StoreError::Conflict | StoreError::Gone) => continue,
+                Err(StoreError::AlreadyExists) => {
+                    return Err(CoreError::invalid(
+                        "user_name_taken",
+                        format!("another member has the userName {user_name}"),
+                    ));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(CoreError::internal("the member stayed contended"))
+    }
+}
+
+/// Whether `member`'s `userName`, display name or user id holds `needle` (lowercased).
+fn matches(member: &Member, needle: &str) -> bool {
+    let profile = member.profile.as_ref();
+    let names = [
+        profile.map(|p| p.user_name.as_str()),
+        profile.and_then(Profile::display_name),
+        Some(member.user.as_str()),
+    ];
+    names
+        .into_iter()
+        .flatten()
+        .any(|name| user_name_key(name).contains(needle))
+}

@@ -1,0 +1,190 @@
+//! The organisation's settings an admin changes: single sign-on (configure, test, switch), the
+//! SCIM token, the monthly limits with the month's usage, and the audit log that records it all.
+
+use crate::clock::Timestamp;
+use crate::domain::{AuditAction, AuditCursor, AuditEntry, SsoConfig, Usage};
+use crate::error::CoreError;
+use crate::ports::StoreError;
+use crate::scim;
+use crate::sso::{self, SsoChange};
+
+use super::{Admin, Administration};
+
+/// Audit entries read per call at most while filtering by action; the page says where to go
+/// on.
+const AUDIT_BUDGET: usize = 1000;
+/// Audit entries read per store request while filtering.
+const AUDIT_BATCH: usize = 100;
+
+/// Whether the organisation has a SCIM token, and since when. The token itself is never
+/// readable: only its hash is stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScimStatus {
+    pub token_exists: bool,
+    pub created_at: Option<Timestamp>,
+    /// Whether SCIM answers for the organisation: the Business plan and SSO switched on.
+    pub available: bool,
+}
+
+/// The month's usage against the organisation's limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageReport {
+    /// `YYYY-MM`, UTC.
+    pub month: String,
+    pub usage: Usage,
+    pub monthly_query_quota: Option<u64>,
+    pub cost_cap_micros: Option<u64>,
+}
+
+/// What the audit log is asked for: entries older than `before`, of `action` only when given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditQuery {
+    pub before: Option<AuditCursor>,
+    pub action: Option<AuditAction>,
+    pub limit: usize,
+}
+
+/// A page of the audit log, newest first, and where the next one starts (`None` at the end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditPage {
+    pub entries: Vec<AuditEntry>,
+    pub next: Option<AuditCursor>,
+}
+
+impl Administration {
+    /// The organisation's single sign-on, `None` until configured.
+    pub async fn sso(&self, admin: &Admin) -> Result<Option<SsoConfig>, CoreError> {
+        Ok(self.org(admin).await?.sso)
+    }
+
+    /// Applies `change` (see [`sso::configure`]). Errors: `NotFound` (`sso` for a switch with
+    /// nothing configured), `InvalidInput`.
+    pub async fn configure_sso(
+        &self, admin: &Admin, change: &SsoChange,
+    ) -> Result<SsoConfig, CoreError> {
+        let store = self.store.as_ref();
+        let now = self.now();
+        sso::configure(store, self.sealer()?, now, admin, change).await
+    }
+
+    /// Fetches `issuer`'s discovery document and keys now, as a sign-in would, without
+    /// storing anything. Errors: `IdentityProviderUnavailable`.
+    pub async fn test_sso(&self, admin: &Admin, issuer: &str) -> Result<(), CoreError> {
+        let issuer = issuer.trim();
+        if !SsoConfig::valid_issuer(issuer) {
+            return Err(CoreError::invalid(
+                "invalid_field",
+                "issuer must be an https URL (or http on this machine's loopback) without query or fragment",
+            ));
+        }
+        self.org(admin).await?;
+        let identity = self
+            .identity
+            .as_ref()
+            .ok_or_else(|| CoreError::internal("no identity provider adapter here"))?;
+        identity.discover(issuer).await?;
+        Ok(())
+    }
+
+    pub async fn scim_status(&self, admin: &Admin) -> Result<ScimStatus, CoreError> {
+        let org = self.org(admin).await?;
+        Ok(ScimStatus {
+            token_exists: org.scim_token_sha256.is_some(),
+            created_at: org.scim_token_created_at,
+            available: org.plan == crate::domain::Plan::Business && org.sso_active(),
+        })
+    }
+
+    /// Generates the organisation's SCIM token, replacing (and so invalidating at once) the
+    /// previous one. The token is returned to be shown once; only its hash is stored.
+    /// Errors: `NotFound`.
+    pub async fn generate_scim_token(
+        &self, admin: &Admin,
+    ) -> Result<(String, Timestamp), CoreError> {
+        let (token, hash) = scim::token::generate(&admin.org)
+            .map_err(|e| CoreError::internal(format!("no randomness for the token: {e}")))?;
+        let audit = admin.audit(
+            self.now(),
+            AuditAction::ScimTokenGenerated,
+            admin.org.as_str(),
+        );
+        match self.store.set_scim_token(&admin.org, &hash, &audit).await {
+            Ok(()) => Ok((token, audit.at)),
+            Err(StoreError::Gone) => Err(CoreError::NotFound("organisation")),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub async fn usage(&self, admin: &Admin) -> Result<UsageReport, CoreError> {
+        let org = self.org(admin).await?;
+        let month = self.now().month();
+        let usage = self.store.get_usage(&admin.org, &month).await?;
+        Ok(UsageReport {
+            month,
+            usage,
+            monthly_query_quota: org.monthly_query_quota,
+            cost_cap_micros: org.cost_cap_micros,
+        })
+    }
+
+    /// Sets the monthly query quota and cost cap (`None`: unlimited). They apply from the next
+    /// query: one in flight is not stopped. Errors: `NotFound`.
+    pub async fn set_limits(
+        &self, admin: &Admin, quota: Option<u64>, cap_micros: Option<u64>,
+    ) -> Result<UsageReport, CoreError> {
+        let audit = admin.audit(
+            self.now(),
+            AuditAction::OrgLimitsChanged,
+            admin.org.as_str(),
+        );
+        match (self.store)
+            .set_limits(&admin.org, quota, cap_micros, &audit)
+            .await
+        {
+            Ok(()) => self.usage(admin).await,
+            Err(StoreError::Gone) => Err(CoreError::NotFound("organisation")),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A page of the audit log, newest first. Filtering by action reads at most
+    /// [`AUDIT_BUDGET`] entries a call, so a page may hold fewer than `limit` and still have a
+    /// `next`.
+    pub async fn audit_log(
+        &self, admin: &Admin, query: &AuditQuery,
+    ) -> Result<AuditPage, CoreError> {
+        let mut entries = Vec::new();
+        let mut before = query.before.clone();
+        let mut read = 0;
+        while entries.len() < query.limit && read < AUDIT_BUDGET {
+            let want = match query.action {
+                None => query.limit - entries.len(),
+                Some(_) => AUDIT_BATCH,
+            };
+            let batch = (self.store)
+                .list_audit(&admin.org, before.as_ref(), want)
+                .await?;
+            let exhausted = batch.len() < want;
+            read += batch.len();
+            for entry in batch {
+                before = Some(entry.cursor());
+                if query.action.is_none_or(|a| a == entry.action) {
+                    entries.push(entry);
+                    if entries.len() == query.limit {
+                        break;
+                    }
+                }
+            }
+            if exhausted && entries.len() < query.limit {
+                return Ok(AuditPage {
+                    entries,
+                    next: None,
+                });
+            }
+        }
+        Ok(AuditPage {
+            entries,
+            next: before,
+        })
+    }
+}
