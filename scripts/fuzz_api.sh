@@ -3,7 +3,8 @@
 # settings of scripts/schemathesis.toml: about 100 examples per operation, the document's links
 # followed (stateful phase), and these checks: no server error, every status code, content
 # type and response body as documented. Several members'
-# cookies (and the organisation's SCIM token) are handed out by scripts/schemathesis_hooks.py.
+# cookies, admins' for the admin routes (and the organisation's SCIM token) are handed out by
+# scripts/schemathesis_hooks.py.
 #   scripts/fuzz_api.sh path/to/knowledge
 # Starts the service on a free loopback port over a fresh data directory and stops it; exits
 # non-zero on any failure. Needs .venv with scripts/requirements.txt (scripts/test makes it).
@@ -30,6 +31,16 @@ for i in $(seq 1 "$members"); do
   k member add --org org_fuzz --user "$user" --role viewer >/dev/null
   cookies+="$(k cookie --org org_fuzz --user "$user" --ttl 7200)"$'\n'
 done
+# The admin routes get the cookies of admins of an organisation of their own, so that their 2xx
+# paths are fuzzed too without their changes (a new SCIM token, SSO off, a quota of 0) taking
+# the other operations' organisation away from them.
+k org create --id org_fuzzadmin --name "Fuzzing the admin API" --plan business >/dev/null
+admin_cookies=""
+for i in 1 2 3; do
+  user="usr_fuzzadmin$i"
+  k member add --org org_fuzzadmin --user "$user" --role admin >/dev/null
+  admin_cookies+="$(k cookie --org org_fuzzadmin --user "$user" --ttl 7200)"$'\n'
+done
 token=$(k scim token --org org_fuzz)
 
 port=$(.venv/bin/python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -45,7 +56,7 @@ until grep -q "listening on" "$dir/serve.log"; do
 done
 
 status=0
-FUZZ_COOKIES="$cookies" FUZZ_SCIM_TOKEN="$token" SCHEMATHESIS_HOOKS=scripts/schemathesis_hooks.py \
+FUZZ_COOKIES="$cookies" FUZZ_ADMIN_COOKIES="$admin_cookies" FUZZ_SCIM_TOKEN="$token" SCHEMATHESIS_HOOKS=scripts/schemathesis_hooks.py \
   .venv/bin/schemathesis --config-file scripts/schemathesis.toml run docs/openapi.json \
   --url "$url" --header "Origin: ${url}" --no-color || status=$?
 echo "the service's answers by status:" $(grep -o 'status=[0-9]*' "$dir/serve.log" | sort | uniq -c | awk '{printf "%s %s,", $2, $1}')

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use axum::Router;
+use knowledge_core::admin::Administration;
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{Agent, IdentityProvider, Integrations, Store, Workflow};
@@ -152,7 +153,10 @@ impl App {
     ) -> Result<SessionApi, AssemblyError> {
         let s = &self.settings;
         let signer = (s.cookie_signer.clone()).ok_or(AssemblyError("the cookie signing key"))?;
-        let api = SessionApi::new(service, signer, s.http());
+        let mut api = SessionApi::new(service.clone(), signer, s.http());
+        if endpoints.contains(&Endpoint::Admin) {
+            api = api.with_admin(self.administration(&service)?);
+        }
         if !endpoints.iter().any(|e| e.needs_sso()) {
             return Ok(api);
         }
@@ -167,6 +171,23 @@ impl App {
             s.http().callback_url(),
         );
         Ok(api.with_sso(sso))
+    }
+
+    /// The admin use cases, with everything an admin action reaches: the sealer, the workflow
+    /// (through `service`), the identity providers and the integrations. Errors: no sealer.
+    fn administration(&self, service: &Service) -> Result<Administration, AssemblyError> {
+        let s = &self.settings;
+        let sealer = s.sealer.clone().ok_or(AssemblyError("the sealing key"))?;
+        let mut admin = Administration::new(self.store.clone(), s.clock.clone())
+            .with_sealer(sealer)
+            .with_workflow(service.workflow().clone());
+        if let Some(identity) = &s.identity_provider {
+            admin = admin.with_identity(identity.clone());
+        }
+        if let Some(integrations) = &self.integrations {
+            admin = admin.with_integrations(integrations.clone());
+        }
+        Ok(admin)
     }
 
     fn scim_api(&self, service: Service) -> ScimApi {

@@ -44,18 +44,18 @@ impl Function {
     }
 
     /// Create session checks whether anything is connected; `CallAgent` lists the tools and
-    /// `RunTool` calls them.
+    /// `RunTool` calls them; the admin function tests integrations by listing their tools.
     fn uses_integrations(self) -> bool {
         match self {
-            Self::Endpoint(e) => e == Endpoint::CreateSession,
+            Self::Endpoint(e) => matches!(e, Endpoint::CreateSession | Endpoint::Admin),
             Self::Task(h) => h.uses_integrations(),
         }
     }
 
     /// Single sign-on's login and callback reach the identity providers, with the client
-    /// secrets they open.
+    /// secrets they open; the admin function seals those secrets and tests providers.
     fn uses_sso(self) -> bool {
-        matches!(self, Self::Endpoint(e) if e.needs_sso())
+        matches!(self, Self::Endpoint(e) if e.needs_sso() || e == Endpoint::Admin)
     }
 }
 

@@ -568,6 +568,48 @@ async fn scim_event_provisions_the_entra_user_with_one_read_and_one_transaction(
 }
 
 #[tokio::test]
+async fn admin_event_promotes_the_member_with_its_audit_entry_naming_the_admin() {
+    let d = Deployment::new().await;
+    let org = OrgId::parse(ORG).unwrap();
+    let now = SystemClock.now();
+    // The sample user administers the organisation; the event promotes another member.
+    let admin = d
+        .store
+        .get_member(&org, &d.key.user)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut promoted = admin.clone();
+    promoted.role = Role::Admin;
+    promoted.version += 1;
+    let audit = AuditEntry::new(
+        &org,
+        now,
+        Actor::Admin,
+        AuditAction::MemberRoleChanged,
+        USER,
+    );
+    d.store
+        .update_member(&admin, &promoted, &audit)
+        .await
+        .unwrap();
+    let target = UserId::parse("usr_0123456789abcdef0123456789abcdef").unwrap();
+    let added = AuditEntry::new(&org, now, Actor::Admin, AuditAction::MemberAdded, USER);
+    let viewer = Member::new(org.clone(), target.clone(), Role::Viewer, now);
+    d.store.create_member(&viewer, &added).await.unwrap();
+    d.counter.take();
+
+    let (status, body, _) = d.invoke(Endpoint::Admin).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["role"], "admin");
+    let stored = d.store.get_member(&org, &target).await.unwrap().unwrap();
+    assert_eq!(stored.role, Role::Admin);
+    let log = d.store.list_audit(&org, None, 1).await.unwrap();
+    assert_eq!(log[0].action, AuditAction::MemberRoleChanged);
+    assert_eq!(log[0].by.as_ref(), Some(&d.key.user));
+}
+
+#[tokio::test]
 async fn only_the_functions_that_use_a_key_read_its_secret() {
     let d = Deployment::new().await;
     let without_keys = Env {

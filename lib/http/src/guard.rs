@@ -1,5 +1,5 @@
 //! What every request passes before its handler: the cookie check (401), the membership
-//! re-check, the `Origin` check on POST and DELETE (403), and the body rules (415, 413, 400);
+//! re-check, the `Origin` check on POST, PUT, PATCH and DELETE (403), and the body rules (415, 413, 400);
 //! and after it, the renewal of a session cookie that is due for one.
 
 use axum::extract::{Request, State};
@@ -94,10 +94,11 @@ fn no_store(mut response: Response) -> Response {
     response
 }
 
-/// POST and DELETE must come from the application's origin (the CSRF guard) and send any body
-/// as JSON.
+/// POST, PUT, PATCH and DELETE must come from the application's origin (the CSRF guard) and
+/// send any body as JSON.
 fn check_mutation(app: &SessionApi, method: &Method, headers: &HeaderMap) -> Result<(), ApiError> {
-    if method != Method::POST && method != Method::DELETE {
+    let writes = [Method::POST, Method::PUT, Method::PATCH, Method::DELETE];
+    if !writes.contains(method) {
         return Ok(());
     }
     let origin_ok = headers

@@ -4,6 +4,7 @@
 //! them all. Routes are declared once, with their handler's `#[utoipa::path]`, and both the
 //! routers and the document are built from those declarations.
 
+pub mod admin;
 pub mod auth;
 pub mod cookie;
 pub mod edge;
@@ -53,10 +54,12 @@ pub enum Endpoint {
     OpenApi,
     /// The browser app's page and assets (`/`, `/c/{session}`, `/assets/{name}`).
     Web,
+    /// Every admin route, under `/api/admin`.
+    Admin,
 }
 
 impl Endpoint {
-    pub const ALL: [Endpoint; 15] = [
+    pub const ALL: [Endpoint; 16] = [
         Self::CreateSession,
         Self::Message,
         Self::Transcript,
@@ -72,6 +75,7 @@ impl Endpoint {
         Self::Scim,
         Self::OpenApi,
         Self::Web,
+        Self::Admin,
     ];
 
     /// Whether the endpoint's routes need single sign-on assembled.
@@ -97,6 +101,7 @@ impl Endpoint {
             Self::Scim => "scim",
             Self::OpenApi => "openapi",
             Self::Web => "web",
+            Self::Admin => "admin",
         }
     }
 
@@ -110,6 +115,30 @@ impl Endpoint {
             Self::ListSessions => routes!(routes::list_sessions),
             Self::Cancel => routes!(routes::cancel),
             _ => return None,
+        })
+    }
+
+    /// The routes under [`admin::PREFIX`], for the admin endpoint.
+    fn admin_routes(self) -> Option<OpenApiRouter<SessionApi>> {
+        (self == Self::Admin).then(|| {
+            OpenApiRouter::new()
+                .routes(routes!(admin::list_members))
+                .routes(routes!(admin::set_role, admin::remove_member))
+                .routes(routes!(admin::get_sso, admin::set_sso))
+                .routes(routes!(admin::enable_sso))
+                .routes(routes!(admin::test_sso))
+                .routes(routes!(admin::get_scim))
+                .routes(routes!(admin::generate_scim_token))
+                .routes(routes!(admin::list_integrations))
+                .routes(routes!(
+                    admin::connect_integration,
+                    admin::disconnect_integration
+                ))
+                .routes(routes!(admin::test_integration))
+                .routes(routes!(admin::credential_holders))
+                .routes(routes!(admin::get_usage))
+                .routes(routes!(admin::set_limits))
+                .routes(routes!(admin::list_audit))
         })
     }
 
@@ -190,6 +219,8 @@ enum AuthGuard {
 /// their operations.
 struct SessionParts {
     under_prefix: Router<SessionApi>,
+    /// The admin routes, relative to [`admin::PREFIX`], when the admin endpoint is among them.
+    admin: Option<Router<SessionApi>>,
     auth: Vec<(Router<SessionApi>, AuthGuard)>,
     doc: utoipa::openapi::OpenApi,
 }
@@ -201,6 +232,14 @@ fn session_parts(endpoints: &[Endpoint]) -> SessionParts {
         .fold(OpenApiRouter::new(), OpenApiRouter::routes)
         .split_for_parts();
     let mut doc = utoipa::openapi::OpenApi::default().nest(SESSION_PREFIX, prefixed);
+    let admin = endpoints
+        .iter()
+        .find_map(|e| e.admin_routes())
+        .map(|routes| {
+            let (router, part) = routes.split_for_parts();
+            doc = std::mem::take(&mut doc).nest(admin::PREFIX, part);
+            router
+        });
     let auth = endpoints
         .iter()
         .filter_map(|e| e.auth_route())
@@ -212,6 +251,7 @@ fn session_parts(endpoints: &[Endpoint]) -> SessionParts {
         .collect();
     SessionParts {
         under_prefix,
+        admin,
         auth,
         doc,
     }
@@ -227,6 +267,15 @@ fn session_routes(state: SessionApi, endpoints: &[Endpoint]) -> Router {
         .method_not_allowed_fallback(routes::method_not_allowed)
         .layer(from_fn_with_state(state.clone(), guard::member));
     let mut app = Router::new().nest(SESSION_PREFIX, under_prefix);
+    if let Some(admin) = parts.admin {
+        // The same guard, then the admin role ([`admin::Caller`]); unknown admin routes are
+        // refused as unknown session routes are, after the guard.
+        let admin = admin
+            .fallback(routes::route_not_found)
+            .method_not_allowed_fallback(routes::method_not_allowed)
+            .layer(from_fn_with_state(state.clone(), guard::member));
+        app = app.nest(admin::PREFIX, admin);
+    }
     for (route, auth_guard) in parts.auth {
         app = app.merge(match auth_guard {
             AuthGuard::Member => {

@@ -36,6 +36,9 @@ use crate::error::{ErrorBody, ErrorDetail, ScimErrorBody};
     tags(
         (name = "sessions", description = "Asking, following an answer, stopping and deleting."),
         (name = "auth", description = "The signed-in person's organisations."),
+        (name = "admin", description = "An organisation's administration, for its admins: \
+                                        members and roles, single sign-on, the SCIM token, \
+                                        integrations, usage limits and the audit log."),
         (name = "scim", description = "SCIM 2.0 provisioning, for the identity provider."),
         (name = "meta", description = "This document."),
     )
@@ -70,9 +73,10 @@ impl Modify for Security {
 
 /// Each family of routes: its path prefix, its tag, and the security scheme that admits a
 /// request (`None`: no credentials).
-const FAMILIES: [(&str, &str, Option<&str>); 4] = [
+const FAMILIES: [(&str, &str, Option<&str>); 5] = [
     ("/api/managed-agents/", "sessions", Some("cookie")),
     ("/api/auth/", "auth", Some("cookie")),
+    ("/api/admin/", "admin", Some("cookie")),
     ("/api/scim/", "scim", Some("scimToken")),
     ("/api/openapi.json", "meta", None),
 ];

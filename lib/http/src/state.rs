@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use knowledge_core::admin::Administration;
 use knowledge_core::scim::Directory;
 use knowledge_core::service::Service;
 use knowledge_core::sso::SingleSignOn;
@@ -58,8 +59,9 @@ impl HttpConfig {
     }
 }
 
-/// What the session and `/api/auth` routes run on: the use cases, the cookie signer and the
-/// HTTP settings; single sign-on where its routes are served.
+/// What the session, `/api/auth` and `/api/admin` routes run on: the use cases, the cookie
+/// signer and the HTTP settings; single sign-on and administration where their routes are
+/// served.
 #[derive(Clone)]
 pub struct SessionApi {
     pub service: Service,
@@ -67,6 +69,8 @@ pub struct SessionApi {
     pub config: Arc<HttpConfig>,
     /// `None` where no single sign-on route is served (the routers are built accordingly).
     pub sso: Option<SingleSignOn>,
+    /// `None` where no admin route is served.
+    pub admin: Option<Administration>,
 }
 
 impl SessionApi {
@@ -76,6 +80,7 @@ impl SessionApi {
             signer,
             config: Arc::new(config),
             sso: None,
+            admin: None,
         }
     }
 
@@ -88,6 +93,12 @@ impl SessionApi {
         let config = &self.config;
         let (name, secure) = (config.cookie_name(), config.secure_cookies());
         Ok(set_cookie_header(name, &token, expires_at, secure))
+    }
+
+    /// The same, serving the admin routes through `admin`.
+    pub fn with_admin(mut self, admin: Administration) -> Self {
+        self.admin = Some(admin);
+        self
     }
 
     /// The same, serving single sign-on through `sso`.

@@ -100,6 +100,11 @@ impl Service {
         Self { deps }
     }
 
+    /// The workflow engine runs are started and signalled on.
+    pub fn workflow(&self) -> &Arc<dyn Workflow> {
+        &self.deps.workflow
+    }
+
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.deps.clock
     }

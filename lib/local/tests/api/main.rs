@@ -4,6 +4,7 @@
 //! `scripts/test` runs this binary on both.
 
 mod account;
+mod admin;
 mod app;
 mod binary;
 mod concurrency;
@@ -19,6 +20,6 @@ mod providers;
 mod requests;
 mod runs;
 mod scim;
-mod sso;
+pub(crate) mod sso;
 mod support;
 mod workflow;

@@ -20,8 +20,8 @@ const CLIENT_ID: &str = "knowledge-test";
 const CLIENT_SECRET: &str = "a-client-secret-of-the-test";
 
 /// panva's oidc-provider in a child process, stopped when dropped.
-struct Provider {
-    issuer: String,
+pub(crate) struct Provider {
+    pub(crate) issuer: String,
     _child: tokio::process::Child,
     _config: tempfile::NamedTempFile,
 }
@@ -29,7 +29,7 @@ struct Provider {
 impl Provider {
     /// A provider whose one client sends browsers back to `api`'s callback, knowing `accounts`
     /// (login name to the claims of its ID token).
-    async fn start(api: &Api, accounts: Value) -> Self {
+    pub(crate) async fn start(api: &Api, accounts: Value) -> Self {
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/oidc");
         assert!(
             std::path::Path::new(&format!("{root}/node_modules/oidc-provider")).is_dir(),

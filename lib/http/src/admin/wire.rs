@@ -1,0 +1,461 @@
+//! The admin API's wire format: request bodies and queries, parsed into domain values at the
+//! edge, and the views clients read. Secrets go one way: the SSO client secret and members'
+//! credentials are written, never read back; the SCIM token is shown once, when made.
+
+use knowledge_core::CoreError;
+use knowledge_core::admin::{AuditPage, MemberPage, ScimStatus, UsageReport};
+use knowledge_core::domain::{
+    AuditAction, AuditCursor, AuditEntry, IntegrationAuth, IntegrationConfig, Member, Role,
+    SsoConfig, micros_to_usd,
+};
+use knowledge_core::ids::UserId;
+use knowledge_core::ports::ToolSpec;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::ApiError;
+use crate::extract::QueryParams;
+
+/// Page sizes a list answers at most, and by default.
+const PAGE_MAX: usize = 100;
+const PAGE_DEFAULT: usize = 50;
+/// The largest cost cap accepted, in US dollars.
+const CAP_MAX_USD: f64 = 1_000_000_000.0;
+/// The largest monthly query quota accepted.
+const QUOTA_MAX: u64 = 1_000_000_000_000;
+
+fn invalid(message: impl Into<String>) -> ApiError {
+    ApiError::InvalidField(message.into())
+}
+
+/// `limit` as sent: 1 to [`PAGE_MAX`], [`PAGE_DEFAULT`] when absent.
+fn page_limit(q: &QueryParams) -> Result<usize, ApiError> {
+    match q.get("limit") {
+        None => Ok(PAGE_DEFAULT),
+        Some(l) => l
+            .parse::<usize>()
+            .ok()
+            .filter(|l| (1..=PAGE_MAX).contains(l))
+            .ok_or_else(|| invalid(format!("limit must be a whole number from 1 to {PAGE_MAX}"))),
+    }
+}
+
+/// A member's user id from the path. Errors: 400 for one not of the user-id form.
+pub fn user_id(raw: &str) -> Result<UserId, ApiError> {
+    UserId::parse(raw).map_err(|e| invalid(e.to_string()))
+}
+
+/// `GET /members`'s query.
+#[derive(Debug, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MemberListQuery {
+    /// Matched without case within the `userName`, the display name and the user id.
+    #[param(max_length = 256)]
+    pub q: Option<String>,
+    /// The `next` of the previous page.
+    #[param(pattern = "^[A-Za-z0-9_-]{1,64}$")]
+    pub after: Option<String>,
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<usize>,
+}
+
+impl MemberListQuery {
+    /// The members asked for. Errors: 400 for a malformed `after` or `limit`, or a search
+    /// longer than 256 characters.
+    pub fn parse(raw: Option<&str>) -> Result<knowledge_core::admin::MemberQuery, ApiError> {
+        let q = QueryParams::parse(raw);
+        let search = q.get("q").map(str::to_owned);
+        if search.as_ref().is_some_and(|s| s.chars().count() > 256) {
+            return Err(invalid("q must be at most 256 characters"));
+        }
+        Ok(knowledge_core::admin::MemberQuery {
+            search,
+            after: q.get("after").map(user_id).transpose()?,
+            limit: page_limit(&q)?,
+        })
+    }
+}
+
+/// A member as an admin sees them.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberView {
+    pub user_id: String,
+    /// The identity provider's `userName`; absent for a member an operator added.
+    pub user_name: Option<String>,
+    pub display_name: Option<String>,
+    /// `admin` or `viewer`.
+    pub role: String,
+    pub created_at: String,
+    /// Whether single sign-on has bound a provider identity to the member.
+    pub identity_bound: bool,
+}
+
+impl From<&Member> for MemberView {
+    fn from(m: &Member) -> Self {
+        let profile = m.profile.as_ref();
+        Self {
+            user_id: m.user.to_string(),
+            user_name: profile.map(|p| p.user_name.clone()),
+            display_name: profile.and_then(|p| p.display_name()).map(str::to_owned),
+            role: m.role.as_str().to_owned(),
+            created_at: m.created_at.to_iso8601(),
+            identity_bound: m.identity.is_some(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MemberList {
+    pub members: Vec<MemberView>,
+    /// Where the next page starts (`after`); absent on the last page.
+    pub next: Option<String>,
+}
+
+impl From<MemberPage> for MemberList {
+    fn from(p: MemberPage) -> Self {
+        Self {
+            members: p.members.iter().map(MemberView::from).collect(),
+            next: p.next.map(|u| u.to_string()),
+        }
+    }
+}
+
+/// `PATCH /members/{userId}`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct RoleRequest {
+    #[schema(value_type = String, pattern = "^(admin|viewer)$")]
+    pub role: Role,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Removed {
+    pub ok: bool,
+    /// How many of the member's turns in flight were cancelled.
+    pub cancelled_turns: usize,
+}
+
+/// The organisation's single sign-on; the client secret is never shown.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SsoView {
+    pub configured: bool,
+    pub issuer: Option<String>,
+    pub client_id: Option<String>,
+    /// Whether a client secret is stored (it is write-only).
+    pub client_secret_set: bool,
+    pub user_name_claim: Option<String>,
+    pub email_domains: Vec<String>,
+    pub enabled: bool,
+    pub just_in_time: bool,
+    pub updated_at: Option<String>,
+    /// The redirect URI to register at the provider.
+    pub callback_url: String,
+}
+
+impl SsoView {
+    pub fn new(config: Option<&SsoConfig>, callback_url: String) -> Self {
+        Self {
+            configured: config.is_some(),
+            issuer: config.map(|c| c.issuer.clone()),
+            client_id: config.map(|c| c.client_id.clone()),
+            client_secret_set: config.is_some(),
+            user_name_claim: config.map(|c| c.user_name_claim.clone()),
+            email_domains: config.map(|c| c.email_domains.clone()).unwrap_or_default(),
+            enabled: config.is_some_and(|c| c.enabled),
+            just_in_time: config.is_some_and(|c| c.just_in_time),
+            updated_at: config.map(|c| c.updated_at.to_iso8601()),
+            callback_url,
+        }
+    }
+}
+
+/// `PUT /sso`: the whole configuration. `clientSecret` may be left out to keep the stored one
+/// (the issuer and client id unchanged); `enabled` left out keeps the current state.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SsoRequest {
+    #[schema(max_length = 2048)]
+    pub issuer: String,
+    #[schema(max_length = 1024)]
+    pub client_id: String,
+    #[schema(max_length = 1024)]
+    pub client_secret: Option<String>,
+    pub user_name_claim: Option<String>,
+    #[serde(default)]
+    pub email_domains: Vec<String>,
+    #[serde(default)]
+    pub just_in_time: bool,
+    pub enabled: Option<bool>,
+}
+
+/// `POST /sso/test`: the issuer to fetch the discovery document of.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct SsoTestRequest {
+    #[schema(max_length = 2048)]
+    pub issuer: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SsoTested {
+    pub ok: bool,
+    pub issuer: String,
+}
+
+/// `PUT /sso/enabled`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct SsoEnabledRequest {
+    pub enabled: bool,
+}
+
+/// Whether a SCIM token exists, since when, and what to give the identity provider.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScimView {
+    pub token_exists: bool,
+    pub created_at: Option<String>,
+    /// The connector base URL the identity provider is given.
+    pub base_url: String,
+    /// Whether SCIM answers: the Business plan with single sign-on switched on.
+    pub available: bool,
+}
+
+impl ScimView {
+    pub fn new(s: &ScimStatus, base_url: String) -> Self {
+        Self {
+            token_exists: s.token_exists,
+            created_at: s.created_at.map(|t| t.to_iso8601()),
+            base_url,
+            available: s.available,
+        }
+    }
+}
+
+/// A new SCIM token: shown this once, never readable again.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScimToken {
+    pub token: String,
+    pub created_at: String,
+    pub base_url: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IntegrationView {
+    pub name: String,
+    pub url: String,
+    /// `none` or `per_user`.
+    pub auth: String,
+    pub created_at: String,
+}
+
+impl From<&IntegrationConfig> for IntegrationView {
+    fn from(i: &IntegrationConfig) -> Self {
+        Self {
+            name: i.name.clone(),
+            url: i.url.clone(),
+            auth: i.auth.as_str().to_owned(),
+            created_at: i.created_at.to_iso8601(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IntegrationList {
+    pub integrations: Vec<IntegrationView>,
+}
+
+/// `PUT /integrations/{name}`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct IntegrationRequest {
+    /// The MCP server's endpoint, `http://` or `https://`.
+    #[schema(max_length = 2048)]
+    pub url: String,
+    /// `none` (the default) or `per_user`.
+    #[serde(default = "no_auth")]
+    #[schema(value_type = Option<String>, pattern = "^(none|per_user)$")]
+    pub auth: IntegrationAuth,
+}
+
+fn no_auth() -> IntegrationAuth {
+    IntegrationAuth::None
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolView {
+    pub name: String,
+    pub description: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolList {
+    pub tools: Vec<ToolView>,
+}
+
+impl From<Vec<ToolSpec>> for ToolList {
+    fn from(tools: Vec<ToolSpec>) -> Self {
+        Self {
+            tools: (tools.into_iter())
+                .map(|t| ToolView {
+                    name: t.name,
+                    description: t.description,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The members holding a credential for an integration (never the credential).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HolderList {
+    pub members: Vec<MemberView>,
+}
+
+/// The month's usage against the limits.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageView {
+    /// `YYYY-MM`, UTC.
+    pub month: String,
+    pub queries: u64,
+    /// Absent when unlimited.
+    pub monthly_query_quota: Option<u64>,
+    pub month_to_date_usd: f64,
+    /// Absent when unlimited.
+    pub cost_cap_usd: Option<f64>,
+}
+
+impl From<UsageReport> for UsageView {
+    fn from(u: UsageReport) -> Self {
+        Self {
+            month: u.month,
+            queries: u.usage.queries,
+            monthly_query_quota: u.monthly_query_quota,
+            month_to_date_usd: micros_to_usd(u.usage.cost_micros),
+            cost_cap_usd: u.cost_cap_micros.map(micros_to_usd),
+        }
+    }
+}
+
+/// `PUT /usage/limits`: both limits; one left out (or null) is unlimited.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitsRequest {
+    #[schema(minimum = 0, maximum = 1_000_000_000_000_u64)]
+    pub monthly_query_quota: Option<u64>,
+    /// US dollars, at most a billion.
+    #[schema(minimum = 0, maximum = 1_000_000_000)]
+    pub cost_cap_usd: Option<f64>,
+}
+
+/// The limits, parsed: the cap in millionths of a dollar.
+pub struct Limits {
+    pub quota: Option<u64>,
+    pub cap_micros: Option<u64>,
+}
+
+impl TryFrom<LimitsRequest> for Limits {
+    type Error = ApiError;
+
+    fn try_from(r: LimitsRequest) -> Result<Self, ApiError> {
+        let cap_micros = match r.cost_cap_usd {
+            None => None,
+            Some(usd) if usd.is_finite() && (0.0..=CAP_MAX_USD).contains(&usd) => {
+                Some((usd * 1_000_000.0).round() as u64)
+            }
+            Some(_) => return Err(invalid("costCapUsd must be from 0 to 1000000000")),
+        };
+        if r.monthly_query_quota.is_some_and(|q| q > QUOTA_MAX) {
+            return Err(invalid("monthlyQueryQuota must be from 0 to 1000000000000"));
+        }
+        Ok(Self {
+            quota: r.monthly_query_quota,
+            cap_micros,
+        })
+    }
+}
+
+/// `GET /audit`'s query.
+#[derive(Debug, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AuditListQuery {
+    /// The `next` of the previous page.
+    #[param(pattern = "^[0-9]+\\.[0-9a-f]{1,64}$")]
+    pub before: Option<String>,
+    /// Only entries of this action, such as `member.removed`.
+    pub action: Option<String>,
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<usize>,
+}
+
+impl AuditListQuery {
+    /// Errors: 400 for a malformed `before` or `limit`, or an unknown action.
+    pub fn parse(raw: Option<&str>) -> Result<knowledge_core::admin::AuditQuery, ApiError> {
+        let q = QueryParams::parse(raw);
+        let before = match q.get("before") {
+            None => None,
+            Some(b) => Some(
+                AuditCursor::decode(b)
+                    .ok_or_else(|| invalid("before must be the next of a previous page"))?,
+            ),
+        };
+        let action = match q.get("action") {
+            None | Some("") => None,
+            Some(a) => Some(a.parse::<AuditAction>().map_err(|_| {
+                ApiError::from(CoreError::invalid(
+                    "invalid_field",
+                    "action must be one of the audit log's actions, such as member.removed",
+                ))
+            })?),
+        };
+        Ok(knowledge_core::admin::AuditQuery {
+            before,
+            action,
+            limit: page_limit(&q)?,
+        })
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEntryView {
+    pub at: String,
+    /// `admin`, `scim` or `member`.
+    pub actor: String,
+    /// The admin who acted, for changes made in the admin API.
+    pub actor_id: Option<String>,
+    /// Such as `member.role_changed`.
+    pub action: String,
+    /// The member's user id, the integration's name, or the organisation's id.
+    pub target: String,
+}
+
+impl From<&AuditEntry> for AuditEntryView {
+    fn from(e: &AuditEntry) -> Self {
+        Self {
+            at: e.at.to_iso8601(),
+            actor: e.actor.as_str().to_owned(),
+            actor_id: e.by.as_ref().map(|u| u.to_string()),
+            action: e.action.as_str().to_owned(),
+            target: e.target.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditList {
+    pub entries: Vec<AuditEntryView>,
+    /// Where the next page starts (`before`); absent on the last page.
+    pub next: Option<String>,
+}
+
+impl From<AuditPage> for AuditList {
+    fn from(p: AuditPage) -> Self {
+        Self {
+            entries: p.entries.iter().map(AuditEntryView::from).collect(),
+            next: p.next.map(|c| c.encode()),
+        }
+    }
+}
