@@ -102,7 +102,7 @@ def test_without_a_sign_in_the_page_asks_for_a_work_email_and_sso_leads_to_the_p
         page.get_by_label("Login").fill("ann")
         page.get_by_role("button", name="Sign in").click()
         expect(page).to_have_url(f"{service.base}/")
-        expect(page.get_by_role("navigation")).to_contain_text("ann@example.com")
+        expect(page.get_by_role("complementary")).to_contain_text("ann@example.com")
     finally:
         provider.stop()
 
@@ -189,7 +189,7 @@ def test_html_in_an_answer_never_runs_and_code_blocks_can_be_copied(held, page):
     # The fake answers "Answer to: <the question>", so the question writes the answer.
     hostile = (
         '<img src=x onerror="window.pwned=1"> <script>window.pwned=2</script> '
-        '[click](javascript:window.pwned=3) <a href="https://example.com/doc">doc</a>\n\n'
+        '[click](javascript:window.pwned=3) [doc](https://example.com/doc)\n\n'
         "```\ncopy me\n```"
     )
     ask(page, hostile)
@@ -199,6 +199,8 @@ def test_html_in_an_answer_never_runs_and_code_blocks_can_be_copied(held, page):
     expect(answer.locator("pre")).to_contain_text("copy me", timeout=15_000)
     assert page.evaluate("window.pwned") is None
     expect(answer.locator("img, script, [onerror]")).to_have_count(0)
+    # Raw HTML the model wrote is shown as text, never parsed as markup.
+    expect(answer).to_contain_text('<img src=x onerror="window.pwned=1">')
     hrefs = answer.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
     assert not any(h and h.startswith("javascript:") for h in hrefs), hrefs
     expect(answer.locator('a[href="https://example.com/doc"]')).to_have_attribute("rel", "noopener noreferrer")

@@ -40,6 +40,14 @@ export function explain(f: ApiFailure): string {
       return 'The AI provider cannot be reached right now. Try again in a moment.';
     case 'unauthenticated':
       return 'Your sign-in has ended. Sign in again.';
+    case 'admin_only':
+      return 'Only an admin of the organisation can do this.';
+    case 'last_admin':
+      return 'The organisation needs an admin: promote another member before demoting or removing this one.';
+    case 'identity_provider_unavailable':
+      return "The identity provider's discovery document could not be fetched from that issuer.";
+    case 'integration_unavailable':
+      return 'The integration could not be reached, or it did not list its tools.';
     default:
       return f.message;
   }
@@ -52,7 +60,7 @@ function days(secs?: number): string {
   return `${Math.ceil(secs / 86_400)} days`;
 }
 
-async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
   let resp: Response;
   try {
     resp = await fetch(path, {

@@ -1,11 +1,13 @@
-// The app: who is signed in (or the sign-in page), the sidebar and the open conversation. The
-// URL names the conversation (/c/<id>), so a reload resumes it from the log.
+// The app: who is signed in (or the sign-in page), the sidebar and the open conversation, or
+// the admin area. The URL names the conversation (/c/<id>), so a reload resumes it from the
+// log, or the admin section (/admin/<section>).
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 
 import { ApiFailure, api, explain } from './api';
 import { Chat } from './views/Chat';
 import { Sidebar } from './views/Sidebar';
+import { Admin, type Section, sectionFromPath } from './views/admin/Admin';
 import { SignIn } from './views/SignIn';
 import type { Account, SessionSummary } from './wire';
 
@@ -18,6 +20,7 @@ function App() {
   const [account, setAccount] = useState<Account | null | 'signed-out'>(null);
   const [sessions, setSessions] = useState<SessionSummary[]>([]);
   const [current, setCurrent] = useState<string | null>(sessionFromPath());
+  const [section, setSection] = useState<Section | null>(sectionFromPath(location.pathname));
   const [problem, setProblem] = useState<string | null>(null);
 
   useEffect(() => {
@@ -25,7 +28,10 @@ function App() {
       .me()
       .then(setAccount)
       .catch((e) => (e instanceof ApiFailure && e.status === 401 ? setAccount('signed-out') : setProblem(explain(e))));
-    const onPop = () => setCurrent(sessionFromPath());
+    const onPop = () => {
+      setCurrent(sessionFromPath());
+      setSection(sectionFromPath(location.pathname));
+    };
     window.addEventListener('popstate', onPop);
     return () => window.removeEventListener('popstate', onPop);
   }, []);
@@ -44,22 +50,29 @@ function App() {
       });
   }, []);
   useEffect(() => {
-    if (!account || account === 'signed-out') return;
+    if (!account || account === 'signed-out' || section) return;
     refresh();
     window.addEventListener('online', refresh);
     return () => window.removeEventListener('online', refresh);
-  }, [account, refresh]);
+  }, [account, refresh, section]);
 
   const open = (id: string | null) => {
     history.pushState(null, '', id ? `/c/${encodeURIComponent(id)}` : '/');
     setCurrent(id);
+    setSection(null);
+  };
+  const go = (path: string) => {
+    history.pushState(null, '', path);
+    setSection(sectionFromPath(path));
+    setCurrent(sessionFromPath());
   };
 
   if (account === 'signed-out') return <SignIn />;
   if (account === null) return <main class="loading">{problem ?? 'Loading…'}</main>;
+  if (section) return <Admin account={account} section={section} go={go} />;
   return (
     <div class="layout">
-      <Sidebar account={account} sessions={sessions} current={current} open={open} changed={refresh} problem={setProblem} />
+      <Sidebar account={account} sessions={sessions} current={current} open={open} go={go} changed={refresh} problem={setProblem} />
       <main>
         {problem && (
           <p class="problem" role="alert">

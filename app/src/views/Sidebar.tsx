@@ -1,5 +1,5 @@
 // The sessions of the active organisation, newest first: open, start a new chat, delete (with
-// confirmation); the organisation switcher and sign-out.
+// confirmation); the organisation switcher, the admin area for admins, and sign-out.
 import { ApiFailure, api, explain } from '../api';
 import type { Account, SessionSummary } from '../wire';
 
@@ -8,6 +8,7 @@ export function Sidebar(props: {
   sessions: SessionSummary[];
   current: string | null;
   open: (id: string | null) => void;
+  go: (path: string) => void;
   changed: () => void;
   problem: (text: string) => void;
 }) {
@@ -31,7 +32,7 @@ export function Sidebar(props: {
     }
   };
   return (
-    <nav class="sidebar" aria-label="Conversations">
+    <aside class="sidebar">
       <button type="button" class="new" onClick={() => props.open(null)}>
         New chat
       </button>
@@ -47,25 +48,39 @@ export function Sidebar(props: {
           </select>
         </>
       )}
-      <ul class="sessions">
-        {sessions.map((s) => (
-          <li key={s.id} class={s.id === current ? 'current' : ''}>
-            <a
-              href={`/c/${encodeURIComponent(s.id)}`}
-              aria-current={s.id === current ? 'page' : undefined}
-              onClick={(e) => {
-                e.preventDefault();
-                props.open(s.id);
-              }}
-            >
-              {s.title}
-            </a>
-            <button type="button" class="delete" aria-label={`Delete ${s.title}`} onClick={() => void remove(s)}>
-              ×
-            </button>
-          </li>
-        ))}
-      </ul>
+      <nav class="conversations" aria-label="Conversations">
+        <ul class="sessions">
+          {sessions.map((s) => (
+            <li key={s.id} class={s.id === current ? 'current' : ''}>
+              <a
+                href={`/c/${encodeURIComponent(s.id)}`}
+                aria-current={s.id === current ? 'page' : undefined}
+                onClick={(e) => {
+                  e.preventDefault();
+                  props.open(s.id);
+                }}
+              >
+                {s.title}
+              </a>
+              <button type="button" class="delete" aria-label={`Delete ${s.title}`} onClick={() => void remove(s)}>
+                ×
+              </button>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      {account.org.role === 'admin' && (
+        <a
+          href="/admin"
+          class="admin-link"
+          onClick={(e) => {
+            e.preventDefault();
+            props.go('/admin/members');
+          }}
+        >
+          Admin
+        </a>
+      )}
       <div class="me">
         <span>{account.user.displayName ?? account.user.userName ?? account.user.id}</span>
         <button
@@ -78,6 +93,6 @@ export function Sidebar(props: {
           Sign out
         </button>
       </div>
-    </nav>
+    </aside>
   );
 }

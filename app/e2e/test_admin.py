@@ -1,0 +1,238 @@
+"""The admin area in Chromium, against the real binary: who reaches it, each page doing what the
+admin CLI does for one organisation (members and roles, single sign-on against the real test
+provider, the SCIM token shown once, an MCP server connected and tested, limits, the audit log),
+destructive actions only after confirmation, the keyboard, and an accessibility scan."""
+
+import json
+import re
+import subprocess
+import sys
+
+from playwright.sync_api import expect
+
+from conftest import ROOT, Provider
+from test_app import axe_violations
+
+
+def sign_in_admin(service, page, section: str = "members"):
+    page.goto(service.first_link())
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    page.goto(f"{service.base}/admin/{section}")
+
+
+def add_member(service, user: str, name: str, role: str = "viewer"):
+    service.admin("member", "add", "--org", "org_default", "--user", user, "--role", role, "--user-name", name)
+
+
+def audit_actions(service) -> list:
+    lines = service.admin("--json", "audit", "--org", "org_default", "--limit", "100").splitlines()
+    return [json.loads(line)["action"] for line in lines]
+
+
+def test_the_admin_link_leads_admins_to_the_admin_area_and_viewers_are_told_it_is_not_theirs(service, page):
+    page.goto(service.first_link())
+    page.get_by_role("link", name="Admin").click()
+    expect(page).to_have_url(f"{service.base}/admin/members")
+    expect(page.get_by_role("heading", name="Members")).to_be_visible()
+    expect(page.get_by_role("navigation", name="Admin").get_by_role("link", name="Members")).to_have_attribute(
+        "aria-current", "page"
+    )
+    page.get_by_role("link", name="Back to the chat").click()
+    expect(page.get_by_label("Message")).to_be_visible()
+    # A viewer has no link, and the address alone shows no admin page.
+    add_member(service, "usr_viewer", "vera@example.org")
+    page.context.clear_cookies()
+    page.goto(service.link(user="usr_viewer"))
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    expect(page.get_by_role("link", name="Admin")).to_have_count(0)
+    page.goto(f"{service.base}/admin/members")
+    expect(page.get_by_role("alert")).to_have_text(re.compile("Only an admin"))
+    expect(page.get_by_role("heading", name="Members")).to_have_count(0)
+
+
+def test_members_are_found_promoted_and_removed_only_after_confirmation(service, page):
+    add_member(service, "usr_ann", "ann@example.org")
+    add_member(service, "usr_bob", "bob@example.org")
+    sign_in_admin(service, page)
+    rows = page.get_by_role("row")
+    expect(rows.filter(has_text="ann@example.org")).to_have_count(1)
+    page.get_by_label("Search members").fill("BOB")
+    page.get_by_role("button", name="Search").click()
+    expect(page.locator("tbody tr")).to_have_count(1)
+    expect(page.locator("tbody tr")).to_contain_text("bob@example.org")
+    page.get_by_role("button", name="Make admin: bob@example.org").click()
+    expect(page.get_by_role("status")).to_have_text("bob@example.org is now an admin.")
+    expect(page.locator("tbody tr")).to_contain_text("admin")
+    # Removal asks first; dismissing keeps the member.
+    page.once("dialog", lambda d: d.dismiss())
+    page.get_by_role("button", name="Remove: bob@example.org").click()
+    expect(page.locator("tbody tr")).to_have_count(1)
+    page.once("dialog", lambda d: d.accept())
+    page.get_by_role("button", name="Remove: bob@example.org").click()
+    expect(page.get_by_role("status")).to_have_text("bob@example.org was removed.")
+    expect(page.locator("tbody tr")).to_have_count(0)
+    assert "member.removed" in audit_actions(service)
+
+
+def test_demoting_the_last_admin_is_refused_in_words(service, page):
+    sign_in_admin(service, page)
+    page.get_by_role("button", name="Make viewer: usr_default").click()
+    expect(page.get_by_role("alert")).to_have_text(re.compile("The organisation needs an admin"))
+    expect(page.get_by_role("row", name=re.compile("usr_default"))).to_contain_text("admin")
+
+
+def test_the_scim_token_is_shown_once_and_regenerated_only_after_confirmation(service, page):
+    sign_in_admin(service, page, "scim")
+    expect(page.get_by_label("SCIM base URL", exact=True)).to_have_value(f"{service.base}/api/scim")
+    expect(page.get_by_text("No token yet.")).to_be_visible()
+    page.get_by_role("button", name="Generate token").click()
+    field = page.get_by_label("SCIM token (shown once)", exact=True)
+    expect(field).to_have_value(re.compile(r"^kscim\.org_default\.[0-9a-f]{64}$"))
+    expect(field).to_have_attribute("readonly", "")
+    first = field.input_value()
+    expect(page.get_by_role("button", name="Copy: SCIM token (shown once)")).to_be_visible()
+    # Shown once: after a reload the page knows only that a token exists.
+    page.reload()
+    expect(page.get_by_text(re.compile("A token was generated"))).to_be_visible()
+    expect(page.get_by_label("SCIM token (shown once)", exact=True)).to_have_count(0)
+    assert first not in page.content()
+    page.once("dialog", lambda d: d.dismiss())
+    page.get_by_role("button", name="Regenerate token").click()
+    expect(page.get_by_label("SCIM token (shown once)", exact=True)).to_have_count(0)
+    page.once("dialog", lambda d: d.accept())
+    page.get_by_role("button", name="Regenerate token").click()
+    second = page.get_by_label("SCIM token (shown once)", exact=True)
+    expect(second).to_have_value(re.compile(r"^kscim\."))
+    assert second.input_value() != first
+    assert audit_actions(service).count("scim_token.generated") == 2
+
+
+def test_single_sign_on_is_configured_tested_and_switched_against_the_real_provider(service, page):
+    provider = Provider(service, {"ann": {"sub": "ann-sub", "email": "ann@example.com"}})
+    try:
+        sign_in_admin(service, page, "sso")
+        expect(page.get_by_text("Not configured yet.")).to_be_visible()
+        expect(page.get_by_label("Redirect URI to register at the provider", exact=True)).to_have_value(
+            f"{service.base}/api/auth/callback"
+        )
+        page.get_by_label("Issuer URL").fill(provider.issuer)
+        page.get_by_label("Client ID").fill("knowledge-e2e")
+        page.get_by_label("Client secret").fill("e2e-secret")
+        page.get_by_label("E-mail domains (comma-separated)").fill("example.com")
+        page.get_by_role("button", name="Save").click()
+        expect(page.get_by_role("status")).to_have_text("Single sign-on is saved.")
+        expect(page.get_by_label("Client secret")).to_have_value("")
+        expect(page.get_by_text("A secret is stored; it is never shown.")).to_be_visible()
+        page.get_by_role("button", name="Test issuer").click()
+        expect(page.get_by_role("status")).to_have_text(re.compile("answered with its discovery document"))
+        page.get_by_role("button", name="Turn on").click()
+        expect(page.get_by_role("status")).to_have_text("Single sign-on is on.")
+        shown = json.loads(service.admin("sso", "show", "--org", "org_default"))
+        assert (shown["enabled"], shown["emailDomains"]) == (True, ["example.com"])
+        page.once("dialog", lambda d: d.dismiss())
+        page.get_by_role("button", name="Turn off").click()
+        expect(page.get_by_role("button", name="Turn off")).to_be_visible()
+        page.once("dialog", lambda d: d.accept())
+        page.get_by_role("button", name="Turn off").click()
+        expect(page.get_by_role("status")).to_have_text("Single sign-on is off.")
+        # An issuer that does not answer is said in words (the service answers 502).
+        page.expected_statuses.add(502)
+        page.get_by_label("Issuer URL").fill("http://127.0.0.1:9/nothing")
+        page.get_by_role("button", name="Test issuer").click()
+        expect(page.get_by_role("alert")).to_have_text(re.compile("could not be fetched"))
+    finally:
+        provider.stop()
+
+
+def mcp_server():
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "scripts" / "mcp_server.py")], stdout=subprocess.PIPE, text=True
+    )
+    url = proc.stdout.readline().strip()
+    assert url.startswith("http://127.0.0.1:"), url
+    return proc, url
+
+
+def test_an_integration_is_connected_tested_and_disconnected_after_confirmation(service, page):
+    proc, url = mcp_server()
+    try:
+        sign_in_admin(service, page, "integrations")
+        expect(page.get_by_text("No integration is connected.")).to_be_visible()
+        page.get_by_label("Name").fill("wiki")
+        page.get_by_label("MCP endpoint URL").fill(url)
+        page.get_by_role("button", name="Connect").click()
+        expect(page.get_by_role("status")).to_have_text("wiki is connected.")
+        page.get_by_role("button", name="Test: wiki").click()
+        expect(page.get_by_role("status")).to_have_text(re.compile(r"wiki answered with \d+ tool"))
+        expect(page.get_by_role("listitem").filter(has_text="wiki_search")).to_have_count(1)
+        page.once("dialog", lambda d: d.accept())
+        page.get_by_role("button", name="Disconnect: wiki").click()
+        expect(page.get_by_role("status")).to_have_text("wiki is disconnected.")
+        listed = service.admin("integration", "list", "--org", "org_default")
+        assert listed == ""
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_limits_are_saved_and_the_audit_log_lists_changes_by_action(service, page):
+    sign_in_admin(service, page, "usage")
+    expect(page.get_by_text("(no quota)")).to_be_visible()
+    page.get_by_label("Monthly question quota").fill("250")
+    page.get_by_label("Monthly cost cap (US dollars)").fill("12.5")
+    page.get_by_role("button", name="Save limits").click()
+    expect(page.get_by_role("status")).to_have_text(re.compile("The limits are saved"))
+    expect(page.get_by_text("0 of 250")).to_be_visible()
+    expect(page.get_by_text("$0.00 of $12.50")).to_be_visible()
+    shown = json.loads(service.admin("--json", "org", "show", "--org", "org_default"))
+    assert (shown["monthlyQueryQuota"], shown["costCapUsd"]) == (250, 12.5)
+    page.get_by_role("navigation", name="Admin").get_by_role("link", name="Audit log").click()
+    expect(page).to_have_url(f"{service.base}/admin/audit")
+    expect(page.locator("tbody tr").first).to_contain_text("org.limits_changed")
+    expect(page.locator("tbody tr").first).to_contain_text("usr_default")
+    page.get_by_label("Action").select_option("member.added")
+    expect(page.locator("tbody tr")).to_have_count(1)
+    expect(page.locator("tbody tr")).to_contain_text("member.added")
+
+
+def test_the_admin_area_works_from_the_keyboard(service, page):
+    add_member(service, "usr_kim", "kim@example.org")
+    page.goto(service.first_link())
+    admin_link = page.get_by_role("link", name="Admin")
+    admin_link.focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Members")).to_be_visible()
+    button = page.get_by_role("button", name="Make admin: kim@example.org")
+    button.focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("status")).to_have_text("kim@example.org is now an admin.")
+    sections = page.get_by_role("navigation", name="Admin")
+    sections.get_by_role("link", name="Usage").focus()
+    page.keyboard.press("Enter")
+    page.get_by_label("Monthly question quota").focus()
+    page.keyboard.type("9")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("status")).to_have_text(re.compile("The limits are saved"))
+
+
+def test_an_accessibility_scan_of_every_admin_page_finds_nothing_serious(service, browser):
+    add_member(service, "usr_ann", "ann@example.org")
+    for scheme in ("light", "dark"):
+        # The scanner is injected as an inline script: this context alone sets the policy aside.
+        context = browser.new_context(bypass_csp=True, color_scheme=scheme)
+        page = context.new_page()
+        page.goto(service.link())
+        expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+        for section, heading in [
+            ("members", "Members"),
+            ("sso", "Single sign-on"),
+            ("scim", "SCIM provisioning"),
+            ("integrations", "Integrations"),
+            ("usage", "Usage"),
+            ("audit", "Audit log"),
+        ]:
+            page.goto(f"{service.base}/admin/{section}")
+            expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible()
+            page.wait_for_load_state("networkidle")
+            assert axe_violations(page) == [], (scheme, section)
+        context.close()

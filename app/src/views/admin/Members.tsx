@@ -1,0 +1,102 @@
+// Members of the organisation: searched by name, promoted, demoted and removed (confirmed). A
+// removal ends the member's sign-in and running answers at once, as their provider's would.
+import { useEffect, useState } from 'preact/hooks';
+
+import { type AdminMember, admin, memberName } from '../../admin';
+import { NoticeLine, useNotice, when } from './common';
+
+export function Members({ me }: { me: string }) {
+  const [members, setMembers] = useState<AdminMember[]>([]);
+  const [next, setNext] = useState<string | null>(null);
+  const [search, setSearch] = useState('');
+  const { notice, busy, run } = useNotice();
+
+  const load = (q: string, after?: string) =>
+    run(async () => {
+      const page = await admin.members({ q: q.trim() || undefined, after });
+      setMembers((shown) => (after ? [...shown, ...page.members] : page.members));
+      setNext(page.next ?? null);
+    });
+  useEffect(() => void load(''), []);
+
+  const replace = (m: AdminMember) => setMembers((shown) => shown.map((s) => (s.userId === m.userId ? m : s)));
+  const setRole = (m: AdminMember, role: 'admin' | 'viewer') =>
+    run(async () => {
+      replace(await admin.setRole(m.userId, role));
+      return `${memberName(m)} is now ${role === 'admin' ? 'an admin' : 'a viewer'}.`;
+    });
+  const remove = (m: AdminMember) => {
+    const who = memberName(m);
+    if (!confirm(`Remove ${who} from the organisation? Their sign-in and running answers end at once.`)) return;
+    void run(async () => {
+      const r = await admin.remove(m.userId);
+      setMembers((shown) => shown.filter((s) => s.userId !== m.userId));
+      return `${who} was removed${r.cancelledTurns ? `; ${r.cancelledTurns} running answer(s) stopped` : ''}.`;
+    });
+  };
+
+  return (
+    <section aria-labelledby="members-title">
+      <h2 id="members-title">Members</h2>
+      <form
+        role="search"
+        class="row"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void load(search);
+        }}
+      >
+        <label for="member-search">Search members</label>
+        <input id="member-search" type="search" value={search} onInput={(e) => setSearch((e.target as HTMLInputElement).value)} />
+        <button type="submit" disabled={busy}>
+          Search
+        </button>
+      </form>
+      <NoticeLine notice={notice} />
+      <table>
+        <caption class="visually-hidden">Members and their roles</caption>
+        <thead>
+          <tr>
+            <th scope="col">Member</th>
+            <th scope="col">Role</th>
+            <th scope="col">Since</th>
+            <th scope="col">Actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {members.map((m) => (
+            <tr key={m.userId}>
+              <th scope="row">
+                {memberName(m)}
+                {m.userName && m.displayName && <div class="hint">{m.userName}</div>}
+                {m.userId === me && <span class="badge"> (you)</span>}
+              </th>
+              <td>{m.role}</td>
+              <td>{when(m.createdAt)}</td>
+              <td class="actions">
+                {m.role === 'viewer' ? (
+                  <button type="button" disabled={busy} onClick={() => void setRole(m, 'admin')} aria-label={`Make admin: ${memberName(m)}`}>
+                    Make admin
+                  </button>
+                ) : (
+                  <button type="button" disabled={busy} onClick={() => void setRole(m, 'viewer')} aria-label={`Make viewer: ${memberName(m)}`}>
+                    Make viewer
+                  </button>
+                )}
+                <button type="button" class="danger" disabled={busy} onClick={() => remove(m)} aria-label={`Remove: ${memberName(m)}`}>
+                  Remove
+                </button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {members.length === 0 && !busy && <p class="hint">No members match.</p>}
+      {next && (
+        <button type="button" disabled={busy} onClick={() => void load(search, next)}>
+          More members
+        </button>
+      )}
+    </section>
+  );
+}
