@@ -21,7 +21,12 @@ fn header<'a>(r: &'a reqwest::Response, name: &str) -> &'a str {
 #[tokio::test]
 async fn the_page_is_served_at_the_root_and_at_a_conversation_never_cached_under_a_strict_policy() {
     let api = Api::start().await;
-    for path in ["/", "/c/ses_0123456789abcdef0123456789abcdef", "/admin", "/admin/members"] {
+    for path in [
+        "/",
+        "/c/ses_0123456789abcdef0123456789abcdef",
+        "/admin",
+        "/admin/members",
+    ] {
         let r = get(&api, path).await;
         assert_eq!(r.status().as_u16(), 200, "{path}");
         assert_eq!(header(&r, "cache-control"), "no-cache");
