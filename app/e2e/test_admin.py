@@ -72,6 +72,15 @@ def test_members_are_found_promoted_and_removed_only_after_confirmation(service,
     expect(page.get_by_role("status")).to_have_text("bob@example.org was removed.")
     expect(page.locator("tbody tr")).to_have_count(0)
     assert "member.removed" in audit_actions(service)
+    # A member is added by the name single sign-on will match; a name taken is said in words.
+    page.get_by_label("userName (their e-mail at the identity provider)").fill("cleo@example.org")
+    page.get_by_label("Role", exact=True).select_option("admin")
+    page.get_by_role("button", name="Add member").click()
+    expect(page.get_by_role("status")).to_have_text(re.compile("cleo@example.org was added as an admin"))
+    expect(page.get_by_role("row", name=re.compile("cleo@example.org"))).to_contain_text("admin")
+    page.get_by_label("userName (their e-mail at the identity provider)").fill("ANN@example.org")
+    page.get_by_role("button", name="Add member").click()
+    expect(page.get_by_role("alert")).to_have_text("Another member already has this userName.")
 
 
 def test_demoting_the_last_admin_is_refused_in_words(service, page):

@@ -96,6 +96,7 @@ const integration = (name: string) => `${ADMIN}/integrations/${encodeURIComponen
 export const admin = {
   members: (q: { q?: string; after?: string }) =>
     call<{ members: AdminMember[]; next?: string | null }>('GET', `${ADMIN}/members${query(q)}`),
+  invite: (userName: string, role: 'admin' | 'viewer') => call<AdminMember>('POST', `${ADMIN}/members`, { userName, role }),
   setRole: (userId: string, role: 'admin' | 'viewer') => call<AdminMember>('PATCH', member(userId), { role }),
   remove: (userId: string) => call<{ ok: boolean; cancelledTurns: number }>('DELETE', member(userId)),
   sso: () => call<Sso>('GET', `${ADMIN}/sso`),

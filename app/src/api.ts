@@ -46,6 +46,8 @@ export function explain(f: ApiFailure): string {
       return 'The organisation needs an admin: promote another member before demoting or removing this one.';
     case 'identity_provider_unavailable':
       return "The identity provider's discovery document could not be fetched from that issuer.";
+    case 'user_name_taken':
+      return 'Another member already has this userName.';
     case 'integration_unavailable':
       return 'The integration could not be reached, or it did not list its tools.';
     default:

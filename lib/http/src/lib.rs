@@ -122,7 +122,7 @@ impl Endpoint {
     fn admin_routes(self) -> Option<OpenApiRouter<SessionApi>> {
         (self == Self::Admin).then(|| {
             OpenApiRouter::new()
-                .routes(routes!(admin::list_members))
+                .routes(routes!(admin::list_members, admin::invite_member))
                 .routes(routes!(admin::set_role, admin::remove_member))
                 .routes(routes!(admin::get_sso, admin::set_sso))
                 .routes(routes!(admin::enable_sso))

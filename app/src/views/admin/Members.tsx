@@ -1,5 +1,6 @@
-// Members of the organisation: searched by name, promoted, demoted and removed (confirmed). A
-// removal ends the member's sign-in and running answers at once, as their provider's would.
+// Members of the organisation: searched by name, added by the name single sign-on matches,
+// promoted, demoted and removed (confirmed). A removal ends the member's sign-in and running
+// answers at once, as their provider's would.
 import { useEffect, useState } from 'preact/hooks';
 
 import { type AdminMember, admin, memberName } from '../../admin';
@@ -9,6 +10,8 @@ export function Members({ me }: { me: string }) {
   const [members, setMembers] = useState<AdminMember[]>([]);
   const [next, setNext] = useState<string | null>(null);
   const [search, setSearch] = useState('');
+  const [newName, setNewName] = useState('');
+  const [newRole, setNewRole] = useState<'admin' | 'viewer'>('viewer');
   const { notice, busy, run } = useNotice();
 
   const load = (q: string, after?: string) =>
@@ -19,6 +22,13 @@ export function Members({ me }: { me: string }) {
     });
   useEffect(() => void load(''), []);
 
+  const invite = () =>
+    run(async () => {
+      const m = await admin.invite(newName.trim(), newRole);
+      setMembers((shown) => [...shown, m].sort((a, b) => (a.userId < b.userId ? -1 : 1)));
+      setNewName('');
+      return `${memberName(m)} was added as ${m.role === 'admin' ? 'an admin' : 'a viewer'}; they sign in with single sign-on.`;
+    });
   const replace = (m: AdminMember) => setMembers((shown) => shown.map((s) => (s.userId === m.userId ? m : s)));
   const setRole = (m: AdminMember, role: 'admin' | 'viewer') =>
     run(async () => {
@@ -97,6 +107,28 @@ export function Members({ me }: { me: string }) {
           More members
         </button>
       )}
+      <h3>Add a member</h3>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          void invite();
+        }}
+      >
+        <div class="field">
+          <label for="new-member">userName (their e-mail at the identity provider)</label>
+          <input id="new-member" required maxLength={256} value={newName} onInput={(e) => setNewName((e.target as HTMLInputElement).value)} />
+        </div>
+        <div class="field">
+          <label for="new-role">Role</label>
+          <select id="new-role" value={newRole} onChange={(e) => setNewRole((e.target as HTMLSelectElement).value as 'admin' | 'viewer')}>
+            <option value="viewer">Viewer</option>
+            <option value="admin">Admin</option>
+          </select>
+        </div>
+        <button type="submit" disabled={busy}>
+          Add member
+        </button>
+      </form>
     </section>
   );
 }

@@ -334,19 +334,39 @@ impl Administration {
         Err(CoreError::internal("the member stayed contended"))
     }
 
+    /// Adds a new member named `user_name` (the `userName` single sign-on matches, without
+    /// case, against the provider's claim) with `role`: how an organisation without SCIM lets
+    /// someone in. Errors: `InvalidInput` (empty or too long), `Conflict` (`user_name_taken`:
+    /// another member has the name), `NotFound` (organisation).
+    pub async fn invite_member(
+        &self, admin: &Admin, user_name: &str, role: Role,
+    ) -> Result<Member, CoreError> {
+        let user_name = valid_user_name(user_name)?;
+        self.org(admin).await?;
+        let mut member = Member::new(admin.org.clone(), UserId::generate(), role, self.now());
+        member.profile = Some(Profile {
+            user_name: user_name.to_owned(),
+            external_id: None,
+            attributes: Default::default(),
+        });
+        let audit = admin.audit(self.now(), AuditAction::MemberAdded, member.user.as_str());
+        match self.store.create_member(&member, &audit).await {
+            Ok(()) => Ok(member),
+            Err(StoreError::AlreadyExists) => Err(CoreError::conflict(
+                "user_name_taken",
+                format!("another member has the userName {user_name}"),
+            )),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Gives a member the `userName` that single sign-on matches (without case) against the
     /// provider's claim, keeping the rest of a SCIM profile. Errors: `NotFound`,
     /// `InvalidInput` (empty, too long, or another member's).
     pub async fn name_member(
         &self, admin: &Admin, user: &UserId, user_name: &str,
     ) -> Result<Member, CoreError> {
-        let user_name = user_name.trim();
-        if user_name.is_empty() || user_name.chars().count() > USER_NAME_MAX_CHARS {
-            return Err(CoreError::invalid(
-                "invalid_field",
-                format!("the userName must be 1 to {USER_NAME_MAX_CHARS} characters"),
-            ));
-        }
+        let user_name = valid_user_name(user_name)?;
         for _ in 0..ATTEMPTS {
             let current = self.member(admin, user).await?;
             let mut next = current.clone();
@@ -373,6 +393,22 @@ impl Administration {
         }
         Err(CoreError::internal("the member stayed contended"))
     }
+}
+
+/// `user_name` trimmed. Errors: `InvalidInput` when empty, longer than
+/// [`USER_NAME_MAX_CHARS`] or holding control characters.
+fn valid_user_name(user_name: &str) -> Result<&str, CoreError> {
+    let user_name = user_name.trim();
+    let length = user_name.chars().count();
+    if length == 0 || length > USER_NAME_MAX_CHARS || user_name.chars().any(char::is_control) {
+        return Err(CoreError::invalid(
+            "invalid_field",
+            format!(
+                "the userName must be 1 to {USER_NAME_MAX_CHARS} characters without control characters"
+            ),
+        ));
+    }
+    Ok(user_name)
 }
 
 /// Whether `member`'s `userName`, display name or user id holds `needle` (lowercased).

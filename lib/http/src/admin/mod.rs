@@ -9,6 +9,7 @@ pub mod wire;
 
 use axum::Json;
 use axum::extract::{FromRequestParts, Path, RawQuery};
+use axum::http::StatusCode;
 use axum::http::request::Parts;
 use knowledge_core::CoreError;
 use knowledge_core::admin::{Admin, Administration, IntegrationSettings};
@@ -45,7 +46,8 @@ pub enum AdminErrors {
     #[response(status = 408)]
     RequestTimeout(ErrorBody),
     /// The state does not allow it now: the organisation's last admin (`last_admin`), its
-    /// integration limit, or a per-user integration you hold no credential for.
+    /// integration limit, a `userName` another member has, or a per-user integration you hold
+    /// no credential for.
     #[response(status = 409)]
     Conflict(ErrorBody),
     /// The body is larger than 256 KiB.
@@ -117,6 +119,21 @@ pub async fn list_members(c: Caller, RawQuery(q): RawQuery) -> Result<Json<Membe
     let query = MemberListQuery::parse(q.as_deref())?;
     let page = c.administration()?.members(&c.admin, &query).await?;
     Ok(Json(page.into()))
+}
+
+/// Add a member by the `userName` single sign-on will match: how an organisation without SCIM
+/// lets someone in. 409 `user_name_taken` when another member has it.
+#[utoipa::path(post, path = "/members", operation_id = "adminInviteMember",
+    request_body = InviteRequest,
+    responses((status = 201, description = "The new member.", body = MemberView), AdminErrors))]
+pub async fn invite_member(
+    c: Caller, JsonBody(body): JsonBody<InviteRequest>,
+) -> Result<(StatusCode, Json<MemberView>), ApiError> {
+    let uc = c.admitted(Action::AdminWrite).await?;
+    let member = uc
+        .invite_member(&c.admin, &body.user_name, body.role)
+        .await?;
+    Ok((StatusCode::CREATED, Json((&member).into())))
 }
 
 /// Promote a member to admin or demote one to viewer. The last admin cannot be demoted (409

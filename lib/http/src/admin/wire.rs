@@ -121,6 +121,23 @@ impl From<MemberPage> for MemberList {
     }
 }
 
+/// `POST /members`: a new member, by the name single sign-on will match.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InviteRequest {
+    /// Matched without case against the provider's claim (`email` by default).
+    #[schema(min_length = 1, max_length = 256)]
+    pub user_name: String,
+    /// `viewer` (the default) or `admin`.
+    #[serde(default = "viewer")]
+    #[schema(value_type = Option<String>, pattern = "^(admin|viewer)$")]
+    pub role: Role,
+}
+
+fn viewer() -> Role {
+    Role::Viewer
+}
+
 /// `PATCH /members/{userId}`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct RoleRequest {

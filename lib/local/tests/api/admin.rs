@@ -62,6 +62,11 @@ fn routes(someone: &UserId) -> Vec<(Method, String, Option<Value>)> {
     vec![
         (Method::GET, "/members".into(), None),
         (
+            Method::POST,
+            "/members".into(),
+            Some(json!({ "userName": "new@example.org" })),
+        ),
+        (
             Method::PATCH,
             format!("/members/{someone}"),
             Some(json!({ "role": "admin" })),
@@ -244,6 +249,58 @@ async fn two_admins_demoting_each_other_at_once_leave_one_admin() {
         .await;
         assert_eq!(r.status, 200);
     }
+}
+
+#[tokio::test]
+async fn a_member_added_by_user_name_is_a_viewer_and_a_taken_name_is_refused_without_change() {
+    let api = Api::start().await;
+    let body = json!({ "userName": "Dee@Example.org" });
+    let r = admin(&api, Method::POST, "/members", Some(body)).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(
+        (r.body["role"].clone(), r.body["userName"].clone()),
+        (json!("viewer"), json!("Dee@Example.org"))
+    );
+    let user = UserId::parse(r.body["userId"].as_str().unwrap()).unwrap();
+    let stored = api
+        .svc
+        .store
+        .get_member(&api.user.org, &user)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.profile.unwrap().user_name, "Dee@Example.org");
+    let log = audit(&api).await;
+    assert_eq!(
+        log[0],
+        (
+            AuditAction::MemberAdded,
+            user.to_string(),
+            Some(api.user.id.clone())
+        )
+    );
+    // The same name in another case is taken; nothing is written.
+    let again = json!({ "userName": "dee@example.ORG", "role": "admin" });
+    let r = admin(&api, Method::POST, "/members", Some(again)).await;
+    assert_eq!((r.status, r.code()), (409, "user_name_taken"));
+    for bad in [
+        json!({ "userName": "  " }),
+        json!({}),
+        json!({ "userName": "x", "role": "owner" }),
+    ] {
+        let r = admin(&api, Method::POST, "/members", Some(bad.clone())).await;
+        assert_eq!(r.status, 400, "{bad}: {}", r.body);
+    }
+    assert_eq!(audit(&api).await, log);
+    assert_eq!(
+        api.svc
+            .store
+            .list_members(&api.user.org)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
 }
 
 #[tokio::test]
