@@ -153,9 +153,9 @@ def test_single_sign_on_is_configured_tested_and_switched_against_the_real_provi
         provider.stop()
 
 
-def mcp_server():
+def mcp_server(*args: str):
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "scripts" / "mcp_server.py")], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(ROOT / "scripts" / "mcp_server.py"), *args], stdout=subprocess.PIPE, text=True
     )
     url = proc.stdout.readline().strip()
     assert url.startswith("http://127.0.0.1:"), url
@@ -179,6 +179,34 @@ def test_an_integration_is_connected_tested_and_disconnected_after_confirmation(
         expect(page.get_by_role("status")).to_have_text("wiki is disconnected.")
         listed = service.admin("integration", "list", "--org", "org_default")
         assert listed == ""
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_a_per_user_integration_is_tested_with_the_token_the_admin_stores(service, page):
+    proc, url = mcp_server("--token", "e2e-token")
+    try:
+        sign_in_admin(service, page, "integrations")
+        page.get_by_label("Name").fill("crm")
+        page.get_by_label("MCP endpoint URL").fill(url)
+        page.get_by_label("Credentials").select_option("per_user")
+        page.get_by_role("button", name="Connect").click()
+        expect(page.get_by_role("status")).to_have_text("crm is connected.")
+        # Without a token of the admin's own, the test says so in words (409).
+        page.get_by_role("button", name="Test: crm").click()
+        expect(page.get_by_role("alert")).to_have_text(re.compile("no credential"))
+        page.get_by_label("Integration", exact=True).select_option("crm")
+        expect(page.get_by_label("Member's user id (yours by default)")).to_have_value("usr_default")
+        page.get_by_label("Token", exact=True).fill("e2e-token")
+        page.get_by_role("button", name="Store token").click()
+        expect(page.get_by_role("status")).to_have_text(re.compile("The token for crm is stored"))
+        expect(page.get_by_label("Token", exact=True)).to_have_value("")
+        page.get_by_role("button", name="Test: crm").click()
+        expect(page.get_by_role("status")).to_have_text(re.compile(r"crm answered with \d+ tool"))
+        page.get_by_role("button", name="Holders: crm").click()
+        expect(page.get_by_role("heading", name="Members holding a credential for crm")).to_be_visible()
+        assert "e2e-token" not in page.content()
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -218,6 +246,8 @@ def test_the_admin_area_works_from_the_keyboard(service, page):
     sections = page.get_by_role("navigation", name="Admin")
     sections.get_by_role("link", name="Usage").focus()
     page.keyboard.press("Enter")
+    # Once the month's usage has loaded (the form waits for it).
+    expect(page.get_by_text("(no quota)")).to_be_visible()
     page.get_by_label("Monthly question quota").focus()
     page.keyboard.type("9")
     page.keyboard.press("Enter")

@@ -111,6 +111,8 @@ export const admin = {
   disconnect: (name: string) => call<{ ok: boolean }>('DELETE', integration(name)),
   test: (name: string) =>
     call<{ tools: { name: string; description: string }[] }>('POST', `${integration(name)}/test`),
+  storeCredential: (name: string, userId: string, token: string) =>
+    call<{ ok: boolean }>('PUT', `${integration(name)}/credentials/${encodeURIComponent(userId)}`, { token }),
   holders: (name: string) => call<{ members: AdminMember[] }>('GET', `${integration(name)}/credentials`),
   usage: () => call<Usage>('GET', `${ADMIN}/usage`),
   setLimits: (monthlyQueryQuota: number | null, costCapUsd: number | null) =>

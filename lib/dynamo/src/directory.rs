@@ -145,7 +145,7 @@ impl DirectoryStore for DynamoStore {
     }
 
     async fn put_member_data(
-        &self, org: &OrgId, user: &UserId, data: &MemberData,
+        &self, org: &OrgId, user: &UserId, data: &MemberData, audit: &AuditEntry,
     ) -> StoreResult<()> {
         let bump = Update::builder()
             .table_name(&self.table)
@@ -165,6 +165,7 @@ impl DirectoryStore for DynamoStore {
             TransactWriteItem::builder()
                 .put(built(put.build())?)
                 .build(),
+            self.put_new(audit_item(audit))?,
         ];
         match self.transact(writes).await {
             Ok(()) => Ok(()),

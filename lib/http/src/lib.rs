@@ -136,6 +136,7 @@ impl Endpoint {
                 ))
                 .routes(routes!(admin::test_integration))
                 .routes(routes!(admin::credential_holders))
+                .routes(routes!(admin::store_credential))
                 .routes(routes!(admin::get_usage))
                 .routes(routes!(admin::set_limits))
                 .routes(routes!(admin::list_audit))

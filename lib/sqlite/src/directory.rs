@@ -320,9 +320,9 @@ impl DirectoryStore for SqliteStore {
     }
 
     async fn put_member_data(
-        &self, org: &OrgId, user: &UserId, data: &MemberData,
+        &self, org: &OrgId, user: &UserId, data: &MemberData, audit: &AuditEntry,
     ) -> StoreResult<()> {
-        let (o, u, d) = (org.clone(), user.clone(), data.clone());
+        let (o, u, d, a) = (org.clone(), user.clone(), data.clone(), audit.clone());
         self.write(move |tx| {
             let n = tx
                 .execute(
@@ -339,7 +339,7 @@ impl DirectoryStore for SqliteStore {
                 params![o.as_str(), u.as_str(), d.kind.as_str(), d.name, d.value],
             )
             .map_err(backend)?;
-            Ok(())
+            insert_audit(tx, &a)
         })
         .await
     }

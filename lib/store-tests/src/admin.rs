@@ -88,7 +88,12 @@ pub async fn a_keeper_that_moved_refuses_the_change_and_the_removal_and_nothing_
         value: "v".into(),
     };
     store
-        .put_member_data(&org.id, &a.user, &data)
+        .put_member_data(
+            &org.id,
+            &a.user,
+            &data,
+            &audit(&org.id, AuditAction::MemberDataStored, a.user.as_str()),
+        )
         .await
         .unwrap();
     let a = store.get_member(&org.id, &a.user).await.unwrap().unwrap();

@@ -184,12 +184,18 @@ pub async fn removing_a_member_removes_their_data_in_the_same_step(store: Arc<dy
         name: "notes".into(),
         value: "prefers short answers".into(),
     };
+    let stored = || audit(&org, AuditAction::MemberDataStored, ann.user.as_str());
     assert!(matches!(
-        store.put_member_data(&org, &stranger, &token).await,
+        store
+            .put_member_data(&org, &stranger, &token, &stored())
+            .await,
         Err(StoreError::Gone)
     ));
     for d in [&token, &memory] {
-        store.put_member_data(&org, &ann.user, d).await.unwrap();
+        store
+            .put_member_data(&org, &ann.user, d, &stored())
+            .await
+            .unwrap();
     }
     let mut held = store.list_member_data(&org, &ann.user).await.unwrap();
     held.sort_by_key(|d| d.kind);
@@ -217,7 +223,13 @@ pub async fn removing_a_member_removes_their_data_in_the_same_step(store: Arc<dy
     let log = store.list_audit(&org, None, 10).await.unwrap();
     assert_eq!(
         log.iter().map(|a| a.action).collect::<Vec<_>>(),
-        [AuditAction::UserDeactivated, AuditAction::UserProvisioned]
+        [
+            AuditAction::UserDeactivated,
+            AuditAction::MemberDataStored,
+            AuditAction::MemberDataStored,
+            AuditAction::UserProvisioned
+        ],
+        "a refused write records nothing"
     );
 }
 

@@ -198,7 +198,7 @@ export function Admin(props: { account: Account; section: Section; go: (path: st
         {section === 'members' && <Members me={account.user.id} />}
         {section === 'sso' && <SingleSignOn />}
         {section === 'scim' && <ScimToken />}
-        {section === 'integrations' && <Integrations />}
+        {section === 'integrations' && <Integrations me={account.user.id} />}
         {section === 'usage' && <UsagePage />}
         {section === 'audit' && <AuditPage />}
       </main>

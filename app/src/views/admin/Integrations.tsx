@@ -1,17 +1,20 @@
 // Integrations (remote MCP servers): connect, test by listing the tools, see who holds a
-// per-user credential (never the credential), disconnect (confirmed).
+// per-user credential (never the credential) and store one, disconnect (confirmed).
 import { useEffect, useState } from 'preact/hooks';
 
 import { type AdminMember, type Integration, admin, memberName } from '../../admin';
 import { NoticeLine, useNotice } from './common';
 
-export function Integrations() {
+export function Integrations({ me }: { me: string }) {
   const [list, setList] = useState<Integration[]>([]);
   const [name, setName] = useState('');
   const [url, setUrl] = useState('');
   const [auth, setAuth] = useState<Integration['auth']>('none');
   const [tools, setTools] = useState<{ of: string; names: string[] } | null>(null);
   const [holders, setHolders] = useState<{ of: string; members: AdminMember[] } | null>(null);
+  const [credentialFor, setCredentialFor] = useState('');
+  const [credentialUser, setCredentialUser] = useState(me);
+  const [credential, setCredential] = useState('');
   const { notice, busy, run } = useNotice();
 
   const reload = async () => setList((await admin.integrations()).integrations);
@@ -35,6 +38,13 @@ export function Integrations() {
     run(async () => {
       setHolders({ of: i.name, members: (await admin.holders(i.name)).members });
     });
+  const storeCredential = () =>
+    run(async () => {
+      await admin.storeCredential(credentialFor, credentialUser.trim(), credential);
+      setCredential('');
+      return `The token for ${credentialFor} is stored, sealed; it is not shown again.`;
+    });
+  const perUser = list.filter((i) => i.auth === 'per_user');
   const disconnect = (i: Integration) => {
     if (!confirm(`Disconnect ${i.name}? The agent stops using its tools.`)) return;
     void run(async () => {
@@ -105,6 +115,40 @@ export function Integrations() {
             </ul>
           )}
         </div>
+      )}
+      {perUser.length > 0 && (
+        <>
+          <h3>Store a member's token</h3>
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              void storeCredential();
+            }}
+          >
+            <div class="field">
+              <label for="credential-for">Integration</label>
+              <select id="credential-for" required value={credentialFor} onChange={(e) => setCredentialFor((e.target as HTMLSelectElement).value)}>
+                <option value="">Choose…</option>
+                {perUser.map((i) => (
+                  <option key={i.name} value={i.name}>
+                    {i.name}
+                  </option>
+                ))}
+              </select>
+            </div>
+            <div class="field">
+              <label for="credential-user">Member's user id (yours by default)</label>
+              <input id="credential-user" required value={credentialUser} onInput={(e) => setCredentialUser((e.target as HTMLInputElement).value)} />
+            </div>
+            <div class="field">
+              <label for="credential-token">Token</label>
+              <input id="credential-token" type="password" autocomplete="off" required value={credential} onInput={(e) => setCredential((e.target as HTMLInputElement).value)} />
+            </div>
+            <button type="submit" disabled={busy}>
+              Store token
+            </button>
+          </form>
+        </>
       )}
       <h3>Connect an MCP server</h3>
       <form

@@ -184,7 +184,11 @@ impl Administration {
             name: name.to_owned(),
             value: self.sealer()?.seal(&context, token),
         };
-        match self.store.put_member_data(&admin.org, user, &data).await {
+        let audit = admin.audit(self.now(), AuditAction::MemberDataStored, user.as_str());
+        match (self.store)
+            .put_member_data(&admin.org, user, &data, &audit)
+            .await
+        {
             Ok(()) => Ok(()),
             Err(StoreError::Gone) => Err(CoreError::NotFound("member")),
             Err(e) => Err(e.into()),

@@ -19,6 +19,7 @@ text_enum!(AuditAction {
     MemberRemoved => "member.removed",
     MemberSignedOut => "member.signed_out",
     MemberIdentityBound => "member.identity_bound",
+    MemberDataStored => "member.data_stored",
     SsoConfigured => "sso.configured",
     ScimTokenGenerated => "scim_token.generated",
     IntegrationConnected => "integration.connected",
@@ -218,6 +219,9 @@ pub enum AuditAction {
     MemberSignedOut,
     /// A provider identity was bound at the member's first single sign-on.
     MemberIdentityBound,
+    /// A member's data item (a credential for an integration, say) was stored; the target is
+    /// the member, never the value.
+    MemberDataStored,
     /// The organisation's single sign-on was configured, switched on or off.
     SsoConfigured,
     ScimTokenGenerated,

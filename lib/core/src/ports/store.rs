@@ -149,13 +149,14 @@ pub trait DirectoryStore: Send + Sync {
     async fn remove_member(
         &self, org: &OrgId, user: &UserId, audit: &AuditEntry,
     ) -> StoreResult<bool>;
-    /// Stores a member data item, replacing the one of the same kind and name, and moves the
-    /// member's version, so a concurrent removal either removes it too or retries.
+    /// Stores a member data item, replacing the one of the same kind and name, moves the
+    /// member's version, so a concurrent removal either removes it too or retries, and writes
+    /// `audit`, all or nothing.
     /// Callers keep a member under [`crate::domain::MEMBER_DATA_LIMIT`] items (one credential
     /// per connected integration, one memory document), so their removal fits one transaction.
     /// Errors: `Gone` when the user is not a member.
     async fn put_member_data(
-        &self, org: &OrgId, user: &UserId, data: &MemberData,
+        &self, org: &OrgId, user: &UserId, data: &MemberData, audit: &AuditEntry,
     ) -> StoreResult<()>;
     /// The member's data items, by kind and name.
     async fn list_member_data(&self, org: &OrgId, user: &UserId) -> StoreResult<Vec<MemberData>>;

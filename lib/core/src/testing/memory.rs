@@ -331,7 +331,7 @@ impl DirectoryStore for MemoryStore {
     }
 
     async fn put_member_data(
-        &self, org: &OrgId, user: &UserId, data: &MemberData,
+        &self, org: &OrgId, user: &UserId, data: &MemberData, audit: &AuditEntry,
     ) -> StoreResult<()> {
         let mut s = self.state();
         let member = s
@@ -347,6 +347,7 @@ impl DirectoryStore for MemoryStore {
         held.retain(|d| (d.kind, &d.name) != (data.kind, &data.name));
         held.push(data.clone());
         held.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+        s.audit(audit);
         Ok(())
     }
 

@@ -319,6 +319,25 @@ pub async fn test_integration(
     Ok(Json(tools.into()))
 }
 
+/// Store a member's own token for a per-user integration, replacing theirs: sealed for that
+/// member and the integration's URL, never shown again.
+#[utoipa::path(put, path = "/integrations/{name}/credentials/{userId}",
+    operation_id = "adminStoreCredential",
+    params(("name" = String, Path, description = "The integration's name"),
+        ("userId" = String, Path, description = "The member's user id")),
+    request_body = CredentialRequest,
+    responses((status = 200, description = "Stored.", body = Done), AdminErrors))]
+pub async fn store_credential(
+    c: Caller, Path((name, user)): Path<(String, String)>,
+    JsonBody(body): JsonBody<CredentialRequest>,
+) -> Result<Json<Done>, ApiError> {
+    let user = user_id(&user)?;
+    let uc = c.admitted(Action::AdminWrite).await?;
+    uc.set_credential(&c.admin, &user, &name, &body.token)
+        .await?;
+    Ok(Json(Done::OK))
+}
+
 /// The members who hold a credential for a per-user integration; never the credential.
 #[utoipa::path(get, path = "/integrations/{name}/credentials",
     operation_id = "adminListCredentialHolders",

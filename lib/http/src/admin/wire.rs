@@ -300,6 +300,20 @@ fn no_auth() -> IntegrationAuth {
     IntegrationAuth::None
 }
 
+/// `PUT /integrations/{name}/credentials/{userId}`: the member's own bearer token for a
+/// per-user integration. Sealed at rest, never shown again.
+#[derive(Deserialize, ToSchema)]
+pub struct CredentialRequest {
+    #[schema(min_length = 1, max_length = 8192)]
+    pub token: String,
+}
+
+impl std::fmt::Debug for CredentialRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CredentialRequest(..)")
+    }
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ToolView {
     pub name: String,

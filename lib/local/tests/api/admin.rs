@@ -95,6 +95,11 @@ fn routes(someone: &UserId) -> Vec<(Method, String, Option<Value>)> {
         (Method::DELETE, "/integrations/crm".into(), None),
         (Method::POST, "/integrations/crm/test".into(), None),
         (Method::GET, "/integrations/crm/credentials".into(), None),
+        (
+            Method::PUT,
+            format!("/integrations/crm/credentials/{someone}"),
+            Some(json!({ "token": "t" })),
+        ),
         (Method::GET, "/usage".into(), None),
         (
             Method::PUT,
@@ -637,10 +642,37 @@ async fn an_integration_is_connected_tested_and_disconnected_and_its_holders_lis
     let r = admin(&api, Method::POST, "/integrations/crm/test", None).await;
     assert_eq!((r.status, r.code()), (409, "no_credential"));
     let org = api.user.org.clone();
-    (api.admin())
-        .set_credential(&org, &api.user.id, "crm", "ann-token", api.sealer.clone())
-        .await
-        .unwrap();
+    let mine = format!("/integrations/crm/credentials/{}", api.user.id);
+    for bad in [
+        json!({ "token": "" }),
+        json!({ "token": "a\u{0}b" }),
+        json!({}),
+    ] {
+        let r = admin(&api, Method::PUT, &mine, Some(bad.clone())).await;
+        assert_eq!(r.status, 400, "{bad}: {}", r.body);
+    }
+    let r = admin(
+        &api,
+        Method::PUT,
+        &mine,
+        Some(json!({ "token": "ann-token" })),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(!r.body.to_string().contains("ann-token"));
+    let stored = audit(&api).await;
+    assert_eq!(
+        stored[0],
+        (
+            AuditAction::MemberDataStored,
+            api.user.id.to_string(),
+            Some(api.user.id.clone())
+        )
+    );
+    let stranger = api.new_user(&OrgId::generate()).await;
+    let theirs = format!("/integrations/crm/credentials/{}", stranger.id);
+    let r = admin(&api, Method::PUT, &theirs, Some(json!({ "token": "x" }))).await;
+    assert_eq!(r.status, 404, "another organisation's member");
     let r = admin(&api, Method::POST, "/integrations/crm/test", None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let tools = r.body["tools"].as_array().unwrap();

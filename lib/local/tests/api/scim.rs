@@ -447,7 +447,17 @@ async fn deprovisioning_removes_the_members_data_cancels_their_turns_and_fails_t
             name: name.into(),
             value: "sealed".into(),
         };
-        store.put_member_data(s.org(), &user, &data).await.unwrap();
+        let stored = knowledge_core::domain::AuditEntry::new(
+            s.org(),
+            s.api.clock_now(),
+            knowledge_core::domain::Actor::Admin,
+            AuditAction::MemberDataStored,
+            user.as_str(),
+        );
+        store
+            .put_member_data(s.org(), &user, &data, &stored)
+            .await
+            .unwrap();
     }
     // Ann asks a question; her turn is in flight when her account is deactivated.
     let ann = crate::support::User {
