@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use knowledge_core::domain::{IntegrationAuth, OrgStatus, Plan, Role};
+use knowledge_core::domain::{COST_CAP_MAX_USD, IntegrationAuth, OrgStatus, Plan, QUOTA_MAX, Role};
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_http::cookie::Lifetime;
 use knowledge_local::{LocalStore, ServerLimits, SqliteStore};
@@ -397,9 +397,10 @@ pub(crate) fn parse_quota(s: &str) -> Result<Limit, String> {
     if s == "unlimited" {
         return Ok(Limit(None));
     }
-    s.parse()
-        .map(|n| Limit(Some(n)))
-        .map_err(|_| "a whole number or 'unlimited'".into())
+    match s.parse::<u64>() {
+        Ok(n) if n <= QUOTA_MAX => Ok(Limit(Some(n))),
+        _ => Err(format!("a whole number up to {QUOTA_MAX}, or 'unlimited'")),
+    }
 }
 
 pub(crate) fn parse_usd(s: &str) -> Result<Limit, String> {
@@ -407,9 +408,11 @@ pub(crate) fn parse_usd(s: &str) -> Result<Limit, String> {
         return Ok(Limit(None));
     }
     match s.parse::<f64>() {
-        Ok(usd) if usd.is_finite() && usd >= 0.0 => {
+        Ok(usd) if usd.is_finite() && (0.0..=COST_CAP_MAX_USD).contains(&usd) => {
             Ok(Limit(Some((usd * 1_000_000.0).round() as u64)))
         }
-        _ => Err("an amount in dollars such as 25.50, or 'unlimited'".into()),
+        _ => Err(format!(
+            "an amount in dollars such as 25.50, up to {COST_CAP_MAX_USD}, or 'unlimited'"
+        )),
     }
 }

@@ -118,6 +118,12 @@ impl Org {
     }
 }
 
+/// The largest monthly query quota an organisation can be given: far beyond any real one, and
+/// within every store's integer range.
+pub const QUOTA_MAX: u64 = 1_000_000_000_000;
+/// The largest monthly cost cap, in US dollars.
+pub const COST_CAP_MAX_USD: f64 = 1_000_000_000.0;
+
 /// An organisation's usage in one calendar month.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

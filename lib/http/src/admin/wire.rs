@@ -5,8 +5,8 @@
 use knowledge_core::CoreError;
 use knowledge_core::admin::{AuditPage, MemberPage, ScimStatus, UsageReport};
 use knowledge_core::domain::{
-    AuditAction, AuditCursor, AuditEntry, IntegrationAuth, IntegrationConfig, Member, Role,
-    SsoConfig, micros_to_usd,
+    AuditAction, AuditCursor, AuditEntry, COST_CAP_MAX_USD, IntegrationAuth, IntegrationConfig,
+    Member, QUOTA_MAX, Role, SsoConfig, micros_to_usd,
 };
 use knowledge_core::ids::UserId;
 use knowledge_core::ports::ToolSpec;
@@ -19,10 +19,6 @@ use crate::extract::QueryParams;
 /// Page sizes a list answers at most, and by default.
 const PAGE_MAX: usize = 100;
 const PAGE_DEFAULT: usize = 50;
-/// The largest cost cap accepted, in US dollars.
-const CAP_MAX_USD: f64 = 1_000_000_000.0;
-/// The largest monthly query quota accepted.
-const QUOTA_MAX: u64 = 1_000_000_000_000;
 
 fn invalid(message: impl Into<String>) -> ApiError {
     ApiError::InvalidField(message.into())
@@ -393,7 +389,7 @@ impl TryFrom<LimitsRequest> for Limits {
     fn try_from(r: LimitsRequest) -> Result<Self, ApiError> {
         let cap_micros = match r.cost_cap_usd {
             None => None,
-            Some(usd) if usd.is_finite() && (0.0..=CAP_MAX_USD).contains(&usd) => {
+            Some(usd) if usd.is_finite() && (0.0..=COST_CAP_MAX_USD).contains(&usd) => {
                 Some((usd * 1_000_000.0).round() as u64)
             }
             Some(_) => return Err(invalid("costCapUsd must be from 0 to 1000000000")),

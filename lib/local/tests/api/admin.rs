@@ -741,6 +741,37 @@ async fn limits_set_by_an_admin_apply_to_the_next_query_and_usage_reads_them_bac
 }
 
 #[tokio::test]
+async fn an_admins_changes_are_rate_limited_with_the_wait_and_nothing_changes_when_refused() {
+    let api = Api::start().await;
+    for quota in 1..=60 {
+        let r = admin(
+            &api,
+            Method::PUT,
+            "/usage/limits",
+            Some(json!({ "monthlyQueryQuota": quota })),
+        )
+        .await;
+        assert_eq!(r.status, 200, "change {quota}: {}", r.body);
+    }
+    let refused = admin(
+        &api,
+        Method::PUT,
+        "/usage/limits",
+        Some(json!({ "monthlyQueryQuota": 999 })),
+    )
+    .await;
+    assert_eq!((refused.status, refused.code()), (429, "rate_limited"));
+    assert!(refused.retry_after().is_some_and(|s| (1..=60).contains(&s)));
+    let org = api.svc.store.get_org(&api.user.org).await.unwrap().unwrap();
+    assert_eq!(org.monthly_query_quota, Some(60));
+    // Reading is not limited, and another admin has a limit of their own.
+    assert_eq!(admin(&api, Method::GET, "/usage", None).await.status, 200);
+    let other = member(&api, Role::Admin).await;
+    let r = call(&api, &other, Method::PUT, "/usage/limits", Some(json!({}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+#[tokio::test]
 async fn the_audit_log_reads_newest_first_in_pages_and_by_action() {
     let api = Api::start().await;
     for quota in 1..=3 {

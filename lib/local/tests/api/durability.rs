@@ -74,6 +74,23 @@ async fn admin_commands_print_ids_or_json_that_scripts_can_use() {
     )
     .await;
     assert_eq!(unlimited["monthlyQueryQuota"], json!(null));
+    // A quota beyond any store's integers is refused before anything is written.
+    let huge = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(d)
+        .args([
+            "org",
+            "set",
+            "--org",
+            &org,
+            "--query-quota",
+            "9223372036854775808",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(!huge.status.success());
+    assert!(String::from_utf8_lossy(&huge.stderr).contains("a whole number up to"));
     // The only admin stays: the command refuses, naming why.
     let last = Command::new(BIN)
         .arg("--data-dir")
