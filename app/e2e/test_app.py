@@ -160,6 +160,8 @@ def test_a_follow_up_sent_while_a_turn_runs_is_queued_then_answered(held, page):
     page.goto(service.first_link())
     ask(page, "First")
     agent.asked()
+    # What a person waits for: the first turn shown running (the first send has returned).
+    expect(page.get_by_role("button", name="Stop")).to_be_visible()
     ask(page, "Second")
     second = page.locator("article.user").filter(has_text="Second")
     expect(second.locator(".badge")).to_have_text("Queued", timeout=10_000)

@@ -105,7 +105,8 @@ export function Chat(props: { sessionId: string | null; onCreated: (id: string) 
         const created = await api.create(text);
         props.onCreated(created.id);
       }
-      setDraft('');
+      // Whatever was typed while this was on its way stays in the composer.
+      setDraft((d) => (d === text ? '' : d));
       setProblem(null);
       props.onChanged();
     } catch (e) {
