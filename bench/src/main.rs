@@ -41,7 +41,10 @@ async fn seed(store: &SqliteStore, user: &UserId, org: &OrgId, events: usize) ->
         now,
         (0..events).map(|_| NewEvent::user_message(text)).collect(),
     );
-    store.create_session(&session, &placed).await.expect("seed");
+    store
+        .create_session(&session, &placed, None)
+        .await
+        .expect("seed");
     key.session
 }
 

@@ -19,7 +19,7 @@ use knowledge_core::ports::{
     Agent, AgentError, AgentReply, AgentRequest, Integrations, SessionStore, Store, Workflow,
     WorkflowError,
 };
-use knowledge_core::service::{Deps, Opening, Service};
+use knowledge_core::service::{Deps, Opening, Service, SignedIn};
 use knowledge_core::steps::{Handler, StepInput, StepOutput, Steps};
 use knowledge_docs::TantivyDocs;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
@@ -256,12 +256,13 @@ async fn turn_overhead(turns: usize) {
         let mut samples = vec![];
         for i in 0..turns + warm_up {
             let user = users.next(&store).await;
-            let p = service
-                .authenticate(user, org.clone(), SystemClock.now())
-                .await
-                .unwrap();
+            let who = SignedIn {
+                user,
+                org: org.clone(),
+                signed_in_at: SystemClock.now(),
+            };
             let started = Instant::now();
-            service.create_session(&p, "hello").await.unwrap();
+            service.create_session(&who, "hello").await.unwrap();
             if let Some(local) = &local {
                 local.workflow.idle().await;
             }

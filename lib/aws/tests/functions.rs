@@ -212,7 +212,7 @@ impl Deployment {
                 NewEvent::status_idle(),
             ],
         );
-        store.create_session(&session, &events).await.unwrap();
+        store.create_session(&session, &events, None).await.unwrap();
         self.counter.take();
     }
 
@@ -298,15 +298,11 @@ async fn create_session_event_creates_a_session_and_starts_its_execution() {
     };
     let stored = d.store.get_session(&key).await.unwrap().unwrap();
     assert_eq!(stored.run_id.map(|r| r.to_string()).as_deref(), Some(run));
+    // One read of membership, organisation, usage and rate window; the integrations; one
+    // transaction of session, event, rate window and query count.
     assert_eq!(
         made,
-        requests(&[
-            ("GetItem", 4),
-            ("Query", 1),
-            ("PutItem", 1),
-            ("TransactWriteItems", 1),
-            ("UpdateItem", 1)
-        ])
+        requests(&[("BatchGetItem", 1), ("Query", 1), ("TransactWriteItems", 1)])
     );
 }
 
@@ -325,7 +321,7 @@ async fn transcript_event_reads_the_events_after_its_cursor_with_one_query() {
     assert_eq!(kinds, ["user_message", "agent_message", "status_idle"]);
     assert_eq!(body["events"][0]["id"], "evt_000000000004");
     assert_eq!(body["hasMore"], false);
-    assert_eq!(made, requests(&[("GetItem", 2), ("Query", 1)]));
+    assert_eq!(made, requests(&[("BatchGetItem", 1), ("Query", 1)]));
 }
 
 #[tokio::test]
@@ -340,12 +336,7 @@ async fn message_event_appends_the_question_and_starts_a_run() {
     assert_eq!(last[0].body.text(), Some("And for annual plans?"));
     assert_eq!(
         made,
-        requests(&[
-            ("GetItem", 5),
-            ("PutItem", 1),
-            ("TransactWriteItems", 1),
-            ("UpdateItem", 1)
-        ])
+        requests(&[("BatchGetItem", 1), ("TransactWriteItems", 1)])
     );
 }
 
@@ -367,7 +358,27 @@ async fn cancel_event_on_an_idle_session_changes_nothing() {
     let (status, body, made) = d.invoke(Endpoint::Cancel).await;
     assert_eq!((status, &body), (200, &json!({ "ok": true })));
     assert_eq!(d.store.get_session(&d.key).await.unwrap(), before);
-    assert_eq!(made, requests(&[("GetItem", 3), ("PutItem", 1)]));
+    // The rate window, written alone: a cancel takes a slot even when nothing runs.
+    assert_eq!(made, requests(&[("BatchGetItem", 1), ("PutItem", 1)]));
+}
+
+#[tokio::test]
+async fn cancel_event_on_a_running_turn_stamps_it_with_its_rate_window_in_one_transaction() {
+    let d = Deployment::new().await;
+    let (status, body, _) = d.invoke(Endpoint::Message).await;
+    assert_eq!(status, 200, "{body}");
+    let running = d.store.get_session(&d.key).await.unwrap().unwrap();
+    assert!(running.in_flight() && running.cancelled_at.is_none());
+    d.counter.take();
+    let (status, body, made) = d.invoke(Endpoint::Cancel).await;
+    assert_eq!((status, &body), (200, &json!({ "ok": true })));
+    let stamped = d.store.get_session(&d.key).await.unwrap().unwrap();
+    assert!(stamped.cancelled_at.is_some());
+    assert_eq!(stamped.version, running.version + 1);
+    assert_eq!(
+        made,
+        requests(&[("BatchGetItem", 1), ("TransactWriteItems", 1)])
+    );
 }
 
 #[tokio::test]
@@ -693,7 +704,7 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
     );
     s.pending = vec![placed[0].seq];
     d.store
-        .commit_session(&s, expected, &placed, None)
+        .commit_session(&s, expected, &placed, None, None)
         .await
         .unwrap();
     // The sample events name the first message of a fresh session; aim them at this one.

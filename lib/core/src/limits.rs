@@ -2,7 +2,7 @@
 
 use crate::clock::{Clock, Timestamp, whole_seconds_until};
 use crate::ids::UserId;
-use crate::ports::{LimitStore, StoreError};
+use crate::ports::{LimitStore, RateUpdate, RateWindow, StoreError};
 
 /// At most `max` admitted requests in any window of `window_ms`.
 #[derive(Debug, Clone, Copy)]
@@ -116,6 +116,42 @@ pub fn decide(action: Action, hits: &[Timestamp], now: Timestamp) -> Result<Vec<
     Ok(kept)
 }
 
+/// A decision to admit one request, as the write that records it: the window's new hits, to
+/// be stored only if the window is still at the version the decision read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slot {
+    key: String,
+    hits: Vec<Timestamp>,
+    expected_version: u64,
+    expires_at: Timestamp,
+}
+
+impl Slot {
+    /// Decides one `action` by `user` at `now` against `window` as read. Errors: the whole
+    /// seconds until a slot frees (the `Retry-After`) when the window is full.
+    pub fn take(
+        action: Action, user: &UserId, window: &RateWindow, now: Timestamp,
+    ) -> Result<Self, u64> {
+        let hits = decide(action, &window.hits, now)?;
+        Ok(Self {
+            key: action.key(user),
+            hits,
+            expected_version: window.version,
+            expires_at: now.plus_millis(action.longest_window()),
+        })
+    }
+
+    /// The conditional write of the window that records the slot.
+    pub fn update(&self) -> RateUpdate<'_> {
+        RateUpdate {
+            key: &self.key,
+            hits: &self.hits,
+            expected_version: self.expected_version,
+            expires_at: self.expires_at,
+        }
+    }
+}
+
 /// Outcome of [`acquire`].
 #[derive(Debug, PartialEq, Eq)]
 pub enum Admission {
@@ -138,20 +174,13 @@ pub async fn acquire(
     let key = action.key(user);
     for _ in 0..MAX_ATTEMPTS {
         let window = store.get_rate_window(&key).await?;
-        let now = clock.now();
-        match decide(action, &window.hits, now) {
+        match Slot::take(action, user, &window, clock.now()) {
             Err(retry_after_secs) => return Ok(Admission::Refused { retry_after_secs }),
-            Ok(hits) => {
-                let expires = now.plus_millis(action.longest_window());
-                match store
-                    .put_rate_window(&key, &hits, window.version, expires)
-                    .await
-                {
-                    Ok(()) => return Ok(Admission::Admitted),
-                    Err(StoreError::Conflict) => continue,
-                    Err(e) => return Err(e),
-                }
-            }
+            Ok(slot) => match store.put_rate_window(slot.update()).await {
+                Ok(()) => return Ok(Admission::Admitted),
+                Err(StoreError::Conflict) => continue,
+                Err(e) => return Err(e),
+            },
         }
     }
     Err(StoreError::backend(format!(

@@ -13,7 +13,7 @@ use knowledge_core::domain::{
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{DirectoryStore, OrgStore, SessionStore, StoredRows};
-use knowledge_core::service::{Deps, Opening, Principal, Service};
+use knowledge_core::service::{Deps, Opening, Principal, Service, SignedIn};
 use knowledge_core::testing::{MemoryStore, RecordingWorkflow};
 use knowledge_store_tests::mark_deleting;
 
@@ -22,6 +22,8 @@ struct Rig {
     store: Arc<MemoryStore>,
     workflow: Arc<RecordingWorkflow>,
     p: Principal,
+    /// The member as their cookie names them.
+    who: SignedIn,
 }
 
 impl Rig {
@@ -65,12 +67,18 @@ impl Rig {
                 integrations: Arc::new(FixedIntegrations::new()),
             }),
         });
+        let who = SignedIn {
+            user: user.clone(),
+            org: org.clone(),
+            signed_in_at: now,
+        };
         let p = service.authenticate(user, org, now).await.unwrap();
         Self {
             service,
             store,
             workflow,
             p,
+            who,
         }
     }
 
@@ -100,7 +108,7 @@ impl Rig {
         s.run_id = None;
         s.pending.clear();
         self.store
-            .commit_session(&s, expected, &[], None)
+            .commit_session(&s, expected, &[], None, None)
             .await
             .unwrap();
     }
@@ -119,11 +127,11 @@ impl Rig {
 #[tokio::test]
 async fn a_message_that_loses_its_commit_race_is_retried_and_written_once() {
     let rig = Rig::new(true).await;
-    let created = rig.service.create_session(&rig.p, "first").await.unwrap();
+    let created = rig.service.create_session(&rig.who, "first").await.unwrap();
     let before = rig.stored(&created.id).await;
     rig.store.lose_commits(3);
     rig.service
-        .post_message(&rig.p, &created.id, "second")
+        .post_message(&rig.who, &created.id, "second")
         .await
         .unwrap();
     let after = rig.stored(&created.id).await;
@@ -137,11 +145,11 @@ async fn a_message_that_loses_its_commit_race_is_retried_and_written_once() {
 #[tokio::test]
 async fn a_message_whose_commit_keeps_losing_fails_as_internal_and_writes_nothing() {
     let rig = Rig::new(true).await;
-    let created = rig.service.create_session(&rig.p, "first").await.unwrap();
+    let created = rig.service.create_session(&rig.who, "first").await.unwrap();
     rig.store.lose_commits(usize::MAX);
     let refused = rig
         .service
-        .post_message(&rig.p, &created.id, "second")
+        .post_message(&rig.who, &created.id, "second")
         .await;
     assert!(
         matches!(refused, Err(CoreError::Internal(_))),
@@ -153,14 +161,14 @@ async fn a_message_whose_commit_keeps_losing_fails_as_internal_and_writes_nothin
 #[tokio::test]
 async fn a_cancel_stamps_the_turn_in_flight_once_and_tells_the_engine_once() {
     let rig = Rig::new(true).await;
-    let created = rig.service.create_session(&rig.p, "first").await.unwrap();
+    let created = rig.service.create_session(&rig.who, "first").await.unwrap();
     rig.store.lose_commits(2);
-    assert!(!rig.service.cancel(&rig.p, &created.id).await.unwrap());
+    assert!(!rig.service.cancel(&rig.who, &created.id).await.unwrap());
     let s = rig.stored(&created.id).await;
     assert!(s.cancelled_at.is_some());
     assert_eq!(*rig.workflow.cancelled.lock().unwrap(), [created.run_id]);
     // Again: already cancelled, nothing written, the engine not told twice.
-    assert!(rig.service.cancel(&rig.p, &created.id).await.unwrap());
+    assert!(rig.service.cancel(&rig.who, &created.id).await.unwrap());
     let again = rig.stored(&created.id).await;
     assert_eq!(again, s);
     assert_eq!(rig.cancelled(), 1);
@@ -169,10 +177,10 @@ async fn a_cancel_stamps_the_turn_in_flight_once_and_tells_the_engine_once() {
 #[tokio::test]
 async fn a_cancel_with_no_turn_in_flight_changes_nothing() {
     let rig = Rig::new(true).await;
-    let created = rig.service.create_session(&rig.p, "first").await.unwrap();
+    let created = rig.service.create_session(&rig.who, "first").await.unwrap();
     rig.end_run(&created.id).await;
     let idle = rig.stored(&created.id).await;
-    assert!(!rig.service.cancel(&rig.p, &created.id).await.unwrap());
+    assert!(!rig.service.cancel(&rig.who, &created.id).await.unwrap());
     assert_eq!(rig.stored(&created.id).await, idle);
     assert_eq!(rig.cancelled(), 0);
 }
@@ -180,9 +188,9 @@ async fn a_cancel_with_no_turn_in_flight_changes_nothing() {
 #[tokio::test]
 async fn cancelling_all_of_a_members_runs_stamps_each_turn_in_flight_and_no_idle_session() {
     let rig = Rig::new(true).await;
-    let first = rig.service.create_session(&rig.p, "one").await.unwrap();
-    let second = rig.service.create_session(&rig.p, "two").await.unwrap();
-    let idle = rig.service.create_session(&rig.p, "three").await.unwrap();
+    let first = rig.service.create_session(&rig.who, "one").await.unwrap();
+    let second = rig.service.create_session(&rig.who, "two").await.unwrap();
+    let idle = rig.service.create_session(&rig.who, "three").await.unwrap();
     rig.end_run(&idle.id).await;
     let cancelled = rig
         .service
@@ -203,7 +211,7 @@ async fn cancelling_all_of_a_members_runs_stamps_each_turn_in_flight_and_no_idle
 #[tokio::test]
 async fn creating_a_session_where_no_agent_is_configured_fails_and_writes_nothing() {
     let rig = Rig::new(false).await;
-    let refused = rig.service.create_session(&rig.p, "first").await;
+    let refused = rig.service.create_session(&rig.who, "first").await;
     assert!(
         matches!(refused, Err(CoreError::Internal(_))),
         "{refused:?}"
@@ -220,8 +228,8 @@ async fn creating_a_session_where_no_agent_is_configured_fails_and_writes_nothin
 #[tokio::test]
 async fn a_delete_cut_short_is_finished_by_the_next_delete_or_the_start_up_sweep() {
     let rig = Rig::new(true).await;
-    let retried = rig.service.create_session(&rig.p, "one").await.unwrap();
-    let swept = rig.service.create_session(&rig.p, "two").await.unwrap();
+    let retried = rig.service.create_session(&rig.who, "one").await.unwrap();
+    let swept = rig.service.create_session(&rig.who, "two").await.unwrap();
     for id in [&retried.id, &swept.id] {
         mark_deleting(rig.store.as_ref(), &rig.key(id)).await;
     }

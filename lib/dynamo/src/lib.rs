@@ -7,6 +7,7 @@
 //! One module per storage role implements its port; `codec` turns records into items and
 //! back, `transact` builds and classifies transactions, `read` holds the query helpers.
 
+mod batch;
 mod codec;
 pub mod counter;
 mod directory;

@@ -1,13 +1,10 @@
 //! [`LimitStore`] on DynamoDB: rate windows and monthly usage counters.
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
-use knowledge_core::clock::Timestamp;
+use aws_sdk_dynamodb::types::Put;
 use knowledge_core::domain::Usage;
 use knowledge_core::ids::OrgId;
-use knowledge_core::ports::{RateWindow, StoreError, StoreResult, UsageRefused};
-use std::collections::HashMap;
+use knowledge_core::ports::{RateUpdate, RateWindow, StoreError, StoreResult};
 
 use crate::codec::*;
 use crate::{DynamoStore, keys};
@@ -18,78 +15,22 @@ impl LimitStore for DynamoStore {
     async fn get_rate_window(&self, key: &str) -> StoreResult<RateWindow> {
         match self.get(keys::rate_window(key)).await? {
             None => Ok(RateWindow::default()),
-            Some(item) => Ok(RateWindow {
-                hits: get_json(&item, "hits")?,
-                version: get_n(&item, "version")?,
-            }),
+            Some(item) => rate_window_from(&item),
         }
     }
 
-    async fn put_rate_window(
-        &self, key: &str, hits: &[Timestamp], expected_version: u64, expires_at: Timestamp,
-    ) -> StoreResult<()> {
-        let mut item = key_item(keys::rate_window(key));
-        item.insert("hits".into(), s(to_json(&hits)?));
-        item.insert("version".into(), n(expected_version + 1));
-        // DynamoDB's TTL reads epoch seconds; round up so the item outlives its last hit.
-        item.insert(
-            keys::TTL.into(),
-            n((expires_at.millis() + 999).div_euclid(1000)),
-        );
-        let request = self.client.put_item().set_item(Some(item));
-        let request = if expected_version == 0 {
-            request
-                .condition_expression("attribute_not_exists(#pk)")
-                .expression_attribute_names("#pk", keys::PK)
-        } else {
-            request
-                .condition_expression("#v = :expected")
-                .expression_attribute_names("#v", "version")
-                .expression_attribute_values(":expected", n(expected_version))
-        };
+    async fn put_rate_window(&self, update: RateUpdate<'_>) -> StoreResult<()> {
+        let put = self.rate_window_put(&update)?;
+        let request = self
+            .client
+            .put_item()
+            .set_item(Some(put.item))
+            .set_condition_expression(put.condition_expression)
+            .set_expression_attribute_names(put.expression_attribute_names)
+            .set_expression_attribute_values(put.expression_attribute_values);
         match self.put_checked(request).await? {
             true => Ok(()),
             false => Err(StoreError::Conflict),
-        }
-    }
-
-    async fn consume_query(
-        &self, org: &OrgId, month: &str, quota: Option<u64>, cap_micros: Option<u64>,
-    ) -> StoreResult<Result<Usage, UsageRefused>> {
-        // A zero limit refuses even a month with no item yet, which the conditions below
-        // (written for an item that may not exist) would let through.
-        if quota == Some(0) || cap_micros == Some(0) {
-            return Ok(Err(UsageRefused(self.get_usage(org, month).await?)));
-        }
-        let mut conditions = Vec::new();
-        let mut request = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(key_item(keys::usage(org, month))))
-            .update_expression("ADD queries :one")
-            .expression_attribute_values(":one", n(1))
-            .return_values(ReturnValue::AllNew)
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-        if let Some(quota) = quota {
-            conditions.push("(attribute_not_exists(queries) OR queries < :quota)");
-            request = request.expression_attribute_values(":quota", n(quota));
-        }
-        if let Some(cap) = cap_micros {
-            conditions.push("(attribute_not_exists(costMicros) OR costMicros < :cap)");
-            request = request.expression_attribute_values(":cap", n(cap));
-        }
-        if !conditions.is_empty() {
-            request = request.condition_expression(conditions.join(" AND "));
-        }
-        match request.send().await {
-            Ok(out) => Ok(Ok(usage_from(&out.attributes.unwrap_or_default())?)),
-            Err(e) => match e.as_service_error() {
-                Some(UpdateItemError::ConditionalCheckFailedException(c)) => Ok(Err(UsageRefused(
-                    usage_from(c.item.as_ref().unwrap_or(&HashMap::new()))?,
-                ))),
-                _ => Err(backend(e)),
-            },
         }
     }
 
@@ -99,4 +40,37 @@ impl LimitStore for DynamoStore {
             Some(item) => usage_from(&item),
         }
     }
+}
+
+impl DynamoStore {
+    /// The conditional put of a rate window: at version 1 where none is stored, else only at
+    /// the expected version. Its time to live lets DynamoDB drop it once its last hit is out
+    /// of every window.
+    pub(crate) fn rate_window_put(&self, update: &RateUpdate<'_>) -> StoreResult<Put> {
+        let mut item = key_item(keys::rate_window(update.key));
+        item.insert("hits".into(), s(to_json(&update.hits)?));
+        item.insert("version".into(), n(update.expected_version + 1));
+        // DynamoDB's TTL reads epoch seconds; round up so the item outlives its last hit.
+        item.insert(
+            keys::TTL.into(),
+            n((update.expires_at.millis() + 999).div_euclid(1000)),
+        );
+        let put = Put::builder().table_name(&self.table).set_item(Some(item));
+        let put = if update.expected_version == 0 {
+            put.condition_expression("attribute_not_exists(#pk)")
+                .expression_attribute_names("#pk", keys::PK)
+        } else {
+            put.condition_expression("#v = :expected")
+                .expression_attribute_names("#v", "version")
+                .expression_attribute_values(":expected", n(update.expected_version))
+        };
+        built(put.build())
+    }
+}
+
+pub(crate) fn rate_window_from(item: &Item) -> StoreResult<RateWindow> {
+    Ok(RateWindow {
+        hits: get_json(item, "hits")?,
+        version: get_n(item, "version")?,
+    })
 }

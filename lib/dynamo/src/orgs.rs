@@ -32,26 +32,10 @@ impl OrgStore for DynamoStore {
     }
 
     async fn get_org(&self, org: &OrgId) -> StoreResult<Option<Org>> {
-        let Some(item) = self.get(keys::org(org)).await? else {
-            return Ok(None);
-        };
-        let mut org: Org = get_json(&item, "doc")?;
-        org.scim_token_sha256 = match item.get(SCIM_TOKEN) {
-            None => None,
-            Some(_) => Some(get_s(&item, SCIM_TOKEN)?.to_owned()),
-        };
-        org.scim_token_created_at = match item.get(SCIM_TOKEN_AT) {
-            None => None,
-            Some(_) => Some(knowledge_core::clock::Timestamp(get_n(
-                &item,
-                SCIM_TOKEN_AT,
-            )?)),
-        };
-        org.sso = match item.get(SSO) {
-            None => None,
-            Some(_) => Some(get_json(&item, SSO)?),
-        };
-        Ok(Some(org))
+        self.get(keys::org(org))
+            .await?
+            .map(|item| org_from(&item))
+            .transpose()
     }
 
     async fn set_scim_token(
@@ -179,4 +163,26 @@ impl OrgStore for DynamoStore {
             .map(Some)
             .map_err(|_| corrupt("org"))
     }
+}
+
+/// The organisation an item holds: its settings document, with the SCIM token hash, its
+/// creation time and the SSO configuration from their own attributes.
+pub(crate) fn org_from(item: &Item) -> StoreResult<Org> {
+    let mut org: Org = get_json(item, "doc")?;
+    org.scim_token_sha256 = match item.get(SCIM_TOKEN) {
+        None => None,
+        Some(_) => Some(get_s(item, SCIM_TOKEN)?.to_owned()),
+    };
+    org.scim_token_created_at = match item.get(SCIM_TOKEN_AT) {
+        None => None,
+        Some(_) => Some(knowledge_core::clock::Timestamp(get_n(
+            item,
+            SCIM_TOKEN_AT,
+        )?)),
+    };
+    org.sso = match item.get(SSO) {
+        None => None,
+        Some(_) => Some(get_json(item, SSO)?),
+    };
+    Ok(org)
 }

@@ -6,8 +6,9 @@ use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{Event, Session, SessionSummary};
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
-use knowledge_core::ports::{Charge, StoreError, StoreResult};
+use knowledge_core::ports::{Charge, Gate, StoreError, StoreResult};
 
+use crate::batch::Gated;
 use crate::codec::*;
 use crate::transact::TransactError;
 use crate::{DynamoStore, keys};
@@ -17,16 +18,36 @@ use knowledge_core::ports::SessionStore;
 /// log is.
 const DELETE_PAGE: i32 = 100;
 
+impl DynamoStore {
+    /// Appends `gate`'s items to a transaction on `key`'s session; returns where they start.
+    fn add_gate(
+        &self, writes: &mut Vec<TransactWriteItem>, key: &SessionKey, gate: Option<&Gate<'_>>,
+    ) -> StoreResult<Option<usize>> {
+        let Some(gate) = gate else { return Ok(None) };
+        let at = writes.len();
+        writes.extend(self.gate_items(&key.org, gate)?);
+        Ok(Some(at))
+    }
+}
+
 #[async_trait]
 impl SessionStore for DynamoStore {
-    async fn create_session(&self, session: &Session, events: &[Event]) -> StoreResult<()> {
+    async fn create_session(
+        &self, session: &Session, events: &[Event], gate: Option<&Gate<'_>>,
+    ) -> StoreResult<()> {
         let mut writes = vec![self.put_new(session_item(session)?)?];
         writes.extend(self.event_puts(&session.key, events)?);
-        match self.transact(writes).await {
+        let gate_at = self.add_gate(&mut writes, &session.key, gate)?;
+        match self.transact_gated(writes, gate_at).await {
             Ok(()) => Ok(()),
-            Err(TransactError::FirstCondition { .. }) => Err(StoreError::AlreadyExists),
-            Err(TransactError::Contended) => Err(StoreError::Conflict),
-            Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
+            Err(Gated::Refused(e)) => Err(e),
+            Err(Gated::Transact(TransactError::FirstCondition { .. })) => {
+                Err(StoreError::AlreadyExists)
+            }
+            Err(Gated::Transact(TransactError::Contended)) => Err(StoreError::Conflict),
+            Err(Gated::Transact(TransactError::OtherCondition(e) | TransactError::Backend(e))) => {
+                Err(e)
+            }
         }
     }
 
@@ -39,6 +60,7 @@ impl SessionStore for DynamoStore {
 
     async fn commit_session(
         &self, session: &Session, expected_version: u64, events: &[Event], charge: Option<&Charge>,
+        gate: Option<&Gate<'_>>,
     ) -> StoreResult<()> {
         let mut writes = vec![self.put_versioned(session_item(session)?, expected_version)?];
         writes.extend(self.event_puts(&session.key, events)?);
@@ -56,17 +78,28 @@ impl SessionStore for DynamoStore {
                     .build(),
             );
         }
-        match self.transact(writes).await {
+        if charge.is_some() && gate.is_some_and(|g| g.query.is_some()) {
+            return Err(StoreError::backend(
+                "a commit cannot both charge and count a query: one usage item per transaction",
+            ));
+        }
+        let gate_at = self.add_gate(&mut writes, &session.key, gate)?;
+        match self.transact_gated(writes, gate_at).await {
             Ok(()) => Ok(()),
+            Err(Gated::Refused(e)) => Err(e),
             // The old record comes back when there was one: then only its version moved.
-            Err(TransactError::FirstCondition { stored: true }) => Err(StoreError::Conflict),
-            Err(TransactError::FirstCondition { stored: false }) => Err(StoreError::Gone),
-            // A concurrent transaction on one of the items, or (only through a bug) an event
-            // number taken: re-read and try again.
-            Err(TransactError::Contended | TransactError::OtherCondition(_)) => {
+            Err(Gated::Transact(TransactError::FirstCondition { stored: true })) => {
                 Err(StoreError::Conflict)
             }
-            Err(TransactError::Backend(e)) => Err(e),
+            Err(Gated::Transact(TransactError::FirstCondition { stored: false })) => {
+                Err(StoreError::Gone)
+            }
+            // A concurrent transaction on one of the items, or (only through a bug) an event
+            // number taken: re-read and try again.
+            Err(Gated::Transact(TransactError::Contended | TransactError::OtherCondition(_))) => {
+                Err(StoreError::Conflict)
+            }
+            Err(Gated::Transact(TransactError::Backend(e))) => Err(e),
         }
     }
 

@@ -40,12 +40,24 @@ pub(crate) enum TransactError {
     Backend(StoreError),
 }
 
+/// Why a transaction was not applied, unclassified.
+pub(crate) enum Refusal {
+    /// Cancelled: the reasons, one per item in order, and the error for logs.
+    Cancelled {
+        reasons: Vec<CancellationReason>,
+        error: StoreError,
+    },
+    Backend(StoreError),
+}
+
 impl TransactError {
     /// Classifies a cancellation by its reasons, one per item in order (code `None` for the
     /// items that were fine).
     /// With `keeper_last`, the last item is a keeper's check ([`DynamoStore::transact_keeping`]),
     /// whose failure is `Contended`: the keeper moved, read again.
-    fn cancelled(reasons: &[CancellationReason], error: StoreError, keeper_last: bool) -> Self {
+    pub(crate) fn cancelled(
+        reasons: &[CancellationReason], error: StoreError, keeper_last: bool,
+    ) -> Self {
         let failed = |code: &str| reasons.iter().any(|r| reason_code(r) == code);
         let keeper_moved = keeper_last
             && reasons
@@ -139,6 +151,20 @@ impl DynamoStore {
     async fn submit(
         &self, writes: Vec<TransactWriteItem>, keeper_last: bool,
     ) -> Result<(), TransactError> {
+        self.send_transaction(writes)
+            .await
+            .map_err(|refusal| match refusal {
+                Refusal::Cancelled { reasons, error } => {
+                    TransactError::cancelled(&reasons, error, keeper_last)
+                }
+                Refusal::Backend(e) => TransactError::Backend(e),
+            })
+    }
+
+    /// Sends a transaction; a cancelled one comes back with its reasons, one per item in order.
+    pub(crate) async fn send_transaction(
+        &self, writes: Vec<TransactWriteItem>,
+    ) -> Result<(), Refusal> {
         match self
             .client
             .transact_write_items()
@@ -149,10 +175,12 @@ impl DynamoStore {
             Ok(_) => Ok(()),
             Err(e) => match e.as_service_error() {
                 Some(TransactWriteItemsError::TransactionCanceledException(c)) => {
-                    let reasons = c.cancellation_reasons().to_vec();
-                    Err(TransactError::cancelled(&reasons, backend(e), keeper_last))
+                    Err(Refusal::Cancelled {
+                        reasons: c.cancellation_reasons().to_vec(),
+                        error: backend(e),
+                    })
                 }
-                _ => Err(TransactError::Backend(backend(e))),
+                _ => Err(Refusal::Backend(backend(e))),
             },
         }
     }

@@ -7,7 +7,7 @@ use axum::http::HeaderMap;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
 use knowledge_core::CoreError;
-use knowledge_core::service::Principal;
+use knowledge_core::service::{Principal, SignedIn};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -146,8 +146,30 @@ impl QueryParams {
     }
 }
 
-/// A session route's caller: the member the guard admitted, with the routes' state. Only
-/// behind [`crate::guard::member`]; elsewhere it refuses as unauthenticated.
+/// A session route's caller as the cookie names them, not yet checked against the membership:
+/// for the use cases that check it in their own first read. Only behind
+/// [`crate::guard::member`]; elsewhere it refuses as unauthenticated.
+pub struct Claimant {
+    pub app: SessionApi,
+    pub who: SignedIn,
+}
+
+impl FromRequestParts<SessionApi> for Claimant {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &SessionApi) -> Result<Self, ApiError> {
+        let who = parts.extensions.get::<SignedIn>().cloned();
+        let who = who.ok_or(CoreError::Unauthenticated)?;
+        Ok(Self {
+            app: app.clone(),
+            who,
+        })
+    }
+}
+
+/// A session route's caller: a current member of the cookie's organisation, checked with one
+/// read of the membership. Only behind [`crate::guard::member`]; elsewhere it refuses as
+/// unauthenticated. Errors: `Unauthenticated` (removed, or signed out since).
 pub struct Member {
     pub app: SessionApi,
     pub p: Principal,
@@ -157,11 +179,10 @@ impl FromRequestParts<SessionApi> for Member {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, app: &SessionApi) -> Result<Self, ApiError> {
-        let p = parts.extensions.get::<Principal>().cloned();
-        let p = p.ok_or(CoreError::Unauthenticated)?;
-        Ok(Self {
-            app: app.clone(),
-            p,
-        })
+        let Claimant { app, who } = Claimant::from_request_parts(parts, app).await?;
+        let p = (app.service)
+            .authenticate(who.user, who.org, who.signed_in_at)
+            .await?;
+        Ok(Self { app, p })
     }
 }

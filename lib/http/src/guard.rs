@@ -1,14 +1,14 @@
-//! What every request passes before its handler: the cookie check (401), the membership
-//! re-check, the `Origin` check on POST, PUT, PATCH and DELETE (403), and the body rules (415, 413, 400);
+//! What every request passes before its handler: the cookie check (401), the `Origin` check on POST, PUT, PATCH and DELETE (403), and the body rules (415, 413, 400);
 //! and after it, the renewal of a session cookie that is due for one.
 
 use axum::extract::{Request, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_LENGTH, ORIGIN, SET_COOKIE, TRANSFER_ENCODING};
-use axum::http::{HeaderMap, HeaderValue, Method};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use knowledge_core::CoreError;
 use knowledge_core::error::Chain;
+use knowledge_core::service::SignedIn;
 
 use crate::cookie::{CookieClaims, now_secs};
 use crate::error::ApiError;
@@ -31,18 +31,25 @@ pub async fn log(req: Request, next: Next) -> Response {
     response
 }
 
-/// Session routes: a valid cookie of a current member, then the origin and body-type checks.
-/// Puts the [`knowledge_core::service::Principal`] into the request's extensions.
+/// Session routes: a valid session cookie, then the origin and body-type checks. Puts who the
+/// cookie names, a [`SignedIn`], into the request's extensions; the membership is checked by
+/// the handler, through the [`crate::extract::Member`] extractor or in the first read of the
+/// use case it calls (so that a hot route reads it with what it needs, in one round trip).
+/// A response other than 401 renews a cookie that is due for it.
 pub async fn member(
     State(app): State<SessionApi>, mut req: Request, next: Next,
 ) -> Result<Response, ApiError> {
     let claims = claims(&app, &req)?;
-    let principal = (app.service)
-        .authenticate(claims.user.clone(), claims.org.clone(), claims.signed_in_at)
-        .await?;
     check_mutation(&app, req.method(), req.headers())?;
-    req.extensions_mut().insert(principal);
+    req.extensions_mut().insert(SignedIn {
+        user: claims.user.clone(),
+        org: claims.org.clone(),
+        signed_in_at: claims.signed_in_at,
+    });
     let response = no_store(next.run(req).await);
+    if response.status() == StatusCode::UNAUTHORIZED {
+        return Ok(response);
+    }
     Ok(renewed(&app, &claims, response))
 }
 

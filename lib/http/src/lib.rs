@@ -264,16 +264,16 @@ fn session_routes(state: SessionApi, endpoints: &[Endpoint]) -> Router {
     let parts = session_parts(endpoints);
     let under_prefix = parts
         .under_prefix
-        .fallback(routes::route_not_found)
-        .method_not_allowed_fallback(routes::method_not_allowed)
+        .fallback(routes::member_route_not_found)
+        .method_not_allowed_fallback(routes::member_method_not_allowed)
         .layer(from_fn_with_state(state.clone(), guard::member));
     let mut app = Router::new().nest(SESSION_PREFIX, under_prefix);
     if let Some(admin) = parts.admin {
         // The same guard, then the admin role ([`admin::Caller`]); unknown admin routes are
         // refused as unknown session routes are, after the guard.
         let admin = admin
-            .fallback(routes::route_not_found)
-            .method_not_allowed_fallback(routes::method_not_allowed)
+            .fallback(routes::member_route_not_found)
+            .method_not_allowed_fallback(routes::member_method_not_allowed)
             .layer(from_fn_with_state(state.clone(), guard::member));
         app = app.nest(admin::PREFIX, admin);
     }
@@ -290,7 +290,8 @@ fn session_routes(state: SessionApi, endpoints: &[Endpoint]) -> Router {
     }
     // The nested router's fallback does not see the prefix with a bare trailing slash: an
     // unknown route, not an operation.
-    let bare = any(routes::route_not_found).layer(from_fn_with_state(state.clone(), guard::member));
+    let bare =
+        any(routes::member_route_not_found).layer(from_fn_with_state(state.clone(), guard::member));
     #[allow(clippy::disallowed_methods)]
     let app = app.route("/api/managed-agents/", bare);
     app.with_state(state)

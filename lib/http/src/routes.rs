@@ -9,7 +9,7 @@ use knowledge_core::ids::SessionId;
 use utoipa::IntoResponses;
 
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{JsonBody, Member};
+use crate::extract::{Claimant, JsonBody, Member};
 use crate::wire::{
     CancelRequest, Cancelled, CreateSessionRequest, CreatedSessionView, Done, Message,
     MessageRequest, SessionList, SessionQuery, SessionView, TranscriptPage, TranscriptQuery,
@@ -81,9 +81,9 @@ pub enum ApiErrors {
             ("delete" = (operation_id = "deleteSession", parameters(("sessionId" = SESSION_ID)))),
         )), ApiErrors))]
 pub async fn create_session(
-    Member { app, p }: Member, JsonBody(body): JsonBody<CreateSessionRequest>,
+    Claimant { app, who }: Claimant, JsonBody(body): JsonBody<CreateSessionRequest>,
 ) -> Result<Json<CreatedSessionView>, ApiError> {
-    let created = app.service.create_session(&p, &body.text).await?;
+    let created = app.service.create_session(&who, &body.text).await?;
     Ok(Json(created.into()))
 }
 
@@ -91,11 +91,11 @@ pub async fn create_session(
 #[utoipa::path(post, path = "/message", operation_id = "postMessage", request_body = MessageRequest,
     responses((status = 200, description = "The message is in the log.", body = Done), ApiErrors))]
 pub async fn post_message(
-    Member { app, p }: Member, JsonBody(body): JsonBody<MessageRequest>,
+    Claimant { app, who }: Claimant, JsonBody(body): JsonBody<MessageRequest>,
 ) -> Result<Json<Done>, ApiError> {
     let message = Message::try_from(body)?;
     app.service
-        .post_message(&p, &message.session, &message.text)
+        .post_message(&who, &message.session, &message.text)
         .await?;
     Ok(Json(Done::OK))
 }
@@ -105,12 +105,12 @@ pub async fn post_message(
     responses((status = 200, description = "One page of the log.", body = TranscriptView),
     ApiErrors))]
 pub async fn transcript(
-    Member { app, p }: Member, RawQuery(q): RawQuery,
+    Claimant { app, who }: Claimant, RawQuery(q): RawQuery,
 ) -> Result<Json<TranscriptView>, ApiError> {
     let page = TranscriptPage::try_from(TranscriptQuery::parse(q.as_deref()))?;
     let t = app
         .service
-        .transcript(&p, &page.session, page.since)
+        .transcript(&who, &page.session, page.since)
         .await?;
     Ok(Json(t.into()))
 }
@@ -130,10 +130,10 @@ pub async fn list_sessions(Member { app, p }: Member) -> Result<Json<SessionList
     responses((status = 200, description = "Cancelled, or nothing was running.", body = Cancelled),
     ApiErrors))]
 pub async fn cancel(
-    Member { app, p }: Member, JsonBody(body): JsonBody<CancelRequest>,
+    Claimant { app, who }: Claimant, JsonBody(body): JsonBody<CancelRequest>,
 ) -> Result<Json<Cancelled>, ApiError> {
     let session = SessionId::try_from(body)?;
-    let already = app.service.cancel(&p, &session).await?;
+    let already = app.service.cancel(&who, &session).await?;
     Ok(Json(Cancelled {
         ok: true,
         already_cancelled: already.then_some(true),
@@ -156,5 +156,15 @@ pub async fn route_not_found() -> ApiError {
 }
 
 pub async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}
+
+/// An unknown route behind the member guard: a non-member learns nothing of the routes (401).
+pub async fn member_route_not_found(_: Member) -> ApiError {
+    ApiError::RouteNotFound
+}
+
+/// A known route's unknown method behind the member guard, after the membership (401).
+pub async fn member_method_not_allowed(_: Member) -> ApiError {
     ApiError::MethodNotAllowed
 }

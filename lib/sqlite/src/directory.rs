@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use knowledge_core::clock::Timestamp;
-use rusqlite::{OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::{SqliteStore, backend, conversion, text_parse};
 use knowledge_core::domain::{AuditCursor, AuditEntry, IntegrationConfig, Member, MemberData};
@@ -196,15 +196,7 @@ impl DirectoryStore for SqliteStore {
 
     async fn get_member(&self, org: &OrgId, user: &UserId) -> StoreResult<Option<Member>> {
         let (o, u) = (org.clone(), user.clone());
-        self.read(move |c| {
-            c.query_row(
-                &format!("SELECT {MEMBER_COLUMNS} FROM members WHERE org_id = ?1 AND user_id = ?2"),
-                [o.as_str(), u.as_str()],
-                member_from,
-            )
-            .optional()
-        })
-        .await
+        self.read(move |c| read_member(c, &o, &u)).await
     }
 
     async fn find_member_by_user_name(
@@ -449,4 +441,15 @@ impl DirectoryStore for SqliteStore {
         })
         .await
     }
+}
+
+/// The membership of `user` in `org`.
+pub(crate) fn read_member(
+    c: &Connection, org: &OrgId, user: &UserId,
+) -> rusqlite::Result<Option<Member>> {
+    c.prepare_cached(&format!(
+        "SELECT {MEMBER_COLUMNS} FROM members WHERE org_id = ?1 AND user_id = ?2"
+    ))?
+    .query_row([org.as_str(), user.as_str()], member_from)
+    .optional()
 }

@@ -8,6 +8,7 @@
 //! One module per storage role ([`OrgStore`](knowledge_core::ports::OrgStore), and so on),
 //! each with the row codec of its tables; the schema and its migration live in `schema`.
 
+mod batch;
 mod directory;
 mod limits;
 mod orgs;

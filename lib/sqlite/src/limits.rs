@@ -7,72 +7,30 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::{SqliteStore, backend, conversion};
 use knowledge_core::domain::Usage;
 use knowledge_core::ids::OrgId;
-use knowledge_core::ports::{LimitStore, RateWindow, StoreError, StoreResult, UsageRefused};
+use knowledge_core::ports::{
+    Gate, LimitStore, QueryCount, RateUpdate, RateWindow, StoreError, StoreResult,
+};
 
 #[async_trait]
 impl LimitStore for SqliteStore {
     async fn get_rate_window(&self, key: &str) -> StoreResult<RateWindow> {
         let key = key.to_owned();
-        self.read(move |c| {
-            let row: Option<(String, u64)> = c
-                .query_row(
-                    "SELECT hits, version FROM rate_windows WHERE key = ?1",
-                    [&key],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()?;
-            match row {
-                None => Ok(RateWindow::default()),
-                Some((hits, version)) => {
-                    let hits: Vec<Timestamp> = serde_json::from_str(&hits).map_err(conversion)?;
-                    Ok(RateWindow { hits, version })
-                }
-            }
-        })
-        .await
+        self.read(move |c| read_rate_window(c, &key)).await
     }
 
-    async fn put_rate_window(
-        &self, key: &str, hits: &[Timestamp], expected_version: u64, expires_at: Timestamp,
-    ) -> StoreResult<()> {
-        let key = key.to_owned();
-        let hits = serde_json::to_string(hits).map_err(backend)?;
+    async fn put_rate_window(&self, update: RateUpdate<'_>) -> StoreResult<()> {
+        let (key, hits) = (update.key.to_owned(), update.hits.to_vec());
+        let (expected_version, expires_at) = (update.expected_version, update.expires_at);
         self.write(move |tx| {
-            let n = if expected_version == 0 {
-                tx.execute(
-                    "INSERT OR IGNORE INTO rate_windows (key, hits, version, expires_at) VALUES (?1, ?2, 1, ?3)",
-                    params![key, hits, expires_at.millis()],
-                )
-            } else {
-                tx.execute(
-                    "UPDATE rate_windows SET hits = ?2, version = version + 1, expires_at = ?3
-                     WHERE key = ?1 AND version = ?4",
-                    params![key, hits, expires_at.millis(), expected_version],
-                )
-            }
-            .map_err(backend)?;
-            if n == 0 { Err(StoreError::Conflict) } else { Ok(()) }
-        })
-        .await
-    }
-
-    async fn consume_query(
-        &self, org: &OrgId, month: &str, quota: Option<u64>, cap_micros: Option<u64>,
-    ) -> StoreResult<Result<Usage, UsageRefused>> {
-        let (o, m) = (org.clone(), month.to_owned());
-        self.write(move |tx| {
-            let usage = read_usage(tx, &o, &m).map_err(backend)?;
-            let over_quota = quota.is_some_and(|q| usage.queries >= q);
-            let over_cap = cap_micros.is_some_and(|c| usage.cost_micros >= c);
-            if over_quota || over_cap {
-                return Ok(Err(UsageRefused(usage)));
-            }
-            let after = Usage {
-                queries: usage.queries + 1,
-                ..usage
-            };
-            write_usage(tx, &o, &m, after).map_err(backend)?;
-            Ok(Ok(after))
+            write_rate_window(
+                tx,
+                &RateUpdate {
+                    key: &key,
+                    hits: &hits,
+                    expected_version,
+                    expires_at,
+                },
+            )
         })
         .await
     }
@@ -84,18 +42,19 @@ impl LimitStore for SqliteStore {
 }
 
 pub(crate) fn read_usage(c: &Connection, org: &OrgId, month: &str) -> rusqlite::Result<Usage> {
-    Ok(c.query_row(
-        "SELECT queries, cost_micros FROM usage WHERE org_id = ?1 AND month = ?2",
-        [org.as_str(), month],
-        |r| {
+    Ok(
+        c.prepare_cached(
+            "SELECT queries, cost_micros FROM usage WHERE org_id = ?1 AND month = ?2",
+        )?
+        .query_row([org.as_str(), month], |r| {
             Ok(Usage {
                 queries: r.get(0)?,
                 cost_micros: r.get(1)?,
             })
-        },
+        })
+        .optional()?
+        .unwrap_or_default(),
     )
-    .optional()?
-    .unwrap_or_default())
 }
 
 pub(crate) fn write_usage(
@@ -106,4 +65,116 @@ pub(crate) fn write_usage(
         params![org.as_str(), month, u.queries, u.cost_micros],
     )
     .map(|_| ())
+}
+
+/// The rate window under `key` (empty, version 0, when absent).
+pub(crate) fn read_rate_window(c: &Connection, key: &str) -> rusqlite::Result<RateWindow> {
+    let row: Option<(String, u64)> = c
+        .prepare_cached("SELECT hits, version FROM rate_windows WHERE key = ?1")?
+        .query_row([key], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    match row {
+        None => Ok(RateWindow::default()),
+        Some((hits, version)) => {
+            let hits: Vec<Timestamp> = serde_json::from_str(&hits).map_err(conversion)?;
+            Ok(RateWindow { hits, version })
+        }
+    }
+}
+
+/// Replaces the rate window if it is still at the update's expected version.
+/// Errors: `Conflict` when it moved.
+pub(crate) fn write_rate_window(c: &Connection, update: &RateUpdate<'_>) -> StoreResult<()> {
+    let hits = serde_json::to_string(update.hits).map_err(backend)?;
+    let (key, expires_at) = (update.key, update.expires_at.millis());
+    let n = if update.expected_version == 0 {
+        c.execute(
+            "INSERT OR IGNORE INTO rate_windows (key, hits, version, expires_at) VALUES (?1, ?2, 1, ?3)",
+            params![key, hits, expires_at],
+        )
+    } else {
+        c.execute(
+            "UPDATE rate_windows SET hits = ?2, version = version + 1, expires_at = ?3
+             WHERE key = ?1 AND version = ?4",
+            params![key, hits, expires_at, update.expected_version],
+        )
+    }
+    .map_err(backend)?;
+    if n == 0 {
+        Err(StoreError::Conflict)
+    } else {
+        Ok(())
+    }
+}
+
+/// Counts one query against `org`'s month while it is under the limits; returns the usage
+/// after counting. Errors: `UsageLimit` with the counters that refused it.
+pub(crate) fn count_query(
+    c: &Connection, org: &OrgId, count: &QueryCount<'_>,
+) -> StoreResult<Usage> {
+    let usage = read_usage(c, org, count.month).map_err(backend)?;
+    let over_quota = count.quota.is_some_and(|q| usage.queries >= q);
+    let over_cap = count.cap_micros.is_some_and(|cap| usage.cost_micros >= cap);
+    if over_quota || over_cap {
+        return Err(StoreError::UsageLimit(usage));
+    }
+    let after = Usage {
+        queries: usage.queries + 1,
+        ..usage
+    };
+    write_usage(c, org, count.month, after).map_err(backend)?;
+    Ok(after)
+}
+
+/// Passes `gate` for a write to a session of `org`: the rate window, then the query count.
+/// Run inside the write's transaction, whose rollback undoes both when either refuses.
+pub(crate) fn pass(c: &Connection, org: &OrgId, gate: Option<&Gate<'_>>) -> StoreResult<()> {
+    let Some(gate) = gate else { return Ok(()) };
+    write_rate_window(c, &gate.rate)?;
+    if let Some(count) = &gate.query {
+        count_query(c, org, count)?;
+    }
+    Ok(())
+}
+
+/// A [`Gate`] that owns its parts, to move into a blocking write.
+pub(crate) struct OwnedGate {
+    key: String,
+    hits: Vec<Timestamp>,
+    expected_version: u64,
+    expires_at: Timestamp,
+    query: Option<(String, Option<u64>, Option<u64>)>,
+}
+
+impl OwnedGate {
+    pub(crate) fn of(gate: &Gate<'_>) -> Self {
+        Self {
+            key: gate.rate.key.to_owned(),
+            hits: gate.rate.hits.to_vec(),
+            expected_version: gate.rate.expected_version,
+            expires_at: gate.rate.expires_at,
+            query: gate
+                .query
+                .map(|q| (q.month.to_owned(), q.quota, q.cap_micros)),
+        }
+    }
+
+    pub(crate) fn gate(&self) -> Gate<'_> {
+        Gate {
+            rate: RateUpdate {
+                key: &self.key,
+                hits: &self.hits,
+                expected_version: self.expected_version,
+                expires_at: self.expires_at,
+            },
+            query: self
+                .query
+                .as_ref()
+                .map(|(month, quota, cap_micros)| QueryCount {
+                    month,
+                    quota: *quota,
+                    cap_micros: *cap_micros,
+                }),
+        }
+    }
 }

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use knowledge_core::clock::Timestamp;
-use rusqlite::{OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::{SqliteStore, backend, conversion, text_parse};
 use knowledge_core::domain::{AuditEntry, Org, SsoConfig};
@@ -60,17 +60,7 @@ impl OrgStore for SqliteStore {
 
     async fn get_org(&self, org: &OrgId) -> StoreResult<Option<Org>> {
         let id = org.clone();
-        self.read(move |c| {
-            c.query_row(
-                "SELECT id, name, plan, status, monthly_query_quota, cost_cap_micros, created_at,
-                        scim_token_sha256, sso, scim_token_at
-                 FROM orgs WHERE id = ?1",
-                [id.as_str()],
-                org_from,
-            )
-            .optional()
-        })
-        .await
+        self.read(move |c| read_org(c, &id)).await
     }
 
     async fn set_scim_token(
@@ -166,4 +156,15 @@ impl OrgStore for SqliteStore {
         })
         .await
     }
+}
+
+/// The organisation's record.
+pub(crate) fn read_org(c: &Connection, org: &OrgId) -> rusqlite::Result<Option<Org>> {
+    c.prepare_cached(
+        "SELECT id, name, plan, status, monthly_query_quota, cost_cap_micros, created_at,
+                scim_token_sha256, sso, scim_token_at
+         FROM orgs WHERE id = ?1",
+    )?
+    .query_row([org.as_str()], org_from)
+    .optional()
 }

@@ -3,15 +3,15 @@
 use async_trait::async_trait;
 use knowledge_core::clock::Timestamp;
 use rusqlite::types::Value;
-use rusqlite::{OptionalExtension, Row, params, params_from_iter};
+use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 
 use crate::{SqliteStore, backend, conversion, text_parse};
 use knowledge_core::domain::{Event, EventBody, EventKind, Session, SessionSummary, Usage};
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
-use knowledge_core::ports::{Charge, SessionStore, StoreError, StoreResult};
+use knowledge_core::ports::{Charge, Gate, SessionStore, StoreError, StoreResult};
 
 use crate::key_from;
-use crate::limits::{read_usage, write_usage};
+use crate::limits::{OwnedGate, pass, read_usage, write_usage};
 
 fn session_from(key: SessionKey, r: &Row<'_>) -> rusqlite::Result<Session> {
     let pending: String = r.get(5)?;
@@ -107,8 +107,11 @@ fn turn_json(s: &Session) -> Option<String> {
 
 #[async_trait]
 impl SessionStore for SqliteStore {
-    async fn create_session(&self, session: &Session, events: &[Event]) -> StoreResult<()> {
+    async fn create_session(
+        &self, session: &Session, events: &[Event], gate: Option<&Gate<'_>>,
+    ) -> StoreResult<()> {
         let (s, events) = (session.clone(), events.to_vec());
+        let gate = gate.map(OwnedGate::of);
         self.write(move |tx| {
             let k = &s.key;
             let inserted = tx
@@ -123,6 +126,7 @@ impl SessionStore for SqliteStore {
             if inserted == 0 {
                 return Err(StoreError::AlreadyExists);
             }
+            pass(tx, &k.org, gate.as_ref().map(OwnedGate::gate).as_ref())?;
             insert_events(tx, k, &events)
         })
         .await
@@ -130,22 +134,15 @@ impl SessionStore for SqliteStore {
 
     async fn get_session(&self, key: &SessionKey) -> StoreResult<Option<Session>> {
         let k = key.clone();
-        self.read(move |c| {
-            c.query_row(
-                "SELECT title, created_at, updated_at, cancelled_at, run_id, pending, next_seq, version,
-                 deleting, turn FROM sessions WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3",
-                [k.user.as_str(), k.org.as_str(), k.session.as_str()],
-                |r| session_from(k.clone(), r),
-            )
-            .optional()
-        })
-        .await
+        self.read(move |c| read_session(c, &k)).await
     }
 
     async fn commit_session(
         &self, session: &Session, expected_version: u64, events: &[Event], charge: Option<&Charge>,
+        gate: Option<&Gate<'_>>,
     ) -> StoreResult<()> {
         let (s, events, charge) = (session.clone(), events.to_vec(), charge.cloned());
+        let gate = gate.map(OwnedGate::of);
         self.write(move |tx| {
             let k = &s.key;
             let mut row = session_row(&s);
@@ -169,6 +166,7 @@ impl SessionStore for SqliteStore {
                     .map_err(backend)?;
                 return Err(if exists { StoreError::Conflict } else { StoreError::Gone });
             }
+            pass(tx, &k.org, gate.as_ref().map(OwnedGate::gate).as_ref())?;
             insert_events(tx, k, &events)?;
             if let Some(charge) = charge {
                 let usage = read_usage(tx, &k.org, &charge.month).map_err(backend)?;
@@ -259,4 +257,17 @@ impl SessionStore for SqliteStore {
         })
         .await
     }
+}
+
+/// The session under `key`.
+pub(crate) fn read_session(c: &Connection, key: &SessionKey) -> rusqlite::Result<Option<Session>> {
+    c.prepare_cached(
+        "SELECT title, created_at, updated_at, cancelled_at, run_id, pending, next_seq, version,
+         deleting, turn FROM sessions WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3",
+    )?
+    .query_row(
+        [key.user.as_str(), key.org.as_str(), key.session.as_str()],
+        |r| session_from(key.clone(), r),
+    )
+    .optional()
 }

@@ -4,6 +4,7 @@
 //! test of the crate that invokes it.
 
 pub mod admin;
+pub mod batch;
 pub mod directory;
 pub mod limits;
 pub mod orgs;
@@ -43,7 +44,10 @@ pub async fn append(store: &dyn Store, key: &SessionKey, text: &str) {
         let expected = s.version;
         s.version += 1;
         let placed = s.place(NOW, vec![NewEvent::user_message(text)]);
-        match store.commit_session(&s, expected, &placed, None).await {
+        match store
+            .commit_session(&s, expected, &placed, None, None)
+            .await
+        {
             Ok(()) => return,
             Err(StoreError::Conflict) => continue,
             Err(e) => panic!("append failed: {e}"),
@@ -88,7 +92,7 @@ pub async fn seed_session(
     let message = |i: usize| NewEvent::user_message(&format!("m{i}"));
     let mut session = Session::new(key.clone(), "seeded".into(), now);
     let first = session.place(now, vec![message(0)]);
-    store.create_session(&session, &first).await.unwrap();
+    store.create_session(&session, &first, None).await.unwrap();
     let mut i = 1;
     while i < events {
         let chunk: Vec<NewEvent> = (i..events.min(i + 50)).map(message).collect();
@@ -97,7 +101,7 @@ pub async fn seed_session(
         session.version += 1;
         let placed = session.place(now, chunk);
         store
-            .commit_session(&session, expected, &placed, None)
+            .commit_session(&session, expected, &placed, None, None)
             .await
             .unwrap();
     }
@@ -111,7 +115,10 @@ pub async fn mark_deleting(store: &dyn Store, key: &SessionKey) {
     let expected = s.version;
     s.version += 1;
     s.deleting = true;
-    store.commit_session(&s, expected, &[], None).await.unwrap();
+    store
+        .commit_session(&s, expected, &[], None, None)
+        .await
+        .unwrap();
 }
 
 /// An audit entry a millisecond after the previous one, so the log's order is defined.
@@ -190,8 +197,13 @@ macro_rules! conformance {
                 sessions_list_newest_first_within_one_user_and_organisation;
             limits:
                 a_rate_window_is_replaced_only_at_the_version_it_was_read_at,
-                concurrent_queries_never_pass_the_monthly_quota_together,
+                concurrent_gated_creates_never_pass_the_monthly_quota_together,
+                a_zero_quota_or_cap_refuses_a_month_with_no_usage_yet,
+                a_gate_whose_rate_window_moved_refuses_the_write_and_changes_nothing,
                 spend_charged_with_a_commit_counts_against_the_cost_cap;
+            batch:
+                a_batch_reads_every_record_asked_for_as_its_own_getter_does,
+                a_batch_reads_nothing_of_another_user_or_organisation;
             orgs:
                 the_scim_token_hash_survives_settings_changes_and_is_replaced_by_a_new_one,
                 sso_reads_back_survives_settings_changes_and_moves_only_at_its_version,

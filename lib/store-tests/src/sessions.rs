@@ -38,7 +38,7 @@ pub async fn a_session_reads_back_exactly_as_it_was_written(store: Arc<dyn Teste
             &serde_json::json!({ "query": "a \"quoted\" term" }),
         )],
     ));
-    store.create_session(&session, &events).await.unwrap();
+    store.create_session(&session, &events, None).await.unwrap();
     assert_eq!(store.get_session(&key).await.unwrap(), Some(session));
     assert_eq!(store.list_events(&key, 0, 100).await.unwrap(), events);
 }
@@ -55,7 +55,7 @@ pub async fn creating_a_session_whose_key_is_taken_is_refused_and_changes_nothin
         body: NewEvent::user_message("overwritten"),
         occurred_at: NOW,
     }];
-    let refused = store.create_session(&again, &events).await;
+    let refused = store.create_session(&again, &events, None).await;
     assert!(
         matches!(refused, Err(StoreError::AlreadyExists)),
         "{refused:?}"
@@ -110,7 +110,7 @@ pub async fn another_user_or_organisation_cannot_read_change_or_delete_the_sessi
         forged.version += 1;
         let placed = forged.place(NOW, vec![NewEvent::user_message("forged")]);
         let refused = store
-            .commit_session(&forged, mine.version, &placed, None)
+            .commit_session(&forged, mine.version, &placed, None, None)
             .await;
         assert!(matches!(refused, Err(StoreError::Gone)), "{refused:?}");
         assert!(!store.delete_session(other).await.unwrap());
@@ -134,7 +134,9 @@ pub async fn of_concurrent_commits_at_one_version_exactly_one_lands(store: Arc<d
             tokio::spawn(async move {
                 s.version += 1;
                 let placed = s.place(NOW, vec![NewEvent::user_message(&format!("w{i}"))]);
-                store.commit_session(&s, base.version, &placed, None).await
+                store
+                    .commit_session(&s, base.version, &placed, None, None)
+                    .await
             })
         })
         .collect();
@@ -190,7 +192,7 @@ pub async fn of_concurrent_run_claims_exactly_one_wins(store: Arc<dyn Tested>) {
                     let expected = s.version;
                     s.version += 1;
                     s.run_id = Some(run.clone());
-                    match store.commit_session(&s, expected, &[], None).await {
+                    match store.commit_session(&s, expected, &[], None, None).await {
                         Ok(()) => return Some(run),
                         Err(StoreError::Conflict) => continue,
                         Err(e) => panic!("unexpected {e}"),
@@ -276,7 +278,7 @@ pub async fn a_commit_to_a_deleted_session_is_gone_and_writes_nothing(store: Arc
         micros: 10,
     };
     let refused = store
-        .commit_session(&s, expected, &placed, Some(&charge))
+        .commit_session(&s, expected, &placed, Some(&charge), None)
         .await;
     assert!(matches!(refused, Err(StoreError::Gone)), "{refused:?}");
     assert_eq!(store.rows_for(&key).await.unwrap(), (0, 0));
@@ -346,7 +348,7 @@ pub async fn sessions_list_newest_first_within_one_user_and_organisation(store: 
     s.version += 1;
     let placed = s.place(at(5_000), vec![NewEvent::user_message("again")]);
     store
-        .commit_session(&s, expected, &placed, None)
+        .commit_session(&s, expected, &placed, None, None)
         .await
         .unwrap();
     assert_eq!(listed(50).await[0], ids[0]);

@@ -2,18 +2,20 @@
 //! agent and the identity providers. Adapters implement them in the other crates.
 
 mod agent;
+mod batch;
 mod identity;
 mod integration;
 mod store;
 mod workflow;
 
 pub use agent::{Agent, AgentAction, AgentError, AgentReply, AgentRequest, TokenUsage, ToolCall};
+pub use batch::{BatchStore, Gate, QueryCount, RateUpdate, Reads, Snapshot};
 pub use identity::{Authorization, IdentityError, IdentityProvider, OidcClient, VerifiedIdentity};
 pub use integration::{CancelSignal, Integration, IntegrationError, Integrations, ToolSpec};
 #[cfg(feature = "testing")]
 pub use store::StoredRows;
 pub use store::{
     BackendError, Charge, DirectoryStore, LimitStore, OrgStore, RateWindow, SessionStore, Store,
-    StoreError, StoreResult, TicketStore, UsageRefused,
+    StoreError, StoreResult, TicketStore,
 };
 pub use workflow::{Workflow, WorkflowError};

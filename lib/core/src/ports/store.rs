@@ -15,6 +15,8 @@ use crate::domain::{
 };
 use crate::ids::{OrgId, SessionKey, UserId};
 
+use super::batch::{BatchStore, Gate, RateUpdate};
+
 /// A backend's own error, kept whole so that logs show its cause chain.
 pub type BackendError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -30,6 +32,10 @@ pub enum StoreError {
     /// The record to create exists already.
     #[error("the record exists already")]
     AlreadyExists,
+    /// A [`Gate`]'s month is at its query quota or cost cap; carries the counters that refused
+    /// it. Nothing was written.
+    #[error("a monthly usage limit refused the write")]
+    UsageLimit(Usage),
     /// The backend failed; the cause is for logs, never for clients.
     #[error("storage backend failed")]
     Backend(#[source] BackendError),
@@ -62,10 +68,6 @@ pub struct RateWindow {
     pub hits: Vec<Timestamp>,
     pub version: u64,
 }
-
-/// The monthly usage counters refused a query; carries the counters as they stood.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UsageRefused(pub Usage);
 
 /// Organisations and their settings.
 #[async_trait]
@@ -184,18 +186,25 @@ pub trait DirectoryStore: Send + Sync {
 /// Sessions and their event logs.
 #[async_trait]
 pub trait SessionStore: Send + Sync {
-    /// Writes a new session with its first events (at most 99: a DynamoDB transaction holds
-    /// 100 items) in one transaction.
-    /// Errors: `AlreadyExists` when the key is taken.
-    async fn create_session(&self, session: &Session, events: &[Event]) -> StoreResult<()>;
+    /// Writes a new session with its first events (at most 97: a DynamoDB transaction holds
+    /// 100 items), and passes `gate`, in one transaction.
+    /// Errors: `AlreadyExists` when the key is taken; from the gate, `Conflict` (the rate
+    /// window moved) and `UsageLimit`.
+    async fn create_session(
+        &self, session: &Session, events: &[Event], gate: Option<&Gate<'_>>,
+    ) -> StoreResult<()>;
     async fn get_session(&self, key: &SessionKey) -> StoreResult<Option<Session>>;
-    /// Writes `session` (whose `version` must be `expected_version + 1`), appends `events` and
-    /// adds `charge` to the organisation's usage, all or nothing, only if the stored version is
-    /// still `expected_version`. Callers write at most a few events a commit (an agent step's
-    /// tool calls, 8 at most), so the DynamoDB transaction stays far under its 100 items.
-    /// Errors: `Gone` when the session no longer exists, `Conflict` when its version moved.
+    /// Writes `session` (whose `version` must be `expected_version + 1`), appends `events`,
+    /// adds `charge` to the organisation's usage and passes `gate`, all or nothing, only if the
+    /// stored version is still `expected_version`. Callers write at most a few events a commit
+    /// (an agent step's tool calls, 8 at most), so the DynamoDB transaction stays far under its
+    /// 100 items; they never give both a charge and a gate that counts a query (one usage
+    /// item cannot be written twice in a transaction).
+    /// Errors: `Gone` when the session no longer exists, `Conflict` when its version or the
+    /// gate's rate window moved, `UsageLimit` from the gate.
     async fn commit_session(
         &self, session: &Session, expected_version: u64, events: &[Event], charge: Option<&Charge>,
+        gate: Option<&Gate<'_>>,
     ) -> StoreResult<()>;
     /// Events with `seq > after`, ascending, at most `limit` of them.
     async fn list_events(
@@ -221,18 +230,9 @@ pub trait SessionStore: Send + Sync {
 pub trait LimitStore: Send + Sync {
     /// The rate-limit record under `key` (empty, version 0, when absent).
     async fn get_rate_window(&self, key: &str) -> StoreResult<RateWindow>;
-    /// Replaces the record if its version is still `expected_version`; the stored version becomes
-    /// `expected_version + 1`. Errors: `Conflict`.
-    async fn put_rate_window(
-        &self, key: &str, hits: &[Timestamp], expected_version: u64, expires_at: Timestamp,
-    ) -> StoreResult<()>;
-
-    /// Counts one query against the organisation's month if the month is under both `quota`
-    /// queries and `cap_micros` spend (`None` is unlimited). Atomic: concurrent callers cannot
-    /// together pass a limit. Returns the usage after counting, or the usage that refused it.
-    async fn consume_query(
-        &self, org: &OrgId, month: &str, quota: Option<u64>, cap_micros: Option<u64>,
-    ) -> StoreResult<Result<Usage, UsageRefused>>;
+    /// Replaces the record if its version is still the update's expected version; the stored
+    /// version becomes one more. Errors: `Conflict`.
+    async fn put_rate_window(&self, update: RateUpdate<'_>) -> StoreResult<()>;
     async fn get_usage(&self, org: &OrgId, month: &str) -> StoreResult<Usage>;
 }
 
@@ -250,10 +250,13 @@ pub trait TicketStore: Send + Sync {
 /// Durable storage of organisations, members, sessions, events, limit counters and sign-in
 /// tickets: every role at once, as an adapter implements it. Use cases take only the roles they
 /// use; an `Arc<dyn Store>` coerces to any of them.
-pub trait Store: OrgStore + DirectoryStore + SessionStore + LimitStore + TicketStore {}
+pub trait Store:
+    OrgStore + DirectoryStore + SessionStore + LimitStore + TicketStore + BatchStore
+{
+}
 
 impl<T> Store for T where
-    T: OrgStore + DirectoryStore + SessionStore + LimitStore + TicketStore + ?Sized
+    T: OrgStore + DirectoryStore + SessionStore + LimitStore + TicketStore + BatchStore + ?Sized
 {
 }
 

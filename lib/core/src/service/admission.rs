@@ -1,62 +1,102 @@
-//! Admission of a request that starts work: the organisation's plan, the member's rate limit,
-//! and the month's query quota and cost cap.
+//! Admission of a request that starts or stops work, in the request's two round trips: one
+//! read of the membership with what the request needs (the organisation's plan and limits, the
+//! month's usage, the member's rate window, the session), and the write of the work itself,
+//! which passes the rate limit and the month's quota and cost cap in its own transaction.
 
 use crate::clock::{Timestamp, whole_seconds_until};
 use crate::domain::{Org, Usage};
 use crate::error::CoreError;
-use crate::limits::{self, Action, Admission};
-use crate::ports::UsageRefused;
+use crate::ids::{OrgId, SessionId, SessionKey, UserId};
+use crate::limits::{Action, Slot};
+use crate::ports::{QueryCount, RateWindow, Reads, Snapshot, StoreError};
 
-use super::{Principal, Service};
+use super::Service;
+
+/// Who a valid session cookie says is calling: a user, the organisation they act in, and when
+/// they signed in. Not yet checked against the membership: the use cases that take it check
+/// it in their first read, as [`Service::authenticate`] does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SignedIn {
+    pub user: UserId,
+    pub org: OrgId,
+    pub signed_in_at: Timestamp,
+}
+
+impl SignedIn {
+    pub(super) fn key(&self, session: &SessionId) -> SessionKey {
+        SessionKey {
+            user: self.user.clone(),
+            org: self.org.clone(),
+            session: session.clone(),
+        }
+    }
+
+    /// The reads of every admitted request: the caller's membership.
+    pub(super) fn reads(&self) -> Reads<'_> {
+        Reads::member(&self.org, &self.user)
+    }
+}
 
 impl Service {
-    pub(super) async fn admit(&self, action: Action, p: &Principal) -> Result<(), CoreError> {
-        match limits::acquire(
-            self.deps.store.as_ref(),
-            self.deps.clock.as_ref(),
-            action,
-            &p.user,
-        )
-        .await?
-        {
-            Admission::Admitted => Ok(()),
-            Admission::Refused { retry_after_secs } => {
-                Err(CoreError::RateLimited { retry_after_secs })
-            }
+    /// Reads what `reads` names (built on [`SignedIn::reads`]) in one round trip, and checks
+    /// the membership in it. Errors: `Unauthenticated` when `who` is not a member of the
+    /// organisation or signed out since the cookie was issued.
+    pub(super) async fn read_as(
+        &self, who: &SignedIn, reads: Reads<'_>,
+    ) -> Result<Snapshot, CoreError> {
+        let snapshot = self.deps.store.read_batch(&reads).await?;
+        match &snapshot.member {
+            Some(m) if m.admits(who.signed_in_at) => Ok(snapshot),
+            _ => Err(CoreError::Unauthenticated),
         }
     }
+}
 
-    /// Refuses early, without writing, when the month's usage is already at a limit, so that a
-    /// request the quota would refuse does not take a rate-limit slot.
-    pub(super) async fn check_usage(&self, org: &Org, now: Timestamp) -> Result<(), CoreError> {
-        let usage = self.deps.store.get_usage(&org.id, &now.month()).await?;
-        match usage_refusal(org, usage, now) {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+/// The organisation read with the request, if it may start sessions. Errors: `PlanForbidden`;
+/// `Unauthenticated` when it no longer exists.
+pub(super) fn may_start(org: Option<Org>) -> Result<Org, CoreError> {
+    match org {
+        Some(org) if org.allows_sessions() => Ok(org),
+        Some(_) => Err(CoreError::PlanForbidden),
+        None => Err(CoreError::Unauthenticated),
     }
+}
 
-    /// Counts one query against the organisation's monthly quota and cost cap, atomically.
-    pub(super) async fn count_query(&self, org: &Org, now: Timestamp) -> Result<(), CoreError> {
-        let refused = self
-            .deps
-            .store
-            .consume_query(
-                &org.id,
-                &now.month(),
-                org.monthly_query_quota,
-                org.cost_cap_micros,
-            )
-            .await?;
-        match refused {
-            Ok(_) => Ok(()),
-            // The limits moved between the read and the write: report the quota.
-            Err(UsageRefused(usage)) => Err(usage_refusal(org, usage, now).unwrap_or(
-                CoreError::QuotaExhausted {
-                    retry_after_secs: whole_seconds_until(now, now.next_month_start()),
-                },
-            )),
+/// Admits one `action` against the window read with the request: the slot to write with the
+/// work. Refuses early, before the rate window, when the month's usage read with it is already
+/// at a limit, so that a request the quota would refuse takes no slot.
+/// Errors: `CostCapReached`, `QuotaExhausted`, `RateLimited`.
+pub(super) fn admit(
+    action: Action, user: &UserId, org: Option<&Org>, usage: Usage, window: &RateWindow,
+    now: Timestamp,
+) -> Result<Slot, CoreError> {
+    if let Some(refused) = org.and_then(|org| usage_refusal(org, usage, now)) {
+        return Err(refused);
+    }
+    Slot::take(action, user, window, now)
+        .map_err(|retry_after_secs| CoreError::RateLimited { retry_after_secs })
+}
+
+/// The query count a question passes with its write: under the organisation's quota and cap.
+pub(super) fn query_count<'a>(org: &Org, month: &'a str) -> QueryCount<'a> {
+    QueryCount {
+        month,
+        quota: org.monthly_query_quota,
+        cap_micros: org.cost_cap_micros,
+    }
+}
+
+/// Maps a gated write's `UsageLimit` to the error the client gets; other store errors pass.
+pub(super) fn refused(org: &Org, e: StoreError, now: Timestamp) -> CoreError {
+    match e {
+        // The limits moved between the read and the write: report the quota if neither
+        // limit explains it (a limit lowered meanwhile).
+        StoreError::UsageLimit(usage) => {
+            usage_refusal(org, usage, now).unwrap_or(CoreError::QuotaExhausted {
+                retry_after_secs: whole_seconds_until(now, now.next_month_start()),
+            })
         }
+        e => e.into(),
     }
 }
 

@@ -10,15 +10,19 @@ use std::sync::Arc;
 
 use crate::clock::{Clock, Timestamp};
 use crate::domain::{
-    Event, NewEvent, Org, Role, SESSION_LIST_LIMIT, Session, SessionSummary, TRANSCRIPT_PAGE,
+    Event, NewEvent, Role, SESSION_LIST_LIMIT, Session, SessionSummary, TRANSCRIPT_PAGE,
 };
 use crate::error::CoreError;
 use crate::ids::{EventId, OrgId, RunId, SessionId, SessionKey, UserId};
 use crate::limits::Action;
-use crate::ports::{Agent, Integrations, Store, StoreError, Workflow};
+use crate::ports::{Agent, Gate, Integrations, Reads, Store, StoreError, Workflow};
 
 pub use account::Account;
+pub use admission::SignedIn;
 pub use stop::cancel_member_turns;
+
+use admission::{admit, may_start, query_count, refused};
+use stop::live;
 
 /// A signed-in user acting in their active organisation, whose membership has been checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -144,11 +148,14 @@ impl Service {
             })
     }
 
-    /// Creates a session with its opening message and starts a run for it.
-    /// Errors: `InvalidInput` (empty text), `PlanForbidden`, `ProviderUnavailable` (nothing is
-    /// written), `RateLimited`, `QuotaExhausted`, `CostCapReached`.
+    /// Creates a session with its opening message and starts a run for it. Two store round
+    /// trips besides the integrations: the admission read, then one transaction of the session,
+    /// its first event, the rate window and the month's query count.
+    /// Errors: `InvalidInput` (empty text), `Unauthenticated`, `PlanForbidden`,
+    /// `ProviderUnavailable` (nothing is written), `RateLimited`, `QuotaExhausted`,
+    /// `CostCapReached`.
     pub async fn create_session(
-        &self, p: &Principal, text: &str,
+        &self, who: &SignedIn, text: &str,
     ) -> Result<CreatedSession, CoreError> {
         let text = non_empty("text", text)?;
         let opening = self
@@ -156,52 +163,102 @@ impl Service {
             .opening
             .as_ref()
             .ok_or_else(|| CoreError::internal("this process creates no sessions"))?;
-        let org = self.active_org(p).await?;
+        let (action, now) = (Action::CreateSession, self.now());
+        let (month, window) = (now.month(), action.key(&who.user));
+        let reads = Reads {
+            org_record: true,
+            usage_month: Some(&month),
+            rate_window: Some(&window),
+            ..who.reads()
+        };
+        let mut read = self.read_as(who, reads).await?;
+        let org = may_start(read.org.take())?;
         opening.agent.health().await?;
         let no_connectors = opening
             .integrations
-            .connected(&org.id, &p.user)
+            .connected(&org.id, &who.user)
             .await
             .map_err(CoreError::internal)?
             .is_empty();
-        let now = self.now();
-        self.check_usage(&org, now).await?;
-        self.admit(Action::CreateSession, p).await?;
-        self.count_query(&org, now).await?;
 
-        let key = p.key(&SessionId::generate());
+        let key = who.key(&SessionId::generate());
         let run = RunId::generate();
         let mut session = Session::new(key.clone(), Session::title_for(text), now);
         session.run_id = Some(run.clone());
         let events = session.place(now, vec![NewEvent::user_message(text)]);
         session.pending.push(events[0].seq);
-        self.deps.store.create_session(&session, &events).await?;
-        self.deps.workflow.start(&key, &run).await?;
-        Ok(CreatedSession {
-            id: key.session,
-            run_id: run,
-            no_connectors,
-        })
+        for _ in 0..MAX_COMMIT_ATTEMPTS {
+            let now = self.now();
+            let slot = admit(
+                action,
+                &who.user,
+                Some(&org),
+                read.usage,
+                &read.rate_window,
+                now,
+            )?;
+            let gate = Gate {
+                rate: slot.update(),
+                query: Some(query_count(&org, &month)),
+            };
+            match self
+                .deps
+                .store
+                .create_session(&session, &events, Some(&gate))
+                .await
+            {
+                Ok(()) => {
+                    self.deps.workflow.start(&key, &run).await?;
+                    return Ok(CreatedSession {
+                        id: key.session,
+                        run_id: run,
+                        no_connectors,
+                    });
+                }
+                // Another request took a slot of the window meanwhile: decide again.
+                Err(StoreError::Conflict) => read = self.read_as(who, reads).await?,
+                Err(e) => return Err(refused(&org, e, now)),
+            }
+        }
+        Err(CoreError::internal("the rate window stayed contended"))
     }
 
     /// Appends a follow-up to the log. When no run is active, or the active one is being
     /// cancelled, it starts a fresh run (writing the cancelled run's `status_terminated` first if
-    /// that run has not yet); otherwise the message queues behind the in-flight turn.
-    /// Errors: `InvalidInput`, `NotFound`, `PlanForbidden`, `RateLimited`, `QuotaExhausted`,
-    /// `CostCapReached`.
+    /// that run has not yet); otherwise the message queues behind the in-flight turn. Two store
+    /// round trips: the admission read with the session, then one transaction of the session,
+    /// the message, the rate window and the month's query count.
+    /// Errors: `InvalidInput`, `Unauthenticated`, `NotFound`, `PlanForbidden`, `RateLimited`,
+    /// `QuotaExhausted`, `CostCapReached`.
     pub async fn post_message(
-        &self, p: &Principal, session: &SessionId, text: &str,
+        &self, who: &SignedIn, session: &SessionId, text: &str,
     ) -> Result<(), CoreError> {
         let text = non_empty("text", text)?;
-        let key = p.key(session);
-        let mut current = self.load(&key).await?;
-        let org = self.active_org(p).await?;
-        let now = self.now();
-        self.check_usage(&org, now).await?;
-        self.admit(Action::Message, p).await?;
-        self.count_query(&org, now).await?;
-
+        let key = who.key(session);
+        let action = Action::Message;
+        let window = action.key(&who.user);
         for _ in 0..MAX_COMMIT_ATTEMPTS {
+            let now = self.now();
+            let month = now.month();
+            let reads = Reads {
+                org_record: true,
+                usage_month: Some(&month),
+                rate_window: Some(&window),
+                session: Some(session),
+                ..who.reads()
+            };
+            let read = self.read_as(who, reads).await?;
+            let current = live(read.session)?;
+            let org = may_start(read.org)?;
+            let slot = admit(
+                action,
+                &who.user,
+                Some(&org),
+                read.usage,
+                &read.rate_window,
+                now,
+            )?;
+
             let expected = current.version;
             let mut next = current.clone();
             next.version += 1;
@@ -223,13 +280,17 @@ impl Service {
                 next.cancelled_at = None;
             }
             new.push(NewEvent::user_message(text));
-            let events = next.place(self.now(), new);
+            let events = next.place(now, new);
             next.pending
                 .push(events.last().expect("a user message was placed").seq);
+            let gate = Gate {
+                rate: slot.update(),
+                query: Some(query_count(&org, &month)),
+            };
             match self
                 .deps
                 .store
-                .commit_session(&next, expected, &events, None)
+                .commit_session(&next, expected, &events, None, Some(&gate))
                 .await
             {
                 Ok(()) => {
@@ -238,28 +299,32 @@ impl Service {
                     }
                     return Ok(());
                 }
-                Err(StoreError::Conflict) => current = self.load(&key).await?,
+                // The session or the rate window moved: read both again.
+                Err(StoreError::Conflict) => {}
                 Err(StoreError::Gone) => return Err(CoreError::NotFound("session")),
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(refused(&org, e, now)),
             }
         }
         Err(CoreError::internal("message commit stayed contended"))
     }
 
     /// One page of the log after `since` (from the start when `None`), at most
-    /// [`TRANSCRIPT_PAGE`] events. The session is read before the events, so a page that shows
-    /// `workflowRunId` as null also holds (or is followed by) every event of the run that ended.
-    /// Errors: `NotFound`.
+    /// [`TRANSCRIPT_PAGE`] events. The session is read (with the membership) before the
+    /// events, so a page that shows `workflowRunId` as null also holds (or is followed by)
+    /// every event of the run that ended. Errors: `Unauthenticated`, `NotFound`.
     pub async fn transcript(
-        &self, p: &Principal, session: &SessionId, since: Option<EventId>,
+        &self, who: &SignedIn, session: &SessionId, since: Option<EventId>,
     ) -> Result<Transcript, CoreError> {
-        let key = p.key(session);
-        let s = self.load(&key).await?;
+        let reads = Reads {
+            session: Some(session),
+            ..who.reads()
+        };
+        let s = live(self.read_as(who, reads).await?.session)?;
         let after = since.map_or(0, EventId::seq);
         let mut events = self
             .deps
             .store
-            .list_events(&key, after, TRANSCRIPT_PAGE + 1)
+            .list_events(&s.key, after, TRANSCRIPT_PAGE + 1)
             .await?;
         let has_more = events.len() > TRANSCRIPT_PAGE;
         events.truncate(TRANSCRIPT_PAGE);
@@ -278,18 +343,5 @@ impl Service {
             .store
             .list_sessions(&p.user, &p.org, SESSION_LIST_LIMIT)
             .await?)
-    }
-
-    async fn load(&self, key: &SessionKey) -> Result<Session, CoreError> {
-        stop::load(self.deps.store.as_ref(), key).await
-    }
-
-    /// The principal's organisation, if it may start sessions. Errors: `PlanForbidden`.
-    async fn active_org(&self, p: &Principal) -> Result<Org, CoreError> {
-        match self.deps.store.get_org(&p.org).await? {
-            Some(org) if org.allows_sessions() => Ok(org),
-            Some(_) => Err(CoreError::PlanForbidden),
-            None => Err(CoreError::Unauthenticated),
-        }
     }
 }

@@ -1,13 +1,14 @@
 //! Stopping work: cancelling a session's turn in flight, every turn of a member, and deleting
 //! a session with its log, including the deletes a crash cut short.
 
-use crate::clock::Clock;
+use crate::clock::{Clock, Timestamp};
 use crate::domain::Session;
 use crate::error::CoreError;
 use crate::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use crate::limits::Action;
-use crate::ports::{SessionStore, StoreError};
+use crate::ports::{Gate, Reads, SessionStore, StoreError};
 
+use super::admission::{SignedIn, admit};
 use super::{MAX_COMMIT_ATTEMPTS, Principal, Service};
 
 /// What stamping a cancellation did.
@@ -27,14 +28,63 @@ const DELETE_BATCH: usize = 100;
 
 impl Service {
     /// Stamps the cancellation of the in-flight run. Idempotent: returns `true` (already
-    /// cancelled) without changing anything when the run was already cancelled, or when no run is
-    /// active and the last one was cancelled; `false` when it cancelled a run now or none was
-    /// ever cancelled. Errors: `NotFound`, `RateLimited`.
-    pub async fn cancel(&self, p: &Principal, session: &SessionId) -> Result<bool, CoreError> {
-        let key = p.key(session);
-        let current = self.load(&key).await?;
-        self.admit(Action::Cancel, p).await?;
-        Ok(self.stamp(&key, current, false).await? == CancelStamp::AlreadyCancelled)
+    /// cancelled) without changing the session when the run was already cancelled, or when no
+    /// run is active and the last one was cancelled; `false` when it cancelled a run now or none
+    /// was ever cancelled. Either way it takes a slot of the member's rate limit. Two store
+    /// round trips: the membership, session and rate window read together, then the rate
+    /// window written alone or with the stamp in one transaction.
+    /// Errors: `Unauthenticated`, `NotFound`, `RateLimited`.
+    pub async fn cancel(&self, who: &SignedIn, session: &SessionId) -> Result<bool, CoreError> {
+        let key = who.key(session);
+        let action = Action::Cancel;
+        let window = action.key(&who.user);
+        let reads = Reads {
+            rate_window: Some(&window),
+            session: Some(session),
+            ..who.reads()
+        };
+        for _ in 0..MAX_COMMIT_ATTEMPTS {
+            let read = self.read_as(who, reads).await?;
+            let current = live(read.session)?;
+            let now = self.now();
+            let slot = admit(action, &who.user, None, read.usage, &read.rate_window, now)?;
+            let written = match next_stamp(&current, false, now) {
+                Ok((next, run)) => {
+                    let gate = Gate {
+                        rate: slot.update(),
+                        query: None,
+                    };
+                    let store = &self.deps.store;
+                    match store
+                        .commit_session(&next, current.version, &[], None, Some(&gate))
+                        .await
+                    {
+                        Ok(()) => {
+                            if let Some(run) = run {
+                                crate::fault::point("cancel", "stamped").await;
+                                self.deps.workflow.cancelled(&key, &run).await;
+                            }
+                            Ok(false)
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                Err(nothing) => self
+                    .deps
+                    .store
+                    .put_rate_window(slot.update())
+                    .await
+                    .map(|()| nothing == CancelStamp::AlreadyCancelled),
+            };
+            match written {
+                Ok(already) => return Ok(already),
+                // The session or the rate window moved: read both again.
+                Err(StoreError::Conflict) => {}
+                Err(StoreError::Gone) => return Err(CoreError::NotFound("session")),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(CoreError::internal("cancel commit stayed contended"))
     }
 
     /// Removes the session and its whole log. It first commits the session as `deleting` (with
@@ -152,38 +202,55 @@ pub async fn cancel_member_turns(
 
 /// The session, unless it does not exist or is being deleted. Errors: `NotFound`.
 pub(super) async fn load(store: &dyn SessionStore, key: &SessionKey) -> Result<Session, CoreError> {
-    store
-        .get_session(key)
-        .await?
+    live(store.get_session(key).await?)
+}
+
+/// The session read, unless there was none or it is being deleted. Errors: `NotFound`.
+pub(super) fn live(session: Option<Session>) -> Result<Session, CoreError> {
+    session
         .filter(|s| !s.deleting)
         .ok_or(CoreError::NotFound("session"))
 }
 
-/// Stamps `cancelled_at` if a turn is in flight ([`Session::in_flight`]) and not yet
-/// cancelled. A run that has ended its last turn and waits only to end is not in flight:
-/// cancelling it would write `status_terminated` after `status_idle`. With `delete`, also
-/// marks the session as being deleted, whatever its state. `current` is as [`load`] read it,
-/// never a session being deleted. Returns the run it cancelled, if any, in `Stamped`.
-/// Errors: `NotFound` when the session is gone or being deleted.
+/// What stamping a cancellation at `now` commits: the next session, with the run it cancels
+/// when a turn is in flight ([`Session::in_flight`]) and not yet cancelled. A run that has
+/// ended its last turn and waits only to end is not in flight: cancelling it would write
+/// `status_terminated` after `status_idle`. With `delete`, the session is also marked as being
+/// deleted, whatever its state. Without it, `Err` says why there is nothing to commit.
+fn next_stamp(
+    current: &Session, delete: bool, now: Timestamp,
+) -> Result<(Session, Option<RunId>), CancelStamp> {
+    let run = match (&current.run_id, current.cancelled_at) {
+        (Some(run), None) if current.in_flight() => Some(run.clone()),
+        (_, Some(_)) if !delete => return Err(CancelStamp::AlreadyCancelled),
+        (_, None) if !delete => return Err(CancelStamp::NotRunning),
+        _ => None,
+    };
+    let mut next = current.clone();
+    next.version += 1;
+    next.deleting = delete;
+    if run.is_some() {
+        next.cancelled_at = Some(now);
+    }
+    Ok((next, run))
+}
+
+/// Commits [`next_stamp`] of `current` (as [`load`] read it, never a session being
+/// deleted), reading again after a lost race. Returns the run it cancelled, if any, in
+/// `Stamped`. Errors: `NotFound` when the session is gone or being deleted.
 async fn stamp(
     store: &dyn SessionStore, clock: &dyn Clock, key: &SessionKey, mut current: Session,
     delete: bool,
 ) -> Result<CancelStamp, CoreError> {
     for _ in 0..MAX_COMMIT_ATTEMPTS {
-        let run = match (&current.run_id, current.cancelled_at) {
-            (Some(run), None) if current.in_flight() => Some(run.clone()),
-            (_, Some(_)) if !delete => return Ok(CancelStamp::AlreadyCancelled),
-            (_, None) if !delete => return Ok(CancelStamp::NotRunning),
-            _ => None,
+        let (next, run) = match next_stamp(&current, delete, clock.now()) {
+            Ok(stamp) => stamp,
+            Err(nothing) => return Ok(nothing),
         };
-        let expected = current.version;
-        let mut next = current.clone();
-        next.version += 1;
-        next.deleting = delete;
-        if run.is_some() {
-            next.cancelled_at = Some(clock.now());
-        }
-        match store.commit_session(&next, expected, &[], None).await {
+        match store
+            .commit_session(&next, current.version, &[], None, None)
+            .await
+        {
             Ok(()) => return Ok(CancelStamp::Stamped(run)),
             Err(StoreError::Conflict) => current = load(store, key).await?,
             Err(StoreError::Gone) => return Err(CoreError::NotFound("session")),

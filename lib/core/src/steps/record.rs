@@ -60,7 +60,7 @@ impl Steps {
         let events = next.place(self.clock.now(), new);
         match self
             .sessions
-            .commit_session(&next, expected, &events, charge)
+            .commit_session(&next, expected, &events, charge, None)
             .await
         {
             Ok(()) => Ok(Committed::Written(Box::new(next))),

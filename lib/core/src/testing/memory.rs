@@ -8,15 +8,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 
-use crate::clock::Timestamp;
 use crate::domain::{
     AuditCursor, AuditEntry, Event, IntegrationConfig, Member, MemberData, Org, Session,
     SessionSummary, SsoConfig, Ticket, Usage,
 };
 use crate::ids::{OrgId, SessionKey, UserId};
 use crate::ports::{
-    Charge, DirectoryStore, LimitStore, OrgStore, RateWindow, SessionStore, StoreError,
-    StoreResult, StoredRows, TicketStore, UsageRefused,
+    BatchStore, Charge, DirectoryStore, Gate, LimitStore, OrgStore, RateUpdate, RateWindow, Reads,
+    SessionStore, Snapshot, StoreError, StoreResult, StoredRows, TicketStore,
 };
 
 #[derive(Default)]
@@ -60,6 +59,42 @@ impl MemoryStore {
 }
 
 impl State {
+    /// Checks `gate` for a write to `org`'s session, then applies it; nothing changes when it
+    /// refuses.
+    fn pass(&mut self, org: &OrgId, gate: Option<&Gate<'_>>) -> StoreResult<()> {
+        let Some(gate) = gate else { return Ok(()) };
+        let rate = &gate.rate;
+        let window = self.rate_windows.get(rate.key).map_or(0, |w| w.version);
+        if window != rate.expected_version {
+            return Err(StoreError::Conflict);
+        }
+        if let Some(q) = &gate.query {
+            let usage = self
+                .usage
+                .get(&(org.clone(), q.month.to_owned()))
+                .copied()
+                .unwrap_or_default();
+            let over_quota = q.quota.is_some_and(|quota| usage.queries >= quota);
+            let over_cap = q.cap_micros.is_some_and(|cap| usage.cost_micros >= cap);
+            if over_quota || over_cap {
+                return Err(StoreError::UsageLimit(usage));
+            }
+            let usage = self
+                .usage
+                .entry((org.clone(), q.month.to_owned()))
+                .or_default();
+            usage.queries += 1;
+        }
+        self.rate_windows.insert(
+            rate.key.to_owned(),
+            RateWindow {
+                hits: rate.hits.to_vec(),
+                version: rate.expected_version + 1,
+            },
+        );
+        Ok(())
+    }
+
     /// What `member` claims in its organisation: its `userName` and its identity.
     fn claims(member: &Member) -> Vec<(OrgId, String)> {
         let name = member
@@ -409,11 +444,14 @@ impl DirectoryStore for MemoryStore {
 
 #[async_trait]
 impl SessionStore for MemoryStore {
-    async fn create_session(&self, session: &Session, events: &[Event]) -> StoreResult<()> {
+    async fn create_session(
+        &self, session: &Session, events: &[Event], gate: Option<&Gate<'_>>,
+    ) -> StoreResult<()> {
         let mut s = self.state();
         if s.sessions.contains_key(&session.key) {
             return Err(StoreError::AlreadyExists);
         }
+        s.pass(&session.key.org, gate)?;
         s.sessions.insert(session.key.clone(), session.clone());
         let log = s.events.entry(session.key.clone()).or_default();
         log.extend(events.iter().map(|e| (e.seq, e.clone())));
@@ -426,6 +464,7 @@ impl SessionStore for MemoryStore {
 
     async fn commit_session(
         &self, session: &Session, expected_version: u64, events: &[Event], charge: Option<&Charge>,
+        gate: Option<&Gate<'_>>,
     ) -> StoreResult<()> {
         let mut s = self.state();
         let stored = s.sessions.get(&session.key).ok_or(StoreError::Gone)?;
@@ -436,6 +475,7 @@ impl SessionStore for MemoryStore {
         if lost || stored.version != expected_version {
             return Err(StoreError::Conflict);
         }
+        s.pass(&session.key.org, gate)?;
         s.sessions.insert(session.key.clone(), session.clone());
         let log = s.events.entry(session.key.clone()).or_default();
         log.extend(events.iter().map(|e| (e.seq, e.clone())));
@@ -517,33 +557,17 @@ impl LimitStore for MemoryStore {
             .unwrap_or_default())
     }
 
-    async fn put_rate_window(
-        &self, key: &str, hits: &[Timestamp], expected_version: u64, _expires_at: Timestamp,
-    ) -> StoreResult<()> {
+    async fn put_rate_window(&self, update: RateUpdate<'_>) -> StoreResult<()> {
         let mut s = self.state();
-        let window = s.rate_windows.entry(key.to_owned()).or_default();
-        if window.version != expected_version {
+        let window = s.rate_windows.entry(update.key.to_owned()).or_default();
+        if window.version != update.expected_version {
             return Err(StoreError::Conflict);
         }
         *window = RateWindow {
-            hits: hits.to_vec(),
-            version: expected_version + 1,
+            hits: update.hits.to_vec(),
+            version: update.expected_version + 1,
         };
         Ok(())
-    }
-
-    async fn consume_query(
-        &self, org: &OrgId, month: &str, quota: Option<u64>, cap_micros: Option<u64>,
-    ) -> StoreResult<Result<Usage, UsageRefused>> {
-        let mut s = self.state();
-        let usage = s.usage.entry((org.clone(), month.to_owned())).or_default();
-        let over_quota = quota.is_some_and(|q| usage.queries >= q);
-        let over_cap = cap_micros.is_some_and(|c| usage.cost_micros >= c);
-        if over_quota || over_cap {
-            return Ok(Err(UsageRefused(*usage)));
-        }
-        usage.queries += 1;
-        Ok(Ok(*usage))
     }
 
     async fn get_usage(&self, org: &OrgId, month: &str) -> StoreResult<Usage> {
@@ -553,6 +577,42 @@ impl LimitStore for MemoryStore {
             .get(&(org.clone(), month.to_owned()))
             .copied()
             .unwrap_or_default())
+    }
+}
+
+#[async_trait]
+impl BatchStore for MemoryStore {
+    async fn read_batch(&self, reads: &Reads<'_>) -> StoreResult<Snapshot> {
+        let s = self.state();
+        let member = s
+            .members
+            .get(reads.org)
+            .and_then(|m| m.get(reads.user))
+            .cloned();
+        let session = reads.session.and_then(|id| {
+            let key = SessionKey {
+                user: reads.user.clone(),
+                org: reads.org.clone(),
+                session: id.clone(),
+            };
+            s.sessions.get(&key).cloned()
+        });
+        Ok(Snapshot {
+            member,
+            org: reads
+                .org_record
+                .then(|| s.orgs.get(reads.org).cloned())
+                .flatten(),
+            usage: reads
+                .usage_month
+                .and_then(|m| s.usage.get(&(reads.org.clone(), m.to_owned())).copied())
+                .unwrap_or_default(),
+            rate_window: reads
+                .rate_window
+                .and_then(|k| s.rate_windows.get(k).cloned())
+                .unwrap_or_default(),
+            session,
+        })
     }
 }
 

@@ -14,12 +14,12 @@ use axum::http::request::Parts;
 use knowledge_core::CoreError;
 use knowledge_core::admin::{Admin, Administration, IntegrationSettings};
 use knowledge_core::limits::Action;
-use knowledge_core::service::Principal;
 use knowledge_core::sso::{SsoChange, SsoSettings};
 use utoipa::IntoResponses;
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::JsonBody;
+use crate::extract::Member;
 use crate::state::SessionApi;
 use crate::wire::Done;
 use wire::*;
@@ -103,10 +103,9 @@ impl FromRequestParts<SessionApi> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, app: &SessionApi) -> Result<Self, ApiError> {
-        let p = parts.extensions.get::<Principal>().cloned();
-        let p = p.ok_or(CoreError::Unauthenticated)?;
+        let Member { app, p } = Member::from_request_parts(parts, app).await?;
         Ok(Self {
-            app: app.clone(),
+            app,
             admin: Admin::member(p.org, p.user, p.role)?,
         })
     }

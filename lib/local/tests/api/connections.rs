@@ -303,7 +303,7 @@ async fn a_client_that_stops_reading_its_answers_is_cut_off_after_the_write_time
     );
     api.svc
         .store
-        .create_session(&session, &events)
+        .create_session(&session, &events, None)
         .await
         .unwrap();
 

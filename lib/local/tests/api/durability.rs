@@ -246,7 +246,7 @@ async fn a_run_left_in_flight_by_a_dead_process_is_resumed_and_answered_at_start
         session.run_id = Some(RunId::generate());
         let events = session.place(now, vec![NewEvent::user_message("interrupted")]);
         session.pending.push(events[0].seq);
-        store.create_session(&session, &events).await.unwrap();
+        store.create_session(&session, &events, None).await.unwrap();
         key
     };
     let p = Process::start(dir.path(), &[], &[]).await;

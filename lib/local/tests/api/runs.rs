@@ -10,7 +10,7 @@ use knowledge_core::clock::SystemClock;
 use knowledge_core::ids::{OrgId, RunId, SessionKey, UserId};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{Agent, Integrations};
-use knowledge_core::service::{Deps, Opening, Principal, Service};
+use knowledge_core::service::{Deps, Opening, Principal, Service, SignedIn};
 use knowledge_core::steps::{Handler, Next, StepInput, StepOutput, Steps, TurnRef};
 use knowledge_core::testing::RecordingWorkflow;
 use knowledge_local::admin::Admin;
@@ -26,6 +26,8 @@ struct Rig {
     store: LocalStore,
     workflow: Arc<RecordingWorkflow>,
     p: Principal,
+    /// The member as their cookie names them.
+    who: SignedIn,
     _dir: tempfile::TempDir,
 }
 
@@ -66,12 +68,13 @@ impl Rig {
         )
         .with_agent(agent)
         .with_integrations(integrations);
+        let who = SignedIn {
+            user: UserId::parse("usr_default").unwrap(),
+            org: OrgId::parse("org_default").unwrap(),
+            signed_in_at: knowledge_core::clock::Clock::now(&SystemClock),
+        };
         let p = service
-            .authenticate(
-                UserId::parse("usr_default").unwrap(),
-                OrgId::parse("org_default").unwrap(),
-                knowledge_core::clock::Clock::now(&SystemClock),
-            )
+            .authenticate(who.user.clone(), who.org.clone(), who.signed_in_at)
             .await
             .unwrap();
         Self {
@@ -80,6 +83,7 @@ impl Rig {
             store,
             workflow,
             p,
+            who,
             _dir: dir,
         }
     }
@@ -157,11 +161,11 @@ impl Rig {
 #[tokio::test]
 async fn a_message_after_cancel_finishes_the_cancelled_run_itself_when_the_workflow_has_not_yet() {
     let rig = Rig::new().await;
-    let created = rig.service.create_session(&rig.p, "one").await.unwrap();
+    let created = rig.service.create_session(&rig.who, "one").await.unwrap();
     let key = rig.key(&created.id);
-    assert!(!rig.service.cancel(&rig.p, &created.id).await.unwrap());
+    assert!(!rig.service.cancel(&rig.who, &created.id).await.unwrap());
     rig.service
-        .post_message(&rig.p, &created.id, "two")
+        .post_message(&rig.who, &created.id, "two")
         .await
         .unwrap();
 
@@ -198,7 +202,7 @@ async fn a_message_after_cancel_finishes_the_cancelled_run_itself_when_the_workf
 #[tokio::test]
 async fn a_step_delivered_twice_commits_its_events_once() {
     let rig = Rig::with_agent(Arc::new(PricedAgent { micros: 1_500_000 })).await;
-    let created = rig.service.create_session(&rig.p, "one").await.unwrap();
+    let created = rig.service.create_session(&rig.who, "one").await.unwrap();
     let key = rig.key(&created.id);
     let run = &created.run_id;
     let loaded = rig.step(Handler::LoadTurn, &key, run, None).await;
@@ -226,7 +230,11 @@ async fn a_step_delivered_twice_commits_its_events_once() {
 #[tokio::test]
 async fn a_late_duplicate_of_an_earlier_step_of_the_same_turn_commits_nothing() {
     let rig = Rig::with_parts(Arc::new(BuiltinAgent), docs()).await;
-    let created = rig.service.create_session(&rig.p, "cancel").await.unwrap();
+    let created = rig
+        .service
+        .create_session(&rig.who, "cancel")
+        .await
+        .unwrap();
     let key = rig.key(&created.id);
     let run = &created.run_id;
     let loaded = rig.step(Handler::LoadTurn, &key, run, None).await;
@@ -246,7 +254,7 @@ async fn a_late_duplicate_of_an_earlier_step_of_the_same_turn_commits_nothing() 
 #[tokio::test]
 async fn a_session_marked_for_deletion_is_gone_to_every_writer() {
     let rig = Rig::new().await;
-    let created = rig.service.create_session(&rig.p, "one").await.unwrap();
+    let created = rig.service.create_session(&rig.who, "one").await.unwrap();
     let key = rig.key(&created.id);
     // The first half of a delete: the tombstone is committed, the rows are still there.
     mark_deleting(&*rig.store, &key).await;
@@ -257,11 +265,11 @@ async fn a_session_marked_for_deletion_is_gone_to_every_writer() {
             "{r:?}"
         )
     };
-    gone(rig.service.post_message(&rig.p, &created.id, "two").await);
-    gone(rig.service.cancel(&rig.p, &created.id).await.map(|_| ()));
+    gone(rig.service.post_message(&rig.who, &created.id, "two").await);
+    gone(rig.service.cancel(&rig.who, &created.id).await.map(|_| ()));
     gone(
         rig.service
-            .transcript(&rig.p, &created.id, None)
+            .transcript(&rig.who, &created.id, None)
             .await
             .map(|_| ()),
     );
@@ -281,10 +289,10 @@ async fn deletes_cut_short_are_finished_at_the_next_start_and_their_runs_are_not
     let rig = Rig::new().await;
     let mut cut = Vec::new();
     for text in ["one", "two", "three"] {
-        let created = rig.service.create_session(&rig.p, text).await.unwrap();
+        let created = rig.service.create_session(&rig.who, text).await.unwrap();
         cut.push(rig.key(&created.id));
     }
-    let kept = rig.service.create_session(&rig.p, "kept").await.unwrap();
+    let kept = rig.service.create_session(&rig.who, "kept").await.unwrap();
     for key in &cut {
         mark_deleting(&*rig.store, key).await;
     }
@@ -311,14 +319,14 @@ async fn deletes_cut_short_are_finished_at_the_next_start_and_their_runs_are_not
 #[tokio::test]
 async fn a_cancel_after_the_last_turn_ended_but_before_its_run_ended_changes_nothing() {
     let rig = Rig::new().await;
-    let created = rig.service.create_session(&rig.p, "one").await.unwrap();
+    let created = rig.service.create_session(&rig.who, "one").await.unwrap();
     let key = rig.key(&created.id);
     let run = &created.run_id;
     rig.answer_without_ending(&key, run).await;
     // status_idle is written; the run still owns the session until its LoadTurn ends it.
     let before = rig.store.get_session(&key).await.unwrap().unwrap();
     assert_eq!(before.run_id.as_ref(), Some(run));
-    let already = rig.service.cancel(&rig.p, &created.id).await.unwrap();
+    let already = rig.service.cancel(&rig.who, &created.id).await.unwrap();
     assert!(!already, "nothing was cancelled before");
     let after = rig.store.get_session(&key).await.unwrap().unwrap();
     assert_eq!(after, before, "the cancel changed nothing");
@@ -342,13 +350,13 @@ async fn a_cancel_after_the_last_turn_ended_but_before_its_run_ended_changes_not
 #[tokio::test]
 async fn a_message_arriving_as_the_run_ends_is_answered_by_that_run() {
     let rig = Rig::new().await;
-    let created = rig.service.create_session(&rig.p, "one").await.unwrap();
+    let created = rig.service.create_session(&rig.who, "one").await.unwrap();
     let key = rig.key(&created.id);
     let run = &created.run_id;
     rig.answer_without_ending(&key, run).await;
     // The run has answered everything but not yet ended: the message joins it.
     rig.service
-        .post_message(&rig.p, &created.id, "two")
+        .post_message(&rig.who, &created.id, "two")
         .await
         .unwrap();
     assert_eq!(rig.started().len(), 1, "no second run");
@@ -373,13 +381,13 @@ async fn a_message_arriving_as_the_run_ends_is_answered_by_that_run() {
 #[tokio::test]
 async fn two_concurrent_messages_on_an_idle_session_start_exactly_one_run() {
     let rig = Rig::new().await;
-    let created = rig.service.create_session(&rig.p, "one").await.unwrap();
+    let created = rig.service.create_session(&rig.who, "one").await.unwrap();
     let key = rig.key(&created.id);
     rig.drive(&key, &created.run_id).await;
     for round in 0..10 {
         let (a, b) = tokio::join!(
-            rig.service.post_message(&rig.p, &created.id, "a"),
-            rig.service.post_message(&rig.p, &created.id, "b")
+            rig.service.post_message(&rig.who, &created.id, "a"),
+            rig.service.post_message(&rig.who, &created.id, "b")
         );
         a.unwrap();
         b.unwrap();

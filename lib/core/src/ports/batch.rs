@@ -1,0 +1,90 @@
+//! One round trip before a request writes: what it reads of several roles at once (a
+//! `BatchGetItem` on DynamoDB), and the limits its write passes inside its own transaction (a
+//! `TransactWriteItems`), so that starting or stopping work costs two requests, not eight.
+
+use async_trait::async_trait;
+
+use crate::clock::Timestamp;
+use crate::domain::{Member, Org, Session, Usage};
+use crate::ids::{OrgId, SessionId, UserId};
+
+use super::store::{RateWindow, StoreResult};
+
+/// The items a request reads together. The membership of `user` in `org` is always read; the
+/// rest when asked for.
+#[derive(Debug, Clone, Copy)]
+pub struct Reads<'a> {
+    pub org: &'a OrgId,
+    pub user: &'a UserId,
+    /// The organisation's record (plan and limits).
+    pub org_record: bool,
+    /// The organisation's usage in this calendar month (`YYYY-MM`, UTC).
+    pub usage_month: Option<&'a str>,
+    /// A rate-limit window, by its key ([`crate::limits::Action::key`]).
+    pub rate_window: Option<&'a str>,
+    /// One of the member's sessions in `org`.
+    pub session: Option<&'a SessionId>,
+}
+
+impl<'a> Reads<'a> {
+    /// The membership alone; add the rest with the fields.
+    pub fn member(org: &'a OrgId, user: &'a UserId) -> Self {
+        Self {
+            org,
+            user,
+            org_record: false,
+            usage_month: None,
+            rate_window: None,
+            session: None,
+        }
+    }
+}
+
+/// What [`BatchStore::read_batch`] found. What was not asked for, or is not stored, is `None`
+/// (records) or empty (the usage counters and the rate window, at version 0).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    pub member: Option<Member>,
+    pub org: Option<Org>,
+    pub usage: Usage,
+    pub rate_window: RateWindow,
+    pub session: Option<Session>,
+}
+
+/// A rate window replaced by `hits`, if it is still at `expected_version` (0: absent); its
+/// version becomes `expected_version + 1`.
+#[derive(Debug, Clone, Copy)]
+pub struct RateUpdate<'a> {
+    pub key: &'a str,
+    pub hits: &'a [Timestamp],
+    pub expected_version: u64,
+    pub expires_at: Timestamp,
+}
+
+/// One query counted against the session's organisation in `month`, while the month is under
+/// `quota` queries and under `cap_micros` spend (`None`: unlimited; `Some(0)` refuses all).
+#[derive(Debug, Clone, Copy)]
+pub struct QueryCount<'a> {
+    pub month: &'a str,
+    pub quota: Option<u64>,
+    pub cap_micros: Option<u64>,
+}
+
+/// The limits a session write passes in its own transaction: the member's rate window, and
+/// for work that answers a question the month's query count. Either refusing writes nothing:
+/// a moved rate window is `StoreError::Conflict` (read again and decide again), a month at a
+/// limit `StoreError::UsageLimit` with the counters that refused it.
+#[derive(Debug, Clone, Copy)]
+pub struct Gate<'a> {
+    pub rate: RateUpdate<'a>,
+    pub query: Option<QueryCount<'a>>,
+}
+
+/// Several roles' records in one round trip.
+#[async_trait]
+pub trait BatchStore: Send + Sync {
+    /// The items `reads` names, each read strongly consistent, in one request. Not a snapshot
+    /// across items: each is as it was at some instant during the call, which is all a caller
+    /// needs whose write then checks the versions it read.
+    async fn read_batch(&self, reads: &Reads<'_>) -> StoreResult<Snapshot>;
+}

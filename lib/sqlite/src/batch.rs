@@ -1,0 +1,46 @@
+//! [`BatchStore`] on SQLite: the records a request reads before it writes, on one reader
+//! connection in one trip to the blocking pool.
+
+use async_trait::async_trait;
+use knowledge_core::ids::SessionKey;
+use knowledge_core::ports::{BatchStore, RateWindow, Reads, Snapshot, StoreResult};
+
+use crate::SqliteStore;
+use crate::directory::read_member;
+use crate::limits::{read_rate_window, read_usage};
+use crate::orgs::read_org;
+use crate::sessions::read_session;
+
+#[async_trait]
+impl BatchStore for SqliteStore {
+    async fn read_batch(&self, reads: &Reads<'_>) -> StoreResult<Snapshot> {
+        let (org, user) = (reads.org.clone(), reads.user.clone());
+        let org_record = reads.org_record;
+        let month = reads.usage_month.map(str::to_owned);
+        let window = reads.rate_window.map(str::to_owned);
+        let session = reads.session.map(|id| SessionKey {
+            user: user.clone(),
+            org: org.clone(),
+            session: id.clone(),
+        });
+        self.read(move |c| {
+            Ok(Snapshot {
+                member: read_member(c, &org, &user)?,
+                org: if org_record { read_org(c, &org)? } else { None },
+                usage: match &month {
+                    Some(m) => read_usage(c, &org, m)?,
+                    None => Default::default(),
+                },
+                rate_window: match &window {
+                    Some(key) => read_rate_window(c, key)?,
+                    None => RateWindow::default(),
+                },
+                session: match &session {
+                    Some(key) => read_session(c, key)?,
+                    None => None,
+                },
+            })
+        })
+        .await
+    }
+}

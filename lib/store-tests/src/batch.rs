@@ -1,0 +1,121 @@
+//! Cases of [`BatchStore`](knowledge_core::ports::BatchStore): the records a request reads
+//! together before it writes.
+
+use std::sync::Arc;
+
+use knowledge_core::clock::Timestamp;
+use knowledge_core::domain::{Member, Role, Usage};
+use knowledge_core::ids::{OrgId, SessionKey, UserId};
+use knowledge_core::ports::{Charge, RateUpdate, Reads, Snapshot};
+
+use crate::{NOW, Tested, audit, business_org, seed_session};
+use knowledge_core::domain::AuditAction;
+
+pub async fn a_batch_reads_every_record_asked_for_as_its_own_getter_does(store: Arc<dyn Tested>) {
+    let org = business_org(&*store).await;
+    let member = Member::new(org.id.clone(), UserId::generate(), Role::Admin, NOW);
+    store
+        .create_member(&member, &audit(&org.id, AuditAction::MemberAdded, "m"))
+        .await
+        .unwrap();
+    let key = SessionKey {
+        user: member.user.clone(),
+        org: org.id.clone(),
+        session: knowledge_core::ids::SessionId::generate(),
+    };
+    let session = seed_session(&*store, &key, NOW, 3).await;
+    let month = NOW.month();
+    let mut charged = session.clone();
+    charged.version += 1;
+    let charge = Charge {
+        month: month.clone(),
+        micros: 42,
+    };
+    store
+        .commit_session(&charged, session.version, &[], Some(&charge), None)
+        .await
+        .unwrap();
+    let window = format!("message#{}", member.user);
+    let hits = [NOW];
+    store
+        .put_rate_window(RateUpdate {
+            key: &window,
+            hits: &hits,
+            expected_version: 0,
+            expires_at: Timestamp(NOW.0 + 60_000),
+        })
+        .await
+        .unwrap();
+
+    let everything = Reads {
+        org_record: true,
+        usage_month: Some(&month),
+        rate_window: Some(&window),
+        session: Some(&key.session),
+        ..Reads::member(&org.id, &member.user)
+    };
+    let read = store.read_batch(&everything).await.unwrap();
+    assert_eq!(
+        read,
+        Snapshot {
+            member: store.get_member(&org.id, &member.user).await.unwrap(),
+            org: store.get_org(&org.id).await.unwrap(),
+            usage: Usage {
+                queries: 0,
+                cost_micros: 42
+            },
+            rate_window: store.get_rate_window(&window).await.unwrap(),
+            session: store.get_session(&key).await.unwrap(),
+        }
+    );
+    assert!(read.member.is_some() && read.org.is_some() && read.session.is_some());
+    assert_eq!(read.session.map(|s| s.version), Some(charged.version));
+
+    // What is not asked for is not read; the membership always is.
+    let alone = store
+        .read_batch(&Reads::member(&org.id, &member.user))
+        .await
+        .unwrap();
+    assert_eq!(
+        alone,
+        Snapshot {
+            member: read.member.clone(),
+            ..Snapshot::default()
+        }
+    );
+}
+
+pub async fn a_batch_reads_nothing_of_another_user_or_organisation(store: Arc<dyn Tested>) {
+    let org = business_org(&*store).await;
+    let owner = Member::new(org.id.clone(), UserId::generate(), Role::Viewer, NOW);
+    store
+        .create_member(&owner, &audit(&org.id, AuditAction::MemberAdded, "o"))
+        .await
+        .unwrap();
+    let key = SessionKey {
+        user: owner.user.clone(),
+        org: org.id.clone(),
+        session: knowledge_core::ids::SessionId::generate(),
+    };
+    seed_session(&*store, &key, NOW, 1).await;
+    let month = NOW.month();
+    let other_org = OrgId::generate();
+    for (user, in_org) in [
+        (UserId::generate(), &org.id),
+        (owner.user.clone(), &other_org),
+    ] {
+        let reads = Reads {
+            org_record: true,
+            usage_month: Some(&month),
+            session: Some(&key.session),
+            ..Reads::member(in_org, &user)
+        };
+        let read = store.read_batch(&reads).await.unwrap();
+        assert_eq!(read.member, None);
+        assert_eq!(
+            read.session, None,
+            "{user} in {in_org} read another's session"
+        );
+        assert_eq!(read.org.is_some(), in_org == &org.id);
+    }
+}
