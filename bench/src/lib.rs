@@ -38,6 +38,7 @@ pub fn settings(
         sealer: Some(Arc::new(Sealer::new(&KEY).unwrap())),
         agent: Some(agent),
         fixed_integrations: integrations,
+        identity_provider: Some(Arc::new(knowledge_oidc::OpenIdConnect::new().unwrap())),
         ..Settings::new(origin)
     }
 }

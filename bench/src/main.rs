@@ -1,7 +1,9 @@
 //! Transcript-poll benchmark: the real local service on a loopback port, polled over HTTP by a
 //! keep-alive client. Prints a Markdown table for `docs/performance.md`.
 //!
-//! Run: `cargo run --release -p knowledge-bench -- [requests per scenario] [concurrency]`.
+//! Run: `cargo run --release -p knowledge-bench -- [requests per scenario] [concurrency]
+//! [only the scenarios whose name holds this]`. The first row is the baseline: the same server
+//! and router answering a tail poll's bytes, measured in the same run.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -103,6 +105,8 @@ async fn main() {
     let mut args = std::env::args().skip(1);
     let requests: usize = args.next().map_or(5_000, |a| a.parse().expect("requests"));
     let concurrency: usize = args.next().map_or(8, |a| a.parse().expect("concurrency"));
+    // Only the scenarios whose name holds this (a profile of one of them, say).
+    let only = args.next().unwrap_or_default();
 
     let (_dir, store, org, user) = fresh_store().await;
     let (_service, base) = serve(
@@ -144,17 +148,72 @@ async fn main() {
         .pool_max_idle_per_host(concurrency)
         .build()
         .unwrap();
+    // The baseline: the same server and router stack answering the bytes of a tail poll.
+    let tail = &scenarios[0].path;
+    let body = client
+        .get(tail)
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let bare = bare_stack(axum::body::Bytes::from(body.to_vec())).await;
+
     println!("{requests} requests per scenario, {concurrency} concurrent keep-alive connections\n");
     println!("| scenario | requests/s | p50 | p99 |");
     println!("|---|---:|---:|---:|");
-    for s in &scenarios {
+    let baseline = measure(&client, &bare, &cookie, requests, concurrency).await;
+    print_row(
+        "bare stack: the same server and router answering those bytes",
+        &baseline,
+    );
+    let mut tail_rps = None;
+    for s in scenarios.iter().filter(|s| s.name.contains(&only)) {
         let f = measure(&client, &s.path, &cookie, requests, concurrency).await;
-        println!(
-            "| {} | {:.0} | {:.2} ms | {:.2} ms |",
-            s.name,
-            f.rps,
-            f.p50.as_secs_f64() * 1e3,
-            f.p99.as_secs_f64() * 1e3
-        );
+        print_row(&s.name, &f);
+        tail_rps.get_or_insert(f.rps);
     }
+    let tail_rps = tail_rps.expect("a tail scenario");
+    println!(
+        "\nA tail poll (10 events) runs at {:.2} of the bare stack's rate.",
+        tail_rps / baseline.rps
+    );
+}
+
+fn print_row(name: &str, f: &Figures) {
+    println!(
+        "| {} | {:.0} | {:.2} ms | {:.2} ms |",
+        name,
+        f.rps,
+        f.p50.as_secs_f64() * 1e3,
+        f.p99.as_secs_f64() * 1e3
+    );
+}
+
+/// Serves `body` as JSON at `/bare` through the local server (its connection handling and
+/// limits) and an axum router, on an ephemeral 127.0.0.1 port; returns the URL.
+async fn bare_stack(body: axum::body::Bytes) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/bare", listener.local_addr().unwrap());
+    let router = axum::Router::new().route(
+        "/bare",
+        axum::routing::get(move || {
+            let body = body.clone();
+            async move {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    body,
+                )
+            }
+        }),
+    );
+    tokio::spawn(knowledge_local::server::serve(
+        listener,
+        router,
+        Default::default(),
+        std::future::pending(),
+    ));
+    url
 }

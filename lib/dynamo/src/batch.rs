@@ -10,7 +10,9 @@ use aws_sdk_dynamodb::types::{
     KeysAndAttributes, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 use knowledge_core::ids::{OrgId, SessionKey};
-use knowledge_core::ports::{BatchStore, Gate, Reads, Snapshot, StoreError, StoreResult};
+use knowledge_core::ports::{
+    BatchStore, Gate, Reads, SessionStore, Snapshot, StoreError, StoreResult,
+};
 
 use crate::codec::*;
 use crate::limits::rate_window_from;
@@ -43,7 +45,7 @@ impl BatchStore for DynamoStore {
             .collect();
         let mut found = self.batch_get(wanted).await?;
         let mut take = |key: Option<(String, String)>| key.and_then(|k| found.remove(&k));
-        Ok(Snapshot {
+        let mut snapshot = Snapshot {
             member: take(Some(member)).map(|i| member_from(&i)).transpose()?,
             org: take(org).map(|i| org_from(&i)).transpose()?,
             usage: take(usage)
@@ -65,7 +67,17 @@ impl BatchStore for DynamoStore {
                 )?),
                 _ => None,
             },
-        })
+            events: Vec::new(),
+        };
+        // The events after the session, and only for a member's session that exists.
+        if let (Some(page), Some(session), Some(_)) =
+            (reads.events, &snapshot.session, &snapshot.member)
+        {
+            snapshot.events = self
+                .list_events(&session.key, page.after, page.limit)
+                .await?;
+        }
+        Ok(snapshot)
     }
 }
 

@@ -61,9 +61,22 @@ impl HttpConfig {
 
 /// What the session, `/api/auth` and `/api/admin` routes run on: the use cases, the cookie
 /// signer and the HTTP settings; single sign-on and administration where their routes are
-/// served.
+/// served. One allocation shared by every request: cloning it (each extractor does) is one
+/// reference count.
 #[derive(Clone)]
-pub struct SessionApi {
+pub struct SessionApi(Arc<SessionState>);
+
+impl std::ops::Deref for SessionApi {
+    type Target = SessionState;
+
+    fn deref(&self) -> &SessionState {
+        &self.0
+    }
+}
+
+/// The parts of a [`SessionApi`].
+#[derive(Clone)]
+pub struct SessionState {
     pub service: Service,
     pub signer: Arc<CookieSigner>,
     pub config: Arc<HttpConfig>,
@@ -75,13 +88,13 @@ pub struct SessionApi {
 
 impl SessionApi {
     pub fn new(service: Service, signer: Arc<CookieSigner>, config: HttpConfig) -> Self {
-        Self {
+        Self(Arc::new(SessionState {
             service,
             signer,
             config: Arc::new(config),
             sso: None,
             admin: None,
-        }
+        }))
     }
 
     /// The `Set-Cookie` value of a session cookie for `user` in `org`, signed in at
@@ -97,13 +110,13 @@ impl SessionApi {
 
     /// The same, serving the admin routes through `admin`.
     pub fn with_admin(mut self, admin: Administration) -> Self {
-        self.admin = Some(admin);
+        Arc::make_mut(&mut self.0).admin = Some(admin);
         self
     }
 
     /// The same, serving single sign-on through `sso`.
     pub fn with_sso(mut self, sso: SingleSignOn) -> Self {
-        self.sso = Some(sso);
+        Arc::make_mut(&mut self.0).sso = Some(sso);
         self
     }
 }

@@ -1,5 +1,6 @@
-//! [`BatchStore`] on SQLite: the records a request reads before it writes, on one reader
-//! connection in one trip to the blocking pool.
+//! [`BatchStore`] on SQLite: the records a request reads before it writes (and a transcript's
+//! page of events after its session), on one reader connection in one trip to the blocking
+//! pool.
 
 use async_trait::async_trait;
 use knowledge_core::ids::SessionKey;
@@ -9,7 +10,7 @@ use crate::SqliteStore;
 use crate::directory::read_member;
 use crate::limits::{read_rate_window, read_usage};
 use crate::orgs::read_org;
-use crate::sessions::read_session;
+use crate::sessions::{read_events, read_session};
 
 #[async_trait]
 impl BatchStore for SqliteStore {
@@ -23,9 +24,21 @@ impl BatchStore for SqliteStore {
             org: org.clone(),
             session: id.clone(),
         });
+        let page = reads.events;
         self.read(move |c| {
+            let member = read_member(c, &org, &user)?;
+            let found = match &session {
+                Some(key) => read_session(c, key)?,
+                None => None,
+            };
+            let events = match (&session, &member, &found, page) {
+                (Some(key), Some(_), Some(_), Some(page)) => {
+                    read_events(c, key, page.after, page.limit)?
+                }
+                _ => Vec::new(),
+            };
             Ok(Snapshot {
-                member: read_member(c, &org, &user)?,
+                member,
                 org: if org_record { read_org(c, &org)? } else { None },
                 usage: match &month {
                     Some(m) => read_usage(c, &org, m)?,
@@ -35,10 +48,8 @@ impl BatchStore for SqliteStore {
                     Some(key) => read_rate_window(c, key)?,
                     None => RateWindow::default(),
                 },
-                session: match &session {
-                    Some(key) => read_session(c, key)?,
-                    None => None,
-                },
+                session: found,
+                events,
             })
         })
         .await

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{BackendError, StoreError, StoreResult};
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::schema::{SCHEMA, migrate};
@@ -55,6 +56,10 @@ fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
+    // Plans must not depend on bound values: otherwise SQLite expires a cached statement each
+    // time one of its range parameters is bound again (`seq > ?`, `LIMIT ?`), and every poll
+    // would parse its query anew.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     Ok(conn)
 }
 

@@ -182,25 +182,7 @@ impl SessionStore for SqliteStore {
         &self, key: &SessionKey, after: u64, limit: usize,
     ) -> StoreResult<Vec<Event>> {
         let k = key.clone();
-        self.read(move |c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT seq, kind, payload, occurred_at FROM events
-                 WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3 AND seq > ?4
-                 ORDER BY seq LIMIT ?5",
-            )?;
-            let rows = stmt.query_map(
-                params![
-                    k.user.as_str(),
-                    k.org.as_str(),
-                    k.session.as_str(),
-                    after,
-                    limit as i64
-                ],
-                event_from,
-            )?;
-            rows.collect()
-        })
-        .await
+        self.read(move |c| read_events(c, &k, after, limit)).await
     }
 
     async fn list_sessions(
@@ -270,4 +252,26 @@ pub(crate) fn read_session(c: &Connection, key: &SessionKey) -> rusqlite::Result
         |r| session_from(key.clone(), r),
     )
     .optional()
+}
+
+/// The session's events with `seq > after`, ascending, at most `limit`.
+pub(crate) fn read_events(
+    c: &Connection, key: &SessionKey, after: u64, limit: usize,
+) -> rusqlite::Result<Vec<Event>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT seq, kind, payload, occurred_at FROM events
+         WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3 AND seq > ?4
+         ORDER BY seq LIMIT ?5",
+    )?;
+    let rows = stmt.query_map(
+        params![
+            key.user.as_str(),
+            key.org.as_str(),
+            key.session.as_str(),
+            after,
+            limit as i64
+        ],
+        event_from,
+    )?;
+    rows.collect()
 }

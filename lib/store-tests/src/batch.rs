@@ -6,7 +6,7 @@ use std::sync::Arc;
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{Member, Role, Usage};
 use knowledge_core::ids::{OrgId, SessionKey, UserId};
-use knowledge_core::ports::{Charge, RateUpdate, Reads, Snapshot};
+use knowledge_core::ports::{Charge, EventsAfter, RateUpdate, Reads, Snapshot};
 
 use crate::{NOW, Tested, audit, business_org, seed_session};
 use knowledge_core::domain::AuditAction;
@@ -52,6 +52,7 @@ pub async fn a_batch_reads_every_record_asked_for_as_its_own_getter_does(store: 
         usage_month: Some(&month),
         rate_window: Some(&window),
         session: Some(&key.session),
+        events: Some(EventsAfter { after: 1, limit: 1 }),
         ..Reads::member(&org.id, &member.user)
     };
     let read = store.read_batch(&everything).await.unwrap();
@@ -66,8 +67,10 @@ pub async fn a_batch_reads_every_record_asked_for_as_its_own_getter_does(store: 
             },
             rate_window: store.get_rate_window(&window).await.unwrap(),
             session: store.get_session(&key).await.unwrap(),
+            events: store.list_events(&key, 1, 1).await.unwrap(),
         }
     );
+    assert_eq!(read.events.iter().map(|e| e.seq).collect::<Vec<_>>(), [2]);
     assert!(read.member.is_some() && read.org.is_some() && read.session.is_some());
     assert_eq!(read.session.map(|s| s.version), Some(charged.version));
 
@@ -108,10 +111,18 @@ pub async fn a_batch_reads_nothing_of_another_user_or_organisation(store: Arc<dy
             org_record: true,
             usage_month: Some(&month),
             session: Some(&key.session),
+            events: Some(EventsAfter {
+                after: 0,
+                limit: 10,
+            }),
             ..Reads::member(in_org, &user)
         };
         let read = store.read_batch(&reads).await.unwrap();
         assert_eq!(read.member, None);
+        assert!(
+            read.events.is_empty(),
+            "{user} in {in_org} read another's events"
+        );
         assert_eq!(
             read.session, None,
             "{user} in {in_org} read another's session"

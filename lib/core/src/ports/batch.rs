@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 
 use crate::clock::Timestamp;
-use crate::domain::{Member, Org, Session, Usage};
+use crate::domain::{Event, Member, Org, Session, Usage};
 use crate::ids::{OrgId, SessionId, UserId};
 
 use super::store::{RateWindow, StoreResult};
@@ -24,6 +24,17 @@ pub struct Reads<'a> {
     pub rate_window: Option<&'a str>,
     /// One of the member's sessions in `org`.
     pub session: Option<&'a SessionId>,
+    /// That session's events after a sequence number, ascending, at most a number of them:
+    /// read after the session, and only when the membership and the session were found (a
+    /// second request on DynamoDB, a `Query`).
+    pub events: Option<EventsAfter>,
+}
+
+/// A page of a session's log: the events with `seq > after`, at most `limit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventsAfter {
+    pub after: u64,
+    pub limit: usize,
 }
 
 impl<'a> Reads<'a> {
@@ -36,12 +47,13 @@ impl<'a> Reads<'a> {
             usage_month: None,
             rate_window: None,
             session: None,
+            events: None,
         }
     }
 }
 
 /// What [`BatchStore::read_batch`] found. What was not asked for, or is not stored, is `None`
-/// (records) or empty (the usage counters and the rate window, at version 0).
+/// (records) or empty (the usage counters, the rate window at version 0, the events).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Snapshot {
     pub member: Option<Member>,
@@ -49,6 +61,7 @@ pub struct Snapshot {
     pub usage: Usage,
     pub rate_window: RateWindow,
     pub session: Option<Session>,
+    pub events: Vec<Event>,
 }
 
 /// A rate window replaced by `hits`, if it is still at `expected_version` (0: absent); its

@@ -9,7 +9,7 @@ mod store;
 mod workflow;
 
 pub use agent::{Agent, AgentAction, AgentError, AgentReply, AgentRequest, TokenUsage, ToolCall};
-pub use batch::{BatchStore, Gate, QueryCount, RateUpdate, Reads, Snapshot};
+pub use batch::{BatchStore, EventsAfter, Gate, QueryCount, RateUpdate, Reads, Snapshot};
 pub use identity::{Authorization, IdentityError, IdentityProvider, OidcClient, VerifiedIdentity};
 pub use integration::{CancelSignal, Integration, IntegrationError, Integrations, ToolSpec};
 #[cfg(feature = "testing")]

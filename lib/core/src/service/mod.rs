@@ -15,7 +15,7 @@ use crate::domain::{
 use crate::error::CoreError;
 use crate::ids::{EventId, OrgId, RunId, SessionId, SessionKey, UserId};
 use crate::limits::Action;
-use crate::ports::{Agent, Gate, Integrations, Reads, Store, StoreError, Workflow};
+use crate::ports::{Agent, EventsAfter, Gate, Integrations, Reads, Store, StoreError, Workflow};
 
 pub use account::Account;
 pub use admission::SignedIn;
@@ -317,15 +317,15 @@ impl Service {
     ) -> Result<Transcript, CoreError> {
         let reads = Reads {
             session: Some(session),
+            events: Some(EventsAfter {
+                after: since.map_or(0, EventId::seq),
+                limit: TRANSCRIPT_PAGE + 1,
+            }),
             ..who.reads()
         };
-        let s = live(self.read_as(who, reads).await?.session)?;
-        let after = since.map_or(0, EventId::seq);
-        let mut events = self
-            .deps
-            .store
-            .list_events(&s.key, after, TRANSCRIPT_PAGE + 1)
-            .await?;
+        let read = self.read_as(who, reads).await?;
+        let s = live(read.session)?;
+        let mut events = read.events;
         let has_more = events.len() > TRANSCRIPT_PAGE;
         events.truncate(TRANSCRIPT_PAGE);
         Ok(Transcript {

@@ -589,14 +589,25 @@ impl BatchStore for MemoryStore {
             .get(reads.org)
             .and_then(|m| m.get(reads.user))
             .cloned();
-        let session = reads.session.and_then(|id| {
-            let key = SessionKey {
-                user: reads.user.clone(),
-                org: reads.org.clone(),
-                session: id.clone(),
-            };
-            s.sessions.get(&key).cloned()
+        let key = reads.session.map(|id| SessionKey {
+            user: reads.user.clone(),
+            org: reads.org.clone(),
+            session: id.clone(),
         });
+        let session = key.as_ref().and_then(|k| s.sessions.get(k).cloned());
+        let events = match (&key, &member, &session, reads.events) {
+            (Some(key), Some(_), Some(_), Some(page)) => s
+                .events
+                .get(key)
+                .map(|log| {
+                    log.range(page.after + 1..)
+                        .take(page.limit)
+                        .map(|(_, e)| e.clone())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
         Ok(Snapshot {
             member,
             org: reads
@@ -612,6 +623,7 @@ impl BatchStore for MemoryStore {
                 .and_then(|k| s.rate_windows.get(k).cloned())
                 .unwrap_or_default(),
             session,
+            events,
         })
     }
 }
