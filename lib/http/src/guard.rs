@@ -3,7 +3,7 @@
 
 use axum::extract::{Request, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_LENGTH, ORIGIN, SET_COOKIE, TRANSFER_ENCODING};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::Response;
 use knowledge_core::CoreError;
@@ -35,7 +35,7 @@ pub async fn log(req: Request, next: Next) -> Response {
 /// cookie names, a [`SignedIn`], into the request's extensions; the membership is checked by
 /// the handler, through the [`crate::extract::Member`] extractor or in the first read of the
 /// use case it calls (so that a hot route reads it with what it needs, in one round trip).
-/// A response other than 401 renews a cookie that is due for it.
+/// A successful response renews a cookie that is due for it.
 pub async fn member(
     State(app): State<SessionApi>, mut req: Request, next: Next,
 ) -> Result<Response, ApiError> {
@@ -47,7 +47,9 @@ pub async fn member(
         signed_in_at: claims.signed_in_at,
     });
     let response = no_store(next.run(req).await);
-    if response.status() == StatusCode::UNAUTHORIZED {
+    // Only an answered request renews: a success is always a member's (every handler checks
+    // the membership before it succeeds), whereas a 400 may be a removed member's.
+    if !response.status().is_success() {
         return Ok(response);
     }
     Ok(renewed(&app, &claims, response))

@@ -23,9 +23,14 @@ fn now_secs() -> i64 {
 /// A session cookie for the default user signed with the service's key, issued `age` seconds
 /// ago for a sign-in `signed_in` seconds ago, expiring in `left` seconds.
 fn aged_cookie(api: &Api, age: i64, signed_in: i64, left: i64) -> String {
+    aged_cookie_of(&api.user, age, signed_in, left)
+}
+
+/// [`aged_cookie`] for `user`.
+fn aged_cookie_of(user: &User, age: i64, signed_in: i64, left: i64) -> String {
     let now = now_secs();
     let claims = json!({
-        "sub": api.user.id.as_str(), "org": api.user.org.as_str(), "iss": "knowledge-service",
+        "sub": user.id.as_str(), "org": user.org.as_str(), "iss": "knowledge-service",
         "iat": now - age, "iat_ms": (now - age) * 1000, "auth_ms": (now - signed_in) * 1000,
         "exp": now + left,
     });
@@ -75,6 +80,42 @@ async fn a_cookie_due_for_renewal_is_renewed_with_its_sign_in_time_and_a_later_e
         .get_as(&user(&api, format!("ks_session={token}")), "/api/auth/me")
         .await;
     assert_eq!(me.status, 200);
+}
+
+#[tokio::test]
+async fn a_removed_members_cookie_due_for_renewal_is_never_renewed_whatever_the_answer() {
+    let api = Api::start().await;
+    let org = api.user.org.clone();
+    let member = api.new_user(&org).await;
+    let idle = Lifetime::default().idle_secs as i64;
+    let due = User {
+        cookie: aged_cookie_of(&member, 7200, 7200, idle - 7200),
+        ..member.clone()
+    };
+    // While a member, the cookie is renewed; removed, neither a request the body rules refuse
+    // (400, before the use case reads the membership) nor one that reads it (401) renews it.
+    let answered = api.get_as(&due, "/api/managed-agents/sessions").await;
+    assert_eq!(answered.status, 200);
+    assert!(answered.headers.contains_key("set-cookie"));
+    api.admin().remove_member(&org, &member.id).await.unwrap();
+    let malformed = api
+        .post_as(&due, "/api/managed-agents/message", json!({ "text": "hi" }))
+        .await;
+    let read = api
+        .post_as(
+            &due,
+            "/api/managed-agents/message",
+            json!({ "sessionId": "ses_0123456789abcdef0123456789abcdef", "text": "hi" }),
+        )
+        .await;
+    for (reply, status) in [(malformed, 400), (read, 401)] {
+        assert_eq!(reply.status, status, "{:?}", reply.body);
+        assert!(
+            reply.headers.get("set-cookie").is_none(),
+            "{:?}",
+            reply.headers
+        );
+    }
 }
 
 #[tokio::test]
