@@ -1,6 +1,6 @@
 //! [`BatchStore`] on SQLite: the records a request reads before it writes (and a transcript's
 //! page of events after its session), on one reader connection in one trip to the blocking
-//! pool.
+//! pool; a tail poll that nothing can have changed is answered from [`Tails`] without it.
 
 use async_trait::async_trait;
 use knowledge_core::ids::SessionKey;
@@ -11,10 +11,28 @@ use crate::directory::read_member;
 use crate::limits::{read_rate_window, read_usage};
 use crate::orgs::read_org;
 use crate::sessions::{read_events, read_session};
+use crate::tail::Tails;
 
 #[async_trait]
 impl BatchStore for SqliteStore {
     async fn read_batch(&self, reads: &Reads<'_>) -> StoreResult<Snapshot> {
+        // A tail poll whose answer no commit can have changed since it was last read.
+        let tail = Tails::key(reads).zip(self.inner.tails.version());
+        if let Some((key, version)) = &tail {
+            if let Some(kept) = self.inner.tails.get(key, *version) {
+                return Ok(kept);
+            }
+        }
+        let read = self.read_uncached(reads).await?;
+        if let Some((key, version)) = tail {
+            self.inner.tails.put(key, version, &read);
+        }
+        Ok(read)
+    }
+}
+
+impl SqliteStore {
+    async fn read_uncached(&self, reads: &Reads<'_>) -> StoreResult<Snapshot> {
         let (org, user) = (reads.org.clone(), reads.user.clone());
         let org_record = reads.org_record;
         let month = reads.usage_month.map(str::to_owned);

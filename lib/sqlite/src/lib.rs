@@ -14,6 +14,7 @@ mod limits;
 mod orgs;
 mod schema;
 mod sessions;
+mod tail;
 mod tickets;
 
 use std::path::{Path, PathBuf};
@@ -33,6 +34,7 @@ struct Inner {
     path: PathBuf,
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
+    tails: tail::Tails,
 }
 
 /// The embedded store. Cheap to clone; clones share connections.
@@ -71,11 +73,13 @@ impl SqliteStore {
         let writer = open_connection(&path).map_err(backend)?;
         writer.execute_batch(SCHEMA).map_err(backend)?;
         migrate(&writer).map_err(backend)?;
+        let tails = tail::Tails::open(&path).map_err(backend)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 path,
                 writer: Mutex::new(writer),
                 readers: Mutex::new(Vec::new()),
+                tails,
             }),
         })
     }

@@ -31,7 +31,7 @@ pub struct Reads<'a> {
 }
 
 /// A page of a session's log: the events with `seq > after`, at most `limit`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct EventsAfter {
     pub after: u64,
     pub limit: usize,

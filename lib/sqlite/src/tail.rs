@@ -1,0 +1,99 @@
+//! Tail polls answered without a trip to the blocking pool. A client polls a session's
+//! transcript at its end over and over, and the answer stays the same until something commits:
+//! so the last read of each tail (membership, session, no new event) is kept, valid only while
+//! no connection has committed anything since it was read. SQLite tells that cheaply: a
+//! connection's `PRAGMA data_version` moves whenever another connection commits, this
+//! process's writer and another process's (the admin commands) alike. So a member's removal or
+//! a new event is seen by the very next poll, as without the copies.
+//!
+//! The check runs on the async worker: it begins and ends a read transaction on a connection of
+//! its own, which in WAL mode takes a lock without waiting (the connection's busy timeout is
+//! zero: a busy lock is "cannot tell", and the poll reads as usual) and reads the wal-index in
+//! shared memory, plus at most the database's first page, which every query keeps hot.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+use knowledge_core::ids::{OrgId, SessionId, UserId};
+use knowledge_core::ports::{EventsAfter, Reads, Snapshot};
+use rusqlite::Connection;
+
+/// Tails kept at most; past it the copies are dropped and gathered again.
+const MAX_TAILS: usize = 10_000;
+
+/// What a tail read asked for: whose session, after which event, how many.
+type TailKey = (OrgId, UserId, SessionId, EventsAfter);
+
+/// The kept tails, all read at one data version.
+#[derive(Default)]
+struct Copies {
+    version: i64,
+    tails: HashMap<TailKey, Snapshot>,
+}
+
+pub(crate) struct Tails {
+    /// Only ever asked for its data version.
+    watch: Mutex<Connection>,
+    copies: Mutex<Copies>,
+}
+
+impl Tails {
+    pub(crate) fn open(path: &Path) -> rusqlite::Result<Self> {
+        let watch = Connection::open(path)?;
+        watch.busy_timeout(std::time::Duration::ZERO)?;
+        Ok(Self {
+            watch: Mutex::new(watch),
+            copies: Mutex::default(),
+        })
+    }
+
+    /// The data version now, `None` when it cannot be told without waiting.
+    pub(crate) fn version(&self) -> Option<i64> {
+        let watch = self.watch.lock().unwrap_or_else(|p| p.into_inner());
+        watch
+            .query_row("PRAGMA data_version", [], |r| r.get(0))
+            .ok()
+    }
+
+    /// The key of a tail read: a transcript page (membership, session and events, nothing
+    /// else). Other reads are never kept.
+    pub(crate) fn key(reads: &Reads<'_>) -> Option<TailKey> {
+        let transcript =
+            !reads.org_record && reads.usage_month.is_none() && reads.rate_window.is_none();
+        match (reads.session, reads.events) {
+            (Some(session), Some(page)) if transcript => {
+                Some((reads.org.clone(), reads.user.clone(), session.clone(), page))
+            }
+            _ => None,
+        }
+    }
+
+    /// The tail kept under `key`, if it was read at `version`.
+    pub(crate) fn get(&self, key: &TailKey, version: i64) -> Option<Snapshot> {
+        let copies = self.copies.lock().unwrap_or_else(|p| p.into_inner());
+        if copies.version != version {
+            return None;
+        }
+        copies.tails.get(key).cloned()
+    }
+
+    /// Keeps `read` under `key` as read at `version` (taken before the read began, so a commit
+    /// during the read makes the copy stale, never wrong), if it is a tail: a member's session
+    /// with no new event.
+    pub(crate) fn put(&self, key: TailKey, version: i64, read: &Snapshot) {
+        if read.member.is_none() || read.session.is_none() || !read.events.is_empty() {
+            return;
+        }
+        let mut copies = self.copies.lock().unwrap_or_else(|p| p.into_inner());
+        if copies.version != version {
+            // Everything kept was read before a commit: none of it can answer again.
+            copies.version = version;
+            copies.tails.clear();
+        }
+        if copies.tails.len() >= MAX_TAILS {
+            copies.tails.clear();
+        }
+        copies.tails.insert(key, read.clone());
+    }
+}

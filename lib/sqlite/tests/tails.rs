@@ -1,0 +1,94 @@
+//! Tail polls answered from a kept copy never hide a commit: a member removed or an event
+//! appended, by this store or by another connection on the same file (as the admin commands in
+//! another process are), is seen by the very next read.
+
+use knowledge_core::domain::{AuditAction, Member, NewEvent, Role};
+use knowledge_core::ids::{SessionKey, UserId};
+use knowledge_core::ports::{
+    BatchStore, DirectoryStore, EventsAfter, Reads, SessionStore, Snapshot,
+};
+use knowledge_sqlite::SqliteStore;
+use knowledge_store_tests::{NOW, audit, business_org, seed_session};
+
+/// A member with a session of three events, on a fresh file; the reads of its tail.
+async fn seeded(store: &SqliteStore) -> SessionKey {
+    let org = business_org(store).await;
+    let member = Member::new(org.id.clone(), UserId::generate(), Role::Viewer, NOW);
+    let added = audit(&org.id, AuditAction::MemberAdded, "m");
+    store.create_member(&member, &added).await.unwrap();
+    let key = SessionKey {
+        user: member.user,
+        org: org.id,
+        session: knowledge_core::ids::SessionId::generate(),
+    };
+    seed_session(store, &key, NOW, 3).await;
+    key
+}
+
+async fn tail(store: &SqliteStore, key: &SessionKey) -> Snapshot {
+    let reads = Reads {
+        session: Some(&key.session),
+        events: Some(EventsAfter {
+            after: 3,
+            limit: 101,
+        }),
+        ..Reads::member(&key.org, &key.user)
+    };
+    store.read_batch(&reads).await.unwrap()
+}
+
+async fn append(store: &SqliteStore, key: &SessionKey) {
+    let mut s = store.get_session(key).await.unwrap().unwrap();
+    let expected = s.version;
+    s.version += 1;
+    let placed = s.place(NOW, vec![NewEvent::agent_message("news")]);
+    store
+        .commit_session(&s, expected, &placed, None, None)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_event_committed_here_or_by_another_connection_is_in_the_next_tail_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let other = SqliteStore::open(dir.path()).unwrap();
+    let key = seeded(&store).await;
+    let first = tail(&store, &key).await;
+    assert!(first.member.is_some() && first.events.is_empty());
+    assert_eq!(tail(&store, &key).await, first);
+
+    append(&store, &key).await;
+    let seen = tail(&store, &key).await;
+    assert_eq!(seen.events.iter().map(|e| e.seq).collect::<Vec<_>>(), [4]);
+
+    let reads = |after| Reads {
+        session: Some(&key.session),
+        events: Some(EventsAfter { after, limit: 101 }),
+        ..Reads::member(&key.org, &key.user)
+    };
+    assert!(store.read_batch(&reads(4)).await.unwrap().events.is_empty());
+    append(&other, &key).await;
+    let seen = store.read_batch(&reads(4)).await.unwrap();
+    assert_eq!(seen.events.iter().map(|e| e.seq).collect::<Vec<_>>(), [5]);
+}
+
+#[tokio::test]
+async fn a_member_removed_by_another_connection_is_gone_from_the_next_tail_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let other = SqliteStore::open(dir.path()).unwrap();
+    let key = seeded(&store).await;
+    for _ in 0..3 {
+        assert!(tail(&store, &key).await.member.is_some());
+    }
+    let removed = audit(&key.org, AuditAction::MemberRemoved, "m");
+    assert!(
+        other
+            .remove_member(&key.org, &key.user, &removed)
+            .await
+            .unwrap()
+    );
+    let after = tail(&store, &key).await;
+    assert_eq!((after.member, after.events.len()), (None, 0));
+}
