@@ -18,10 +18,10 @@ impl BatchStore for SqliteStore {
     async fn read_batch(&self, reads: &Reads<'_>) -> StoreResult<Snapshot> {
         // A tail poll whose answer no commit can have changed since it was last read.
         let tail = Tails::key(reads).zip(self.inner.tails.version());
-        if let Some((key, version)) = &tail {
-            if let Some(kept) = self.inner.tails.get(key, *version) {
-                return Ok(kept);
-            }
+        if let Some((key, version)) = &tail
+            && let Some(kept) = self.inner.tails.get(key, *version)
+        {
+            return Ok(kept);
         }
         let read = self.read_uncached(reads).await?;
         if let Some((key, version)) = tail {
