@@ -54,20 +54,14 @@ impl Service {
                         rate: slot.update(),
                         query: None,
                     };
-                    let store = &self.deps.store;
-                    match store
+                    let committed = (self.deps.store)
                         .commit_session(&next, current.version, &[], None, Some(&gate))
-                        .await
-                    {
-                        Ok(()) => {
-                            if let Some(run) = run {
-                                crate::fault::point("cancel", "stamped").await;
-                                self.deps.workflow.cancelled(&key, &run).await;
-                            }
-                            Ok(false)
-                        }
-                        Err(e) => Err(e),
+                        .await;
+                    if let (Ok(()), Some(run)) = (&committed, &run) {
+                        crate::fault::point("cancel", "stamped").await;
+                        self.deps.workflow.cancelled(&key, run).await;
                     }
+                    committed.map(|()| false)
                 }
                 Err(nothing) => self
                     .deps
