@@ -194,6 +194,7 @@ macro_rules! conformance {
                 delete_removes_the_session_and_every_event_of_a_long_log_and_nothing_else,
                 a_session_being_deleted_is_never_listed_and_is_found_until_its_removal_finishes,
                 a_commit_to_a_deleted_session_is_gone_and_writes_nothing,
+                a_commit_of_the_record_alone_lands_once_at_its_version_and_never_revives_a_deleted_session,
                 sessions_list_newest_first_within_one_user_and_organisation;
             limits:
                 a_rate_window_is_replaced_only_at_the_version_it_was_read_at,

@@ -286,6 +286,41 @@ pub async fn a_commit_to_a_deleted_session_is_gone_and_writes_nothing(store: Arc
     assert_eq!(usage, Usage::default());
 }
 
+pub async fn a_commit_of_the_record_alone_lands_once_at_its_version_and_never_revives_a_deleted_session(
+    store: Arc<dyn Tested>,
+) {
+    let key = new_key();
+    let base = seed_session(&*store, &key, NOW, 2).await;
+    let stamp = |version: u64| {
+        let mut next = base.clone();
+        next.version = version + 1;
+        next.cancelled_at = Some(Timestamp(NOW.millis() + version as i64));
+        next
+    };
+    // Of concurrent commits at one version exactly one lands; the others conflict.
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let (store, next) = (store.clone(), stamp(base.version));
+            tokio::spawn(async move {
+                store
+                    .commit_session(&next, base.version, &[], None, None)
+                    .await
+            })
+        })
+        .collect();
+    assert_eq!(landed(tasks).await, 1);
+    let stored = store.get_session(&key).await.unwrap().unwrap();
+    assert_eq!(stored, stamp(base.version));
+    assert_eq!(store.rows_for(&key).await.unwrap(), (1, 2));
+
+    assert!(store.delete_session(&key).await.unwrap());
+    let refused = store
+        .commit_session(&stamp(stored.version), stored.version, &[], None, None)
+        .await;
+    assert!(matches!(refused, Err(StoreError::Gone)), "{refused:?}");
+    assert_eq!(store.rows_for(&key).await.unwrap(), (0, 0));
+}
+
 pub async fn sessions_list_newest_first_within_one_user_and_organisation(store: Arc<dyn Tested>) {
     let key = new_key();
     let at = |offset: i64| Timestamp(NOW.millis() + offset);
