@@ -1,8 +1,3 @@
 //! The `cancel` endpoint's Lambda function (`CancelFunction` in template.yaml).
 
-use knowledge_http::Endpoint;
-
-#[tokio::main]
-async fn main() -> Result<(), lambda_http::Error> {
-    knowledge_aws::run_http(Endpoint::Cancel).await
-}
+knowledge_aws::endpoint_main!(Cancel);

@@ -1,8 +1,3 @@
 //! The `delete-session` endpoint's Lambda function (`DeleteSessionFunction` in template.yaml).
 
-use knowledge_http::Endpoint;
-
-#[tokio::main]
-async fn main() -> Result<(), lambda_http::Error> {
-    knowledge_aws::run_http(Endpoint::DeleteSession).await
-}
+knowledge_aws::endpoint_main!(DeleteSession);

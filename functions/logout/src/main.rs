@@ -1,8 +1,3 @@
 //! The `logout` endpoint's Lambda function (`LogoutFunction` in template.yaml).
 
-use knowledge_http::Endpoint;
-
-#[tokio::main]
-async fn main() -> Result<(), lambda_http::Error> {
-    knowledge_aws::run_http(Endpoint::Logout).await
-}
+knowledge_aws::endpoint_main!(Logout);

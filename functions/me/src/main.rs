@@ -1,8 +1,3 @@
 //! The `me` endpoint's Lambda function (`MeFunction` in template.yaml).
 
-use knowledge_http::Endpoint;
-
-#[tokio::main]
-async fn main() -> Result<(), lambda_http::Error> {
-    knowledge_aws::run_http(Endpoint::Me).await
-}
+knowledge_aws::endpoint_main!(Me);

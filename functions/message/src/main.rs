@@ -1,8 +1,3 @@
 //! The `message` endpoint's Lambda function (`MessageFunction` in template.yaml).
 
-use knowledge_http::Endpoint;
-
-#[tokio::main]
-async fn main() -> Result<(), lambda_http::Error> {
-    knowledge_aws::run_http(Endpoint::Message).await
-}
+knowledge_aws::endpoint_main!(Message);

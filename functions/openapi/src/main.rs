@@ -1,8 +1,3 @@
 //! The OpenAPI document's Lambda function (`OpenapiFunction` in template.yaml).
 
-use knowledge_http::Endpoint;
-
-#[tokio::main]
-async fn main() -> Result<(), lambda_http::Error> {
-    knowledge_aws::run_http(Endpoint::OpenApi).await
-}
+knowledge_aws::endpoint_main!(OpenApi);

@@ -1,8 +1,3 @@
 //! The `switch-org` endpoint's Lambda function (`SwitchOrgFunction` in template.yaml).
 
-use knowledge_http::Endpoint;
-
-#[tokio::main]
-async fn main() -> Result<(), lambda_http::Error> {
-    knowledge_aws::run_http(Endpoint::SwitchOrg).await
-}
+knowledge_aws::endpoint_main!(SwitchOrg);

@@ -1,8 +1,3 @@
 //! The agent workflow's `Terminate` Task (`TerminateFunction` in template.yaml).
 
-use knowledge_aws::Handler;
-
-#[tokio::main]
-async fn main() -> Result<(), lambda_runtime::Error> {
-    knowledge_aws::run_task(Handler::Terminate).await
-}
+knowledge_aws::task_main!(Terminate);

@@ -1,8 +1,3 @@
 //! The `transcript` endpoint's Lambda function (`TranscriptFunction` in template.yaml).
 
-use knowledge_http::Endpoint;
-
-#[tokio::main]
-async fn main() -> Result<(), lambda_http::Error> {
-    knowledge_aws::run_http(Endpoint::Transcript).await
-}
+knowledge_aws::endpoint_main!(Transcript);

@@ -88,25 +88,35 @@ impl Settings {
 pub struct App {
     settings: Settings,
     store: Arc<dyn Store>,
-    /// The organisations' connected integrations after the fixed ones; only with a sealer.
+    /// The organisations' connected integrations after the fixed ones, where added
+    /// ([`App::with_stored_integrations`]).
     integrations: Option<Arc<dyn Integrations>>,
 }
 
 impl App {
+    /// The application without the organisations' integrations: add them with
+    /// [`App::with_stored_integrations`] where they are used.
     pub fn new(settings: Settings, store: Arc<dyn Store>) -> Self {
-        let integrations = settings.sealer.clone().map(|sealer| {
-            Arc::new(StoredIntegrations::new(
-                store.clone(),
-                sealer,
-                settings.fixed_integrations.clone(),
-                settings.mcp_timeouts,
-            )) as Arc<dyn Integrations>
-        });
         Self {
             settings,
             store,
-            integrations,
+            integrations: None,
         }
+    }
+
+    /// The same, reaching the organisations' connected integrations (MCP servers) after the
+    /// fixed ones, when the settings hold a sealer (members' credentials are sealed). A
+    /// function of its own so that a binary that never calls it links no MCP client.
+    pub fn with_stored_integrations(mut self) -> Self {
+        if let Some(sealer) = self.settings.sealer.clone() {
+            self.integrations = Some(Arc::new(StoredIntegrations::new(
+                self.store.clone(),
+                sealer,
+                self.settings.fixed_integrations.clone(),
+                self.settings.mcp_timeouts,
+            )));
+        }
+        self
     }
 
     /// The workflow steps, with the agent and the integrations where they are configured.
@@ -208,17 +218,21 @@ impl App {
         ))
     }
 
-    /// The router of the Lambda function of `endpoint`. Errors: no cookie signer, for a
-    /// session endpoint; no sealer or identity provider, for single sign-on.
+    /// The router of the Lambda function of `endpoint`. The functions of the OpenAPI document
+    /// and of the app's files serve what is built into them without an application
+    /// (`knowledge_http::openapi_function`, `knowledge_http::web_function`), so that the other
+    /// functions do not link those. Errors: no cookie signer, for a session endpoint; no sealer
+    /// or identity provider, for single sign-on; either of those two endpoints.
     pub fn endpoint_router(
         &self, endpoint: Endpoint, workflow: Arc<dyn Workflow>,
     ) -> Result<Router, AssemblyError> {
         let service = self.service(workflow);
         Ok(match endpoint {
             Endpoint::Scim => knowledge_http::scim_function(self.scim_api(service)),
-            Endpoint::OpenApi => knowledge_http::openapi_function(),
-            Endpoint::Web => {
-                knowledge_http::web_function(knowledge_web::routes(self.settings.app_files.clone()))
+            Endpoint::OpenApi | Endpoint::Web => {
+                return Err(AssemblyError(
+                    "an application for a function of built-in files (they need none)",
+                ));
             }
             _ => {
                 let sessions = self.session_api(service, &[endpoint])?;

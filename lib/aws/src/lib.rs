@@ -4,6 +4,7 @@
 //! the invocations of that instance; the application itself is assembled by `knowledge_app`.
 
 pub mod config;
+pub mod parts;
 pub mod sfn;
 pub mod task;
 
@@ -13,13 +14,12 @@ use aws_config::SdkConfig;
 use knowledge_app::{App, Settings};
 use knowledge_core::ports::Workflow;
 use knowledge_dynamo::{DynamoStore, RequestCounter};
-use knowledge_http::Endpoint;
-use knowledge_oidc::OpenIdConnect;
-use knowledge_providers::agent_from_env;
 
 pub use crate::config::{ConfigError, Env};
+pub use crate::parts::Parts;
 pub use crate::sfn::SfnWorkflow;
 pub use knowledge_core::steps::Handler;
+pub use knowledge_http::Endpoint;
 
 /// A Lambda function: an endpoint behind API Gateway, or a Task of the state machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,21 +31,21 @@ pub enum Function {
 impl Function {
     /// Every endpoint but SCIM, the OpenAPI document and the app's files reads and mints
     /// session cookies.
-    fn uses_cookies(self) -> bool {
+    const fn uses_cookies(self) -> bool {
         matches!(self, Self::Endpoint(e) if !matches!(e, Endpoint::Scim | Endpoint::OpenApi | Endpoint::Web))
     }
 
     /// Create session checks the provider's health; `CallAgent` asks it.
-    fn uses_agent(self) -> bool {
+    const fn uses_agent(self) -> bool {
         match self {
-            Self::Endpoint(e) => e == Endpoint::CreateSession,
+            Self::Endpoint(e) => matches!(e, Endpoint::CreateSession),
             Self::Task(h) => h.asks_agent(),
         }
     }
 
     /// Create session checks whether anything is connected; `CallAgent` lists the tools and
     /// `RunTool` calls them; the admin function tests integrations by listing their tools.
-    fn uses_integrations(self) -> bool {
+    const fn uses_integrations(self) -> bool {
         match self {
             Self::Endpoint(e) => matches!(e, Endpoint::CreateSession | Endpoint::Admin),
             Self::Task(h) => h.uses_integrations(),
@@ -54,8 +54,8 @@ impl Function {
 
     /// Single sign-on's login and callback reach the identity providers, with the client
     /// secrets they open; the admin function seals those secrets and tests providers.
-    fn uses_sso(self) -> bool {
-        matches!(self, Self::Endpoint(e) if e.needs_sso() || e == Endpoint::Admin)
+    const fn uses_sso(self) -> bool {
+        matches!(self, Self::Endpoint(e) if e.needs_sso() || matches!(e, Endpoint::Admin))
     }
 }
 
@@ -65,7 +65,7 @@ impl Function {
 /// [`knowledge_providers::agent_from_env`] reads. Errors: a missing or wrong setting or secret,
 /// so the cold start fails loudly.
 pub async fn settings(
-    function: Function, shared: &SdkConfig, env: &Env,
+    function: Function, parts: Parts, shared: &SdkConfig, env: &Env,
 ) -> Result<Settings, ConfigError> {
     let origin = match (function, env.app_origin.as_deref()) {
         (_, Some(origin)) => origin,
@@ -86,22 +86,18 @@ pub async fn settings(
         let id = secret(&env.sealing_key_secret, config::SEALING_KEY_SECRET_ENV)?;
         settings.sealer = Some(Arc::new(config::sealer(&secrets, &id).await?));
     }
-    if function.uses_sso() {
-        let provider = OpenIdConnect::new().map_err(|e| ConfigError::IdentityProvider(e.into()))?;
-        settings.identity_provider = Some(Arc::new(provider));
+    if let Some(identity_provider) = parts.identity_provider {
+        settings.identity_provider = Some(identity_provider()?);
     }
-    if function.uses_agent() {
+    if let Some(agent) = parts.agent {
         let api_key = match &env.provider_key_secret {
             Some(id) => Some(config::secret_string(&secrets, id).await?),
             None => None,
         };
-        let configured = agent_from_env(|name| match name {
+        settings.agent = Some(agent(&|name| match name {
             "OPENAI_API_KEY" | "ANTHROPIC_API_KEY" => api_key.clone(),
             _ => std::env::var(name).ok(),
-        })
-        .map_err(ConfigError::Agent)?;
-        tracing::info!(agent = %configured.description, "agent configured");
-        settings.agent = Some(configured.agent);
+        })?);
     }
     Ok(settings)
 }
@@ -115,13 +111,20 @@ pub struct ColdStart {
 }
 
 impl ColdStart {
-    /// Builds the clients over `settings`; DynamoDB requests are counted in `counter`.
-    pub fn new(shared: &SdkConfig, env: &Env, settings: Settings, counter: RequestCounter) -> Self {
+    /// Builds the clients over `settings`, with the integrations when `parts` has them;
+    /// DynamoDB requests are counted in `counter`.
+    pub fn new(
+        shared: &SdkConfig, env: &Env, settings: Settings, parts: Parts, counter: RequestCounter,
+    ) -> Self {
         let dynamodb =
             aws_sdk_dynamodb::Client::from_conf(knowledge_dynamo::config(shared, counter).build());
         let store = DynamoStore::new(dynamodb, &env.table);
+        let app = App::new(settings, Arc::new(store.clone()));
         Self {
-            app: App::new(settings, Arc::new(store.clone())),
+            app: match parts.integrations {
+                Some(integrations) => integrations(app),
+                None => app,
+            },
             store,
             workflow: SfnWorkflow::new(
                 aws_sdk_sfn::Client::new(shared),
@@ -130,12 +133,12 @@ impl ColdStart {
         }
     }
 
-    /// Reads `function`'s settings and builds its clients.
+    /// Reads `function`'s settings and builds its clients and `parts`.
     pub async fn load(
-        function: Function, shared: &SdkConfig, env: &Env, counter: RequestCounter,
+        function: Function, parts: Parts, shared: &SdkConfig, env: &Env, counter: RequestCounter,
     ) -> Result<Self, ConfigError> {
-        let settings = settings(function, shared, env).await?;
-        Ok(Self::new(shared, env, settings, counter))
+        let settings = settings(function, parts, shared, env).await?;
+        Ok(Self::new(shared, env, settings, parts, counter))
     }
 
     /// The router of `endpoint`'s function. Errors: a setting the endpoint needs is missing.
@@ -158,38 +161,64 @@ fn init_failed(e: ConfigError) -> lambda_runtime::Error {
 }
 
 /// `function`'s cold start, from the environment Lambda gives it.
-async fn start(function: Function) -> Result<ColdStart, lambda_runtime::Error> {
+async fn start(function: Function, parts: Parts) -> Result<ColdStart, lambda_runtime::Error> {
     let env = Env::from_env().map_err(init_failed)?;
     let shared = aws_config::load_from_env().await;
     let counter = RequestCounter::default();
-    ColdStart::load(function, &shared, &env, counter)
+    ColdStart::load(function, parts, &shared, &env, counter)
         .await
         .map_err(init_failed)
 }
 
-/// The `main` of an endpoint's function: serves `endpoint` behind API Gateway.
-pub async fn run_http(endpoint: Endpoint) -> Result<(), lambda_http::Error> {
+/// Serves `endpoint` behind API Gateway with `parts` ([`Parts::of`] the endpoint's function,
+/// evaluated at compile time: use [`endpoint_main!`]).
+pub async fn run_http(endpoint: Endpoint, parts: Parts) -> Result<(), lambda_http::Error> {
     lambda_runtime::tracing::init_default_subscriber();
     // The document and the app's files are built into the binary: no settings, no clients.
-    match endpoint {
-        Endpoint::OpenApi => return lambda_http::run(knowledge_http::openapi_function()).await,
-        Endpoint::Web => {
-            let files = knowledge_web::routes(knowledge_web::Files::Embedded);
-            return lambda_http::run(knowledge_http::web_function(files)).await;
-        }
-        _ => {}
+    if let Some(files) = parts.files {
+        return lambda_http::run(files()).await;
     }
-    let cold = start(Function::Endpoint(endpoint)).await?;
+    let cold = start(Function::Endpoint(endpoint), parts).await?;
     lambda_http::run(cold.router(endpoint).map_err(init_failed)?).await
 }
 
-/// The `main` of a workflow task's function: runs `handler` for Step Functions.
-pub async fn run_task(handler: Handler) -> Result<(), lambda_runtime::Error> {
+/// Runs `handler` for Step Functions with `parts` ([`Parts::of`] the Task's function, evaluated
+/// at compile time: use [`task_main!`]).
+pub async fn run_task(handler: Handler, parts: Parts) -> Result<(), lambda_runtime::Error> {
     lambda_runtime::tracing::init_default_subscriber();
-    let task = start(Function::Task(handler)).await?.task(handler);
+    let task = start(Function::Task(handler), parts).await?.task(handler);
     lambda_runtime::run(lambda_runtime::service_fn(move |event| {
         let task = task.clone();
         async move { task.handle(event).await }
     }))
     .await
+}
+
+/// The `main` of an endpoint's function: `endpoint_main!(Me)` serves [`Endpoint::Me`], linking
+/// only the [`Parts`] it uses. The function's crate depends on `tokio` and `lambda_http`.
+#[macro_export]
+macro_rules! endpoint_main {
+    ($endpoint:ident) => {
+        #[tokio::main]
+        async fn main() -> Result<(), lambda_http::Error> {
+            const ENDPOINT: $crate::Endpoint = $crate::Endpoint::$endpoint;
+            const PARTS: $crate::Parts = $crate::Parts::of($crate::Function::Endpoint(ENDPOINT));
+            $crate::run_http(ENDPOINT, PARTS).await
+        }
+    };
+}
+
+/// The `main` of a workflow Task's function: `task_main!(LoadTurn)` runs [`Handler::LoadTurn`],
+/// linking only the [`Parts`] it uses. The function's crate depends on `tokio` and
+/// `lambda_runtime`.
+#[macro_export]
+macro_rules! task_main {
+    ($handler:ident) => {
+        #[tokio::main]
+        async fn main() -> Result<(), lambda_runtime::Error> {
+            const HANDLER: $crate::Handler = $crate::Handler::$handler;
+            const PARTS: $crate::Parts = $crate::Parts::of($crate::Function::Task(HANDLER));
+            $crate::run_task(HANDLER, PARTS).await
+        }
+    };
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use aws_config::BehaviorVersion;
 use aws_sdk_sfn::config::Credentials;
-use knowledge_aws::{ColdStart, ConfigError, Env, Function, Handler, SfnWorkflow};
+use knowledge_aws::{ColdStart, ConfigError, Env, Function, Handler, Parts, SfnWorkflow};
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{
     Actor, AuditAction, AuditEntry, Member, NewEvent, Org, OrgStatus, Plan, Role, Session,
@@ -238,9 +238,15 @@ impl Deployment {
 
     /// `function` as its cold start builds it, counting its DynamoDB requests in `counter`.
     async fn cold_start(&self, function: Function) -> ColdStart {
-        ColdStart::load(function, &self.shared, &self.env, self.counter.clone())
-            .await
-            .unwrap()
+        ColdStart::load(
+            function,
+            Parts::of(function),
+            &self.shared,
+            &self.env,
+            self.counter.clone(),
+        )
+        .await
+        .unwrap()
     }
 
     /// The router of `endpoint`'s function.
@@ -508,10 +514,9 @@ async fn sso_events_reach_their_functions_which_read_no_more_than_they_need() {
 #[tokio::test]
 async fn web_event_gets_the_apps_page_under_its_policy_without_reading_anything() {
     let d = Deployment::new().await;
-    let response = (d.router(Endpoint::Web).await)
-        .oneshot(d.event(Endpoint::Web))
-        .await
-        .unwrap();
+    // As the function's main serves it: the built-in files, without a cold start.
+    let files = Parts::of(Function::Endpoint(Endpoint::Web)).files.unwrap();
+    let response = files().oneshot(d.event(Endpoint::Web)).await.unwrap();
     assert_eq!(response.status().as_u16(), 200);
     let csp = response.headers()["content-security-policy"]
         .to_str()
@@ -629,7 +634,15 @@ async fn only_the_functions_that_use_a_key_read_its_secret() {
         sealing_key_secret: None,
         ..d.env.clone()
     };
-    let load = |function| ColdStart::load(function, &d.shared, &without_keys, d.counter.clone());
+    let load = |function| {
+        ColdStart::load(
+            function,
+            Parts::of(function),
+            &d.shared,
+            &without_keys,
+            d.counter.clone(),
+        )
+    };
     // SCIM authenticates by bearer token, the message endpoint reaches no integration, and
     // LoadTurn asks no agent: none of them needs a key.
     for function in [

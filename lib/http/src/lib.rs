@@ -79,7 +79,7 @@ impl Endpoint {
     ];
 
     /// Whether the endpoint's routes need single sign-on assembled.
-    pub fn needs_sso(self) -> bool {
+    pub const fn needs_sso(self) -> bool {
         matches!(self, Self::SsoLogin | Self::SsoCallback)
     }
 

@@ -156,7 +156,7 @@ impl LocalService {
         settings: Settings, store: LocalStore,
         make: impl FnOnce(Steps) -> Result<LocalWorkflow, asl::LoadError>,
     ) -> Result<Self, LocalError> {
-        let app = App::new(settings, store.shared());
+        let app = App::new(settings, store.shared()).with_stored_integrations();
         let workflow = make(app.steps())?;
         let engine: Arc<dyn Workflow> = Arc::new(workflow.clone());
         Ok(Self {

@@ -109,12 +109,12 @@ impl Handler {
     }
 
     /// Whether the step asks the agent (only `CallAgent`).
-    pub fn asks_agent(self) -> bool {
-        self == Self::CallAgent
+    pub const fn asks_agent(self) -> bool {
+        matches!(self, Self::CallAgent)
     }
 
     /// Whether the step lists or calls the integrations (`CallAgent` lists, `RunTool` calls).
-    pub fn uses_integrations(self) -> bool {
+    pub const fn uses_integrations(self) -> bool {
         matches!(self, Self::CallAgent | Self::RunTool)
     }
 }

@@ -1,0 +1,81 @@
+//! The optional parts of a function's binary: the identity providers' client, the agent's
+//! provider, the MCP client, the app's files and the OpenAPI document. Each function links only
+//! those it uses: its `main` ([`crate::endpoint_main!`], [`crate::task_main!`]) evaluates
+//! [`Parts::of`] at compile time, so the constant it passes on holds pointers to the parts
+//! that function needs and nothing names the others, which the linker then leaves out.
+
+use std::sync::Arc;
+
+use knowledge_app::App;
+use knowledge_core::ports::{Agent, IdentityProvider};
+use knowledge_http::Endpoint;
+
+use crate::{ConfigError, Function};
+
+/// Builds the agent from its settings, read through `var` (the API key from its secret).
+pub type MakeAgent = fn(&dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn Agent>, ConfigError>;
+
+/// Builds the identity providers' client.
+pub type MakeIdentityProvider = fn() -> Result<Arc<dyn IdentityProvider>, ConfigError>;
+
+/// What a function builds beyond the store, the workflow and its keys; `None` where it has no
+/// use for a part.
+#[derive(Clone, Copy)]
+pub struct Parts {
+    pub identity_provider: Option<MakeIdentityProvider>,
+    pub agent: Option<MakeAgent>,
+    pub integrations: Option<fn(App) -> App>,
+    /// The whole router of a function that serves files built into the binary.
+    pub files: Option<fn() -> axum::Router>,
+}
+
+impl Parts {
+    /// The parts `function` uses. Meant for compile time (`const PARTS: Parts = Parts::of(..)`):
+    /// called at run time (the tests do) it links every part.
+    pub const fn of(function: Function) -> Self {
+        Self {
+            identity_provider: if function.uses_sso() {
+                Some(identity_provider)
+            } else {
+                None
+            },
+            agent: if function.uses_agent() {
+                Some(agent)
+            } else {
+                None
+            },
+            integrations: if function.uses_integrations() {
+                Some(App::with_stored_integrations)
+            } else {
+                None
+            },
+            files: match function {
+                Function::Endpoint(Endpoint::OpenApi) => Some(openapi),
+                Function::Endpoint(Endpoint::Web) => Some(web),
+                _ => None,
+            },
+        }
+    }
+}
+
+fn identity_provider() -> Result<Arc<dyn IdentityProvider>, ConfigError> {
+    let provider = knowledge_oidc::OpenIdConnect::new()
+        .map_err(|e| ConfigError::IdentityProvider(e.into()))?;
+    Ok(Arc::new(provider))
+}
+
+fn agent(var: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn Agent>, ConfigError> {
+    let configured = knowledge_providers::agent_from_env(var).map_err(ConfigError::Agent)?;
+    tracing::info!(agent = %configured.description, "agent configured");
+    Ok(configured.agent)
+}
+
+/// The OpenAPI document, built into the binary: no settings, no clients.
+fn openapi() -> axum::Router {
+    knowledge_http::openapi_function()
+}
+
+/// The browser app's files, built into the binary.
+fn web() -> axum::Router {
+    knowledge_http::web_function(knowledge_web::routes(knowledge_web::Files::Embedded))
+}
