@@ -21,7 +21,7 @@ use knowledge_core::service::{Deps, Opening, Service};
 use knowledge_core::sso::SingleSignOn;
 use knowledge_core::steps::Steps;
 use knowledge_http::cookie::{CookieSigner, Lifetime};
-use knowledge_http::{Endpoint, HttpConfig, ScimApi, SessionApi};
+use knowledge_http::{Endpoint, HttpConfig, Routes, ScimApi, SessionApi};
 use knowledge_mcp::{StoredIntegrations, Timeouts};
 use knowledge_web::Files;
 
@@ -218,13 +218,15 @@ impl App {
         ))
     }
 
-    /// The router of the Lambda function of `endpoint`. The functions of the OpenAPI document
+    /// The router of the Lambda function of `endpoint`, serving `routes` (`endpoint.routes()`,
+    /// evaluated at compile time where the function is built, so that it links no other
+    /// endpoint's handlers). The functions of the OpenAPI document
     /// and of the app's files serve what is built into them without an application
     /// (`knowledge_http::openapi_function`, `knowledge_http::web_function`), so that the other
     /// functions do not link those. Errors: no cookie signer, for a session endpoint; no sealer
     /// or identity provider, for single sign-on; either of those two endpoints.
     pub fn endpoint_router(
-        &self, endpoint: Endpoint, workflow: Arc<dyn Workflow>,
+        &self, endpoint: Endpoint, routes: Routes, workflow: Arc<dyn Workflow>,
     ) -> Result<Router, AssemblyError> {
         let service = self.service(workflow);
         Ok(match endpoint {
@@ -236,7 +238,7 @@ impl App {
             }
             _ => {
                 let sessions = self.session_api(service, &[endpoint])?;
-                knowledge_http::session_function(sessions, endpoint)
+                knowledge_http::session_function(sessions, routes)
             }
         })
     }

@@ -108,6 +108,8 @@ pub struct ColdStart {
     pub store: DynamoStore,
     pub workflow: SfnWorkflow,
     pub app: App,
+    /// The routes of an endpoint's function ([`Parts::routes`]).
+    routes: knowledge_http::Routes,
 }
 
 impl ColdStart {
@@ -130,6 +132,7 @@ impl ColdStart {
                 aws_sdk_sfn::Client::new(shared),
                 env.state_machine_arn.clone(),
             ),
+            routes: parts.routes,
         }
     }
 
@@ -144,7 +147,7 @@ impl ColdStart {
     /// The router of `endpoint`'s function. Errors: a setting the endpoint needs is missing.
     pub fn router(&self, endpoint: Endpoint) -> Result<axum::Router, ConfigError> {
         let workflow: Arc<dyn Workflow> = Arc::new(self.workflow.clone());
-        Ok(self.app.endpoint_router(endpoint, workflow)?)
+        Ok(self.app.endpoint_router(endpoint, self.routes, workflow)?)
     }
 
     /// The task function of `handler`.

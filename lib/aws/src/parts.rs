@@ -1,5 +1,5 @@
 //! The optional parts of a function's binary: the identity providers' client, the agent's
-//! provider, the MCP client, the app's files and the OpenAPI document. Each function links only
+//! provider, the MCP client, the app's files and the OpenAPI document, and its own routes. Each function links only
 //! those it uses: its `main` ([`crate::endpoint_main!`], [`crate::task_main!`]) evaluates
 //! [`Parts::of`] at compile time, so the constant it passes on holds pointers to the parts
 //! that function needs and nothing names the others, which the linker then leaves out.
@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use knowledge_app::App;
 use knowledge_core::ports::{Agent, IdentityProvider};
-use knowledge_http::Endpoint;
+use knowledge_http::{Endpoint, Routes};
 
 use crate::{ConfigError, Function};
 
@@ -27,6 +27,8 @@ pub struct Parts {
     pub integrations: Option<fn(App) -> App>,
     /// The whole router of a function that serves files built into the binary.
     pub files: Option<fn() -> axum::Router>,
+    /// An endpoint function's routes (none for a Task).
+    pub routes: Routes,
 }
 
 impl Parts {
@@ -53,6 +55,10 @@ impl Parts {
                 Function::Endpoint(Endpoint::OpenApi) => Some(openapi),
                 Function::Endpoint(Endpoint::Web) => Some(web),
                 _ => None,
+            },
+            routes: match function {
+                Function::Endpoint(endpoint) => endpoint.routes(),
+                Function::Task(_) => Routes::NONE,
             },
         }
     }

@@ -18,15 +18,16 @@ pub mod routes;
 pub mod scim;
 pub mod sso;
 mod state;
+mod table;
 pub mod wire;
 
 use axum::Router;
 use axum::middleware::from_fn_with_state;
 use axum::routing::any;
-use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
-use utoipa_axum::routes;
+use utoipa_axum::router::OpenApiRouter;
 
 pub use crate::state::{HttpConfig, ScimApi, SessionApi};
+pub use crate::table::Routes;
 
 /// An endpoint of the interface; on AWS each is its own Lambda function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,64 +105,12 @@ impl Endpoint {
             Self::Admin => "admin",
         }
     }
-
-    /// The route under `/api/managed-agents`, for the session endpoints.
-    fn session_route(self) -> Option<UtoipaMethodRouter<SessionApi>> {
-        Some(match self {
-            Self::CreateSession => routes!(routes::create_session),
-            Self::DeleteSession => routes!(routes::delete_session),
-            Self::Message => routes!(routes::post_message),
-            Self::Transcript => routes!(routes::transcript),
-            Self::ListSessions => routes!(routes::list_sessions),
-            Self::Cancel => routes!(routes::cancel),
-            _ => return None,
-        })
-    }
-
-    /// The routes under [`admin::PREFIX`], for the admin endpoint.
-    fn admin_routes(self) -> Option<OpenApiRouter<SessionApi>> {
-        (self == Self::Admin).then(|| {
-            OpenApiRouter::new()
-                .routes(routes!(admin::list_members, admin::invite_member))
-                .routes(routes!(admin::set_role, admin::remove_member))
-                .routes(routes!(admin::get_sso, admin::set_sso))
-                .routes(routes!(admin::enable_sso))
-                .routes(routes!(admin::test_sso))
-                .routes(routes!(admin::get_scim))
-                .routes(routes!(admin::generate_scim_token))
-                .routes(routes!(admin::list_integrations))
-                .routes(routes!(
-                    admin::connect_integration,
-                    admin::disconnect_integration
-                ))
-                .routes(routes!(admin::test_integration))
-                .routes(routes!(admin::credential_holders))
-                .routes(routes!(admin::store_credential))
-                .routes(routes!(admin::get_usage))
-                .routes(routes!(admin::set_limits))
-                .routes(routes!(admin::list_audit))
-        })
-    }
-
-    /// The route under `/api/auth`, with the guard it passes: the member guard for who is
-    /// signed in, the signed-in guard (a valid cookie) for switching and signing out.
-    fn auth_route(self) -> Option<(UtoipaMethodRouter<SessionApi>, AuthGuard)> {
-        Some(match self {
-            Self::Me => (routes!(auth::me), AuthGuard::Member),
-            Self::SwitchOrg => (routes!(auth::switch_org), AuthGuard::SignedIn),
-            Self::Logout => (routes!(auth::logout), AuthGuard::SignedIn),
-            Self::SignInLink => (routes!(auth::sign_in_with_link), AuthGuard::Public),
-            Self::SsoLogin => (routes!(sso::login), AuthGuard::Public),
-            Self::SsoCallback => (routes!(sso::callback), AuthGuard::Public),
-            _ => return None,
-        })
-    }
 }
 
 /// Every route, as the local service serves them, with `app` (the browser app's pages and
 /// assets) behind the same edge.
 pub fn router(sessions: SessionApi, scim: ScimApi, app: Router) -> Router {
-    let sessions = session_routes(sessions, &Endpoint::ALL);
+    let sessions = session_routes(sessions, &Endpoint::ALL.map(Endpoint::routes));
     edge(
         sessions
             .merge(scim::routes(scim))
@@ -172,7 +121,7 @@ pub fn router(sessions: SessionApi, scim: ScimApi, app: Router) -> Router {
 
 /// The OpenAPI document of every route [`router`] serves, built from the same declarations.
 pub fn document() -> utoipa::openapi::OpenApi {
-    let sessions = session_parts(&Endpoint::ALL).doc;
+    let sessions = session_parts(&Endpoint::ALL.map(Endpoint::routes)).doc;
     openapi::document([sessions, scim::document(), openapi::document_of_itself()])
 }
 
@@ -180,8 +129,8 @@ pub fn document() -> utoipa::openapi::OpenApi {
 /// as the full router answers an unknown route (401 without a valid cookie, then 404 or 405):
 /// every request under `/api/managed-agents/` passes the member guard first, unknown paths and
 /// methods included.
-pub fn session_function(sessions: SessionApi, endpoint: Endpoint) -> Router {
-    edge(session_routes(sessions, &[endpoint]))
+pub fn session_function(sessions: SessionApi, routes: Routes) -> Router {
+    edge(session_routes(sessions, &[routes]))
 }
 
 /// The router of the SCIM function. It holds no cookie signer, so a request outside the SCIM
@@ -226,16 +175,16 @@ struct SessionParts {
     doc: utoipa::openapi::OpenApi,
 }
 
-fn session_parts(endpoints: &[Endpoint]) -> SessionParts {
+fn session_parts(endpoints: &[Routes]) -> SessionParts {
     let (under_prefix, prefixed) = endpoints
         .iter()
-        .filter_map(|e| e.session_route())
+        .filter_map(|r| r.session.map(|route| route()))
         .fold(OpenApiRouter::new(), OpenApiRouter::routes)
         .split_for_parts();
     let mut doc = utoipa::openapi::OpenApi::default().nest(SESSION_PREFIX, prefixed);
     let admin = endpoints
         .iter()
-        .find_map(|e| e.admin_routes())
+        .find_map(|r| r.admin.map(|routes| routes()))
         .map(|routes| {
             let (router, part) = routes.split_for_parts();
             doc = std::mem::take(&mut doc).nest(admin::PREFIX, part);
@@ -243,9 +192,9 @@ fn session_parts(endpoints: &[Endpoint]) -> SessionParts {
         });
     let auth = endpoints
         .iter()
-        .filter_map(|e| e.auth_route())
+        .filter_map(|r| r.auth)
         .map(|(route, guard)| {
-            let (router, part) = OpenApiRouter::new().routes(route).split_for_parts();
+            let (router, part) = OpenApiRouter::new().routes(route()).split_for_parts();
             doc.merge(part);
             (router, guard)
         })
@@ -260,7 +209,7 @@ fn session_parts(endpoints: &[Endpoint]) -> SessionParts {
 
 /// The session routes of `endpoints` behind the member guard, and the `/api/auth` routes
 /// behind theirs.
-fn session_routes(state: SessionApi, endpoints: &[Endpoint]) -> Router {
+fn session_routes(state: SessionApi, endpoints: &[Routes]) -> Router {
     let parts = session_parts(endpoints);
     let under_prefix = parts
         .under_prefix
