@@ -1,8 +1,9 @@
 //! The optional parts of a function's binary: the identity providers' client, the agent's
-//! provider, the MCP client, the app's files and the OpenAPI document, and its own routes. Each function links only
-//! those it uses: its `main` ([`crate::endpoint_main!`], [`crate::task_main!`]) evaluates
-//! [`Parts::of`] at compile time, so the constant it passes on holds pointers to the parts
-//! that function needs and nothing names the others, which the linker then leaves out.
+//! provider, the MCP client, the app's files, the OpenAPI document, and its own routes. Each
+//! function links only those it uses: its `main` ([`crate::endpoint_main!`],
+//! [`crate::task_main!`]) evaluates [`Parts::of`] at compile time, so the constant it passes on
+//! holds pointers to the parts that function needs and nothing names the others, which the
+//! linker then leaves out.
 
 use std::sync::Arc;
 
