@@ -173,13 +173,17 @@ async fn main() {
     for s in scenarios.iter().filter(|s| s.name.contains(&only)) {
         let f = measure(&client, &s.path, &cookie, requests, concurrency).await;
         print_row(&s.name, &f);
-        tail_rps.get_or_insert(f.rps);
+        if std::ptr::eq(s, &scenarios[0]) {
+            tail_rps = Some(f.rps);
+        }
     }
-    let tail_rps = tail_rps.expect("a tail scenario");
-    println!(
-        "\nA tail poll (10 events) runs at {:.2} of the bare stack's rate.",
-        tail_rps / baseline.rps
-    );
+    // The ratio of the scenario whose bytes the baseline answers, when it was measured.
+    if let Some(tail_rps) = tail_rps {
+        println!(
+            "\nA tail poll (10 events) runs at {:.2} of the bare stack's rate.",
+            tail_rps / baseline.rps
+        );
+    }
 }
 
 fn print_row(name: &str, f: &Figures) {

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{
     KeysAndAttributes, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
-use knowledge_core::ids::{OrgId, SessionKey};
+use knowledge_core::ids::OrgId;
 use knowledge_core::ports::{
     BatchStore, Gate, Reads, SessionStore, Snapshot, StoreError, StoreResult,
 };
@@ -31,13 +31,8 @@ impl BatchStore for DynamoStore {
         let org = reads.org_record.then(|| keys::org(reads.org));
         let usage = reads.usage_month.map(|m| keys::usage(reads.org, m));
         let window = reads.rate_window.map(keys::rate_window);
-        let session = reads.session.map(|id| {
-            keys::session(&SessionKey {
-                user: reads.user.clone(),
-                org: reads.org.clone(),
-                session: id.clone(),
-            })
-        });
+        let session_key = reads.session_key();
+        let session = session_key.as_ref().map(keys::session);
         let wanted: Vec<(String, String)> = [Some(member.clone()), org.clone()]
             .into_iter()
             .chain([usage.clone(), window.clone(), session.clone()])
@@ -56,15 +51,8 @@ impl BatchStore for DynamoStore {
                 .map(|i| rate_window_from(&i))
                 .transpose()?
                 .unwrap_or_default(),
-            session: match (take(session), reads.session) {
-                (Some(item), Some(id)) => Some(session_from(
-                    &SessionKey {
-                        user: reads.user.clone(),
-                        org: reads.org.clone(),
-                        session: id.clone(),
-                    },
-                    &item,
-                )?),
+            session: match (take(session), &session_key) {
+                (Some(item), Some(key)) => Some(session_from(key, &item)?),
                 _ => None,
             },
             events: Vec::new(),
@@ -153,23 +141,15 @@ impl DynamoStore {
                     ReturnValuesOnConditionCheckFailure::AllOld,
                 );
             let mut conditions = Vec::new();
-            // A limit of zero refuses even a month with no item yet: the comparison alone is
-            // false for an attribute that does not exist.
-            if let Some(quota) = count.quota {
-                conditions.push(if quota == 0 {
-                    "queries < :quota"
-                } else {
-                    "(attribute_not_exists(queries) OR queries < :quota)"
-                });
-                update = update.expression_attribute_values(":quota", n(quota));
-            }
-            if let Some(cap) = count.cap_micros {
-                conditions.push(if cap == 0 {
-                    "costMicros < :cap"
-                } else {
-                    "(attribute_not_exists(costMicros) OR costMicros < :cap)"
-                });
-                update = update.expression_attribute_values(":cap", n(cap));
+            let limits = [
+                ("queries", ":quota", count.quota),
+                ("costMicros", ":cap", count.cap_micros),
+            ];
+            for (attribute, placeholder, limit) in limits {
+                if let Some(limit) = limit {
+                    conditions.push(under(attribute, placeholder, limit));
+                    update = update.expression_attribute_values(placeholder, n(limit));
+                }
             }
             if !conditions.is_empty() {
                 update = update.condition_expression(conditions.join(" AND "));
@@ -220,6 +200,17 @@ impl DynamoStore {
                 &reasons, error, false,
             ))),
         }
+    }
+}
+
+/// The condition that the usage item's `attribute` is under the limit bound to `placeholder`.
+/// A month with no item yet passes, except for a limit of zero: the comparison alone is false
+/// for an attribute that does not exist.
+fn under(attribute: &str, placeholder: &str, limit: u64) -> String {
+    let below = format!("{attribute} < {placeholder}");
+    match limit {
+        0 => below,
+        _ => format!("(attribute_not_exists({attribute}) OR {below})"),
     }
 }
 

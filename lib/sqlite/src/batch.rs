@@ -3,7 +3,6 @@
 //! pool; a tail poll that nothing can have changed is answered from [`Tails`] without it.
 
 use async_trait::async_trait;
-use knowledge_core::ids::SessionKey;
 use knowledge_core::ports::{BatchStore, RateWindow, Reads, Snapshot, StoreResult};
 
 use crate::SqliteStore;
@@ -17,7 +16,7 @@ use crate::tail::Tails;
 impl BatchStore for SqliteStore {
     async fn read_batch(&self, reads: &Reads<'_>) -> StoreResult<Snapshot> {
         // A tail poll whose answer no commit can have changed since it was last read.
-        let tail = Tails::key(reads).zip(self.inner.tails.version());
+        let tail = Tails::key(reads).and_then(|key| Some((key, self.inner.tails.version()?)));
         if let Some((key, version)) = &tail
             && let Some(kept) = self.inner.tails.get(key, *version)
         {
@@ -37,11 +36,7 @@ impl SqliteStore {
         let org_record = reads.org_record;
         let month = reads.usage_month.map(str::to_owned);
         let window = reads.rate_window.map(str::to_owned);
-        let session = reads.session.map(|id| SessionKey {
-            user: user.clone(),
-            org: org.clone(),
-            session: id.clone(),
-        });
+        let session = reads.session_key();
         let page = reads.events;
         self.read(move |c| {
             let member = read_member(c, &org, &user)?;

@@ -19,20 +19,9 @@ impl LimitStore for SqliteStore {
     }
 
     async fn put_rate_window(&self, update: RateUpdate<'_>) -> StoreResult<()> {
-        let (key, hits) = (update.key.to_owned(), update.hits.to_vec());
-        let (expected_version, expires_at) = (update.expected_version, update.expires_at);
-        self.write(move |tx| {
-            write_rate_window(
-                tx,
-                &RateUpdate {
-                    key: &key,
-                    hits: &hits,
-                    expected_version,
-                    expires_at,
-                },
-            )
-        })
-        .await
+        let update = OwnedRate::of(&update);
+        self.write(move |tx| write_rate_window(tx, &update.update()))
+            .await
     }
 
     async fn get_usage(&self, org: &OrgId, month: &str) -> StoreResult<Usage> {
@@ -137,22 +126,44 @@ pub(crate) fn pass(c: &Connection, org: &OrgId, gate: Option<&Gate<'_>>) -> Stor
     Ok(())
 }
 
-/// A [`Gate`] that owns its parts, to move into a blocking write.
-pub(crate) struct OwnedGate {
+/// A [`RateUpdate`] that owns its parts, to move into a blocking write.
+pub(crate) struct OwnedRate {
     key: String,
     hits: Vec<Timestamp>,
     expected_version: u64,
     expires_at: Timestamp,
+}
+
+impl OwnedRate {
+    fn of(update: &RateUpdate<'_>) -> Self {
+        Self {
+            key: update.key.to_owned(),
+            hits: update.hits.to_vec(),
+            expected_version: update.expected_version,
+            expires_at: update.expires_at,
+        }
+    }
+
+    fn update(&self) -> RateUpdate<'_> {
+        RateUpdate {
+            key: &self.key,
+            hits: &self.hits,
+            expected_version: self.expected_version,
+            expires_at: self.expires_at,
+        }
+    }
+}
+
+/// A [`Gate`] that owns its parts, to move into a blocking write.
+pub(crate) struct OwnedGate {
+    rate: OwnedRate,
     query: Option<(String, Option<u64>, Option<u64>)>,
 }
 
 impl OwnedGate {
     pub(crate) fn of(gate: &Gate<'_>) -> Self {
         Self {
-            key: gate.rate.key.to_owned(),
-            hits: gate.rate.hits.to_vec(),
-            expected_version: gate.rate.expected_version,
-            expires_at: gate.rate.expires_at,
+            rate: OwnedRate::of(&gate.rate),
             query: gate
                 .query
                 .map(|q| (q.month.to_owned(), q.quota, q.cap_micros)),
@@ -161,12 +172,7 @@ impl OwnedGate {
 
     pub(crate) fn gate(&self) -> Gate<'_> {
         Gate {
-            rate: RateUpdate {
-                key: &self.key,
-                hits: &self.hits,
-                expected_version: self.expected_version,
-                expires_at: self.expires_at,
-            },
+            rate: self.rate.update(),
             query: self
                 .query
                 .as_ref()

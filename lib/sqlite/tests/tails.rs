@@ -2,27 +2,22 @@
 //! appended, by this store or by another connection on the same file (as the admin commands in
 //! another process are), is seen by the very next read.
 
-use knowledge_core::domain::{AuditAction, Member, NewEvent, Role};
-use knowledge_core::ids::{SessionKey, UserId};
+use knowledge_core::domain::{AuditAction, NewEvent};
+use knowledge_core::ids::SessionKey;
 use knowledge_core::ports::{
     BatchStore, DirectoryStore, EventsAfter, Reads, SessionStore, Snapshot,
 };
 use knowledge_sqlite::SqliteStore;
-use knowledge_store_tests::{NOW, audit, business_org, seed_session};
+use knowledge_store_tests::{NOW, audit, member_with_session};
 
-/// A member with a session of three events, on a fresh file; the reads of its tail.
-async fn seeded(store: &SqliteStore) -> SessionKey {
-    let org = business_org(store).await;
-    let member = Member::new(org.id.clone(), UserId::generate(), Role::Viewer, NOW);
-    let added = audit(&org.id, AuditAction::MemberAdded, "m");
-    store.create_member(&member, &added).await.unwrap();
-    let key = SessionKey {
-        user: member.user,
-        org: org.id,
-        session: knowledge_core::ids::SessionId::generate(),
-    };
-    seed_session(store, &key, NOW, 3).await;
-    key
+/// This store and another on the same fresh file (as another process would open it), with a
+/// member's session of three events; the session's key.
+async fn two_stores() -> (SqliteStore, SqliteStore, SessionKey, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).unwrap();
+    let other = SqliteStore::open(dir.path()).unwrap();
+    let key = member_with_session(&store, 3).await;
+    (store, other, key, dir)
 }
 
 async fn tail(store: &SqliteStore, key: &SessionKey) -> Snapshot {
@@ -50,10 +45,7 @@ async fn append(store: &SqliteStore, key: &SessionKey) {
 
 #[tokio::test]
 async fn an_event_committed_here_or_by_another_connection_is_in_the_next_tail_read() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path()).unwrap();
-    let other = SqliteStore::open(dir.path()).unwrap();
-    let key = seeded(&store).await;
+    let (store, other, key, _dir) = two_stores().await;
     let first = tail(&store, &key).await;
     assert!(first.member.is_some() && first.events.is_empty());
     assert_eq!(tail(&store, &key).await, first);
@@ -75,10 +67,7 @@ async fn an_event_committed_here_or_by_another_connection_is_in_the_next_tail_re
 
 #[tokio::test]
 async fn a_member_removed_by_another_connection_is_gone_from_the_next_tail_read() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path()).unwrap();
-    let other = SqliteStore::open(dir.path()).unwrap();
-    let key = seeded(&store).await;
+    let (store, other, key, _dir) = two_stores().await;
     for _ in 0..3 {
         assert!(tail(&store, &key).await.member.is_some());
     }

@@ -4,26 +4,15 @@
 use std::sync::Arc;
 
 use knowledge_core::clock::Timestamp;
-use knowledge_core::domain::{Member, Role, Usage};
-use knowledge_core::ids::{OrgId, SessionKey, UserId};
+use knowledge_core::domain::Usage;
+use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Charge, EventsAfter, RateUpdate, Reads, Snapshot};
 
-use crate::{NOW, Tested, audit, business_org, seed_session};
-use knowledge_core::domain::AuditAction;
+use crate::{NOW, Tested, member_with_session};
 
 pub async fn a_batch_reads_every_record_asked_for_as_its_own_getter_does(store: Arc<dyn Tested>) {
-    let org = business_org(&*store).await;
-    let member = Member::new(org.id.clone(), UserId::generate(), Role::Admin, NOW);
-    store
-        .create_member(&member, &audit(&org.id, AuditAction::MemberAdded, "m"))
-        .await
-        .unwrap();
-    let key = SessionKey {
-        user: member.user.clone(),
-        org: org.id.clone(),
-        session: knowledge_core::ids::SessionId::generate(),
-    };
-    let session = seed_session(&*store, &key, NOW, 3).await;
+    let key = member_with_session(&*store, 3).await;
+    let session = store.get_session(&key).await.unwrap().unwrap();
     let month = NOW.month();
     let mut charged = session.clone();
     charged.version += 1;
@@ -35,7 +24,7 @@ pub async fn a_batch_reads_every_record_asked_for_as_its_own_getter_does(store: 
         .commit_session(&charged, session.version, &[], Some(&charge), None)
         .await
         .unwrap();
-    let window = format!("message#{}", member.user);
+    let window = format!("message#{}", key.user);
     let hits = [NOW];
     store
         .put_rate_window(RateUpdate {
@@ -53,14 +42,14 @@ pub async fn a_batch_reads_every_record_asked_for_as_its_own_getter_does(store: 
         rate_window: Some(&window),
         session: Some(&key.session),
         events: Some(EventsAfter { after: 1, limit: 1 }),
-        ..Reads::member(&org.id, &member.user)
+        ..Reads::member(&key.org, &key.user)
     };
     let read = store.read_batch(&everything).await.unwrap();
     assert_eq!(
         read,
         Snapshot {
-            member: store.get_member(&org.id, &member.user).await.unwrap(),
-            org: store.get_org(&org.id).await.unwrap(),
+            member: store.get_member(&key.org, &key.user).await.unwrap(),
+            org: store.get_org(&key.org).await.unwrap(),
             usage: Usage {
                 queries: 0,
                 cost_micros: 42
@@ -76,7 +65,7 @@ pub async fn a_batch_reads_every_record_asked_for_as_its_own_getter_does(store: 
 
     // What is not asked for is not read; the membership always is.
     let alone = store
-        .read_batch(&Reads::member(&org.id, &member.user))
+        .read_batch(&Reads::member(&key.org, &key.user))
         .await
         .unwrap();
     assert_eq!(
@@ -89,23 +78,12 @@ pub async fn a_batch_reads_every_record_asked_for_as_its_own_getter_does(store: 
 }
 
 pub async fn a_batch_reads_nothing_of_another_user_or_organisation(store: Arc<dyn Tested>) {
-    let org = business_org(&*store).await;
-    let owner = Member::new(org.id.clone(), UserId::generate(), Role::Viewer, NOW);
-    store
-        .create_member(&owner, &audit(&org.id, AuditAction::MemberAdded, "o"))
-        .await
-        .unwrap();
-    let key = SessionKey {
-        user: owner.user.clone(),
-        org: org.id.clone(),
-        session: knowledge_core::ids::SessionId::generate(),
-    };
-    seed_session(&*store, &key, NOW, 1).await;
+    let key = member_with_session(&*store, 1).await;
     let month = NOW.month();
     let other_org = OrgId::generate();
     for (user, in_org) in [
-        (UserId::generate(), &org.id),
-        (owner.user.clone(), &other_org),
+        (UserId::generate(), &key.org),
+        (key.user.clone(), &other_org),
     ] {
         let reads = Reads {
             org_record: true,
@@ -127,6 +105,6 @@ pub async fn a_batch_reads_nothing_of_another_user_or_organisation(store: Arc<dy
             read.session, None,
             "{user} in {in_org} read another's session"
         );
-        assert_eq!(read.org.is_some(), in_org == &org.id);
+        assert_eq!(read.org.is_some(), in_org == &key.org);
     }
 }

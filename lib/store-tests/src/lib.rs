@@ -175,6 +175,22 @@ pub async fn business_org(store: &dyn Store) -> Org {
     org
 }
 
+/// A viewer of a new business organisation with a session of `events` user messages (as
+/// [`seed_session`] writes them); the session's key.
+pub async fn member_with_session(store: &dyn Store, events: usize) -> SessionKey {
+    let org = business_org(store).await;
+    let member = Member::new(org.id.clone(), UserId::generate(), Role::Viewer, NOW);
+    let added = audit(&org.id, AuditAction::MemberAdded, "member");
+    store.create_member(&member, &added).await.unwrap();
+    let key = SessionKey {
+        user: member.user,
+        org: org.id,
+        session: SessionId::generate(),
+    };
+    seed_session(store, &key, NOW, events).await;
+    key
+}
+
 /// Declares every case of the contract as a `#[tokio::test]` of the invoking crate, in one
 /// module per role, each on the fresh store that `$open().await` returns as
 /// `(Arc<dyn Tested>, guard)`; the guard (a temporary directory, say) lives as long as the case.

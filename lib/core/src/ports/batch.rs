@@ -6,7 +6,7 @@ use async_trait::async_trait;
 
 use crate::clock::Timestamp;
 use crate::domain::{Event, Member, Org, Session, Usage};
-use crate::ids::{OrgId, SessionId, UserId};
+use crate::ids::{OrgId, SessionId, SessionKey, UserId};
 
 use super::store::{RateWindow, StoreResult};
 
@@ -49,6 +49,15 @@ impl<'a> Reads<'a> {
             session: None,
             events: None,
         }
+    }
+
+    /// The key of the session asked for, if one is: the caller's, in `org`.
+    pub fn session_key(&self) -> Option<SessionKey> {
+        self.session.map(|id| SessionKey {
+            user: self.user.clone(),
+            org: self.org.clone(),
+            session: id.clone(),
+        })
     }
 }
 

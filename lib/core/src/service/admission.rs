@@ -8,7 +8,7 @@ use crate::domain::{Org, Usage};
 use crate::error::CoreError;
 use crate::ids::{OrgId, SessionId, SessionKey, UserId};
 use crate::limits::{Action, Slot};
-use crate::ports::{QueryCount, RateWindow, Reads, Snapshot, StoreError};
+use crate::ports::{Gate, QueryCount, Reads, Snapshot, StoreError};
 
 use super::Service;
 
@@ -62,27 +62,30 @@ pub(super) fn may_start(org: Option<Org>) -> Result<Org, CoreError> {
     }
 }
 
-/// Admits one `action` against the window read with the request: the slot to write with the
-/// work. Refuses early, before the rate window, when the month's usage read with it is already
-/// at a limit, so that a request the quota would refuse takes no slot.
+/// Admits one `action` by `user` against the rate window in `read`: the slot to write with the
+/// work. With `org`, refuses early, before the rate window, when the month's usage in `read` is
+/// already at one of its limits, so that a request the quota would refuse takes no slot.
 /// Errors: `CostCapReached`, `QuotaExhausted`, `RateLimited`.
 pub(super) fn admit(
-    action: Action, user: &UserId, org: Option<&Org>, usage: Usage, window: &RateWindow,
-    now: Timestamp,
+    action: Action, user: &UserId, org: Option<&Org>, read: &Snapshot, now: Timestamp,
 ) -> Result<Slot, CoreError> {
-    if let Some(refused) = org.and_then(|org| usage_refusal(org, usage, now)) {
+    if let Some(refused) = org.and_then(|org| usage_refusal(org, read.usage, now)) {
         return Err(refused);
     }
-    Slot::take(action, user, window, now)
+    Slot::take(action, user, &read.rate_window, now)
         .map_err(|retry_after_secs| CoreError::RateLimited { retry_after_secs })
 }
 
-/// The query count a question passes with its write: under the organisation's quota and cap.
-pub(super) fn query_count<'a>(org: &Org, month: &'a str) -> QueryCount<'a> {
-    QueryCount {
-        month,
-        quota: org.monthly_query_quota,
-        cap_micros: org.cost_cap_micros,
+/// The gate a question's write passes: `slot`'s rate window, and one query counted against
+/// `month` under the organisation's quota and cost cap.
+pub(super) fn question<'a>(slot: &'a Slot, org: &Org, month: &'a str) -> Gate<'a> {
+    Gate {
+        rate: slot.update(),
+        query: Some(QueryCount {
+            month,
+            quota: org.monthly_query_quota,
+            cap_micros: org.cost_cap_micros,
+        }),
     }
 }
 

@@ -15,13 +15,13 @@ use crate::domain::{
 use crate::error::CoreError;
 use crate::ids::{EventId, OrgId, RunId, SessionId, SessionKey, UserId};
 use crate::limits::Action;
-use crate::ports::{Agent, EventsAfter, Gate, Integrations, Reads, Store, StoreError, Workflow};
+use crate::ports::{Agent, EventsAfter, Integrations, Reads, Store, StoreError, Workflow};
 
 pub use account::Account;
 pub use admission::SignedIn;
 pub use stop::cancel_member_turns;
 
-use admission::{admit, may_start, query_count, refused};
+use admission::{admit, may_start, question, refused};
 use stop::live;
 
 /// A signed-in user acting in their active organisation, whose membership has been checked.
@@ -189,18 +189,8 @@ impl Service {
         session.pending.push(events[0].seq);
         for _ in 0..MAX_COMMIT_ATTEMPTS {
             let now = self.now();
-            let slot = admit(
-                action,
-                &who.user,
-                Some(&org),
-                read.usage,
-                &read.rate_window,
-                now,
-            )?;
-            let gate = Gate {
-                rate: slot.update(),
-                query: Some(query_count(&org, &month)),
-            };
+            let slot = admit(action, &who.user, Some(&org), &read, now)?;
+            let gate = question(&slot, &org, &month);
             match self
                 .deps
                 .store
@@ -247,17 +237,10 @@ impl Service {
                 session: Some(session),
                 ..who.reads()
             };
-            let read = self.read_as(who, reads).await?;
-            let current = live(read.session)?;
-            let org = may_start(read.org)?;
-            let slot = admit(
-                action,
-                &who.user,
-                Some(&org),
-                read.usage,
-                &read.rate_window,
-                now,
-            )?;
+            let mut read = self.read_as(who, reads).await?;
+            let current = live(read.session.take())?;
+            let org = may_start(read.org.take())?;
+            let slot = admit(action, &who.user, Some(&org), &read, now)?;
 
             let expected = current.version;
             let mut next = current.clone();
@@ -283,10 +266,7 @@ impl Service {
             let events = next.place(now, new);
             next.pending
                 .push(events.last().expect("a user message was placed").seq);
-            let gate = Gate {
-                rate: slot.update(),
-                query: Some(query_count(&org, &month)),
-            };
+            let gate = question(&slot, &org, &month);
             match self
                 .deps
                 .store

@@ -44,10 +44,10 @@ impl Service {
             ..who.reads()
         };
         for _ in 0..MAX_COMMIT_ATTEMPTS {
-            let read = self.read_as(who, reads).await?;
-            let current = live(read.session)?;
+            let mut read = self.read_as(who, reads).await?;
+            let current = live(read.session.take())?;
             let now = self.now();
-            let slot = admit(action, &who.user, None, read.usage, &read.rate_window, now)?;
+            let slot = admit(action, &who.user, None, &read, now)?;
             let written = match next_stamp(&current, false, now) {
                 Ok((next, run)) => {
                     let gate = Gate {

@@ -63,11 +63,7 @@ impl State {
     /// refuses.
     fn pass(&mut self, org: &OrgId, gate: Option<&Gate<'_>>) -> StoreResult<()> {
         let Some(gate) = gate else { return Ok(()) };
-        let rate = &gate.rate;
-        let window = self.rate_windows.get(rate.key).map_or(0, |w| w.version);
-        if window != rate.expected_version {
-            return Err(StoreError::Conflict);
-        }
+        self.window_at(&gate.rate)?;
         if let Some(q) = &gate.query {
             let usage = self
                 .usage
@@ -85,14 +81,26 @@ impl State {
                 .or_default();
             usage.queries += 1;
         }
-        self.rate_windows.insert(
-            rate.key.to_owned(),
-            RateWindow {
-                hits: rate.hits.to_vec(),
-                version: rate.expected_version + 1,
-            },
-        );
+        self.put_window(&gate.rate);
         Ok(())
+    }
+
+    /// Errors: `Conflict` unless the rate window is stored at the update's expected version
+    /// (0: absent).
+    fn window_at(&self, update: &RateUpdate<'_>) -> StoreResult<()> {
+        let stored = self.rate_windows.get(update.key).map_or(0, |w| w.version);
+        match stored == update.expected_version {
+            true => Ok(()),
+            false => Err(StoreError::Conflict),
+        }
+    }
+
+    fn put_window(&mut self, update: &RateUpdate<'_>) {
+        let window = RateWindow {
+            hits: update.hits.to_vec(),
+            version: update.expected_version + 1,
+        };
+        self.rate_windows.insert(update.key.to_owned(), window);
     }
 
     /// What `member` claims in its organisation: its `userName` and its identity.
@@ -559,14 +567,8 @@ impl LimitStore for MemoryStore {
 
     async fn put_rate_window(&self, update: RateUpdate<'_>) -> StoreResult<()> {
         let mut s = self.state();
-        let window = s.rate_windows.entry(update.key.to_owned()).or_default();
-        if window.version != update.expected_version {
-            return Err(StoreError::Conflict);
-        }
-        *window = RateWindow {
-            hits: update.hits.to_vec(),
-            version: update.expected_version + 1,
-        };
+        s.window_at(&update)?;
+        s.put_window(&update);
         Ok(())
     }
 
@@ -589,11 +591,7 @@ impl BatchStore for MemoryStore {
             .get(reads.org)
             .and_then(|m| m.get(reads.user))
             .cloned();
-        let key = reads.session.map(|id| SessionKey {
-            user: reads.user.clone(),
-            org: reads.org.clone(),
-            session: id.clone(),
-        });
+        let key = reads.session_key();
         let session = key.as_ref().and_then(|k| s.sessions.get(k).cloned());
         let events = match (&key, &member, &session, reads.events) {
             (Some(key), Some(_), Some(_), Some(page)) => s
