@@ -225,10 +225,12 @@ invoke me me "$work/me.json"
 invoke create-session create-session "$work/create-session.json" \
   endpoint="$endpoint" state_machine_arn="${deployed[state_machine_arn]}"
 read -r session run <"$work/create-session.values"
-# The task events and the transcript aimed at the session just created and its run.
+# The task events and the transcript aimed at the session just created and its run; the
+# execution the task events name started now (one that started long ago would hand over).
 aimed=("ses_0123456789abcdef0123456789abcdef=${session}"
   "run_0123456789abcdef0123456789abcdef=${run}")
-for name in load-turn call-agent finish-turn; do event "$name" "${aimed[@]}"; done
+started="2026-01-01T00:00:00.000Z=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)"
+for name in load-turn call-agent finish-turn; do event "$name" "${aimed[@]}" "$started"; done
 # The sample reads after its third event; this session's turn is three events long, so the
 # transcript is read after the question: the answer and the idle status.
 event transcript "$signed_in" "${aimed[0]}" evt_000000000003=evt_000000000001

@@ -8,6 +8,13 @@ moto's races instead of the adapter. Here each DynamoDB request holds one lock w
 handles it, which is the atomicity DynamoDB promises; other services (Step Functions, Lambda,
 which call back into this server) are not serialised.
 
+Step Functions' optimized integrations take the API's parameters in their documented casing
+(`"StateMachineArn"`, `"Name"`, `"Input"` for `arn:aws:states:::states:startExecution`). moto's
+interpreter (LocalStack's, with its name mapping left out) hands them to boto3 as written, and
+boto3 knows only its own member names (`stateMachineArn`), so the request fails with
+`KeyError`. Here they are mapped onto the operation's members, as Step Functions does, so the
+agent workflow's `Handover` state runs.
+
 Usage: python scripts/moto_server.py HOST PORT
 """
 
@@ -36,10 +43,33 @@ class SerialDynamoDB:
             return list(self.app(environ, start_response))
 
 
+def map_step_functions_parameters():
+    import botocore.session
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_sfn as sfn,
+    )
+
+    model = botocore.session.get_session().get_service_model("stepfunctions")
+    normalise = sfn.StateTaskServiceSfn._normalise_parameters
+
+    def mapped(self, parameters, boto_service_name=None, service_action_name=None):
+        normalise(self, parameters, boto_service_name, service_action_name)
+        action = self.resource.api_action
+        members = model.operation_model(action[:1].upper() + action[1:]).input_shape.members
+        by_name = {name.lower(): name for name in members}
+        for key in list(parameters):
+            name = by_name.get(key.lower())
+            if name is not None and name != key:
+                parameters[name] = parameters.pop(key)
+
+    sfn.StateTaskServiceSfn._normalise_parameters = mapped
+
+
 def main():
     host, port = sys.argv[1], int(sys.argv[2])
     # moto's Step Functions call its own Lambda at MOTO_PORT.
     os.environ["MOTO_PORT"] = str(port)
+    map_step_functions_parameters()
     run_simple(
         host,
         port,

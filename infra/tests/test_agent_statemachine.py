@@ -17,6 +17,7 @@ import re
 import time
 import uuid
 import zipfile
+from datetime import datetime
 from pathlib import Path
 
 import boto3
@@ -40,6 +41,9 @@ FUNCTIONS = {
     "Terminate": "terminate",
 }
 PLACEHOLDER = re.compile(r"^\$\{([A-Za-z]+)FunctionArn\}$")
+# The one Task that is not a function: the handover starts the next execution of this machine,
+# request-response (Express supports no .sync integration).
+START_EXECUTION = "arn:aws:states:::states:startExecution"
 
 SESSION = {"user": "usr_a", "org": "org_a", "session": "ses_0123456789abcdef0123456789abcdef"}
 RUN_ID = "run_0123456789abcdef0123456789abcdef"
@@ -54,6 +58,31 @@ EXECUTION_TIMEOUT_SECONDS = 60
 
 def turn(step):
     return {"userSeq": 1, "step": step}
+
+
+class StartedAt:
+    """Equal to an RFC 3339 `$$.Execution.StartTime` within the millisecond of `start` (the
+    API reports the start to the millisecond, the context object to the microsecond)."""
+
+    def __init__(self, start):
+        self.start = start
+
+    def __eq__(self, text):
+        given = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return abs((given - self.start).total_seconds()) < 0.001
+
+    def __repr__(self):
+        return f"StartedAt({self.start.isoformat()})"
+
+
+def context_of(execution):
+    """What every Task passes its step about the execution it runs in: `$$.Execution`'s id,
+    name and start, which the steps' claim on the run compares."""
+    return {
+        "id": execution["executionArn"],
+        "name": execution["name"],
+        "startedAt": StartedAt(execution["startDate"]),
+    }
 
 
 def load_definition():
@@ -169,18 +198,36 @@ class Moto:
     def run(self, test_name, results):
         """Runs one execution on `results`; returns its status, the states it entered in
         order, and every Lambda it scheduled as (function name, input) in order."""
+        execution = self.start(test_name, results)
+        status, entered, scheduled = self.follow(execution)
+        self.settled(results, scheduled)
+        return status, entered, scheduled
+
+    def start(self, test_name, results):
+        """Creates the machine (an Express one, which moto runs as Standard) with `results`
+        queued, and starts its first execution, named after the run; returns its ARN."""
         left = self.drain()
         assert not left, f"moto's Lambda result queue held {left} before the execution"
-        machine = self.sfn.create_state_machine(
+        self.machine = self.sfn.create_state_machine(
             name=f"agent-{test_name}-{uuid.uuid4().hex[:8]}"[:80],
             definition=self.definition_text(),
             roleArn=self.role_arn,
+            type="EXPRESS",
         )["stateMachineArn"]
         self.queue(results)
-        execution = self.sfn.start_execution(
-            stateMachineArn=machine, name=f"exec-{uuid.uuid4().hex}", input=json.dumps(INPUT)
+        return self.sfn.start_execution(
+            stateMachineArn=self.machine, name=RUN_ID, input=json.dumps(INPUT)
         )["executionArn"]
 
+    def settled(self, results, scheduled):
+        """Checks that the executions consumed exactly the queued `results`."""
+        left = self.drain()
+        assert not left, f"the execution left {left} queued, unconsumed"
+        assert len(scheduled) == len(results), f"queued {len(results)} results, {len(scheduled)} invocations"
+
+    def follow(self, execution):
+        """Waits for `execution` to end; returns its status, the states it entered in order,
+        and every Lambda it scheduled as (function name, input) in order."""
         deadline = time.monotonic() + EXECUTION_TIMEOUT_SECONDS
         while True:
             described = self.sfn.describe_execution(executionArn=execution)
@@ -215,9 +262,6 @@ class Moto:
             if event["type"] == "LambdaFunctionScheduled"
         ]
         self.last_execution = described
-        left = self.drain()
-        assert not left, f"the execution left {left} queued, unconsumed"
-        assert len(scheduled) == len(results), f"queued {len(results)} results, {len(scheduled)} invocations"
         return described["status"], entered, scheduled
 
 
@@ -231,9 +275,12 @@ def moto():
     return moto
 
 
-def test_every_task_resource_is_a_substitution_placeholder():
+def test_every_task_resource_is_a_substitution_placeholder_but_the_handover():
     handlers = set()
     for name, state in tasks(load_definition()).items():
+        if name == "Handover":
+            assert state["Resource"] == START_EXECUTION
+            continue
         match = PLACEHOLDER.match(state["Resource"])
         assert match, f"{name}'s Resource {state['Resource']!r} is not a ${{...FunctionArn}} placeholder"
         handlers.add(match.group(1))
@@ -264,8 +311,9 @@ def test_a_turn_with_a_tool_call_runs_to_success(moto):
     assert [function for function, _ in scheduled] == [
         "load-turn", "call-agent", "run-tool", "call-agent", "finish-turn", "load-turn",
     ]
+    execution = moto.last_execution
     for index, (function, given) in enumerate(scheduled):
-        expected = dict(INPUT)
+        expected = {**INPUT, "execution": context_of(execution)}
         if function != "load-turn":
             expected["turn"] = steps[index - 1]["turn"]
         assert given == expected, f"invocation {index} of {function}"
@@ -284,7 +332,7 @@ def test_a_cancelled_step_routes_to_terminate(moto):
     assert entered == ["LoadTurn", "Route", "CallAgent", "Route", "Terminate", "Done"]
     function, given = scheduled[-1]
     assert function == "terminate"
-    assert given == INPUT
+    assert given == {**INPUT, "execution": context_of(moto.last_execution)}
     assert "failure" not in given
 
 
@@ -315,5 +363,44 @@ def test_a_step_failing_for_good_fails_the_turn_not_the_run(moto):
     )
     function, given = scheduled[1 + attempts]
     assert function == "finish-turn"
-    assert {key: value for key, value in given.items() if key != "failure"} == {**INPUT, "turn": turn(0)}
+    assert {key: value for key, value in given.items() if key != "failure"} == {
+        **INPUT,
+        "turn": turn(0),
+        "execution": context_of(moto.last_execution),
+    }
     assert given["failure"]["Error"] == MOTO_LAMBDA_ERROR
+
+
+def test_a_step_near_the_time_limit_hands_the_run_to_a_new_execution_of_the_machine(moto):
+    successor = f"{RUN_ID}-1"
+    steps = [
+        {"cancelled": False, "next": "handover", "handover": successor},  # LoadTurn, first execution
+        {"cancelled": False, "next": "done"},  # LoadTurn, the successor
+    ]
+    first = moto.start("handover", steps)
+    status, entered, scheduled = moto.follow(first)
+
+    assert status == "SUCCEEDED", moto.last_execution
+    assert entered == ["LoadTurn", "Route", "Handover", "Done"]
+    started = moto.sfn.list_executions(stateMachineArn=moto.machine)["executions"]
+    names = sorted(execution["name"] for execution in started)
+    assert names == sorted([RUN_ID, successor])
+    (next_arn,) = [e["executionArn"] for e in started if e["name"] == successor]
+    assert json.loads(moto.sfn.describe_execution(executionArn=next_arn)["input"]) == INPUT
+    next_status, next_entered, next_scheduled = moto.follow(next_arn)
+    assert next_status == "SUCCEEDED", moto.last_execution
+    assert next_entered == ["LoadTurn", "Route", "Done"]
+    assert next_scheduled == [("load-turn", {**INPUT, "execution": context_of(moto.last_execution)})]
+    moto.settled(steps, scheduled + next_scheduled)
+
+
+def test_a_cancel_beats_a_handover_at_the_same_transition(moto):
+    steps = [
+        {"cancelled": True, "next": "handover", "handover": f"{RUN_ID}-1"},  # LoadTurn
+        {"cancelled": False, "next": "done"},  # Terminate
+    ]
+    status, entered, _ = moto.run("cancel-beats-handover", steps)
+
+    assert status == "SUCCEEDED", moto.last_execution
+    assert entered == ["LoadTurn", "Route", "Terminate", "Done"]
+    assert [e["name"] for e in moto.sfn.list_executions(stateMachineArn=moto.machine)["executions"]] == [RUN_ID]

@@ -20,7 +20,7 @@ use knowledge_core::ports::{
     WorkflowError,
 };
 use knowledge_core::service::{Deps, Opening, Service, SignedIn};
-use knowledge_core::steps::{Handler, StepInput, StepOutput, Steps};
+use knowledge_core::steps::{ExecRef, Handler, StepInput, StepOutput, Steps};
 use knowledge_docs::TantivyDocs;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::admin::Admin;
@@ -183,8 +183,17 @@ struct DirectWorkflow(Steps);
 
 #[async_trait]
 impl Workflow for DirectWorkflow {
-    async fn start(&self, key: &SessionKey, run: &RunId) -> Result<(), WorkflowError> {
-        let mut input = StepInput::start(key, run);
+    async fn start(
+        &self, key: &SessionKey, run: &RunId, execution: &str,
+    ) -> Result<(), WorkflowError> {
+        let mut input = StepInput {
+            execution: Some(ExecRef {
+                id: format!("direct:{execution}"),
+                name: execution.to_owned(),
+                started_at: self.0.clock().now(),
+            }),
+            ..StepInput::start(key, run)
+        };
         let mut handler = Handler::LoadTurn;
         loop {
             let out = self

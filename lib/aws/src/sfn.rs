@@ -1,5 +1,6 @@
-//! `SfnWorkflow`: the workflow port on Step Functions. A run is one execution of the agent
-//! state machine, named after the run id.
+//! `SfnWorkflow`: the workflow port on Step Functions. A run is one or more Express executions
+//! of the agent state machine: the first is named after the run id, each successor (a handover
+//! before the five-minute limit, or a replacement for a dead execution) `<run>-<n>`.
 
 use async_trait::async_trait;
 use knowledge_core::ids::{RunId, SessionKey};
@@ -25,12 +26,14 @@ impl SfnWorkflow {
 
 #[async_trait]
 impl Workflow for SfnWorkflow {
-    /// Starts the execution named `run`. Step Functions keeps execution names unique (for 90
-    /// days on a Standard state machine): a retried start while the run is open succeeds
-    /// without starting another, and `ExecutionAlreadyExists` (the run exists, open or ended)
-    /// is a success too. So a start retried by the SDK, by Lambda or by the caller never
-    /// starts two runs.
-    async fn start(&self, key: &SessionKey, run: &RunId) -> Result<(), WorkflowError> {
+    /// Starts the execution named `execution`. Express starts are at least once and not
+    /// idempotent by name, so a start retried by the SDK, by Lambda or by the caller may start
+    /// two executions: the run's claim on the session lets the first to bind it work, and the
+    /// other ends at `LoadTurn` without writing. `ExecutionAlreadyExists` (a Standard machine,
+    /// which keeps names unique) is a success.
+    async fn start(
+        &self, key: &SessionKey, run: &RunId, execution: &str,
+    ) -> Result<(), WorkflowError> {
         let Some(arn) = &self.state_machine_arn else {
             return Err(WorkflowError::new(
                 "this function has no state machine (STATE_MACHINE_ARN is not set)",
@@ -42,7 +45,7 @@ impl Workflow for SfnWorkflow {
             .client
             .start_execution()
             .state_machine_arn(arn)
-            .name(run.as_str())
+            .name(execution)
             .input(input)
             .send()
             .await
@@ -52,7 +55,7 @@ impl Workflow for SfnWorkflow {
                 if e.as_service_error()
                     .is_some_and(|e| e.is_execution_already_exists()) =>
             {
-                tracing::warn!(run = %run, "execution already exists; not started twice");
+                tracing::warn!(run = %run, execution, "execution already exists; not started twice");
                 Ok(())
             }
             Err(e) => Err(WorkflowError::new(e)),

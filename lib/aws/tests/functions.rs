@@ -674,12 +674,12 @@ async fn only_the_functions_that_use_a_key_read_its_secret() {
 }
 
 #[tokio::test]
-async fn a_retried_start_of_one_run_starts_one_execution() {
+async fn a_retried_start_succeeds_where_the_machine_keeps_execution_names_unique() {
     let d = Deployment::new().await;
     let workflow = SfnWorkflow::new(d.sfn.clone(), Some(d.state_machine_arn.clone()));
     let run = RunId::generate();
     for _ in 0..3 {
-        workflow.start(&d.key, &run).await.unwrap();
+        workflow.start(&d.key, &run, run.as_str()).await.unwrap();
     }
     assert_eq!(d.executions().await, [run.to_string()]);
 }
@@ -707,11 +707,12 @@ async fn task(
 #[tokio::test]
 async fn task_events_drive_a_turn_through_the_task_functions() {
     let d = Deployment::new().await;
-    // A follow-up whose run `RUN` is claimed, as the message endpoint leaves it.
+    // A follow-up whose run `RUN` owns the session, with the claim naming its first
+    // execution, as the message endpoint leaves it.
     let mut s = d.store.get_session(&d.key).await.unwrap().unwrap();
     let expected = s.version;
     s.version += 1;
-    s.run_id = Some(RunId::parse(RUN).unwrap());
+    s.start_run(RunId::parse(RUN).unwrap(), SystemClock.now());
     let placed = s.place(
         SystemClock.now(),
         vec![NewEvent::user_message("And for annual plans?")],
@@ -724,23 +725,37 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
     // The sample events name the first message of a fresh session; aim them at this one.
     let user_seq = placed[0].seq;
 
+    // The execution the sample events name started just now.
+    let started_at = SystemClock.now().to_iso8601();
     let run = |h: Handler| {
-        let d = &d;
+        let (d, started_at) = (&d, &started_at);
         async move {
             let mut payload = sample_input(h);
             if payload.get("turn").is_some() {
                 payload["turn"]["userSeq"] = json!(user_seq);
             }
+            payload["execution"]["startedAt"] = json!(started_at);
             d.counter.take();
             let output = task(d, h, payload).await.unwrap();
             (output, d.counter.take())
         }
     };
     // Each step's DynamoDB requests: the cost model in docs/deploy.md adds these up.
+    // The first LoadTurn binds the run's claim to its execution: the session record alone.
     let (loaded, made) = run(Handler::LoadTurn).await;
     assert_eq!(loaded["next"], "agent", "{loaded}");
     assert_eq!(loaded["turn"], json!({ "userSeq": user_seq, "step": 0 }));
-    assert_eq!(made, requests(&[("GetItem", 1)]));
+    assert_eq!(made, requests(&[("GetItem", 1), ("PutItem", 1)]));
+    // A second execution started under the same name (Express starts at least once) reads
+    // the claim bound to the first and ends, writing nothing.
+    let mut duplicate = sample_input(Handler::LoadTurn);
+    let other = format!("{}-2", duplicate["execution"]["id"].as_str().unwrap());
+    duplicate["execution"]["id"] = json!(other);
+    duplicate["execution"]["startedAt"] = json!(started_at);
+    d.counter.take();
+    let exited = task(&d, Handler::LoadTurn, duplicate).await.unwrap();
+    assert_eq!(exited["next"], "done", "{exited}");
+    assert_eq!(d.counter.take(), requests(&[("GetItem", 1)]));
     let (answered, made) = run(Handler::CallAgent).await;
     assert_eq!(answered["next"], "finish", "{answered}");
     // The session, the organisation (for its cost cap), the connected integrations, the

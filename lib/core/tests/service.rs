@@ -2,127 +2,16 @@
 //! race is retried and lands once, a cancel stamps a turn once and tells the engine, a member's
 //! turns are all cancelled at once, creating needs the agent, and deletes are finished.
 
-use std::sync::Arc;
-
 use knowledge_core::CoreError;
-use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::{Clock, SystemClock};
-use knowledge_core::domain::{
-    Actor, AuditAction, AuditEntry, EventKind, Member, Org, OrgStatus, Plan, Role, Session,
-};
-use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
-use knowledge_core::integrations::FixedIntegrations;
-use knowledge_core::ports::{DirectoryStore, OrgStore, SessionStore, StoredRows};
-use knowledge_core::service::{Deps, Opening, Principal, Service, SignedIn};
-use knowledge_core::testing::{MemoryStore, RecordingWorkflow};
+use knowledge_core::domain::EventKind;
+use knowledge_core::ports::{SessionStore, StoredRows};
 use knowledge_store_tests::mark_deleting;
 
-struct Rig {
-    service: Service,
-    store: Arc<MemoryStore>,
-    workflow: Arc<RecordingWorkflow>,
-    p: Principal,
-    /// The member as their cookie names them.
-    who: SignedIn,
-}
+#[allow(dead_code)]
+mod common;
 
-impl Rig {
-    /// A service over an empty store, with one active organisation and one member of it; the
-    /// agent and integrations only when `opening`.
-    async fn new(opening: bool) -> Self {
-        let store = Arc::new(MemoryStore::default());
-        let workflow = Arc::new(RecordingWorkflow::default());
-        let now = SystemClock.now();
-        let org = OrgId::generate();
-        store
-            .put_org(&Org {
-                id: org.clone(),
-                name: "Acme".into(),
-                plan: Plan::Business,
-                status: OrgStatus::Active,
-                monthly_query_quota: None,
-                cost_cap_micros: None,
-                created_at: now,
-                scim_token_sha256: None,
-                scim_token_created_at: None,
-                sso: None,
-            })
-            .await
-            .unwrap();
-        let user = UserId::generate();
-        let audit = AuditEntry::new(&org, now, Actor::Admin, AuditAction::MemberAdded, "test");
-        store
-            .create_member(
-                &Member::new(org.clone(), user.clone(), Role::Viewer, now),
-                &audit,
-            )
-            .await
-            .unwrap();
-        let service = Service::new(Deps {
-            store: store.clone(),
-            workflow: workflow.clone(),
-            clock: Arc::new(SystemClock),
-            opening: opening.then(|| Opening {
-                agent: Arc::new(BuiltinAgent),
-                integrations: Arc::new(FixedIntegrations::new()),
-            }),
-        });
-        let who = SignedIn {
-            user: user.clone(),
-            org: org.clone(),
-            signed_in_at: now,
-        };
-        let p = service.authenticate(user, org, now).await.unwrap();
-        Self {
-            service,
-            store,
-            workflow,
-            p,
-            who,
-        }
-    }
-
-    fn key(&self, session: &SessionId) -> SessionKey {
-        SessionKey {
-            user: self.p.user.clone(),
-            org: self.p.org.clone(),
-            session: session.clone(),
-        }
-    }
-
-    async fn kinds(&self, session: &SessionId) -> Vec<EventKind> {
-        let events = self.store.list_events(&self.key(session), 0, 100).await;
-        events.unwrap().iter().map(|e| e.kind()).collect()
-    }
-
-    /// Ends the session's run as the workflow would after its last turn.
-    async fn end_run(&self, session: &SessionId) {
-        let mut s = self
-            .store
-            .get_session(&self.key(session))
-            .await
-            .unwrap()
-            .unwrap();
-        let expected = s.version;
-        s.version += 1;
-        s.run_id = None;
-        s.pending.clear();
-        self.store
-            .commit_session(&s, expected, &[], None, None)
-            .await
-            .unwrap();
-    }
-
-    /// The session as stored.
-    async fn stored(&self, session: &SessionId) -> Session {
-        let stored = self.store.get_session(&self.key(session)).await.unwrap();
-        stored.expect("the session is stored")
-    }
-
-    fn cancelled(&self) -> usize {
-        self.workflow.cancelled.lock().unwrap().len()
-    }
-}
+use common::Rig;
 
 #[tokio::test]
 async fn a_message_that_loses_its_commit_race_is_retried_and_written_once() {

@@ -81,6 +81,9 @@ pub(crate) fn session_item(session: &Session) -> StoreResult<Item> {
     if let Some(run) = &session.run_id {
         item.insert("runId".into(), s(run.as_str()));
     }
+    if let Some(claim) = &session.exec {
+        item.insert("exec".into(), s(to_json(claim)?));
+    }
     item.insert("deleting".into(), AttributeValue::Bool(session.deleting));
     item.insert("pending".into(), s(to_json(&session.pending)?));
     if let Some(turn) = &session.turn {
@@ -115,6 +118,10 @@ pub(crate) fn session_from(key: &SessionKey, item: &Item) -> StoreResult<Session
         run_id: match item.get("runId") {
             None => None,
             Some(_) => Some(RunId::parse(get_s(item, "runId")?).map_err(|_| corrupt("runId"))?),
+        },
+        exec: match item.get("exec") {
+            None => None,
+            Some(_) => Some(get_json(item, "exec")?),
         },
         deleting: matches!(item.get("deleting"), Some(AttributeValue::Bool(true))),
         pending: get_json(item, "pending")?,

@@ -142,10 +142,12 @@ impl LocalService {
     /// The local service with the agent state machine run by the local engine.
     pub fn new(settings: Settings, store: LocalStore) -> Result<Self, LocalError> {
         Self::with_workflow(settings, store, |steps| {
+            let clock = steps.clock();
             LocalWorkflow::new(
                 Arc::new(StepTasks(steps)),
                 Arc::new(asl::TracingObserver),
                 asl::Options::default(),
+                clock,
             )
         })
     }
@@ -173,11 +175,12 @@ impl LocalService {
         Ok(self.service.finish_deletes().await?)
     }
 
-    /// Restarts the runs that were in flight when the previous process stopped.
+    /// Restarts the runs that were in flight when the previous process stopped, each in a new
+    /// execution (the claim of the dead one is handed to it).
     pub async fn resume_runs(&self) -> Result<usize, LocalError> {
         let running = self.store.running_sessions().await?;
-        for (key, run) in &running {
-            if let Err(e) = self.workflow.start(key, run).await {
+        for (key, _) in &running {
+            if let Err(e) = self.service.resume_run(key).await {
                 tracing::error!(error = %Chain(&e), session = %key.session, "could not resume run");
             }
         }

@@ -1,20 +1,26 @@
-//! `LocalWorkflow`: the workflow port run by the local ASL engine. Each run is one execution of
-//! the agent state machine on its own tokio task; its Tasks are the core's workflow steps,
-//! called in-process, and a cancel fires the run's signal so that an agent or tool call in
-//! flight is abandoned at once.
+//! `LocalWorkflow`: the workflow port run by the local ASL engine. Each execution of the agent
+//! state machine runs on its own tokio task; its Tasks are the core's workflow steps, called
+//! in-process, and its `Handover` state starts the next execution of the same run here. All
+//! executions of a run share the run's signal: a cancel fires it, so that an agent or tool call
+//! in flight is abandoned at once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use knowledge_core::clock::Clock;
 use knowledge_core::ids::{RunId, SessionKey};
 use knowledge_core::ports::{Workflow, WorkflowError};
 use knowledge_core::steps::{Handler, StepInput, Steps, errors};
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::asl::{AGENT_DEFINITION, LoadError, Observer, Options, StateMachine, TaskError, Tasks};
+use crate::asl::{
+    AGENT_DEFINITION, Execution, LOCAL_MACHINE_ID, LoadError, Observer, Options, START_EXECUTION,
+    StateMachine, TaskError, Tasks,
+};
 
 /// The core's workflow steps as the engine's Task handlers.
 pub struct StepTasks(pub Steps);
@@ -34,12 +40,19 @@ impl Tasks for StepTasks {
     }
 }
 
+/// A run's executions in flight, by name, and the signal they share.
+struct Run {
+    signal: CancellationToken,
+    executions: HashSet<String>,
+}
+
 struct Inner {
     machine: StateMachine,
     tasks: Arc<dyn Tasks>,
     observer: Arc<dyn Observer>,
     options: Options,
-    runs: Mutex<HashMap<RunId, CancellationToken>>,
+    clock: Arc<dyn Clock>,
+    runs: Mutex<HashMap<RunId, Run>>,
     active: watch::Sender<usize>,
 }
 
@@ -50,69 +63,137 @@ pub struct LocalWorkflow {
 }
 
 impl LocalWorkflow {
-    /// Loads the agent state machine over `tasks`. Errors: the definition uses a feature the
-    /// engine does not run, or a Task whose handler `tasks` does not have.
+    /// Loads the agent state machine over `tasks`; executions start at `clock`'s time (the
+    /// steps' clock, so that they measure an execution's age the way they read the time).
+    /// Errors: the definition uses a feature the engine does not run, or a Task whose handler
+    /// `tasks` does not have.
     pub fn new(
-        tasks: Arc<dyn Tasks>, observer: Arc<dyn Observer>, options: Options,
+        tasks: Arc<dyn Tasks>, observer: Arc<dyn Observer>, options: Options, clock: Arc<dyn Clock>,
     ) -> Result<Self, LoadError> {
-        let machine = StateMachine::load(AGENT_DEFINITION, &Handler::ALL.map(Handler::name))?;
+        let mut handlers = Handler::ALL.map(Handler::name).to_vec();
+        handlers.push(START_EXECUTION);
+        let machine = StateMachine::load(AGENT_DEFINITION, &handlers)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 machine,
                 tasks,
                 observer,
                 options,
+                clock,
                 runs: Mutex::new(HashMap::new()),
                 active: watch::channel(0).0,
             }),
         })
     }
 
-    /// Resolves once no run is in flight.
+    /// Resolves once no execution is in flight.
     pub async fn idle(&self) {
         let mut rx = self.inner.active.subscribe();
         let _ = rx.wait_for(|n| *n == 0).await;
     }
 }
 
+/// Starts the execution `name` of `run` on its own task, unless one of that name is in
+/// flight (a retried start). Returns it, or `None` when it was already running.
+fn launch(inner: &Arc<Inner>, key: &SessionKey, run: &RunId, name: &str) -> Option<Execution> {
+    let signal = {
+        let mut runs = inner.runs.lock().expect("runs lock");
+        let entry = runs.entry(run.clone()).or_insert_with(|| Run {
+            signal: CancellationToken::new(),
+            executions: HashSet::new(),
+        });
+        if !entry.executions.insert(name.to_owned()) {
+            return None;
+        }
+        inner.active.send_modify(|n| *n += 1);
+        entry.signal.clone()
+    };
+    let execution = Execution::new(name, inner.clock.now());
+    let input = serde_json::to_value(StepInput::start(key, run)).expect("step inputs serialise");
+    let tasks: Arc<dyn Tasks> = Arc::new(ExecutionTasks(inner.clone()));
+    let (inner, session, run, started) = (
+        inner.clone(),
+        key.session.clone(),
+        run.clone(),
+        execution.clone(),
+    );
+    tokio::spawn(async move {
+        let ended = inner
+            .machine
+            .run(
+                &started,
+                input,
+                tasks,
+                signal,
+                inner.observer.as_ref(),
+                inner.options,
+            )
+            .await;
+        if let Err(e) = ended {
+            tracing::error!(%session, %run, execution = started.name, error = %e, "workflow execution failed");
+        }
+        let mut runs = inner.runs.lock().expect("runs lock");
+        if let Some(entry) = runs.get_mut(&run) {
+            entry.executions.remove(&started.name);
+            if entry.executions.is_empty() {
+                runs.remove(&run);
+            }
+        }
+        inner.active.send_modify(|n| *n -= 1);
+    });
+    Some(execution)
+}
+
+/// The Task handlers one execution sees: the steps, and `states:startExecution`, which starts
+/// another execution of the agent state machine here, under the same run's signal.
+struct ExecutionTasks(Arc<Inner>);
+
+/// A `states:startExecution` Task's parameters.
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct StartParameters {
+    state_machine_arn: String,
+    name: String,
+    input: StepInput,
+}
+
+#[async_trait]
+impl Tasks for ExecutionTasks {
+    async fn invoke(
+        &self, handler: &str, input: Value, signal: CancellationToken,
+    ) -> Result<Value, TaskError> {
+        if handler != START_EXECUTION {
+            return self.0.tasks.invoke(handler, input, signal).await;
+        }
+        let failed = |cause: String| TaskError::new("States.TaskFailed", cause);
+        let start: StartParameters =
+            serde_json::from_value(input).map_err(|e| failed(e.to_string()))?;
+        if start.state_machine_arn != LOCAL_MACHINE_ID {
+            return Err(failed(format!(
+                "no state machine {:?} here",
+                start.state_machine_arn
+            )));
+        }
+        let (key, run) = (start.input.session.key(), start.input.run_id);
+        // A retried start of an execution in flight answers as Step Functions would: started.
+        let started = launch(&self.0, &key, &run, &start.name)
+            .unwrap_or_else(|| Execution::new(&start.name, self.0.clock.now()));
+        Ok(json!({ "ExecutionArn": started.id, "StartDate": started.start_time }))
+    }
+}
+
 #[async_trait]
 impl Workflow for LocalWorkflow {
-    async fn start(&self, key: &SessionKey, run: &RunId) -> Result<(), WorkflowError> {
-        let token = CancellationToken::new();
-        {
-            let mut runs = self.inner.runs.lock().expect("runs lock");
-            if runs.contains_key(run) {
-                return Ok(());
-            }
-            runs.insert(run.clone(), token.clone());
-            self.inner.active.send_modify(|n| *n += 1);
-        }
-        let input = serde_json::to_value(StepInput::start(key, run)).map_err(WorkflowError::new)?;
-        let inner = self.inner.clone();
-        let (session, run) = (key.session.clone(), run.clone());
-        tokio::spawn(async move {
-            let ended = inner
-                .machine
-                .run(
-                    input,
-                    inner.tasks.clone(),
-                    token,
-                    inner.observer.as_ref(),
-                    inner.options,
-                )
-                .await;
-            if let Err(e) = ended {
-                tracing::error!(%session, %run, error = %e, "workflow run failed");
-            }
-            inner.runs.lock().expect("runs lock").remove(&run);
-            inner.active.send_modify(|n| *n -= 1);
-        });
+    async fn start(
+        &self, key: &SessionKey, run: &RunId, execution: &str,
+    ) -> Result<(), WorkflowError> {
+        launch(&self.inner, key, run, execution);
         Ok(())
     }
 
     async fn cancelled(&self, _key: &SessionKey, run: &RunId) {
-        if let Some(token) = self.inner.runs.lock().expect("runs lock").get(run) {
-            token.cancel();
+        if let Some(entry) = self.inner.runs.lock().expect("runs lock").get(run) {
+            entry.signal.cancel();
         }
     }
 }

@@ -69,6 +69,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     deleting INTEGER NOT NULL DEFAULT 0,
     pending TEXT NOT NULL,
     turn TEXT,
+    exec TEXT,
     next_seq INTEGER NOT NULL,
     version INTEGER NOT NULL,
     PRIMARY KEY (user_id, org_id, session_id)
@@ -123,6 +124,7 @@ pub(crate) fn migrate(c: &Connection) -> rusqlite::Result<()> {
         ("orgs", "sso", "TEXT"),
         ("audit", "by_user", "TEXT"),
         ("orgs", "scim_token_at", "INTEGER"),
+        ("sessions", "exec", "TEXT"),
     ] {
         let present: bool = c.query_row(
             "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",

@@ -16,6 +16,7 @@ use crate::limits::{OwnedGate, pass, read_usage, write_usage};
 fn session_from(key: SessionKey, r: &Row<'_>) -> rusqlite::Result<Session> {
     let pending: String = r.get(5)?;
     let turn: Option<String> = r.get(9)?;
+    let exec: Option<String> = r.get(10)?;
     Ok(Session {
         key,
         title: r.get(0)?,
@@ -25,6 +26,10 @@ fn session_from(key: SessionKey, r: &Row<'_>) -> rusqlite::Result<Session> {
         run_id: r
             .get::<_, Option<String>>(4)?
             .map(|s| RunId::parse(&s))
+            .transpose()
+            .map_err(conversion)?,
+        exec: exec
+            .map(|c| serde_json::from_str(&c))
             .transpose()
             .map_err(conversion)?,
         pending: serde_json::from_str(&pending).map_err(conversion)?,
@@ -75,7 +80,7 @@ fn insert_events(
 
 /// The session's columns, numbered as the statements bind them: ?1 user, ?2 organisation,
 /// ?3 session, ?4 title, ?5 created, ?6 updated, ?7 cancelled, ?8 run, ?9 pending, ?10 next
-/// sequence number, ?11 version, ?12 deleting, ?13 turn.
+/// sequence number, ?11 version, ?12 deleting, ?13 turn, ?14 execution claim.
 fn session_row(s: &Session) -> Vec<Value> {
     let k = &s.key;
     vec![
@@ -92,6 +97,11 @@ fn session_row(s: &Session) -> Vec<Value> {
         Value::from(s.version as i64),
         Value::from(s.deleting),
         Value::from(turn_json(s)),
+        Value::from(
+            s.exec
+                .as_ref()
+                .map(|c| serde_json::to_string(c).expect("a claim serialises")),
+        ),
     ]
 }
 
@@ -118,8 +128,8 @@ impl SessionStore for SqliteStore {
                 .execute(
                     "INSERT OR IGNORE INTO sessions
                      (user_id, org_id, session_id, title, created_at, updated_at, cancelled_at, run_id,
-                      pending, next_seq, version, deleting, turn)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                      pending, next_seq, version, deleting, turn, exec)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                     params_from_iter(session_row(&s)),
                 )
                 .map_err(backend)?;
@@ -150,8 +160,9 @@ impl SessionStore for SqliteStore {
             let updated = tx
                 .execute(
                     "UPDATE sessions SET title = ?4, updated_at = ?6, cancelled_at = ?7, run_id = ?8,
-                     pending = ?9, next_seq = ?10, version = ?11, deleting = ?12, turn = ?13
-                     WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3 AND version = ?14",
+                     pending = ?9, next_seq = ?10, version = ?11, deleting = ?12, turn = ?13,
+                     exec = ?14
+                     WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3 AND version = ?15",
                     params_from_iter(row),
                 )
                 .map_err(backend)?;
@@ -245,7 +256,7 @@ impl SessionStore for SqliteStore {
 pub(crate) fn read_session(c: &Connection, key: &SessionKey) -> rusqlite::Result<Option<Session>> {
     c.prepare_cached(
         "SELECT title, created_at, updated_at, cancelled_at, run_id, pending, next_seq, version,
-         deleting, turn FROM sessions WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3",
+         deleting, turn, exec FROM sessions WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3",
     )?
     .query_row(
         [key.user.as_str(), key.org.as_str(), key.session.as_str()],

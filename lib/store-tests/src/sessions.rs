@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use knowledge_core::clock::Timestamp;
-use knowledge_core::domain::{Awaiting, Event, NewEvent, Session, TurnProgress, Usage};
+use knowledge_core::domain::{Awaiting, Event, ExecClaim, NewEvent, Session, TurnProgress, Usage};
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, StoreError};
 
@@ -19,6 +19,13 @@ pub async fn a_session_reads_back_exactly_as_it_was_written(store: Arc<dyn Teste
         updated_at: NOW,
         cancelled_at: Some(Timestamp(NOW.millis() - 5)),
         run_id: Some(RunId::generate()),
+        exec: Some(ExecClaim {
+            name: "run-1".into(),
+            id: Some("arn:aws:states:eu-west-1:1:express:agent:run-1:abc".into()),
+            since: Timestamp(NOW.millis() - 9),
+            from: Some("arn:aws:states:eu-west-1:1:express:agent:run:def".into()),
+            seq: 1,
+        }),
         deleting: false,
         pending: vec![1, 2],
         turn: Some(TurnProgress {

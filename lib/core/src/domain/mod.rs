@@ -69,10 +69,12 @@ text_enum!(Plan { Free => "free", Pro => "pro", Business => "business" });
 text_enum!(OrgStatus { Active => "active", Suspended => "suspended" });
 text_enum!(Role { Admin => "admin", Viewer => "viewer" });
 
+mod claim;
 mod member;
 mod session;
 mod sso;
 
+pub use claim::*;
 pub use member::*;
 pub use session::*;
 pub use sso::*;

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::TITLE_CHARS;
+use super::{ExecClaim, TITLE_CHARS};
 use crate::clock::Timestamp;
 use crate::ids::{EventId, RunId, SessionKey};
 
@@ -154,6 +154,9 @@ pub struct Session {
     pub cancelled_at: Option<Timestamp>,
     /// The active workflow run, if any.
     pub run_id: Option<RunId>,
+    /// Which execution of the run may advance it; set with `run_id`, cleared with it. `None`
+    /// on a run started before claims existed, which any execution may advance.
+    pub exec: Option<ExecClaim>,
     /// Set by delete before it removes anything; from then on the session is gone to everyone.
     pub deleting: bool,
     /// Sequence numbers of user messages waiting for their turn, oldest first. The first is the
@@ -177,6 +180,7 @@ impl Session {
             updated_at: now,
             cancelled_at: None,
             run_id: None,
+            exec: None,
             deleting: false,
             pending: vec![],
             turn: None,
@@ -190,6 +194,44 @@ impl Session {
     /// to end quietly; it is not in flight, so a cancel then changes nothing.
     pub fn in_flight(&self) -> bool {
         self.run_id.is_some() && !self.pending.is_empty()
+    }
+
+    /// Gives the session to a new run `run`, whose first execution is named after it.
+    pub fn start_run(&mut self, run: RunId, now: Timestamp) {
+        self.exec = Some(ExecClaim::first(&run, now));
+        self.run_id = Some(run);
+    }
+
+    /// Ends the active run: no run, no claim, no turn in progress.
+    pub fn end_run(&mut self) {
+        self.run_id = None;
+        self.exec = None;
+        self.turn = None;
+    }
+
+    /// When the active run's executions are all dead (its claim is stale; a run from before
+    /// claims counts from the session's last change), names a new execution to take the run
+    /// and returns that name. `None` while an execution may still be alive, or with no run.
+    pub fn revive(&mut self, now: Timestamp) -> Option<String> {
+        let dead = match &self.exec {
+            Some(claim) => claim.stale(now),
+            None => now.millis() - self.updated_at.millis() > super::CLAIM_LIFETIME_MS,
+        };
+        if dead { self.reassign(now) } else { None }
+    }
+
+    /// Names a new execution to take the active run, whatever the claim says, and returns
+    /// that name; for when every execution is known to be dead (the process that ran them
+    /// stopped). `None` with no run.
+    pub fn reassign(&mut self, now: Timestamp) -> Option<String> {
+        let run = self.run_id.as_ref()?;
+        let claim = match &self.exec {
+            Some(claim) => claim.transfer(run, now, None),
+            None => ExecClaim::first(run, now).transfer(run, now, None),
+        };
+        let name = claim.name.clone();
+        self.exec = Some(claim);
+        Some(name)
     }
 
     /// The title for an opening message: its first [`TITLE_CHARS`] Unicode scalar values.
@@ -278,6 +320,7 @@ mod tests {
             updated_at: Timestamp(500),
             cancelled_at: None,
             run_id: None,
+            exec: None,
             deleting: false,
             pending: vec![],
             turn: None,

@@ -9,9 +9,13 @@ use crate::ports::BackendError;
 /// touching the use cases.
 #[async_trait]
 pub trait Workflow: Send + Sync {
-    /// Starts processing the session's pending turns under `run`. Idempotent per run id: a
-    /// retried start of the same run does not start a second one.
-    async fn start(&self, key: &SessionKey, run: &RunId) -> Result<(), WorkflowError>;
+    /// Starts an execution named `execution` that processes the session's pending turns under
+    /// `run` (the name the session's claim gives it). May start more than one execution per
+    /// call or per retried call (Step Functions Express does): the run's claim lets one of them
+    /// work, and the others end at their first step without writing.
+    async fn start(
+        &self, key: &SessionKey, run: &RunId, execution: &str,
+    ) -> Result<(), WorkflowError>;
     /// Tells the engine that `run` was cancelled, so that an in-flight step can be abandoned
     /// early. The cancellation itself is already durable in the store; this is only a hint.
     async fn cancelled(&self, key: &SessionKey, run: &RunId);

@@ -4,6 +4,7 @@
 
 mod account;
 mod admission;
+mod resume;
 mod stop;
 
 use std::sync::Arc;
@@ -184,7 +185,7 @@ impl Service {
         let key = who.key(&SessionId::generate());
         let run = RunId::generate();
         let mut session = Session::new(key.clone(), Session::title_for(text), now);
-        session.run_id = Some(run.clone());
+        session.start_run(run.clone(), now);
         let events = session.place(now, vec![NewEvent::user_message(text)]);
         session.pending.push(events[0].seq);
         for _ in 0..MAX_COMMIT_ATTEMPTS {
@@ -198,7 +199,7 @@ impl Service {
                 .await
             {
                 Ok(()) => {
-                    self.deps.workflow.start(&key, &run).await?;
+                    self.deps.workflow.start(&key, &run, run.as_str()).await?;
                     return Ok(CreatedSession {
                         id: key.session,
                         run_id: run,
@@ -246,22 +247,19 @@ impl Service {
             let mut next = current.clone();
             next.version += 1;
             let mut new = vec![];
-            let mut started = None;
-            match (&current.run_id, current.cancelled_at) {
-                (Some(_), None) => {}
+            let started = match (&current.run_id, current.cancelled_at) {
+                // A live run takes the message; if its executions all died, a new one takes
+                // the run over.
+                (Some(run), None) => next.revive(now).map(|name| (run.clone(), name)),
                 (Some(_), Some(_)) => {
                     // The cancelled run has not finished yet: finish it here, atomically.
                     new.push(NewEvent::status_terminated("cancelled"));
                     next.pending.clear();
                     next.turn = None;
-                    started = Some(RunId::generate());
+                    Some(new_run(&mut next, now))
                 }
-                (None, _) => started = Some(RunId::generate()),
-            }
-            if let Some(run) = &started {
-                next.run_id = Some(run.clone());
-                next.cancelled_at = None;
-            }
+                (None, _) => Some(new_run(&mut next, now)),
+            };
             new.push(NewEvent::user_message(text));
             let events = next.place(now, new);
             next.pending
@@ -274,8 +272,8 @@ impl Service {
                 .await
             {
                 Ok(()) => {
-                    if let Some(run) = started {
-                        self.deps.workflow.start(&key, &run).await?;
+                    if let Some((run, execution)) = started {
+                        self.deps.workflow.start(&key, &run, &execution).await?;
                     }
                     return Ok(());
                 }
@@ -324,4 +322,12 @@ impl Service {
             .list_sessions(&p.user, &p.org, SESSION_LIST_LIMIT)
             .await?)
     }
+}
+
+/// Gives `next` to a new run, not cancelled; returns the run and its first execution's name.
+fn new_run(next: &mut Session, now: Timestamp) -> (RunId, String) {
+    let run = RunId::generate();
+    next.start_run(run.clone(), now);
+    next.cancelled_at = None;
+    (run.clone(), run.as_str().to_owned())
 }

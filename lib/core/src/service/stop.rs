@@ -49,7 +49,9 @@ impl Service {
             let now = self.now();
             let slot = admit(action, &who.user, None, &read, now)?;
             let written = match next_stamp(&current, false, now) {
-                Ok((next, run)) => {
+                Ok((mut next, run)) => {
+                    // A run whose executions all died gets a new one, to write its end.
+                    let revived = run.as_ref().and_then(|_| next.revive(now));
                     let gate = Gate {
                         rate: slot.update(),
                         query: None,
@@ -60,6 +62,9 @@ impl Service {
                     if let (Ok(()), Some(run)) = (&committed, &run) {
                         crate::fault::point("cancel", "stamped").await;
                         self.deps.workflow.cancelled(&key, run).await;
+                        if let Some(execution) = &revived {
+                            self.deps.workflow.start(&key, run, execution).await?;
+                        }
                     }
                     committed.map(|()| false)
                 }

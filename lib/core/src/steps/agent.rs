@@ -11,7 +11,7 @@ use super::bounds::{bounded_input, bounded_text};
 use super::contract::{Next, StepError, StepInput, StepOutput, errors};
 use super::record::Found;
 use super::{
-    HISTORY_BYTES, HISTORY_WINDOW, MAX_AGENT_CALLS, MAX_TOOL_CALLS_PER_STEP,
+    HISTORY_BYTES, HISTORY_WINDOW, Handler, MAX_AGENT_CALLS, MAX_TOOL_CALLS_PER_STEP,
     RATE_LIMIT_WAIT_BUDGET, Steps, TOOL_LISTING_TIMEOUT,
 };
 
@@ -23,7 +23,7 @@ impl Steps {
     /// concurrent turns overspend the cap by at most one step each.
     pub async fn call_agent(&self, input: &StepInput) -> Result<StepOutput, StepError> {
         let key = input.session.key();
-        let s = match self.find(input, Next::Agent).await? {
+        let s = match self.begin(input, Next::Agent, Handler::CallAgent).await? {
             Found::Proceed(s) => *s,
             Found::Return(out) => return Ok(out),
         };

@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{Awaiting, NewEvent, Session};
+use crate::clock::Timestamp;
+use crate::domain::{Awaiting, Execution, NewEvent, Session};
 use crate::error::Chain;
 use crate::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use crate::ports::StoreError;
@@ -69,6 +70,45 @@ pub struct Failure {
     pub cause: Option<String>,
 }
 
+/// The execution a step runs in, from the context object (`$$.Execution`): its id, its name
+/// and when it started (RFC 3339, as Step Functions and the local engine write it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecRef {
+    pub id: String,
+    pub name: String,
+    #[serde(with = "rfc3339")]
+    pub started_at: Timestamp,
+}
+
+impl From<&ExecRef> for Execution {
+    fn from(e: &ExecRef) -> Self {
+        Self {
+            id: e.id.clone(),
+            name: e.name.clone(),
+            started_at: e.started_at,
+        }
+    }
+}
+
+/// `startedAt` as RFC 3339 text: `2026-11-25T10:00:00.123Z` or with an offset, `+00:00`.
+mod rfc3339 {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+    use time::format_description::well_known::Rfc3339;
+
+    use crate::clock::Timestamp;
+
+    pub fn serialize<S: Serializer>(at: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&at.to_iso8601())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
+        let text = String::deserialize(d)?;
+        let at = time::OffsetDateTime::parse(&text, &Rfc3339).map_err(D::Error::custom)?;
+        Ok(Timestamp((at.unix_timestamp_nanos() / 1_000_000) as i64))
+    }
+}
+
 /// Every step's input.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -79,6 +119,10 @@ pub struct StepInput {
     pub turn: Option<TurnRef>,
     #[serde(default)]
     pub failure: Option<Failure>,
+    /// `None` only from an execution of a definition without it (a Standard execution still in
+    /// flight from before the Express machine was deployed); such a step skips the claim.
+    #[serde(default)]
+    pub execution: Option<ExecRef>,
 }
 
 impl StepInput {
@@ -89,7 +133,13 @@ impl StepInput {
             run_id: run.clone(),
             turn: None,
             failure: None,
+            execution: None,
         }
+    }
+
+    /// The execution this step runs in, if the input says.
+    pub(super) fn me(&self) -> Option<Execution> {
+        self.execution.as_ref().map(Execution::from)
     }
 }
 
@@ -104,8 +154,12 @@ pub enum Next {
     Finish,
     /// The run was cancelled: terminate it.
     Terminate,
-    /// The run is over, or no longer owns the session (ended, replaced, or deleted).
+    /// The run is over, or no longer owns the session (ended, replaced, or deleted), or
+    /// another execution owns it.
     Done,
+    /// This execution is near its time limit: start the execution named in
+    /// [`StepOutput::handover`] and end this one.
+    Handover,
 }
 
 impl Next {
@@ -117,7 +171,7 @@ impl Next {
             Self::Tool => Handler::RunTool,
             Self::Finish => Handler::FinishTurn,
             Self::Terminate => Handler::Terminate,
-            Self::Done => return None,
+            Self::Done | Self::Handover => return None,
         })
     }
 }
@@ -130,6 +184,9 @@ pub struct StepOutput {
     pub next: Next,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<TurnRef>,
+    /// With [`Next::Handover`]: the name of the execution to start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handover: Option<String>,
 }
 
 impl StepOutput {
@@ -138,14 +195,22 @@ impl StepOutput {
             cancelled: false,
             next,
             turn: None,
+            handover: None,
         }
     }
 
     pub fn cancelled() -> Self {
         Self {
             cancelled: true,
-            next: Next::Terminate,
-            turn: None,
+            ..Self::to(Next::Terminate)
+        }
+    }
+
+    /// Hand the run over to the execution `name`.
+    pub(super) fn handover(name: String) -> Self {
+        Self {
+            handover: Some(name),
+            ..Self::to(Next::Handover)
         }
     }
 
@@ -163,12 +228,11 @@ impl StepOutput {
             Some(Awaiting::Finish) => Next::Finish,
         };
         Self {
-            cancelled: false,
-            next,
             turn: Some(TurnRef {
                 user_seq,
                 step: s.turn.as_ref().map_or(0, |t| t.step),
             }),
+            ..Self::to(next)
         }
     }
 }

@@ -3,9 +3,9 @@
 
 use crate::domain::NewEvent;
 
-use super::Steps;
 use super::contract::{Next, StepError, StepInput, StepOutput, error_event};
 use super::record::{Committed, Found};
+use super::{Handler, Steps};
 
 impl Steps {
     /// Ends the turn with `status_idle`. With a caught `failure` in the input, it first writes an
@@ -14,13 +14,14 @@ impl Steps {
         let key = input.session.key();
         loop {
             let s = match &input.failure {
-                None => match self.find(input, Next::Finish).await? {
+                None => match self.begin(input, Next::Finish, Handler::FinishTurn).await? {
                     Found::Proceed(s) => *s,
                     Found::Return(out) => return Ok(out),
                 },
                 Some(failure) => {
-                    let Some(s) = self.owned(&key, &input.run_id).await? else {
-                        return Ok(StepOutput::to(Next::Done));
+                    let s = match self.owned(input, false).await? {
+                        Found::Proceed(s) => *s,
+                        Found::Return(out) => return Ok(out),
                     };
                     let current = StepOutput::of(&s);
                     let same_turn =
@@ -56,12 +57,14 @@ impl Steps {
 
     /// Ends the run with one `status_terminated` and drops its pending turns (their messages stay
     /// in the log). With a caught `failure`, an `error` event comes first. Writes nothing if the
-    /// run no longer owns the session.
+    /// run no longer owns the session, or another execution owns the run; an execution whose
+    /// handover failed still ends it.
     pub async fn terminate(&self, input: &StepInput) -> Result<StepOutput, StepError> {
         let key = input.session.key();
         loop {
-            let Some(s) = self.owned(&key, &input.run_id).await? else {
-                return Ok(StepOutput::to(Next::Done));
+            let s = match self.owned(input, true).await? {
+                Found::Proceed(s) => *s,
+                Found::Return(_) => return Ok(StepOutput::to(Next::Done)),
             };
             let mut events = vec![];
             let reason = match &input.failure {
@@ -79,9 +82,8 @@ impl Steps {
             };
             events.push(NewEvent::status_terminated(reason));
             let mut next = s.clone();
-            next.run_id = None;
+            next.end_run();
             next.pending.clear();
-            next.turn = None;
             if !matches!(
                 self.commit(next, s.version, events, None).await?,
                 Committed::Lost

@@ -31,7 +31,9 @@ use serde_json::Value;
 use crate::clock::Clock;
 use crate::ports::{Agent, Integrations, LimitStore, OrgStore, SessionStore};
 
-pub use contract::{Failure, Next, SessionRef, StepError, StepInput, StepOutput, TurnRef, errors};
+pub use contract::{
+    ExecRef, Failure, Next, SessionRef, StepError, StepInput, StepOutput, TurnRef, errors,
+};
 
 /// Events before the answered message that the agent sees at most.
 pub const HISTORY_WINDOW: u64 = 50;
@@ -54,6 +56,14 @@ pub const TOOL_LISTING_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bytes of event payloads the history sent to the agent holds at most; older events are
 /// dropped first, so a long conversation stays within a model's context.
 pub const HISTORY_BYTES: usize = 256 * 1024;
+
+/// How long one execution may last: Step Functions stops an Express execution at five
+/// minutes. The task functions read it from `WORKFLOW_EXECUTION_SECONDS`.
+pub const EXECUTION_LIMIT: Duration = Duration::from_secs(300);
+/// What a work step leaves of an execution's time for what may follow it within the same
+/// execution: the catch path (`FailTurn`, then `TerminateFailed`, 30 s each at most) or the
+/// `Handover` state. A work step that could end later than the limit less this hands over.
+pub const HANDOVER_RESERVE: Duration = Duration::from_secs(60);
 
 /// The Task handlers of the agent state machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -108,6 +118,15 @@ impl Handler {
         }
     }
 
+    /// The Task state's `TimeoutSeconds`: how long one attempt of the step may run.
+    pub const fn timeout(self) -> Duration {
+        Duration::from_secs(match self {
+            Self::CallAgent => 120,
+            Self::RunTool => 60,
+            Self::LoadTurn | Self::FinishTurn | Self::Terminate => 30,
+        })
+    }
+
     /// Whether the step asks the agent (only `CallAgent`).
     pub const fn asks_agent(self) -> bool {
         matches!(self, Self::CallAgent)
@@ -131,6 +150,7 @@ pub struct Steps {
     agent: Option<Arc<dyn Agent>>,
     integrations: Option<Arc<dyn Integrations>>,
     clock: Arc<dyn Clock>,
+    execution_limit: Duration,
 }
 
 impl Steps {
@@ -145,7 +165,19 @@ impl Steps {
             agent: None,
             integrations: None,
             clock,
+            execution_limit: EXECUTION_LIMIT,
         }
+    }
+
+    /// The steps for executions that last at most `limit` (the default is [`EXECUTION_LIMIT`]).
+    pub fn with_execution_limit(mut self, limit: Duration) -> Self {
+        self.execution_limit = limit;
+        self
+    }
+
+    /// The clock the steps read; an engine that stamps executions' start times uses it too.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.clock.clone()
     }
 
     /// The steps with the agent `CallAgent` asks.

@@ -6,10 +6,10 @@ use crate::domain::{Awaiting, EventBody, NewEvent};
 use crate::integrations::find_tool;
 use crate::ports::IntegrationError;
 
-use super::Steps;
 use super::bounds::{bounded_output, bounded_text};
 use super::contract::{Next, StepError, StepInput, StepOutput, errors};
 use super::record::Found;
+use super::{Handler, Steps};
 
 impl Steps {
     /// Runs the turn's oldest tool call that has no result yet, and commits its `tool_result`.
@@ -22,7 +22,7 @@ impl Steps {
     ) -> Result<StepOutput, StepError> {
         let mut cancelled = std::pin::pin!(cancelled);
         let key = input.session.key();
-        let s = match self.find(input, Next::Tool).await? {
+        let s = match self.begin(input, Next::Tool, Handler::RunTool).await? {
             Found::Proceed(s) => *s,
             Found::Return(out) => return Ok(out),
         };

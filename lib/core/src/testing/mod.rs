@@ -37,18 +37,25 @@ impl Clock for ShiftedClock {
     }
 }
 
-/// A workflow engine that runs nothing and records the runs it was asked to start and the
-/// cancels it was told of, in order.
+/// A workflow engine that runs nothing and records the runs it was asked to start (with the
+/// executions' names) and the cancels it was told of, in order.
 #[derive(Debug, Default)]
 pub struct RecordingWorkflow {
     pub started: Mutex<Vec<RunId>>,
+    pub executions: Mutex<Vec<String>>,
     pub cancelled: Mutex<Vec<RunId>>,
 }
 
 #[async_trait]
 impl Workflow for RecordingWorkflow {
-    async fn start(&self, _: &SessionKey, run: &RunId) -> Result<(), WorkflowError> {
+    async fn start(
+        &self, _: &SessionKey, run: &RunId, execution: &str,
+    ) -> Result<(), WorkflowError> {
         self.started.lock().expect("lock").push(run.clone());
+        self.executions
+            .lock()
+            .expect("lock")
+            .push(execution.to_owned());
         Ok(())
     }
 

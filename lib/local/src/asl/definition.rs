@@ -275,9 +275,21 @@ fn parse<T: serde::de::DeserializeOwned>(state: &str, raw: &Value) -> Result<T, 
     serde_json::from_value(raw.clone()).map_err(|e| at(state, e))
 }
 
+/// The one service integration the engine runs, request-response: starting an execution of a
+/// state machine (the agent workflow's `Handover` starts its own successor). A Task with this
+/// resource calls the handler named [`START_EXECUTION`] with its rendered `Parameters`
+/// (`StateMachineArn`, `Name`, `Input`).
+pub const START_EXECUTION_RESOURCE: &str = "arn:aws:states:::states:startExecution";
+/// The handler name a [`START_EXECUTION_RESOURCE`] Task is invoked under.
+pub const START_EXECUTION: &str = "states:startExecution";
+
 /// The handler a Task's resource names: `${LoadTurnFunctionArn}` is `LoadTurn`, the way SAM's
-/// `DefinitionSubstitutions` fills in the function's ARN.
+/// `DefinitionSubstitutions` fills in the function's ARN, and the built-in
+/// [`START_EXECUTION_RESOURCE`] is [`START_EXECUTION`].
 pub fn handler_of(resource: &str) -> Option<&str> {
+    if resource == START_EXECUTION_RESOURCE {
+        return Some(START_EXECUTION);
+    }
     resource
         .strip_prefix("${")?
         .strip_suffix("FunctionArn}")
@@ -613,7 +625,7 @@ mod tests {
                 "StringMatches",
             ),
             (
-                r#"{"A": {"Type": "Pass", "Parameters": {"x.$": "$$.Execution.Id"}, "End": true}}"#,
+                r#"{"A": {"Type": "Pass", "Parameters": {"x.$": "$$.Task.Token"}, "End": true}}"#,
                 "context object",
             ),
             (

@@ -1,6 +1,7 @@
 //! The JSONPath subset of Amazon States Language that the engine reads and writes with:
 //! `$`, `$.field.field` and `$.list[0]` reference paths, and `Parameters` templates whose
-//! `key.$` entries take their value from a path.
+//! `key.$` entries take their value from a path, or from the context object (`$$.Execution.Id`
+//! and the other fields of [`CONTEXT_FIELDS`]).
 
 use serde_json::{Map, Value};
 
@@ -99,11 +100,23 @@ impl Path {
     }
 }
 
-/// A `Parameters` template: the JSON as written, with every `key.$` entry resolved from a path.
+/// The context object's fields a template may read: the execution's and the state machine's.
+pub const CONTEXT_FIELDS: [&str; 6] = [
+    "$$.Execution.Id",
+    "$$.Execution.Name",
+    "$$.Execution.StartTime",
+    "$$.Execution.Input",
+    "$$.StateMachine.Id",
+    "$$.StateMachine.Name",
+];
+
+/// A `Parameters` template: the JSON as written, with every `key.$` entry resolved from a path
+/// in the state's input or in the context object.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Template {
     Literal(Value),
     Path(Path),
+    Context(Path),
     Object(Vec<(String, Template)>),
     Array(Vec<Template>),
 }
@@ -125,6 +138,20 @@ impl Template {
                                     "{key:?}: intrinsic functions are not supported by the local engine"
                                 ));
                             }
+                            if let Some(in_context) = text.strip_prefix('$')
+                                && in_context.starts_with('$')
+                            {
+                                if !CONTEXT_FIELDS.contains(&text) {
+                                    return Err(format!(
+                                        "context object path {text:?} is not supported by the \
+                                         local engine"
+                                    ));
+                                }
+                                return Ok((
+                                    name.to_owned(),
+                                    Self::Context(Path::parse(in_context)?),
+                                ));
+                            }
                             Ok((name.to_owned(), Self::Path(Path::parse(text)?)))
                         }
                         None => Ok((key.clone(), Self::parse(v)?)),
@@ -138,24 +165,28 @@ impl Template {
         })
     }
 
-    /// The template filled in from `data`. Errors name a path that selects nothing.
-    pub fn render(&self, data: &Value) -> Result<Value, String> {
+    /// The template filled in from `data` and the `context` object. Errors name a path that
+    /// selects nothing.
+    pub fn render(&self, data: &Value, context: &Value) -> Result<Value, String> {
+        let get = |p: &Path, from: &Value| {
+            p.get(from)
+                .cloned()
+                .ok_or_else(|| format!("the path {:?} selects nothing", p.as_str()))
+        };
         Ok(match self {
             Self::Literal(v) => v.clone(),
-            Self::Path(p) => p
-                .get(data)
-                .cloned()
-                .ok_or_else(|| format!("the path {:?} selects nothing", p.as_str()))?,
+            Self::Path(p) => get(p, data)?,
+            Self::Context(p) => get(p, context)?,
             Self::Object(entries) => Value::Object(
                 entries
                     .iter()
-                    .map(|(k, t)| Ok((k.clone(), t.render(data)?)))
+                    .map(|(k, t)| Ok((k.clone(), t.render(data, context)?)))
                     .collect::<Result<_, String>>()?,
             ),
             Self::Array(items) => Value::Array(
                 items
                     .iter()
-                    .map(|t| t.render(data))
+                    .map(|t| t.render(data, context))
                     .collect::<Result<_, _>>()?,
             ),
         })
@@ -208,10 +239,49 @@ mod tests {
     fn templates_fill_path_entries_and_keep_literals() {
         let t = Template::parse(&json!({"id.$": "$.a", "fixed": {"n": 1}, "list": ["x"]})).unwrap();
         assert_eq!(
-            t.render(&json!({"a": "v"})).unwrap(),
+            t.render(&json!({"a": "v"}), &json!({})).unwrap(),
             json!({"id": "v", "fixed": {"n": 1}, "list": ["x"]})
         );
-        assert!(t.render(&json!({})).unwrap_err().contains("$.a"));
+        assert!(
+            t.render(&json!({}), &json!({}))
+                .unwrap_err()
+                .contains("$.a")
+        );
         assert!(Template::parse(&json!({"x.$": "States.Format('{}', $.a)"})).is_err());
+    }
+
+    #[test]
+    fn templates_read_the_execution_and_state_machine_from_the_context_object() {
+        let t = Template::parse(&json!({
+            "execution": {"id.$": "$$.Execution.Id", "startedAt.$": "$$.Execution.StartTime"},
+            "machine.$": "$$.StateMachine.Id",
+            "id.$": "$.Execution.Id",
+        }))
+        .unwrap();
+        let context = json!({
+            "Execution": {"Id": "exec-1", "StartTime": "2026-11-25T10:00:00.000Z"},
+            "StateMachine": {"Id": "machine"},
+        });
+        let data = json!({"Execution": {"Id": "from the input"}});
+        assert_eq!(
+            t.render(&data, &context).unwrap(),
+            json!({
+                "execution": {"id": "exec-1", "startedAt": "2026-11-25T10:00:00.000Z"},
+                "machine": "machine",
+                "id": "from the input",
+            })
+        );
+        for unsupported in [
+            "$$.Task.Token",
+            "$$.State.RetryCount",
+            "$$.Map.Item.Value",
+            "$$",
+        ] {
+            let refused = Template::parse(&json!({ "x.$": unsupported })).unwrap_err();
+            assert!(
+                refused.contains("not supported"),
+                "{unsupported}: {refused}"
+            );
+        }
     }
 }

@@ -130,11 +130,12 @@ fn place(path: &Option<Option<Path>>, mut input: Value, result: Value) -> Result
 }
 
 impl Io {
-    /// `InputPath`, then `Parameters`: what the state works on.
-    fn effective(&self, input: &Value) -> Result<Value, TaskError> {
+    /// `InputPath`, then `Parameters` (which may read the `context` object): what the state
+    /// works on.
+    fn effective(&self, input: &Value, context: &Value) -> Result<Value, TaskError> {
         let selected = select(&self.input_path, input.clone())?;
         match &self.parameters {
-            Some(t) => t.render(&selected).map_err(runtime),
+            Some(t) => t.render(&selected, context).map_err(runtime),
             None => Ok(selected),
         }
     }
@@ -216,20 +217,60 @@ fn follow(then: &Then, output: Value) -> Step {
     }
 }
 
+/// An execution as the context object shows it to `Parameters` (`$$.Execution.Id`, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Execution {
+    pub id: String,
+    pub name: String,
+    /// RFC 3339, as Step Functions writes `$$.Execution.StartTime`.
+    pub start_time: String,
+}
+
+/// The state machine's id as the context object shows it (`$$.StateMachine.Id`): what a Task
+/// starting an execution of this same machine names as its `StateMachineArn`.
+pub const LOCAL_MACHINE_ID: &str = "local:stateMachine:agent";
+
+impl Execution {
+    /// An execution named `name` that started at `start`, with an id of its own (a name may be
+    /// started twice, as Express allows).
+    pub fn new(name: &str, start: knowledge_core::clock::Timestamp) -> Self {
+        let mut random = [0u8; 8];
+        getrandom::fill(&mut random).expect("the system's random source works");
+        Self {
+            id: format!("local:execution:agent:{name}:{}", hex::encode(random)),
+            name: name.to_owned(),
+            start_time: start.to_iso8601(),
+        }
+    }
+
+    fn context(&self, input: &Value) -> Value {
+        json!({
+            "Execution": {
+                "Id": self.id, "Name": self.name, "StartTime": self.start_time, "Input": input,
+            },
+            "StateMachine": { "Id": LOCAL_MACHINE_ID, "Name": "agent" },
+        })
+    }
+}
+
 impl StateMachine {
     /// Runs one execution to its end. Returns the output of the `Succeed` (or `End`) state it
     /// reached, or the error of the `Fail` state, the uncaught Task failure, or the runtime error
     /// (a path that selects nothing, no matching choice) that ended it.
     pub async fn run(
-        &self, input: Value, tasks: Arc<dyn Tasks>, signal: CancellationToken,
-        observer: &dyn Observer, options: Options,
+        &self, execution: &Execution, input: Value, tasks: Arc<dyn Tasks>,
+        signal: CancellationToken, observer: &dyn Observer, options: Options,
     ) -> Result<Value, TaskError> {
+        let context = execution.context(&input);
         let mut name = self.start_at.clone();
         let mut data = input;
         for _ in 0..MAX_TRANSITIONS {
             observer.entering(&name, &data).await;
             let state = &self.states[&name];
-            match self.enter(state, data, &tasks, &signal, options).await? {
+            match self
+                .enter(state, data, &context, &tasks, &signal, options)
+                .await?
+            {
                 Step::Goto(next, output) => {
                     name = next;
                     data = output;
@@ -244,12 +285,12 @@ impl StateMachine {
     }
 
     async fn enter(
-        &self, state: &State, input: Value, tasks: &Arc<dyn Tasks>, signal: &CancellationToken,
-        options: Options,
+        &self, state: &State, input: Value, context: &Value, tasks: &Arc<dyn Tasks>,
+        signal: &CancellationToken, options: Options,
     ) -> Result<Step, TaskError> {
         Ok(match state {
             State::Pass { io, result, then } => {
-                let effective = io.effective(&input)?;
+                let effective = io.effective(&input, context)?;
                 let result = result.clone().unwrap_or(effective);
                 follow(then, io.output(input, result)?)
             }
@@ -304,7 +345,7 @@ impl StateMachine {
                 catch,
                 then,
             } => {
-                let effective = io.effective(&input)?;
+                let effective = io.effective(&input, context)?;
                 match invoke_with_retry(
                     handler,
                     &effective,
@@ -411,6 +452,7 @@ async fn invoke_once(
 
 #[cfg(test)]
 mod tests {
+    use super::super::definition::START_EXECUTION;
     use super::*;
     use std::sync::Mutex;
 
@@ -455,6 +497,7 @@ mod tests {
         let machine = StateMachine::load(&definition.to_string(), &HANDLERS).unwrap();
         machine
             .run(
+                &Execution::new("test", knowledge_core::clock::Timestamp(0)),
                 input,
                 script,
                 CancellationToken::new(),
@@ -482,6 +525,56 @@ mod tests {
             json!({"x": "A", "fixed": 1})
         );
         assert_eq!(out, json!({"a": "A", "result": {"x": "A", "fixed": 1}}));
+    }
+
+    #[tokio::test]
+    async fn a_start_execution_task_hands_its_rendered_parameters_to_the_start_handler() {
+        let script = Arc::new(Script::default());
+        let machine = StateMachine::load(
+            &json!({"StartAt": "H", "States": {"H": {
+                "Type": "Task", "Resource": "arn:aws:states:::states:startExecution",
+                "Parameters": {"StateMachineArn.$": "$$.StateMachine.Id", "Name.$": "$.next",
+                               "Input": {"from.$": "$$.Execution.Name"}},
+                "ResultPath": null, "End": true}}})
+            .to_string(),
+            &[START_EXECUTION],
+        )
+        .unwrap();
+        let execution = Execution::new("first", knowledge_core::clock::Timestamp(0));
+        let out = machine
+            .run(
+                &execution,
+                json!({"next": "second"}),
+                script.clone(),
+                CancellationToken::new(),
+                &TracingObserver,
+                Options::default(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            script.calls.lock().unwrap()[..],
+            [(
+                START_EXECUTION.to_owned(),
+                json!({"StateMachineArn": LOCAL_MACHINE_ID, "Name": "second",
+                       "Input": {"from": "first"}})
+            )]
+        );
+        assert_eq!(
+            out,
+            json!({"next": "second"}),
+            "ResultPath null keeps the input"
+        );
+        assert!(
+            StateMachine::load(
+                &json!({"StartAt": "H", "States": {"H": {"Type": "Task",
+                    "Resource": "arn:aws:states:::states:startExecution.sync", "End": true}}})
+                .to_string(),
+                &[START_EXECUTION],
+            )
+            .is_err(),
+            "only the request-response integration is run"
+        );
     }
 
     #[tokio::test]
@@ -575,7 +668,9 @@ mod tests {
         definition: Value, script: Arc<Script>, signal: CancellationToken, bound: Duration,
     ) -> Result<Value, TaskError> {
         let machine = StateMachine::load(&definition.to_string(), &HANDLERS).unwrap();
+        let execution = Execution::new("timed", knowledge_core::clock::Timestamp(0));
         let run = machine.run(
+            &execution,
             json!({}),
             script,
             signal,

@@ -12,6 +12,7 @@ mod connections;
 mod cookies;
 mod crashes;
 mod durability;
+mod handover;
 mod lifecycle;
 mod limits;
 mod mcp;

@@ -14,7 +14,9 @@ use knowledge_core::service::{Deps, Opening, Principal, Service, SignedIn};
 use knowledge_core::steps::{Handler, Next, StepInput, StepOutput, Steps, TurnRef};
 use knowledge_core::testing::RecordingWorkflow;
 use knowledge_local::admin::Admin;
-use knowledge_local::asl::{AGENT_DEFINITION, Options, StateMachine, TracingObserver};
+use knowledge_local::asl::{
+    AGENT_DEFINITION, Execution, Options, START_EXECUTION, StateMachine, TracingObserver,
+};
 use knowledge_local::{LocalStore, StepTasks};
 use tokio_util::sync::CancellationToken;
 
@@ -143,10 +145,14 @@ impl Rig {
 
     /// Runs `run` to its end on the local engine and the real state machine.
     async fn drive(&self, key: &SessionKey, run: &RunId) {
-        let machine =
-            StateMachine::load(AGENT_DEFINITION, &Handler::ALL.map(Handler::name)).unwrap();
+        let machine = StateMachine::load(
+            AGENT_DEFINITION,
+            &[&Handler::ALL.map(Handler::name)[..], &[START_EXECUTION]].concat(),
+        )
+        .unwrap();
         machine
             .run(
+                &Execution::new(run.as_str(), self.steps.clock().now()),
                 serde_json::to_value(StepInput::start(key, run)).unwrap(),
                 Arc::new(StepTasks(self.steps.clone())),
                 CancellationToken::new(),

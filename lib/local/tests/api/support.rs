@@ -199,7 +199,8 @@ impl Api {
             ..Settings::new(&origin)
         };
         let svc = LocalService::with_workflow(settings, store.clone(), move |steps| {
-            LocalWorkflow::new(wrap(Arc::new(StepTasks(steps))), observer, FAST)
+            let clock = steps.clock();
+            LocalWorkflow::new(wrap(Arc::new(StepTasks(steps))), observer, FAST, clock)
         })
         .unwrap();
         let server = {

@@ -11,7 +11,9 @@ use async_trait::async_trait;
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::ports::{Agent, AgentError, AgentReply, AgentRequest};
 use knowledge_core::steps::Handler;
-use knowledge_local::asl::{AGENT_DEFINITION, Observer, StateMachine, TaskError, Tasks};
+use knowledge_local::asl::{
+    AGENT_DEFINITION, Observer, START_EXECUTION, StateMachine, TaskError, Tasks, handler_of,
+};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -124,15 +126,37 @@ async fn path_of_a_turn_with_a_search() -> Vec<String> {
 
 #[tokio::test]
 async fn every_task_of_the_state_machine_has_a_local_handler_and_every_handler_a_task() {
-    let names = Handler::ALL.map(Handler::name);
+    // The steps, and the one service integration the handover uses.
+    let names = [&Handler::ALL.map(Handler::name)[..], &[START_EXECUTION]].concat();
     let machine = StateMachine::load(AGENT_DEFINITION, &names).unwrap();
     let used: HashSet<&str> = machine.handlers();
-    let handlers: HashSet<&str> = names.into_iter().collect();
+    let handlers: HashSet<&str> = names.iter().copied().collect();
     assert_eq!(used, handlers);
     // Without one handler, the same file is refused at load time, naming the state.
-    let fewer: Vec<&str> = names.into_iter().filter(|h| *h != "RunTool").collect();
-    let e = StateMachine::load(AGENT_DEFINITION, &fewer).unwrap_err();
-    assert!(e.to_string().contains("\"RunTool\""), "{e}");
+    for missing in ["RunTool", START_EXECUTION] {
+        let fewer: Vec<&str> = names.iter().copied().filter(|h| *h != missing).collect();
+        let e = StateMachine::load(AGENT_DEFINITION, &fewer).unwrap_err();
+        assert!(e.to_string().contains("no local handler"), "{e}");
+    }
+}
+
+#[test]
+fn each_steps_timeout_is_its_task_states_timeout_seconds() {
+    let definition: Value = serde_json::from_str(AGENT_DEFINITION).unwrap();
+    for (name, state) in definition["States"].as_object().unwrap() {
+        let Some(handler) = state["Resource"].as_str().and_then(handler_of) else {
+            continue;
+        };
+        let Some(handler) = Handler::named(handler) else {
+            assert_eq!(handler, START_EXECUTION, "{name}");
+            continue;
+        };
+        assert_eq!(
+            state["TimeoutSeconds"].as_u64(),
+            Some(handler.timeout().as_secs()),
+            "{name}: the handover budget counts on this timeout"
+        );
+    }
 }
 
 #[tokio::test]

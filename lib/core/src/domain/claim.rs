@@ -1,0 +1,184 @@
+//! Which workflow execution may advance a session's run. Step Functions Express starts an
+//! execution at least once and does not keep names unique, so two executions of one run can
+//! exist; the claim on the session lets exactly one of them work and makes the others exit
+//! at their first step without writing. An execution also hands the run over to a successor
+//! before Express's five-minute limit, and the claim names that successor.
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Timestamp;
+use crate::ids::RunId;
+
+/// How long an execution can live at most (Express stops one at five minutes), plus clock skew
+/// between the engine and the steps: a claim older than this belongs to no living execution.
+pub const CLAIM_LIFETIME_MS: i64 = 330_000;
+
+/// The execution that owns a session's run, or the one named to take it next.
+///
+/// Unbound (`id` is `None`): the next execution named `name` to reach `LoadTurn` binds it.
+/// Bound: only the execution whose id is `id` may commit a step. `since` is when the owner
+/// started (bound) or when the claim was made (unbound); past [`CLAIM_LIFETIME_MS`] the claim is
+/// stale and any execution of the run may take it over.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecClaim {
+    /// The execution name that may take the run: the run id, then `<run>-<seq>`.
+    pub name: String,
+    /// The bound owner's execution id (`$$.Execution.Id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub since: Timestamp,
+    /// Set on an unbound claim made by a handover: the execution that handed over, which
+    /// repeats its handover (without writing) if a retry asks again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// Bumped by every transfer; names the successors deterministically.
+    pub seq: u32,
+}
+
+/// An execution of the agent workflow, as its steps see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Execution {
+    pub id: String,
+    pub name: String,
+    pub started_at: Timestamp,
+}
+
+/// What a session's claim lets an execution do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// It owns the run.
+    Owner,
+    /// It may bind the claim: the claim names it, or is stale.
+    MayBind,
+    /// It handed the run over to the execution named here, which has not bound it yet.
+    HandedOver(String),
+    /// Another execution owns the run, or is named to take it.
+    Other,
+}
+
+impl ExecClaim {
+    /// The claim a new run starts with: its first execution is named after the run.
+    pub fn first(run: &RunId, now: Timestamp) -> Self {
+        Self {
+            name: run.as_str().to_owned(),
+            id: None,
+            since: now,
+            from: None,
+            seq: 0,
+        }
+    }
+
+    /// An unbound claim naming the run's next execution, `<run>-<seq + 1>`; `from` is the
+    /// execution handing over, `None` when a dead execution is replaced.
+    pub fn transfer(&self, run: &RunId, now: Timestamp, from: Option<&Execution>) -> Self {
+        let seq = self.seq + 1;
+        Self {
+            name: format!("{run}-{seq}"),
+            id: None,
+            since: now,
+            from: from.map(|e| e.id.clone()),
+            seq,
+        }
+    }
+
+    /// This claim bound to `owner`.
+    pub fn bind(&self, owner: &Execution) -> Self {
+        Self {
+            name: owner.name.clone(),
+            id: Some(owner.id.clone()),
+            since: owner.started_at,
+            from: None,
+            seq: self.seq,
+        }
+    }
+
+    /// Whether no living execution can hold this claim any more.
+    pub fn stale(&self, now: Timestamp) -> bool {
+        now.millis() - self.since.millis() > CLAIM_LIFETIME_MS
+    }
+
+    /// What this claim lets `me` do at `now`.
+    pub fn standing(&self, me: &Execution, now: Timestamp) -> Standing {
+        match &self.id {
+            Some(id) if *id == me.id => Standing::Owner,
+            None if self.from.as_ref() == Some(&me.id) => Standing::HandedOver(self.name.clone()),
+            None if self.name == me.name => Standing::MayBind,
+            _ if self.stale(now) => Standing::MayBind,
+            _ => Standing::Other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exec(id: &str, name: &str, at: i64) -> Execution {
+        Execution {
+            id: id.into(),
+            name: name.into(),
+            started_at: Timestamp(at),
+        }
+    }
+
+    #[test]
+    fn the_execution_a_claim_names_binds_it_and_a_same_named_duplicate_then_stands_aside() {
+        let run = RunId::generate();
+        let claim = ExecClaim::first(&run, Timestamp(1_000));
+        let a = exec("a", run.as_str(), 1_100);
+        let b = exec("b", run.as_str(), 1_200);
+        assert_eq!(claim.standing(&a, Timestamp(1_300)), Standing::MayBind);
+        let bound = claim.bind(&a);
+        assert_eq!(bound.since, Timestamp(1_100));
+        assert_eq!(bound.standing(&a, Timestamp(1_300)), Standing::Owner);
+        assert_eq!(bound.standing(&b, Timestamp(1_300)), Standing::Other);
+    }
+
+    #[test]
+    fn a_handover_names_the_successor_and_lets_only_the_handing_execution_repeat_it() {
+        let run = RunId::generate();
+        let a = exec("a", run.as_str(), 0);
+        let moved = ExecClaim::first(&run, Timestamp(0)).bind(&a).transfer(
+            &run,
+            Timestamp(200_000),
+            Some(&a),
+        );
+        let name = format!("{run}-1");
+        assert_eq!(moved.name, name);
+        assert_eq!(
+            moved.standing(&a, Timestamp(200_001)),
+            Standing::HandedOver(name.clone())
+        );
+        let successor = exec("s", &name, 200_100);
+        assert_eq!(
+            moved.standing(&successor, Timestamp(200_200)),
+            Standing::MayBind
+        );
+        let stranger = exec("x", run.as_str(), 200_100);
+        assert_eq!(
+            moved.standing(&stranger, Timestamp(200_200)),
+            Standing::Other
+        );
+        assert_eq!(
+            moved.transfer(&run, Timestamp(1), None).name,
+            format!("{run}-2")
+        );
+    }
+
+    #[test]
+    fn a_claim_past_the_longest_execution_life_may_be_taken_by_any_execution_of_the_run() {
+        let run = RunId::generate();
+        let owner = exec("a", run.as_str(), 0);
+        let claim = ExecClaim::first(&run, Timestamp(0)).bind(&owner);
+        let late = exec("b", run.as_str(), 400_000);
+        assert_eq!(
+            claim.standing(&late, Timestamp(CLAIM_LIFETIME_MS)),
+            Standing::Other
+        );
+        assert_eq!(
+            claim.standing(&late, Timestamp(CLAIM_LIFETIME_MS + 1)),
+            Standing::MayBind
+        );
+    }
+}
