@@ -269,7 +269,9 @@ impl Deployment {
             .await
             .unwrap();
         let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        (status, body, self.counter.take())
+        let made = self.counter.take();
+        allowed(endpoint.function_name(), &made);
+        (status, body, made)
     }
 
     async fn executions(&self) -> Vec<String> {
@@ -288,6 +290,33 @@ impl Deployment {
 
 fn requests(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
     pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+/// Checks that the policies of `function`'s resource in template.yaml allow each DynamoDB
+/// operation in `made`: moto does not enforce IAM, so an operation the policy leaves out
+/// would fail only on AWS. A transaction is authorised item by item (`PutItem`, `UpdateItem`,
+/// ...), which the count does not show, so `TransactWriteItems` is left to the other checks.
+fn allowed(function: &str, made: &BTreeMap<String, u64>) {
+    let template = repo_file("template.yaml");
+    let resource = format!("\n  {}Function:\n", pascal(function));
+    let start = template.find(&resource).expect("the function's resource") + resource.len();
+    let end = template[start..]
+        .find("\n\n  ")
+        .map_or(template.len(), |n| start + n);
+    let policy = &template[start..end];
+    for operation in made.keys().filter(|op| *op != "TransactWriteItems") {
+        let action = format!("dynamodb:{operation}");
+        let granted = policy.lines().any(|line| {
+            line.trim()
+                .trim_start_matches("- ")
+                .trim_start_matches("Action: ")
+                == action
+        });
+        assert!(
+            granted,
+            "{function} calls {operation}, which its policies in template.yaml do not allow"
+        );
+    }
 }
 
 #[tokio::test]
@@ -737,7 +766,9 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
             payload["execution"]["startedAt"] = json!(started_at);
             d.counter.take();
             let output = task(d, h, payload).await.unwrap();
-            (output, d.counter.take())
+            let made = d.counter.take();
+            allowed(h.function_name(), &made);
+            (output, made)
         }
     };
     // Each step's DynamoDB requests: the cost model in docs/deploy.md adds these up.
