@@ -216,7 +216,9 @@ impl Service {
 
     /// Appends a follow-up to the log. When no run is active, or the active one is being
     /// cancelled, it starts a fresh run (writing the cancelled run's `status_terminated` first if
-    /// that run has not yet); otherwise the message queues behind the in-flight turn. Two store
+    /// that run has not yet); otherwise the message queues behind the in-flight turn, and if
+    /// that run's executions are all dead (its claim is stale), a new execution named in the
+    /// same commit takes the run over. Two store
     /// round trips: the admission read with the session, then one transaction of the session,
     /// the message, the rate window and the month's query count.
     /// Errors: `InvalidInput`, `Unauthenticated`, `NotFound`, `PlanForbidden`, `RateLimited`,

@@ -17,10 +17,10 @@ impl Service {
             let Some(current) = self.deps.store.get_session(key).await? else {
                 return Ok(false);
             };
-            let mut next = current.clone();
             let (Some(run), false) = (current.run_id.clone(), current.deleting) else {
                 return Ok(false);
             };
+            let mut next = current.clone();
             let execution = next
                 .reassign(self.now())
                 .expect("a session with a run can be reassigned");

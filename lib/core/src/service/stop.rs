@@ -30,7 +30,8 @@ impl Service {
     /// Stamps the cancellation of the in-flight run. Idempotent: returns `true` (already
     /// cancelled) without changing the session when the run was already cancelled, or when no
     /// run is active and the last one was cancelled; `false` when it cancelled a run now or none
-    /// was ever cancelled. Either way it takes a slot of the member's rate limit. Two store
+    /// was ever cancelled. Either way it takes a slot of the member's rate limit. A run whose
+    /// executions are all dead gets a new one, named in the same commit, to write its end. Two store
     /// round trips: the membership, session and rate window read together, then the rate
     /// window written alone or with the stamp in one transaction.
     /// Errors: `Unauthenticated`, `NotFound`, `RateLimited`.
