@@ -52,6 +52,12 @@ impl Function {
         }
     }
 
+    /// Of those, create session only asks whether a member reaches any integration: it needs
+    /// no MCP client ([`knowledge_app::App::with_integration_reach`]).
+    const fn only_asks_integration_reach(self) -> bool {
+        matches!(self, Self::Endpoint(Endpoint::CreateSession))
+    }
+
     /// Single sign-on's login and callback reach the identity providers, with the client
     /// secrets they open; the admin function seals those secrets and tests providers.
     const fn uses_sso(self) -> bool {

@@ -47,7 +47,9 @@ impl Parts {
             } else {
                 None
             },
-            integrations: if function.uses_integrations() {
+            integrations: if function.only_asks_integration_reach() {
+                Some(App::with_integration_reach)
+            } else if function.uses_integrations() {
                 Some(App::with_stored_integrations)
             } else {
                 None
