@@ -172,7 +172,7 @@ fn init_failed(e: ConfigError) -> lambda_runtime::Error {
 /// `function`'s cold start, from the environment Lambda gives it.
 async fn start(function: Function, parts: Parts) -> Result<ColdStart, lambda_runtime::Error> {
     let env = Env::from_env().map_err(init_failed)?;
-    let shared = aws_config::load_from_env().await;
+    let shared = knowledge_dynamo::sdk_config_loader().load().await;
     let counter = RequestCounter::default();
     ColdStart::load(function, parts, &shared, &env, counter)
         .await
