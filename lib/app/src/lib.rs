@@ -15,7 +15,7 @@ use knowledge_core::admin::Administration;
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{
-    Agent, IdentityProvider, IntegrationReach, Integrations, Store, Workflow,
+    Agent, IdentityDiscovery, IdentityProvider, IntegrationReach, Integrations, Store, Workflow,
 };
 use knowledge_core::scim::Directory;
 use knowledge_core::seal::Sealer;
@@ -52,6 +52,10 @@ pub struct Settings {
     /// The organisations' OpenID providers; single sign-on needs it (and the sealer, for the
     /// client secrets).
     pub identity_provider: Option<Arc<dyn IdentityProvider>>,
+    /// Their discovery alone, for an admin's test of a configuration where no identity
+    /// provider is given (the admin function, which signs nobody in); the identity provider
+    /// serves for it otherwise.
+    pub identity_discovery: Option<Arc<dyn IdentityDiscovery>>,
     /// How long a sign-in lasts.
     pub lifetime: Lifetime,
     /// Where the browser app's files come from: built in, or a folder (development).
@@ -71,6 +75,7 @@ impl Settings {
             fixed_integrations: Arc::new(FixedIntegrations::new()),
             mcp_timeouts: Timeouts::default(),
             identity_provider: None,
+            identity_discovery: None,
             lifetime: Lifetime::default(),
             app_files: Files::Embedded,
             clock: Arc::new(SystemClock),
@@ -218,8 +223,12 @@ impl App {
         let mut admin = Administration::new(self.store.clone(), s.clock.clone())
             .with_sealer(sealer)
             .with_workflow(service.workflow().clone());
-        if let Some(identity) = &s.identity_provider {
-            admin = admin.with_identity(identity.clone());
+        let discovery = match (&s.identity_provider, &s.identity_discovery) {
+            (Some(provider), _) => Some(provider.clone() as Arc<dyn IdentityDiscovery>),
+            (None, discovery) => discovery.clone(),
+        };
+        if let Some(discovery) = discovery {
+            admin = admin.with_identity(discovery);
         }
         if let Some(integrations) = &self.integrations {
             admin = admin.with_integrations(integrations.clone());

@@ -63,6 +63,12 @@ impl Function {
     const fn uses_sso(self) -> bool {
         matches!(self, Self::Endpoint(e) if e.needs_sso() || matches!(e, Endpoint::Admin))
     }
+
+    /// Of those, login and callback sign people in; the admin function only runs a provider's
+    /// discovery, so it links no code exchange or token verification.
+    const fn signs_in(self) -> bool {
+        matches!(self, Self::Endpoint(e) if e.needs_sso())
+    }
 }
 
 /// The settings of `function`'s cold start: the application's origin from `APP_ORIGIN` (which
@@ -94,6 +100,9 @@ pub async fn settings(
     }
     if let Some(identity_provider) = parts.identity_provider {
         settings.identity_provider = Some(identity_provider()?);
+    }
+    if let Some(identity_discovery) = parts.identity_discovery {
+        settings.identity_discovery = Some(identity_discovery()?);
     }
     if let Some(agent) = parts.agent {
         let api_key = match &env.provider_key_secret {

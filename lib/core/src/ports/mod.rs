@@ -10,7 +10,9 @@ mod workflow;
 
 pub use agent::{Agent, AgentAction, AgentError, AgentReply, AgentRequest, TokenUsage, ToolCall};
 pub use batch::{BatchStore, EventsAfter, Gate, QueryCount, RateUpdate, Reads, Snapshot};
-pub use identity::{Authorization, IdentityError, IdentityProvider, OidcClient, VerifiedIdentity};
+pub use identity::{
+    Authorization, IdentityDiscovery, IdentityError, IdentityProvider, OidcClient, VerifiedIdentity,
+};
 pub use integration::{
     CancelSignal, Integration, IntegrationError, IntegrationReach, Integrations, ToolSpec,
 };
