@@ -13,7 +13,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aws_config::BehaviorVersion;
 use axum::Router;
 use axum::routing::get;
 use knowledge_aws::Handler;
@@ -55,7 +54,7 @@ async fn main() {
         }
     };
     let runs: usize = args.get(3).map_or(20, |r| r.parse().unwrap());
-    let shared = aws_config::defaults(BehaviorVersion::latest())
+    let shared = knowledge_dynamo::sdk_config_loader()
         .endpoint_url(&endpoint)
         .region("us-east-1")
         .credentials_provider(aws_sdk_secretsmanager::config::Credentials::new(

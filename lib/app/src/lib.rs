@@ -14,7 +14,9 @@ use axum::Router;
 use knowledge_core::admin::Administration;
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::integrations::FixedIntegrations;
-use knowledge_core::ports::{Agent, IdentityProvider, Integrations, Store, Workflow};
+use knowledge_core::ports::{
+    Agent, IdentityDiscovery, IdentityProvider, IntegrationReach, Integrations, Store, Workflow,
+};
 use knowledge_core::scim::Directory;
 use knowledge_core::seal::Sealer;
 use knowledge_core::service::{Deps, Opening, Service};
@@ -50,6 +52,10 @@ pub struct Settings {
     /// The organisations' OpenID providers; single sign-on needs it (and the sealer, for the
     /// client secrets).
     pub identity_provider: Option<Arc<dyn IdentityProvider>>,
+    /// Their discovery alone, for an admin's test of a configuration where no identity
+    /// provider is given (the admin function, which signs nobody in); the identity provider
+    /// serves for it otherwise.
+    pub identity_discovery: Option<Arc<dyn IdentityDiscovery>>,
     /// How long a sign-in lasts.
     pub lifetime: Lifetime,
     /// Where the browser app's files come from: built in, or a folder (development).
@@ -69,6 +75,7 @@ impl Settings {
             fixed_integrations: Arc::new(FixedIntegrations::new()),
             mcp_timeouts: Timeouts::default(),
             identity_provider: None,
+            identity_discovery: None,
             lifetime: Lifetime::default(),
             app_files: Files::Embedded,
             clock: Arc::new(SystemClock),
@@ -91,16 +98,22 @@ pub struct App {
     /// The organisations' connected integrations after the fixed ones, where added
     /// ([`App::with_stored_integrations`]).
     integrations: Option<Arc<dyn Integrations>>,
+    /// Whether a member reaches any of them, which is all that creating a session asks: the
+    /// same adapter where the integrations are added, or alone
+    /// ([`App::with_integration_reach`]).
+    reach: Option<Arc<dyn IntegrationReach>>,
 }
 
 impl App {
     /// The application without the organisations' integrations: add them with
-    /// [`App::with_stored_integrations`] where they are used.
+    /// [`App::with_stored_integrations`] where they are used, or
+    /// [`App::with_integration_reach`] where only creating a session asks about them.
     pub fn new(settings: Settings, store: Arc<dyn Store>) -> Self {
         Self {
             settings,
             store,
             integrations: None,
+            reach: None,
         }
     }
 
@@ -108,15 +121,34 @@ impl App {
     /// fixed ones, when the settings hold a sealer (members' credentials are sealed). A
     /// function of its own so that a binary that never calls it links no MCP client.
     pub fn with_stored_integrations(mut self) -> Self {
-        if let Some(sealer) = self.settings.sealer.clone() {
-            self.integrations = Some(Arc::new(StoredIntegrations::new(
-                self.store.clone(),
-                sealer,
-                self.settings.fixed_integrations.clone(),
-                self.settings.mcp_timeouts,
-            )));
+        if let Some(stored) = self.stored_integrations() {
+            let stored = Arc::new(stored);
+            self.reach = Some(stored.clone());
+            self.integrations = Some(stored);
         }
         self
+    }
+
+    /// The same, knowing only whether a member reaches any of the organisations' integrations
+    /// (what creating a session asks), when the settings hold a sealer. Builds no MCP client
+    /// and names none, so a binary that calls only this links none; its steps and admin
+    /// routes have no integrations.
+    pub fn with_integration_reach(mut self) -> Self {
+        if let Some(stored) = self.stored_integrations() {
+            self.reach = Some(Arc::new(stored));
+        }
+        self
+    }
+
+    /// The stored integrations after the fixed ones; `None` without a sealer.
+    fn stored_integrations(&self) -> Option<StoredIntegrations> {
+        let sealer = self.settings.sealer.clone()?;
+        Some(StoredIntegrations::new(
+            self.store.clone(),
+            sealer,
+            self.settings.fixed_integrations.clone(),
+            self.settings.mcp_timeouts,
+        ))
     }
 
     /// The workflow steps, with the agent and the integrations where they are configured.
@@ -138,12 +170,12 @@ impl App {
     }
 
     /// The session use cases, starting runs on `workflow`; they create sessions only when the
-    /// agent and the integrations are configured.
+    /// agent and the integrations (or only their reach) are configured.
     pub fn service(&self, workflow: Arc<dyn Workflow>) -> Service {
-        let opening = match (&self.settings.agent, &self.integrations) {
-            (Some(agent), Some(integrations)) => Some(Opening {
+        let opening = match (&self.settings.agent, &self.reach) {
+            (Some(agent), Some(reach)) => Some(Opening {
                 agent: agent.clone(),
-                integrations: integrations.clone(),
+                integrations: reach.clone(),
             }),
             _ => None,
         };
@@ -191,8 +223,12 @@ impl App {
         let mut admin = Administration::new(self.store.clone(), s.clock.clone())
             .with_sealer(sealer)
             .with_workflow(service.workflow().clone());
-        if let Some(identity) = &s.identity_provider {
-            admin = admin.with_identity(identity.clone());
+        let discovery = match (&s.identity_provider, &s.identity_discovery) {
+            (Some(provider), _) => Some(provider.clone() as Arc<dyn IdentityDiscovery>),
+            (None, discovery) => discovery.clone(),
+        };
+        if let Some(discovery) = discovery {
+            admin = admin.with_identity(discovery);
         }
         if let Some(integrations) = &self.integrations {
             admin = admin.with_integrations(integrations.clone());

@@ -52,10 +52,22 @@ impl Function {
         }
     }
 
+    /// Of those, create session only asks whether a member reaches any integration: it needs
+    /// no MCP client ([`knowledge_app::App::with_integration_reach`]).
+    const fn only_asks_integration_reach(self) -> bool {
+        matches!(self, Self::Endpoint(Endpoint::CreateSession))
+    }
+
     /// Single sign-on's login and callback reach the identity providers, with the client
     /// secrets they open; the admin function seals those secrets and tests providers.
     const fn uses_sso(self) -> bool {
         matches!(self, Self::Endpoint(e) if e.needs_sso() || matches!(e, Endpoint::Admin))
+    }
+
+    /// Of those, login and callback sign people in; the admin function only runs a provider's
+    /// discovery, so it links no code exchange or token verification.
+    const fn signs_in(self) -> bool {
+        matches!(self, Self::Endpoint(e) if e.needs_sso())
     }
 }
 
@@ -88,6 +100,9 @@ pub async fn settings(
     }
     if let Some(identity_provider) = parts.identity_provider {
         settings.identity_provider = Some(identity_provider()?);
+    }
+    if let Some(identity_discovery) = parts.identity_discovery {
+        settings.identity_discovery = Some(identity_discovery()?);
     }
     if let Some(agent) = parts.agent {
         let api_key = match &env.provider_key_secret {
@@ -166,7 +181,7 @@ fn init_failed(e: ConfigError) -> lambda_runtime::Error {
 /// `function`'s cold start, from the environment Lambda gives it.
 async fn start(function: Function, parts: Parts) -> Result<ColdStart, lambda_runtime::Error> {
     let env = Env::from_env().map_err(init_failed)?;
-    let shared = aws_config::load_from_env().await;
+    let shared = knowledge_dynamo::sdk_config_loader().load().await;
     let counter = RequestCounter::default();
     ColdStart::load(function, parts, &shared, &env, counter)
         .await

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use knowledge_app::App;
-use knowledge_core::ports::{Agent, IdentityProvider};
+use knowledge_core::ports::{Agent, IdentityDiscovery, IdentityProvider};
 use knowledge_http::{Endpoint, Routes};
 
 use crate::{ConfigError, Function};
@@ -19,11 +19,15 @@ pub type MakeAgent = fn(&dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn Agent
 /// Builds the identity providers' client.
 pub type MakeIdentityProvider = fn() -> Result<Arc<dyn IdentityProvider>, ConfigError>;
 
+/// Builds the same client for their discovery alone (no sign-in linked).
+pub type MakeIdentityDiscovery = fn() -> Result<Arc<dyn IdentityDiscovery>, ConfigError>;
+
 /// What a function builds beyond the store, the workflow and its keys; `None` where it has no
 /// use for a part.
 #[derive(Clone, Copy)]
 pub struct Parts {
     pub identity_provider: Option<MakeIdentityProvider>,
+    pub identity_discovery: Option<MakeIdentityDiscovery>,
     pub agent: Option<MakeAgent>,
     pub integrations: Option<fn(App) -> App>,
     /// The whole router of a function that serves files built into the binary.
@@ -37,8 +41,13 @@ impl Parts {
     /// called at run time (the tests do) it links every part.
     pub const fn of(function: Function) -> Self {
         Self {
-            identity_provider: if function.uses_sso() {
+            identity_provider: if function.signs_in() {
                 Some(identity_provider)
+            } else {
+                None
+            },
+            identity_discovery: if function.uses_sso() && !function.signs_in() {
+                Some(identity_discovery)
             } else {
                 None
             },
@@ -47,7 +56,9 @@ impl Parts {
             } else {
                 None
             },
-            integrations: if function.uses_integrations() {
+            integrations: if function.only_asks_integration_reach() {
+                Some(App::with_integration_reach)
+            } else if function.uses_integrations() {
                 Some(App::with_stored_integrations)
             } else {
                 None
@@ -66,9 +77,15 @@ impl Parts {
 }
 
 fn identity_provider() -> Result<Arc<dyn IdentityProvider>, ConfigError> {
-    let provider = knowledge_oidc::OpenIdConnect::new()
-        .map_err(|e| ConfigError::IdentityProvider(e.into()))?;
-    Ok(Arc::new(provider))
+    Ok(Arc::new(open_id_connect()?))
+}
+
+fn identity_discovery() -> Result<Arc<dyn IdentityDiscovery>, ConfigError> {
+    Ok(Arc::new(open_id_connect()?))
+}
+
+fn open_id_connect() -> Result<knowledge_oidc::OpenIdConnect, ConfigError> {
+    knowledge_oidc::OpenIdConnect::new().map_err(|e| ConfigError::IdentityProvider(e.into()))
 }
 
 fn agent(var: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn Agent>, ConfigError> {

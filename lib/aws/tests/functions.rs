@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use aws_config::BehaviorVersion;
 use aws_sdk_sfn::config::Credentials;
 use knowledge_aws::{ColdStart, ConfigError, Env, Function, Handler, Parts, SfnWorkflow};
 use knowledge_core::clock::{Clock, SystemClock};
@@ -63,7 +62,7 @@ struct Deployment {
 
 impl Deployment {
     async fn new() -> Self {
-        let shared = aws_config::defaults(BehaviorVersion::latest())
+        let shared = knowledge_dynamo::sdk_config_loader()
             .endpoint_url(endpoint())
             .region("us-east-1")
             .credentials_provider(Credentials::new("test", "test", None, None, "test"))

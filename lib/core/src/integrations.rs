@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::ids::{OrgId, UserId};
-use crate::ports::{Integration, IntegrationError, Integrations};
+use crate::ports::{Integration, IntegrationError, IntegrationReach, Integrations};
 
 /// A fixed map from organisation to its integrations; organisations not in it have none.
 #[derive(Clone, Default)]
@@ -24,6 +24,13 @@ impl FixedIntegrations {
     pub fn connect(mut self, org: OrgId, integration: Arc<dyn Integration>) -> Self {
         self.by_org.entry(org).or_default().push(integration);
         self
+    }
+}
+
+#[async_trait]
+impl IntegrationReach for FixedIntegrations {
+    async fn reaches_any(&self, org: &OrgId, _user: &UserId) -> Result<bool, IntegrationError> {
+        Ok(self.by_org.get(org).is_some_and(|list| !list.is_empty()))
     }
 }
 

@@ -13,8 +13,8 @@ use knowledge_core::domain::{
 };
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{
-    Authorization, DirectoryStore, IdentityError, IdentityProvider, OidcClient, OrgStore,
-    VerifiedIdentity,
+    Authorization, DirectoryStore, IdentityDiscovery, IdentityError, IdentityProvider, OidcClient,
+    OrgStore, VerifiedIdentity,
 };
 use knowledge_core::seal::Sealer;
 use knowledge_core::sso::{SignInTarget, SingleSignOn, SsoChange, SsoSettings, configure};
@@ -49,7 +49,10 @@ impl IdentityProvider for Vouching {
         let next = self.next.lock().unwrap().clone();
         next.ok_or_else(|| IdentityError::Rejected("no identity".into()))
     }
+}
 
+#[async_trait]
+impl IdentityDiscovery for Vouching {
     async fn discover(&self, _issuer: &str) -> Result<(), IdentityError> {
         Ok(())
     }

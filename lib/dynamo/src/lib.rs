@@ -6,11 +6,14 @@
 //!
 //! One module per storage role implements its port; `codec` turns records into items and
 //! back, `transact` builds and classifies transactions, `read` holds the query helpers.
+//! `http` is the AWS SDK's HTTP/1.1 client, with which every AWS configuration of the service
+//! is loaded ([`sdk_config_loader`]).
 
 mod batch;
 mod codec;
 pub mod counter;
 mod directory;
+mod http;
 pub mod keys;
 mod limits;
 mod orgs;
@@ -23,6 +26,7 @@ mod transact;
 use aws_sdk_dynamodb::Client;
 
 pub use crate::counter::RequestCounter;
+pub use crate::http::{http_client, sdk_config_loader};
 pub use crate::table::{TableError, config, connect, create_table_if_missing};
 
 /// The storage ports on a DynamoDB table. Cheap to clone.

@@ -1,19 +1,23 @@
 //! The integrations each organisation connected, read from the store on every request, with
-//! the member's own sealed credential for those that authenticate per user.
+//! the member's own sealed credential for those that authenticate per user. Whether a member
+//! reaches any is answered from the same reads without building an MCP client, so a binary
+//! that only asks that ([`IntegrationReach`]) links none.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use knowledge_core::domain::{IntegrationAuth, IntegrationConfig, MemberData, MemberDataKind};
 use knowledge_core::ids::{OrgId, UserId};
-use knowledge_core::ports::{DirectoryStore, Integration, IntegrationError, Integrations};
+use knowledge_core::ports::{
+    DirectoryStore, Integration, IntegrationError, IntegrationReach, Integrations,
+};
 use knowledge_core::seal::{Sealer, credential_context};
 
 use crate::integration::{McpIntegration, Timeouts};
 
 /// [`Integrations`] from [`DirectoryStore::list_integrations`], each an [`McpIntegration`], after the
-/// fixed ones given at construction. Caches nothing: every `connected` reads the
-/// store, and an opened credential lives only in the integrations that call returns.
+/// fixed ones given at construction. Caches nothing: every `connected` or `reaches_any` reads
+/// the store, and an opened credential lives only in the integrations that call returns.
 pub struct StoredIntegrations {
     store: Arc<dyn DirectoryStore>,
     sealer: Arc<Sealer>,
@@ -34,6 +38,32 @@ impl StoredIntegrations {
             fixed,
             timeouts,
         }
+    }
+
+    /// The organisation's MCP servers that `user` reaches, by name, each with the bearer token
+    /// to send; those that authenticate per user only where `user` holds a credential that
+    /// opens. Reads the member's data only when some server authenticates per user.
+    /// Errors: `Unavailable` when the store fails.
+    async fn reached(
+        &self, org: &OrgId, user: &UserId,
+    ) -> Result<Vec<(IntegrationConfig, Option<String>)>, IntegrationError> {
+        let store_failed = |e| IntegrationError::Unavailable(format!("reading integrations: {e}"));
+        let configs = self
+            .store
+            .list_integrations(org)
+            .await
+            .map_err(store_failed)?;
+        let data = if configs.iter().any(|c| c.auth == IntegrationAuth::PerUser) {
+            self.store
+                .list_member_data(org, user)
+                .await
+                .map_err(store_failed)?
+        } else {
+            Vec::new()
+        };
+        let credential =
+            |config: &IntegrationConfig| member_credential(&self.sealer, org, user, config, &data);
+        Ok(reachable(configs, credential))
     }
 }
 
@@ -81,6 +111,16 @@ fn reachable(
 }
 
 #[async_trait]
+impl IntegrationReach for StoredIntegrations {
+    /// Whether `connected` would return any, from the same reads, building no MCP client.
+    /// Errors: `Unavailable` when the store fails.
+    async fn reaches_any(&self, org: &OrgId, user: &UserId) -> Result<bool, IntegrationError> {
+        let reached = self.reached(org, user).await?;
+        Ok(!reached.is_empty() || self.fixed.reaches_any(org, user).await?)
+    }
+}
+
+#[async_trait]
 impl Integrations for StoredIntegrations {
     /// The fixed integrations, then the organisation's MCP servers by name, leaving out those
     /// that authenticate per user for which `user` holds no credential that opens.
@@ -88,24 +128,9 @@ impl Integrations for StoredIntegrations {
     async fn connected(
         &self, org: &OrgId, user: &UserId,
     ) -> Result<Vec<Arc<dyn Integration>>, IntegrationError> {
-        let store_failed = |e| IntegrationError::Unavailable(format!("reading integrations: {e}"));
-        let configs = self
-            .store
-            .list_integrations(org)
-            .await
-            .map_err(store_failed)?;
-        let data = if configs.iter().any(|c| c.auth == IntegrationAuth::PerUser) {
-            self.store
-                .list_member_data(org, user)
-                .await
-                .map_err(store_failed)?
-        } else {
-            Vec::new()
-        };
-        let credential =
-            |config: &IntegrationConfig| member_credential(&self.sealer, org, user, config, &data);
+        let reached = self.reached(org, user).await?;
         let mut connected = self.fixed.connected(org, user).await?;
-        for (config, token) in reachable(configs, credential) {
+        for (config, token) in reached {
             connected.push(Arc::new(McpIntegration::new(
                 config.name,
                 config.url,

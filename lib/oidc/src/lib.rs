@@ -2,6 +2,8 @@
 //! authorization code flow with PKCE, `state` and `nonce`. Discovery documents and keys are
 //! cached per issuer (module `cache`), ID tokens verified as module `verify` says, and every
 //! request goes through [`http::BoundedHttp`] (no redirects, time limits, bounded answers).
+//! Used only as an [`IdentityDiscovery`] (the admin function's test of a configuration), it
+//! links none of the sign-in: no authorization URL, code exchange or token verification.
 
 mod cache;
 pub mod http;
@@ -9,7 +11,8 @@ mod verify;
 
 use async_trait::async_trait;
 use knowledge_core::ports::{
-    Authorization, BackendError, IdentityError, IdentityProvider, OidcClient, VerifiedIdentity,
+    Authorization, BackendError, IdentityDiscovery, IdentityError, IdentityProvider, OidcClient,
+    VerifiedIdentity,
 };
 use openidconnect::core::{CoreAuthenticationFlow, CoreErrorResponseType};
 use openidconnect::{
@@ -123,7 +126,11 @@ impl IdentityProvider for OpenIdConnect {
             claims: verify::claims(token)?,
         })
     }
+}
 
+#[async_trait]
+impl IdentityDiscovery for OpenIdConnect {
+    /// Fetches the document and keys into the cache, replacing what it held for `issuer`.
     async fn discover(&self, issuer: &str) -> Result<(), IdentityError> {
         self.issuers.refresh(issuer).await.map(|_| ())
     }

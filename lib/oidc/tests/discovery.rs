@@ -11,7 +11,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use fake::{CLIENT_ID, CLIENT_SECRET, Discovery, Fake, REDIRECT};
-use knowledge_core::ports::{Authorization, IdentityError, IdentityProvider, OidcClient};
+use knowledge_core::ports::{
+    Authorization, IdentityDiscovery, IdentityError, IdentityProvider, OidcClient,
+};
 use knowledge_oidc::OpenIdConnect;
 
 fn client(issuer: &str) -> OidcClient {

@@ -19,7 +19,7 @@ use crate::domain::{
 use crate::error::{Chain, CoreError};
 use crate::ids::{OrgId, UserId};
 use crate::limits::{self, Action, Admission};
-use crate::ports::{IdentityProvider, Integrations, Store, StoreError, Workflow};
+use crate::ports::{IdentityDiscovery, Integrations, Store, StoreError, Workflow};
 use crate::seal::Sealer;
 use crate::service::cancel_member_turns;
 
@@ -85,15 +85,15 @@ pub struct MemberQuery {
 }
 
 /// The admin use cases, over the store and, where an action needs them, the sealer (SSO
-/// secrets, credentials: [`Administration::with_sealer`]), the workflow (told of cancelled turns), the identity provider
-/// adapter (the SSO test) and the integrations (the integration test).
+/// secrets, credentials: [`Administration::with_sealer`]), the workflow (told of cancelled turns), the identity providers'
+/// discovery (the SSO test) and the integrations (the integration test).
 #[derive(Clone)]
 pub struct Administration {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     sealer: Option<Arc<Sealer>>,
     workflow: Option<Arc<dyn Workflow>>,
-    identity: Option<Arc<dyn IdentityProvider>>,
+    identity: Option<Arc<dyn IdentityDiscovery>>,
     integrations: Option<Arc<dyn Integrations>>,
 }
 
@@ -127,8 +127,9 @@ impl Administration {
         self
     }
 
-    /// Tests identity providers through `identity`.
-    pub fn with_identity(mut self, identity: Arc<dyn IdentityProvider>) -> Self {
+    /// Tests identity providers through `identity`: their discovery only (an
+    /// `Arc<dyn IdentityProvider>` serves).
+    pub fn with_identity(mut self, identity: Arc<dyn IdentityDiscovery>) -> Self {
         self.identity = Some(identity);
         self
     }

@@ -1,5 +1,6 @@
-//! The identity-provider port: an organisation's OpenID provider, reached for single sign-on
-//! (authorization code flow with PKCE, `state` and `nonce`).
+//! The identity-provider ports: an organisation's OpenID provider, reached for single sign-on
+//! (authorization code flow with PKCE, `state` and `nonce`), and the discovery alone, which is
+//! all that an admin's test of a configuration runs.
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -66,10 +67,21 @@ pub enum IdentityError {
     Rejected(#[source] BackendError),
 }
 
-/// An OpenID provider. Adapters cache discovery documents and signing keys, and fetch the keys
-/// again when a token names a key id they do not know.
+/// An OpenID provider's discovery, without the sign-in: what an admin's test of a configuration
+/// runs, so a process that does nothing else with the providers need not hold what verifies
+/// their tokens.
 #[async_trait]
-pub trait IdentityProvider: Send + Sync {
+pub trait IdentityDiscovery: Send + Sync {
+    /// Fetches the issuer's discovery document and keys, bypassing the cache: what an admin's
+    /// "test" of a configuration runs. Errors: `Unavailable`.
+    async fn discover(&self, issuer: &str) -> Result<(), IdentityError>;
+}
+
+/// An OpenID provider. Adapters cache discovery documents and signing keys, and fetch the keys
+/// again when a token names a key id they do not know. Every such adapter also runs the
+/// discovery alone ([`IdentityDiscovery`]), so it serves where only that is asked.
+#[async_trait]
+pub trait IdentityProvider: IdentityDiscovery {
     /// Starts a sign-in: fresh `state`, `nonce` and PKCE verifier, and the authorization URL
     /// (scopes `openid email profile`, S256 challenge). Errors: `Unavailable` when the
     /// provider's discovery document cannot be had.
@@ -81,8 +93,4 @@ pub trait IdentityProvider: Send + Sync {
     async fn exchange(
         &self, client: &OidcClient, code: &str, pkce_verifier: &str, nonce: &str,
     ) -> Result<VerifiedIdentity, IdentityError>;
-
-    /// Fetches the issuer's discovery document and keys, bypassing the cache: what an admin's
-    /// "test" of a configuration runs. Errors: `Unavailable`.
-    async fn discover(&self, issuer: &str) -> Result<(), IdentityError>;
 }

@@ -1,4 +1,5 @@
-//! The integration ports: sources of tools for the agent, and which of them each member reaches.
+//! The integration ports: sources of tools for the agent, which of them each member reaches,
+//! and whether a member reaches any, which is all that creating a session asks.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -59,9 +60,21 @@ pub trait Integration: Send + Sync {
     ) -> Result<Value, IntegrationError>;
 }
 
-/// Which integrations each organisation has connected, with the member's own credentials.
+/// Whether a member reaches any integration, answered without building one: creating a session
+/// only tells the member that the agent has no tools, so a process that does nothing else with
+/// the integrations need not hold the clients that reach them.
 #[async_trait]
-pub trait Integrations: Send + Sync {
+pub trait IntegrationReach: Send + Sync {
+    /// Whether `user` reaches at least one integration in `org`: exactly when
+    /// [`Integrations::connected`] of the same adapter would return some. Errors: as
+    /// `connected`'s (`Unavailable` when what lists them fails).
+    async fn reaches_any(&self, org: &OrgId, user: &UserId) -> Result<bool, IntegrationError>;
+}
+
+/// Which integrations each organisation has connected, with the member's own credentials.
+/// Every such adapter also answers [`IntegrationReach`], so it serves where only that is asked.
+#[async_trait]
+pub trait Integrations: IntegrationReach {
     /// The integrations `user` reaches in `org`, in a stable order; empty when none.
     async fn connected(
         &self, org: &OrgId, user: &UserId,

@@ -10,8 +10,12 @@ mod workflow;
 
 pub use agent::{Agent, AgentAction, AgentError, AgentReply, AgentRequest, TokenUsage, ToolCall};
 pub use batch::{BatchStore, EventsAfter, Gate, QueryCount, RateUpdate, Reads, Snapshot};
-pub use identity::{Authorization, IdentityError, IdentityProvider, OidcClient, VerifiedIdentity};
-pub use integration::{CancelSignal, Integration, IntegrationError, Integrations, ToolSpec};
+pub use identity::{
+    Authorization, IdentityDiscovery, IdentityError, IdentityProvider, OidcClient, VerifiedIdentity,
+};
+pub use integration::{
+    CancelSignal, Integration, IntegrationError, IntegrationReach, Integrations, ToolSpec,
+};
 #[cfg(feature = "testing")]
 pub use store::StoredRows;
 pub use store::{

@@ -16,7 +16,7 @@ use crate::domain::{
 use crate::error::CoreError;
 use crate::ids::{EventId, OrgId, RunId, SessionId, SessionKey, UserId};
 use crate::limits::Action;
-use crate::ports::{Agent, EventsAfter, Integrations, Reads, Store, StoreError, Workflow};
+use crate::ports::{Agent, EventsAfter, IntegrationReach, Reads, Store, StoreError, Workflow};
 
 pub use account::Account;
 pub use admission::SignedIn;
@@ -63,7 +63,9 @@ pub struct Transcript {
 #[derive(Clone)]
 pub struct Opening {
     pub agent: Arc<dyn Agent>,
-    pub integrations: Arc<dyn Integrations>,
+    /// Only asked whether the member reaches any: an `Arc<dyn Integrations>` serves, and so does
+    /// an adapter that builds no integration.
+    pub integrations: Arc<dyn IntegrationReach>,
 }
 
 /// The ports the use cases run on. The store serves every role: the organisation (plan,
@@ -175,12 +177,11 @@ impl Service {
         let mut read = self.read_as(who, reads).await?;
         let org = may_start(read.org.take())?;
         opening.agent.health().await?;
-        let no_connectors = opening
+        let no_connectors = !opening
             .integrations
-            .connected(&org.id, &who.user)
+            .reaches_any(&org.id, &who.user)
             .await
-            .map_err(CoreError::internal)?
-            .is_empty();
+            .map_err(CoreError::internal)?;
 
         let key = who.key(&SessionId::generate());
         let run = RunId::generate();
