@@ -287,3 +287,29 @@ pub(super) fn error_event(failure: &Failure, turn: bool) -> NewEvent {
     };
     NewEvent::error(code, message)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_execution_start_reads_as_step_functions_and_moto_write_it_to_the_millisecond() {
+        let read = |at: &str| {
+            let e: ExecRef = serde_json::from_value(serde_json::json!({
+                "id": "arn:aws:states:eu-west-1:1:express:agent:run:abc",
+                "name": "run",
+                "startedAt": at,
+            }))
+            .unwrap();
+            e.started_at
+        };
+        let aws = read("2026-11-25T10:00:00.123Z");
+        assert_eq!(aws, read("2026-11-25T10:00:00.123456+00:00"));
+        assert_eq!(aws, read("2026-11-25T11:00:00.123+01:00"));
+        assert_eq!(aws.to_iso8601(), "2026-11-25T10:00:00.123Z");
+        let bad: Result<ExecRef, _> = serde_json::from_value(serde_json::json!({
+            "id": "x", "name": "run", "startedAt": "yesterday",
+        }));
+        assert!(bad.is_err());
+    }
+}

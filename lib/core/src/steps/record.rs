@@ -118,7 +118,12 @@ impl Steps {
         let successor = claim.transfer(run, now, Some(&me));
         let name = successor.name.clone();
         next.exec = Some(successor);
-        tracing::info!(session = %s.key.session, execution = %me.name, successor = %name, "handing the run over");
+        tracing::info!(
+            session = %s.key.session,
+            execution = %me.name,
+            successor = %name,
+            "handing the run over"
+        );
         Ok(Some(
             match self.commit(next, s.version, vec![], None).await? {
                 Committed::Written(_) => StepOutput::handover(name),
