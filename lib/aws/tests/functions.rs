@@ -3,7 +3,7 @@
 //! requests each endpoint makes counted, and the Step Functions start shown idempotent.
 //! `scripts/test` starts moto and sets `KNOWLEDGE_TEST_DYNAMODB_ENDPOINT`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use aws_sdk_sfn::config::Credentials;
 use knowledge_aws::{ColdStart, ConfigError, Env, Function, Handler, Parts, SfnWorkflow};
@@ -268,8 +268,9 @@ impl Deployment {
             .await
             .unwrap();
         let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let items = self.counter.take_item_actions();
         let made = self.counter.take();
-        allowed(endpoint.function_name(), &made);
+        allowed(endpoint.function_name(), &made, &items);
         (status, body, made)
     }
 
@@ -292,10 +293,11 @@ fn requests(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
 }
 
 /// Checks that the policies of `function`'s resource in template.yaml allow each DynamoDB
-/// operation in `made`: moto does not enforce IAM, so an operation the policy leaves out
-/// would fail only on AWS. A transaction is authorised item by item (`PutItem`, `UpdateItem`,
-/// ...), which the count does not show, so `TransactWriteItems` is left to the other checks.
-fn allowed(function: &str, made: &BTreeMap<String, u64>) {
+/// operation in `made` and each action the items of its transactions need (`items`, from
+/// [`RequestCounter::take_item_actions`]): moto does not enforce IAM, so an operation the
+/// policy leaves out would fail only on AWS. A transaction is authorised item by item, so
+/// `TransactWriteItems` itself is not an action.
+fn allowed(function: &str, made: &BTreeMap<String, u64>, items: &BTreeSet<String>) {
     let template = repo_file("template.yaml");
     let resource = format!("\n  {}Function:\n", pascal(function));
     let start = template.find(&resource).expect("the function's resource") + resource.len();
@@ -303,8 +305,11 @@ fn allowed(function: &str, made: &BTreeMap<String, u64>) {
         .find("\n\n  ")
         .map_or(template.len(), |n| start + n);
     let policy = &template[start..end];
-    for operation in made.keys().filter(|op| *op != "TransactWriteItems") {
-        let action = format!("dynamodb:{operation}");
+    let operations = made
+        .keys()
+        .filter(|op| *op != "TransactWriteItems")
+        .map(|op| format!("dynamodb:{op}"));
+    for action in operations.chain(items.iter().cloned()) {
         let granted = policy.lines().any(|line| {
             line.trim()
                 .trim_start_matches("- ")
@@ -313,7 +318,7 @@ fn allowed(function: &str, made: &BTreeMap<String, u64>) {
         });
         assert!(
             granted,
-            "{function} calls {operation}, which its policies in template.yaml do not allow"
+            "{function} needs {action}, which its policies in template.yaml do not allow"
         );
     }
 }
@@ -765,8 +770,9 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
             payload["execution"]["startedAt"] = json!(started_at);
             d.counter.take();
             let output = task(d, h, payload).await.unwrap();
+            let items = d.counter.take_item_actions();
             let made = d.counter.take();
-            allowed(h.function_name(), &made);
+            allowed(h.function_name(), &made, &items);
             (output, made)
         }
     };
