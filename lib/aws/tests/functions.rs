@@ -9,7 +9,7 @@ use aws_sdk_sfn::config::Credentials;
 use knowledge_aws::{ColdStart, ConfigError, Env, Function, Handler, Parts, SfnWorkflow};
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{
-    Actor, AuditAction, AuditEntry, Member, NewEvent, Org, OrgStatus, Plan, Role, Session,
+    Actor, AuditAction, AuditEntry, Member, NewEvent, Org, Plan, Role, Session,
 };
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{DirectoryStore, OrgStore, SessionStore, StoredRows, Workflow};
@@ -151,18 +151,7 @@ impl Deployment {
         for org in [ORG, SECOND_ORG] {
             let org = OrgId::parse(org).unwrap();
             store
-                .put_org(&Org {
-                    id: org.clone(),
-                    name: org.to_string(),
-                    plan: Plan::Business,
-                    status: OrgStatus::Active,
-                    monthly_query_quota: None,
-                    cost_cap_micros: None,
-                    created_at: now,
-                    scim_token_sha256: None,
-                    scim_token_created_at: None,
-                    sso: None,
-                })
+                .put_org(&Org::new(org.clone(), org.as_str(), Plan::Business, now))
                 .await
                 .unwrap();
             let audit = AuditEntry::new(&org, now, Actor::Admin, AuditAction::MemberAdded, USER);

@@ -61,17 +61,8 @@ impl Turn {
             execution: Some(exec.clone()),
             ..StepInput::start(&self.rig.key(&self.session), &self.run)
         };
-        let out = self
-            .rig
-            .steps
-            .invoke(
-                handler,
-                serde_json::to_value(input).unwrap(),
-                std::future::pending(),
-            )
-            .await
-            .unwrap();
-        serde_json::from_value(out).unwrap()
+        let out = self.rig.steps.step(handler, &input, std::future::pending());
+        out.await.unwrap()
     }
 }
 

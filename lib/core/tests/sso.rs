@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use knowledge_core::CoreError;
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{
-    Actor, AuditAction, AuditEntry, FederatedId, Member, Org, OrgStatus, Plan, Profile, Role,
+    Actor, AuditAction, AuditEntry, FederatedId, Member, Org, Plan, Profile, Role,
 };
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{
@@ -105,18 +105,7 @@ impl Rig {
     }
 
     async fn org(store: &MemoryStore) -> OrgId {
-        let org = Org {
-            id: OrgId::generate(),
-            name: "Acme".into(),
-            plan: Plan::Business,
-            status: OrgStatus::Active,
-            monthly_query_quota: None,
-            cost_cap_micros: None,
-            created_at: SystemClock.now(),
-            scim_token_sha256: None,
-            scim_token_created_at: None,
-            sso: None,
-        };
+        let org = Org::new(OrgId::generate(), "Acme", Plan::Business, SystemClock.now());
         store.put_org(&org).await.unwrap();
         org.id
     }

@@ -57,18 +57,12 @@ impl Admin {
     pub async fn create_org(
         &self, id: Option<OrgId>, name: &str, plan: Plan,
     ) -> Result<Org, AdminError> {
-        let org = Org {
-            id: id.unwrap_or_else(OrgId::generate),
-            name: name.to_owned(),
+        let org = Org::new(
+            id.unwrap_or_else(OrgId::generate),
+            name,
             plan,
-            status: OrgStatus::Active,
-            monthly_query_quota: None,
-            cost_cap_micros: None,
-            created_at: SystemClock.now(),
-            scim_token_sha256: None,
-            scim_token_created_at: None,
-            sso: None,
-        };
+            SystemClock.now(),
+        );
         self.store.put_org(&org).await?;
         Ok(org)
     }

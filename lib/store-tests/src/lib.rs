@@ -160,16 +160,9 @@ pub fn provisioned(org: &OrgId, user_name: &str) -> Member {
 
 pub async fn business_org(store: &dyn Store) -> Org {
     let org = Org {
-        id: OrgId::generate(),
-        name: "Acme".into(),
-        plan: Plan::Business,
         status: OrgStatus::Suspended,
         monthly_query_quota: Some(100),
-        cost_cap_micros: None,
-        created_at: NOW,
-        scim_token_sha256: None,
-        scim_token_created_at: None,
-        sso: None,
+        ..Org::new(OrgId::generate(), "Acme", Plan::Business, NOW)
     };
     store.put_org(&org).await.unwrap();
     org

@@ -108,6 +108,23 @@ pub struct Org {
 }
 
 impl Org {
+    /// A new active organisation on `plan`, created `now`: no quota or cost cap beyond the
+    /// plan's, no SCIM token, no single sign-on.
+    pub fn new(id: OrgId, name: impl Into<String>, plan: Plan, now: Timestamp) -> Self {
+        Self {
+            id,
+            name: name.into(),
+            plan,
+            status: OrgStatus::Active,
+            monthly_query_quota: None,
+            cost_cap_micros: None,
+            created_at: now,
+            scim_token_sha256: None,
+            scim_token_created_at: None,
+            sso: None,
+        }
+    }
+
     /// Whether members may start sessions and send messages.
     pub fn allows_sessions(&self) -> bool {
         self.status == OrgStatus::Active

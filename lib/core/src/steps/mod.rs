@@ -204,24 +204,33 @@ impl Steps {
             .ok_or_else(|| StepError::new(errors::INPUT, "this process runs no integration"))
     }
 
-    /// Runs `handler` on a JSON input. `cancelled` resolves when the run is cancelled: an agent
-    /// or tool call in flight is then abandoned and the step returns `cancelled` without
-    /// committing. Errors: a [`StepError`] named for the state machine's Retry/Catch.
+    /// Runs `handler` on a JSON input: [`Steps::step`] behind the wire format. Errors: as
+    /// `step`'s, and [`errors::INPUT`] for an input that is not a [`StepInput`].
     pub async fn invoke(
         &self, handler: Handler, input: Value, cancelled: impl Future<Output = ()> + Send,
     ) -> Result<Value, StepError> {
         let input: StepInput = serde_json::from_value(input)
             .map_err(|e| StepError::new(errors::INPUT, e.to_string()))?;
+        let output = self.step(handler, &input, cancelled).await?;
+        Ok(serde_json::to_value(output).expect("step outputs serialise"))
+    }
+
+    /// Runs `handler` on `input`. `cancelled` resolves when the run is cancelled: an agent or
+    /// tool call in flight is then abandoned and the step returns `cancelled` without
+    /// committing. Errors: a [`StepError`] named for the state machine's Retry/Catch.
+    pub async fn step(
+        &self, handler: Handler, input: &StepInput, cancelled: impl Future<Output = ()> + Send,
+    ) -> Result<StepOutput, StepError> {
         crate::fault::point(handler.name(), "begin").await;
         let output = match handler {
-            Handler::LoadTurn => self.load_turn(&input).await,
-            Handler::CallAgent => abortable(self.call_agent(&input), cancelled).await,
-            Handler::RunTool => self.run_tool(&input, cancelled).await,
-            Handler::FinishTurn => self.finish_turn(&input).await,
-            Handler::Terminate => self.terminate(&input).await,
+            Handler::LoadTurn => self.load_turn(input).await,
+            Handler::CallAgent => abortable(self.call_agent(input), cancelled).await,
+            Handler::RunTool => self.run_tool(input, cancelled).await,
+            Handler::FinishTurn => self.finish_turn(input).await,
+            Handler::Terminate => self.terminate(input).await,
         }?;
         crate::fault::point(handler.name(), "end").await;
-        Ok(serde_json::to_value(output).expect("step outputs serialise"))
+        Ok(output)
     }
 }
 

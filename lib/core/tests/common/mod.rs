@@ -7,7 +7,7 @@ use std::sync::Arc;
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::Clock;
 use knowledge_core::domain::{
-    Actor, AuditAction, AuditEntry, EventKind, Member, Org, OrgStatus, Plan, Role, Session,
+    Actor, AuditAction, AuditEntry, EventKind, Member, Org, Plan, Role, Session,
 };
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
 use knowledge_core::integrations::FixedIntegrations;
@@ -38,18 +38,7 @@ impl Rig {
         let now = clock.now();
         let org = OrgId::generate();
         store
-            .put_org(&Org {
-                id: org.clone(),
-                name: "Acme".into(),
-                plan: Plan::Business,
-                status: OrgStatus::Active,
-                monthly_query_quota: None,
-                cost_cap_micros: None,
-                created_at: now,
-                scim_token_sha256: None,
-                scim_token_created_at: None,
-                sso: None,
-            })
+            .put_org(&Org::new(org.clone(), "Acme", Plan::Business, now))
             .await
             .unwrap();
         let user = UserId::generate();

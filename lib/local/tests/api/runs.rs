@@ -120,16 +120,8 @@ impl Rig {
             turn,
             ..StepInput::start(key, run)
         };
-        let out = self
-            .steps
-            .invoke(
-                handler,
-                serde_json::to_value(input).unwrap(),
-                std::future::pending(),
-            )
-            .await
-            .unwrap();
-        serde_json::from_value(out).unwrap()
+        let out = self.steps.step(handler, &input, std::future::pending());
+        out.await.unwrap()
     }
 
     /// Answers the run's turn step by step, up to its `status_idle`, leaving the run to end at

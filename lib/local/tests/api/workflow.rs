@@ -20,6 +20,19 @@ use tokio_util::sync::CancellationToken;
 
 use crate::support::{Api, GatedAgent, Setup, WAIT, WrapTasks, docs, kinds};
 
+/// The states an execution enters to answer one message without tools and end its run.
+pub(crate) const A_TURN_WITHOUT_TOOLS: [&str; 9] = [
+    "LoadTurn",
+    "Route",
+    "CallAgent",
+    "Route",
+    "FinishTurn",
+    "Route",
+    "LoadTurn",
+    "Route",
+    "Done",
+];
+
 /// Records the states entered, in order.
 #[derive(Default)]
 struct Recorder(Mutex<Vec<String>>);
@@ -176,20 +189,7 @@ async fn a_normal_turn_goes_load_agent_finish_and_ends_the_run_quietly() {
     assert_eq!(created.body["noConnectors"], true);
     let id = created.body["id"].as_str().unwrap();
     api.settle().await;
-    assert_eq!(
-        recorder.states(),
-        [
-            "LoadTurn",
-            "Route",
-            "CallAgent",
-            "Route",
-            "FinishTurn",
-            "Route",
-            "LoadTurn",
-            "Route",
-            "Done"
-        ]
-    );
+    assert_eq!(recorder.states(), A_TURN_WITHOUT_TOOLS);
     let events = api.all_events(id).await;
     assert_eq!(
         kinds(&events),
