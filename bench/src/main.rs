@@ -159,7 +159,7 @@ async fn main() {
         .bytes()
         .await
         .unwrap();
-    let bare = bare_stack(axum::body::Bytes::from(body.to_vec())).await;
+    let bare = bare_stack(body).await;
 
     println!("{requests} requests per scenario, {concurrency} concurrent keep-alive connections\n");
     println!("| scenario | requests/s | p50 | p99 |");

@@ -71,14 +71,15 @@ impl Function {
     }
 }
 
-/// The settings of `function`'s cold start: the application's origin from `APP_ORIGIN` (which
-/// every endpoint needs), and from Secrets Manager only the keys and the provider API key that
-/// the function uses. The provider's other settings are the variables
+/// The settings of the cold start of `parts.function`: the application's origin from
+/// `APP_ORIGIN` (which every endpoint needs), and from Secrets Manager only the keys and the
+/// provider API key that the function uses. The provider's other settings are the variables
 /// [`knowledge_providers::agent_from_env`] reads. Errors: a missing or wrong setting or secret,
 /// so the cold start fails loudly.
 pub async fn settings(
-    function: Function, parts: Parts, shared: &SdkConfig, env: &Env,
+    parts: Parts, shared: &SdkConfig, env: &Env,
 ) -> Result<Settings, ConfigError> {
+    let function = parts.function;
     let origin = match (function, env.app_origin.as_deref()) {
         (_, Some(origin)) => origin,
         // The steps build no URL and check no origin.
@@ -151,11 +152,11 @@ impl ColdStart {
         }
     }
 
-    /// Reads `function`'s settings and builds its clients and `parts`.
+    /// Reads the settings of the function `parts` are of, and builds its clients and `parts`.
     pub async fn load(
-        function: Function, parts: Parts, shared: &SdkConfig, env: &Env, counter: RequestCounter,
+        parts: Parts, shared: &SdkConfig, env: &Env, counter: RequestCounter,
     ) -> Result<Self, ConfigError> {
-        let settings = settings(function, parts, shared, env).await?;
+        let settings = settings(parts, shared, env).await?;
         Ok(Self::new(shared, env, settings, parts, counter))
     }
 
@@ -178,12 +179,12 @@ fn init_failed(e: ConfigError) -> lambda_runtime::Error {
     e.into()
 }
 
-/// `function`'s cold start, from the environment Lambda gives it.
-async fn start(function: Function, parts: Parts) -> Result<ColdStart, lambda_runtime::Error> {
+/// The cold start of the function `parts` are of, from the environment Lambda gives it.
+async fn start(parts: Parts) -> Result<ColdStart, lambda_runtime::Error> {
     let env = Env::from_env().map_err(init_failed)?;
     let shared = knowledge_dynamo::sdk_config_loader().load().await;
     let counter = RequestCounter::default();
-    ColdStart::load(function, parts, &shared, &env, counter)
+    ColdStart::load(parts, &shared, &env, counter)
         .await
         .map_err(init_failed)
 }
@@ -196,7 +197,7 @@ pub async fn run_http(endpoint: Endpoint, parts: Parts) -> Result<(), lambda_htt
     if let Some(files) = parts.files {
         return lambda_http::run(files()).await;
     }
-    let cold = start(Function::Endpoint(endpoint), parts).await?;
+    let cold = start(parts).await?;
     lambda_http::run(cold.router(endpoint).map_err(init_failed)?).await
 }
 
@@ -204,7 +205,7 @@ pub async fn run_http(endpoint: Endpoint, parts: Parts) -> Result<(), lambda_htt
 /// at compile time: use [`task_main!`]).
 pub async fn run_task(handler: Handler, parts: Parts) -> Result<(), lambda_runtime::Error> {
     lambda_runtime::tracing::init_default_subscriber();
-    let task = start(Function::Task(handler), parts).await?.task(handler);
+    let task = start(parts).await?.task(handler);
     lambda_runtime::run(lambda_runtime::service_fn(move |event| {
         let task = task.clone();
         async move { task.handle(event).await }

@@ -26,6 +26,8 @@ pub type MakeIdentityDiscovery = fn() -> Result<Arc<dyn IdentityDiscovery>, Conf
 /// use for a part.
 #[derive(Clone, Copy)]
 pub struct Parts {
+    /// The function these are the parts of.
+    pub function: Function,
     pub identity_provider: Option<MakeIdentityProvider>,
     pub identity_discovery: Option<MakeIdentityDiscovery>,
     pub agent: Option<MakeAgent>,
@@ -41,6 +43,7 @@ impl Parts {
     /// called at run time (the tests do) it links every part.
     pub const fn of(function: Function) -> Self {
         Self {
+            function,
             identity_provider: if function.signs_in() {
                 Some(identity_provider)
             } else {

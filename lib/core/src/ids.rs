@@ -206,6 +206,17 @@ pub struct SessionKey {
     pub session: SessionId,
 }
 
+impl SessionKey {
+    /// The key of `user`'s `session` in `org`.
+    pub fn new(user: &UserId, org: &OrgId, session: &SessionId) -> Self {
+        Self {
+            user: user.clone(),
+            org: org.clone(),
+            session: session.clone(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

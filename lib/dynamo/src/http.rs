@@ -3,7 +3,7 @@
 //! built without HTTP/2): those services speak HTTP/1.1, and the SDK's default client links
 //! HTTP/2 (`h2`, about half a megabyte of each Lambda binary) whether or not it is used. The
 //! SDK's own defaults (`default-https-client`) are therefore off in the workspace, and every
-//! configuration must be loaded through [`sdk_config_loader`] or given [`http_client`].
+//! configuration must be loaded through [`sdk_config_loader`].
 
 use std::error::Error;
 use std::sync::{Arc, Mutex};
@@ -33,7 +33,7 @@ pub fn sdk_config_loader() -> ConfigLoader {
 /// The SDK's HTTP client: HTTP/1.1 over rustls, no proxy, no redirects, idle connections kept
 /// 90 s. It applies the connect and read timeouts each SDK client asks for, with one pool per
 /// distinct pair (in practice one for the whole process).
-pub fn http_client() -> SharedHttpClient {
+fn http_client() -> SharedHttpClient {
     SharedHttpClient::new(Http1Client::default())
 }
 

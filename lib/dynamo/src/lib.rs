@@ -26,7 +26,7 @@ mod transact;
 use aws_sdk_dynamodb::Client;
 
 pub use crate::counter::RequestCounter;
-pub use crate::http::{http_client, sdk_config_loader};
+pub use crate::http::sdk_config_loader;
 pub use crate::table::{TableError, config, connect, create_table_if_missing};
 
 /// The storage ports on a DynamoDB table. Cheap to clone.

@@ -1,7 +1,7 @@
-//! The SDK's HTTP/1.1 client (`knowledge_dynamo::http_client`) against servers on loopback that
-//! misbehave: a connection closed before any answer and an answer that never comes are
-//! failures the SDK retries, as with its own client, and each attempt is bounded by the read
-//! timeout the SDK asks for.
+//! The SDK's HTTP/1.1 client, as `knowledge_dynamo::sdk_config_loader` configures it, against
+//! servers on loopback that misbehave: a connection closed before any answer and an answer that
+//! never comes are failures the SDK retries, as with its own client, and each attempt is
+//! bounded by the read timeout the SDK asks for.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

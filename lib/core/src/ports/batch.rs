@@ -53,11 +53,8 @@ impl<'a> Reads<'a> {
 
     /// The key of the session asked for, if one is: the caller's, in `org`.
     pub fn session_key(&self) -> Option<SessionKey> {
-        self.session.map(|id| SessionKey {
-            user: self.user.clone(),
-            org: self.org.clone(),
-            session: id.clone(),
-        })
+        self.session
+            .map(|id| SessionKey::new(self.user, self.org, id))
     }
 }
 

@@ -24,11 +24,7 @@ pub struct SignedIn {
 
 impl SignedIn {
     pub(super) fn key(&self, session: &SessionId) -> SessionKey {
-        SessionKey {
-            user: self.user.clone(),
-            org: self.org.clone(),
-            session: session.clone(),
-        }
+        SessionKey::new(&self.user, &self.org, session)
     }
 
     /// The reads of every admitted request: the caller's membership.

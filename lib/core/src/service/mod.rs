@@ -35,11 +35,7 @@ pub struct Principal {
 
 impl Principal {
     fn key(&self, session: &SessionId) -> SessionKey {
-        SessionKey {
-            user: self.user.clone(),
-            org: self.org.clone(),
-            session: session.clone(),
-        }
+        SessionKey::new(&self.user, &self.org, session)
     }
 }
 
@@ -208,7 +204,14 @@ impl Service {
                     });
                 }
                 // Another request took a slot of the window meanwhile: decide again.
-                Err(StoreError::Conflict) => read = self.read_as(who, reads).await?,
+                // The organisation read first stands: read only the window and usage again.
+                Err(StoreError::Conflict) => {
+                    let again = Reads {
+                        org_record: false,
+                        ..reads
+                    };
+                    read = self.read_as(who, again).await?
+                }
                 Err(e) => return Err(refused(&org, e, now)),
             }
         }

@@ -51,8 +51,9 @@ impl Service {
             let slot = admit(action, &who.user, None, &read, now)?;
             let written = match next_stamp(&current, false, now) {
                 Ok((mut next, run)) => {
+                    let run = run.expect("a cancel stamps only a turn in flight");
                     // A run whose executions all died gets a new one, to write its end.
-                    let revived = run.as_ref().and_then(|_| next.revive(now));
+                    let revived = next.revive(now);
                     let gate = Gate {
                         rate: slot.update(),
                         query: None,
@@ -60,11 +61,11 @@ impl Service {
                     let committed = (self.deps.store)
                         .commit_session(&next, current.version, &[], None, Some(&gate))
                         .await;
-                    if let (Ok(()), Some(run)) = (&committed, &run) {
+                    if committed.is_ok() {
                         crate::fault::point("cancel", "stamped").await;
-                        self.deps.workflow.cancelled(&key, run).await;
+                        self.deps.workflow.cancelled(&key, &run).await;
                         if let Some(execution) = &revived {
-                            self.deps.workflow.start(&key, run, execution).await?;
+                            self.deps.workflow.start(&key, &run, execution).await?;
                         }
                     }
                     committed.map(|()| false)
@@ -104,7 +105,7 @@ impl Service {
             .await?
             .ok_or(CoreError::NotFound("session"))?;
         if !current.deleting {
-            self.stamp(&key, current, true).await?;
+            self.mark_deleting(&key, current).await?;
             crate::fault::point("delete", "marked").await;
         }
         self.deps.store.delete_session(&key).await?;
@@ -150,22 +151,19 @@ impl Service {
         Ok(cancelled.len())
     }
 
-    /// [`stamp`], then the workflow is told of the run it cancelled.
-    async fn stamp(
-        &self, key: &SessionKey, current: Session, delete: bool,
+    /// [`stamp`] of the delete mark, then the workflow is told of the run it cancelled.
+    async fn mark_deleting(
+        &self, key: &SessionKey, current: Session,
     ) -> Result<CancelStamp, CoreError> {
         let stamped = stamp(
             self.deps.store.as_ref(),
             self.deps.clock.as_ref(),
             key,
             current,
-            delete,
+            true,
         )
         .await?;
         if let CancelStamp::Stamped(Some(run)) = &stamped {
-            if !delete {
-                crate::fault::point("cancel", "stamped").await;
-            }
             self.deps.workflow.cancelled(key, run).await;
         }
         Ok(stamped)
