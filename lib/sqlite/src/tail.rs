@@ -97,3 +97,56 @@ impl Tails {
         copies.tails.insert(key, read.clone());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use knowledge_core::clock::Timestamp;
+    use knowledge_core::domain::{Member, Role, Session};
+    use knowledge_core::ids::SessionKey;
+
+    fn tail_of(key: &TailKey) -> Snapshot {
+        let (org, user, session, _) = key.clone();
+        let now = Timestamp(1);
+        Snapshot {
+            member: Some(Member::new(org.clone(), user.clone(), Role::Viewer, now)),
+            session: Some(Session::new(
+                SessionKey::new(&user, &org, &session),
+                "t".into(),
+                now,
+            )),
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn a_kept_tail_answers_at_the_version_it_was_read_and_no_other() {
+        let tails = Tails::open(Path::new(":memory:")).unwrap();
+        let key: TailKey = (
+            OrgId::generate(),
+            UserId::generate(),
+            SessionId::generate(),
+            EventsAfter {
+                after: 3,
+                limit: 101,
+            },
+        );
+        let read = tail_of(&key);
+        tails.put(key.clone(), 7, &read);
+        let kept = tails.get(&key, 7).expect("kept at the version it was read");
+        assert_eq!(kept.session, read.session);
+        assert!(
+            tails.get(&key, 8).is_none(),
+            "a commit since makes it stale"
+        );
+        // A read at a newer version drops every older copy.
+        let other = (key.0.clone(), key.1.clone(), SessionId::generate(), key.3);
+        tails.put(other, 9, &tail_of(&key));
+        assert!(tails.get(&key, 7).is_none());
+        // Nothing but a member's session without new events is kept.
+        let mut no_member = tail_of(&key);
+        no_member.member = None;
+        tails.put(key.clone(), 9, &no_member);
+        assert!(tails.get(&key, 9).is_none());
+    }
+}
