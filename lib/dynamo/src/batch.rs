@@ -3,7 +3,6 @@
 //! such a transaction was cancelled.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{
@@ -17,12 +16,8 @@ use knowledge_core::ports::{
 use crate::codec::*;
 use crate::limits::rate_window_from;
 use crate::orgs::org_from;
-use crate::transact::{Refusal, TransactError, reason_code};
+use crate::transact::{Refusal, TransactError, next_round, reason_code};
 use crate::{DynamoStore, keys};
-
-/// Rounds of asking again for keys a `BatchGetItem` left unprocessed (throttling) before
-/// giving up.
-const READ_ROUNDS: u32 = 8;
 
 #[async_trait]
 impl BatchStore for DynamoStore {
@@ -85,14 +80,7 @@ impl DynamoStore {
         )?);
         let mut round = 0;
         while let Some(ask) = request.take() {
-            if round == READ_ROUNDS {
-                return Err(StoreError::backend(format!(
-                    "keys still unprocessed after {READ_ROUNDS} rounds of BatchGetItem"
-                )));
-            }
-            if round > 0 {
-                tokio::time::sleep(Duration::from_millis(25 << round.min(6))).await;
-            }
+            next_round(round, || "keys of a BatchGetItem".to_owned()).await?;
             let out = self
                 .client
                 .batch_get_item()

@@ -21,6 +21,22 @@ const BATCH: usize = 25;
 /// Rounds of retrying a batch's unprocessed items before giving up.
 const BATCH_ROUNDS: u32 = 8;
 
+/// Before `round` of a batch request (0 first) whose earlier rounds left items unprocessed
+/// (throttling): waits a backoff that doubles from 50 ms up to 1.6 s, or gives up after
+/// [`BATCH_ROUNDS`] rounds with an error naming what was `left`.
+pub(crate) async fn next_round(round: u32, left: impl FnOnce() -> String) -> StoreResult<()> {
+    if round == BATCH_ROUNDS {
+        return Err(StoreError::backend(format!(
+            "{} still unprocessed after {BATCH_ROUNDS} rounds",
+            left()
+        )));
+    }
+    if round > 0 {
+        tokio::time::sleep(Duration::from_millis(25 << round.min(6))).await;
+    }
+    Ok(())
+}
+
 pub(crate) fn reason_code(r: &CancellationReason) -> &str {
     r.code().unwrap_or("None")
 }
@@ -198,15 +214,7 @@ impl DynamoStore {
                 .collect::<Result<_, _>>()?;
             let mut round = 0;
             while !requests.is_empty() {
-                if round == BATCH_ROUNDS {
-                    return Err(StoreError::backend(format!(
-                        "{} deletes still unprocessed after {BATCH_ROUNDS} rounds",
-                        requests.len()
-                    )));
-                }
-                if round > 0 {
-                    tokio::time::sleep(Duration::from_millis(25 << round.min(6))).await;
-                }
+                next_round(round, || format!("{} deletes", requests.len())).await?;
                 let out = self
                     .client
                     .batch_write_item()
