@@ -152,6 +152,19 @@ impl Slot {
     }
 }
 
+/// The slot a window's conditional write records, owned: for an adapter that moves the write
+/// to another thread.
+impl From<&RateUpdate<'_>> for Slot {
+    fn from(update: &RateUpdate<'_>) -> Self {
+        Self {
+            key: update.key.to_owned(),
+            hits: update.hits.to_vec(),
+            expected_version: update.expected_version,
+            expires_at: update.expires_at,
+        }
+    }
+}
+
 /// Outcome of [`acquire`].
 #[derive(Debug, PartialEq, Eq)]
 pub enum Admission {

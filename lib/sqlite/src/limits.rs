@@ -7,6 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::{SqliteStore, backend, conversion};
 use knowledge_core::domain::Usage;
 use knowledge_core::ids::OrgId;
+use knowledge_core::limits::Slot;
 use knowledge_core::ports::{
     Gate, LimitStore, QueryCount, RateUpdate, RateWindow, StoreError, StoreResult,
 };
@@ -19,8 +20,8 @@ impl LimitStore for SqliteStore {
     }
 
     async fn put_rate_window(&self, update: RateUpdate<'_>) -> StoreResult<()> {
-        let update = OwnedRate::of(&update);
-        self.write(move |tx| write_rate_window(tx, &update.update()))
+        let slot = Slot::from(&update);
+        self.write(move |tx| write_rate_window(tx, &slot.update()))
             .await
     }
 
@@ -96,11 +97,9 @@ pub(crate) fn write_rate_window(c: &Connection, update: &RateUpdate<'_>) -> Stor
     }
 }
 
-/// Counts one query against `org`'s month while it is under the limits; returns the usage
-/// after counting. Errors: `UsageLimit` with the counters that refused it.
-pub(crate) fn count_query(
-    c: &Connection, org: &OrgId, count: &QueryCount<'_>,
-) -> StoreResult<Usage> {
+/// Counts one query against `org`'s month while it is under the limits. Errors: `UsageLimit`
+/// with the counters that refused it.
+pub(crate) fn count_query(c: &Connection, org: &OrgId, count: &QueryCount<'_>) -> StoreResult<()> {
     let usage = read_usage(c, org, count.month).map_err(backend)?;
     let over_quota = count.quota.is_some_and(|q| usage.queries >= q);
     let over_cap = count.cap_micros.is_some_and(|cap| usage.cost_micros >= cap);
@@ -111,8 +110,7 @@ pub(crate) fn count_query(
         queries: usage.queries + 1,
         ..usage
     };
-    write_usage(c, org, count.month, after).map_err(backend)?;
-    Ok(after)
+    write_usage(c, org, count.month, after).map_err(backend)
 }
 
 /// Passes `gate` for a write to a session of `org`: the rate window, then the query count.
@@ -126,44 +124,16 @@ pub(crate) fn pass(c: &Connection, org: &OrgId, gate: Option<&Gate<'_>>) -> Stor
     Ok(())
 }
 
-/// A [`RateUpdate`] that owns its parts, to move into a blocking write.
-pub(crate) struct OwnedRate {
-    key: String,
-    hits: Vec<Timestamp>,
-    expected_version: u64,
-    expires_at: Timestamp,
-}
-
-impl OwnedRate {
-    fn of(update: &RateUpdate<'_>) -> Self {
-        Self {
-            key: update.key.to_owned(),
-            hits: update.hits.to_vec(),
-            expected_version: update.expected_version,
-            expires_at: update.expires_at,
-        }
-    }
-
-    fn update(&self) -> RateUpdate<'_> {
-        RateUpdate {
-            key: &self.key,
-            hits: &self.hits,
-            expected_version: self.expected_version,
-            expires_at: self.expires_at,
-        }
-    }
-}
-
 /// A [`Gate`] that owns its parts, to move into a blocking write.
 pub(crate) struct OwnedGate {
-    rate: OwnedRate,
+    rate: Slot,
     query: Option<(String, Option<u64>, Option<u64>)>,
 }
 
 impl OwnedGate {
     pub(crate) fn of(gate: &Gate<'_>) -> Self {
         Self {
-            rate: OwnedRate::of(&gate.rate),
+            rate: Slot::from(&gate.rate),
             query: gate
                 .query
                 .map(|q| (q.month.to_owned(), q.quota, q.cap_micros)),
