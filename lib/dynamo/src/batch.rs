@@ -167,27 +167,22 @@ impl DynamoStore {
                 .get(i)
                 .filter(|r| reason_code(r) == "ConditionalCheckFailed")
         };
-        let session_failed = failed(0).is_some();
-        match gate_at {
-            Some(at) if !session_failed && failed(at).is_some() => {
-                Err(Gated::Refused(StoreError::Conflict))
+        // The gate's items tell the refusal apart only when the session's own check passed.
+        if let Some(at) = gate_at.filter(|_| failed(0).is_none()) {
+            if failed(at).is_some() {
+                return Err(Gated::Refused(StoreError::Conflict));
             }
-            Some(at) if !session_failed => match failed(at + 1) {
-                Some(reason) => {
-                    let usage = reason.item().map(usage_from).transpose();
-                    Err(Gated::Refused(match usage {
-                        Ok(usage) => StoreError::UsageLimit(usage.unwrap_or_default()),
-                        Err(e) => e,
-                    }))
-                }
-                None => Err(Gated::Transact(TransactError::cancelled(
-                    &reasons, error, false,
-                ))),
-            },
-            _ => Err(Gated::Transact(TransactError::cancelled(
-                &reasons, error, false,
-            ))),
+            if let Some(reason) = failed(at + 1) {
+                let usage = reason.item().map(usage_from).transpose();
+                return Err(Gated::Refused(match usage {
+                    Ok(usage) => StoreError::UsageLimit(usage.unwrap_or_default()),
+                    Err(e) => e,
+                }));
+            }
         }
+        Err(Gated::Transact(TransactError::cancelled(
+            &reasons, error, false,
+        )))
     }
 }
 

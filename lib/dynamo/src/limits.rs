@@ -20,14 +20,7 @@ impl LimitStore for DynamoStore {
     }
 
     async fn put_rate_window(&self, update: RateUpdate<'_>) -> StoreResult<()> {
-        let put = self.rate_window_put(&update)?;
-        let request = self
-            .client
-            .put_item()
-            .set_item(Some(put.item))
-            .set_condition_expression(put.condition_expression)
-            .set_expression_attribute_names(put.expression_attribute_names)
-            .set_expression_attribute_values(put.expression_attribute_values);
+        let request = self.put_item(self.rate_window_put(&update)?);
         match self.put_checked(request).await? {
             true => Ok(()),
             false => Err(StoreError::Conflict),
@@ -55,14 +48,12 @@ impl DynamoStore {
             keys::TTL.into(),
             n((update.expires_at.millis() + 999).div_euclid(1000)),
         );
-        let put = Put::builder().table_name(&self.table).set_item(Some(item));
-        let put = if update.expected_version == 0 {
-            put.condition_expression("attribute_not_exists(#pk)")
-                .expression_attribute_names("#pk", keys::PK)
-        } else {
-            put.condition_expression("#v = :expected")
-                .expression_attribute_names("#v", "version")
-                .expression_attribute_values(":expected", n(update.expected_version))
+        let put = match update.expected_version {
+            0 => self.new_put(item),
+            // Without the stored window back: a moved window is only `Conflict`.
+            expected => self
+                .versioned_put(item, expected)
+                .set_return_values_on_condition_check_failure(None),
         };
         built(put.build())
     }

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::types::{ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{Event, Session, SessionSummary};
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
@@ -26,16 +26,11 @@ impl DynamoStore {
     /// moved (`Conflict`), none when it is gone (`Gone`); a transaction in flight on the item
     /// is `Conflict` too.
     async fn put_session(&self, session: &Session, expected_version: u64) -> StoreResult<()> {
-        let put = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(session_item(session)?))
-            .condition_expression("#v = :expected")
-            .expression_attribute_names("#v", "version")
-            .expression_attribute_values(":expected", n(expected_version))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-        match put.send().await {
+        let put = built(
+            self.versioned_put(session_item(session)?, expected_version)
+                .build(),
+        )?;
+        match self.put_item(put).send().await {
             Ok(_) => Ok(()),
             Err(e) => match e.as_service_error() {
                 Some(PutItemError::ConditionalCheckFailedException(c)) => {

@@ -2,6 +2,7 @@
 //! cancelled; and batched deletes.
 
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::builders::PutBuilder;
 use aws_sdk_dynamodb::types::{
     CancellationReason, ConditionCheck, Delete, DeleteRequest, Put, ReturnValue,
     ReturnValuesOnConditionCheckFailure, TransactWriteItem, WriteRequest,
@@ -92,33 +93,53 @@ impl TransactError {
 }
 
 impl DynamoStore {
-    /// A transaction item that writes `item` only where nothing is stored yet.
-    pub(crate) fn put_new(&self, item: Item) -> StoreResult<TransactWriteItem> {
-        let put = Put::builder()
+    /// A put of `item` only where nothing is stored yet.
+    pub(crate) fn new_put(&self, item: Item) -> PutBuilder {
+        Put::builder()
             .table_name(&self.table)
             .set_item(Some(item))
             .condition_expression("attribute_not_exists(#pk)")
-            .expression_attribute_names("#pk", keys::PK);
-        Ok(TransactWriteItem::builder()
-            .put(built(put.build())?)
-            .build())
+            .expression_attribute_names("#pk", keys::PK)
     }
 
-    /// A transaction item that replaces a record only at `expected` version, returning the
-    /// stored record when the condition fails.
-    pub(crate) fn put_versioned(
-        &self, item: Item, expected: u64,
-    ) -> StoreResult<TransactWriteItem> {
-        let put = Put::builder()
+    /// A put of `item` over a record only at `expected` version, returning the stored record
+    /// when the condition fails.
+    pub(crate) fn versioned_put(&self, item: Item, expected: u64) -> PutBuilder {
+        Put::builder()
             .table_name(&self.table)
             .set_item(Some(item))
             .condition_expression("#v = :expected")
             .expression_attribute_names("#v", "version")
             .expression_attribute_values(":expected", n(expected))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-        Ok(TransactWriteItem::builder()
-            .put(built(put.build())?)
-            .build())
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+    }
+
+    /// A transaction item that writes `item` only where nothing is stored yet.
+    pub(crate) fn put_new(&self, item: Item) -> StoreResult<TransactWriteItem> {
+        let put = built(self.new_put(item).build())?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+
+    /// A transaction item of [`DynamoStore::versioned_put`].
+    pub(crate) fn put_versioned(
+        &self, item: Item, expected: u64,
+    ) -> StoreResult<TransactWriteItem> {
+        let put = built(self.versioned_put(item, expected).build())?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+
+    /// `put` as a request of its own (`PutItem`, 1 WRU), where no transaction is needed.
+    pub(crate) fn put_item(&self, put: Put) -> PutItemFluentBuilder {
+        self.client
+            .put_item()
+            .table_name(put.table_name)
+            .set_item(Some(put.item))
+            .set_condition_expression(put.condition_expression)
+            .set_expression_attribute_names(put.expression_attribute_names)
+            .set_expression_attribute_values(put.expression_attribute_values)
+            .set_return_values_on_condition_check_failure(
+                put.return_values_on_condition_check_failure,
+            )
     }
 
     /// The puts of new events. The session's version check already makes their numbers free;
