@@ -10,6 +10,8 @@
 # non-zero on any failure. Needs .venv with scripts/requirements.txt (scripts/test makes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/common.sh
+. scripts/common.sh
 knowledge=$1
 dir=$(mktemp -d)
 pid=
@@ -43,7 +45,7 @@ for i in 1 2 3; do
 done
 token=$(k scim token --org org_fuzz)
 
-port=$(.venv/bin/python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 url="http://127.0.0.1:${port}"
 KNOWLEDGE_ADDR="127.0.0.1:${port}" "$knowledge" --data-dir "$dir" serve >"$dir/serve.log" 2>&1 &
 pid=$!

@@ -24,6 +24,8 @@
 # Usage: scripts/invoke_events.sh   (CARGO_TARGET_DIR is honoured, as cargo does)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/common.sh
+. scripts/common.sh
 
 # cargo-lambda's watch and invoke only; installed without its dependencies, since ziglang
 # (about 400 MB) serves only cross-compiling builds (docs/deploy.md).
@@ -74,11 +76,6 @@ fail() {
   exit 1
 }
 
-free_port() {
-  .venv/bin/python -c \
-    'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # wait_until WHAT PID LOG CMD...: polls CMD every 0.2 s until it succeeds, failing when PID
 # exits or START_TIMEOUT passes.
 wait_until() {
@@ -92,14 +89,7 @@ wait_until() {
 }
 
 echo "-- cargo-lambda ${CARGO_LAMBDA_VERSION} and the Python environment in .venv"
-if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
-fi
-# The same marker as scripts/test: requirements newer than it are installed again.
-if [ ! -e .venv/.installed ] || [ scripts/requirements.txt -nt .venv/.installed ]; then
-  .venv/bin/pip install --quiet --disable-pip-version-check -r scripts/requirements.txt
-  touch .venv/.installed
-fi
+python_env
 installed=$(.venv/bin/cargo-lambda lambda --version 2>/dev/null || true)
 if [ "${installed%% (*}" != "cargo-lambda ${CARGO_LAMBDA_VERSION}" ]; then
   .venv/bin/pip install --quiet --disable-pip-version-check --no-deps \
