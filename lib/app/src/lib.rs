@@ -210,7 +210,7 @@ impl App {
             sealer,
             provider,
             s.clock.clone(),
-            s.http().callback_url(),
+            s.http().callback_base(),
         );
         Ok(api.with_sso(sso))
     }

@@ -57,6 +57,12 @@ pub enum CoreError {
     /// whose account is bound to another identity there).
     #[error("you are not provisioned in this organisation; ask its administrator for access")]
     NotProvisioned,
+    /// The identity provider vouched for an e-mail address it says it has not verified, and
+    /// the organisation names its members by e-mail: nobody is signed in or bound.
+    #[error(
+        "your identity provider has not verified your e-mail address; verify it there, then sign in again"
+    )]
+    EmailUnverified,
     /// The sign-in cannot be completed: its `state` does not match this browser's, it expired,
     /// or the provider refused it or its token did not verify. The cause is logged.
     #[error("the sign-in could not be completed; start it again")]
@@ -111,11 +117,19 @@ impl From<AgentError> for CoreError {
     }
 }
 
-/// A provider's failure, logged here with its cause: `Rejected` ends the sign-in
-/// (`SignInFailed`), `Unavailable` is the provider's fault (`IdentityProviderUnavailable`).
+/// A provider's failure, logged here with its cause: `Rejected` is a refusal of what the
+/// provider answered, which ends the sign-in (`SignInFailed`); `Unavailable` is the provider
+/// out of reach or failing (`IdentityProviderUnavailable`).
 impl From<IdentityError> for CoreError {
     fn from(e: IdentityError) -> Self {
-        tracing::warn!(error = %Chain(&e), "single sign-on failed at the identity provider");
+        match &e {
+            IdentityError::Rejected(_) => {
+                tracing::warn!(error = %Chain(&e), "single sign-on refused the identity provider's answer");
+            }
+            IdentityError::Unavailable(_) => {
+                tracing::warn!(error = %Chain(&e), "single sign-on could not reach the identity provider");
+            }
+        }
         match e {
             IdentityError::Rejected(_) => Self::SignInFailed,
             IdentityError::Unavailable(_) => Self::IdentityProviderUnavailable,

@@ -17,7 +17,9 @@ use knowledge_core::ports::{
     OrgStore, VerifiedIdentity,
 };
 use knowledge_core::seal::Sealer;
-use knowledge_core::sso::{SignInTarget, SingleSignOn, SsoChange, SsoSettings, configure};
+use knowledge_core::sso::{
+    AuthorizationResponse, SignInTarget, SingleSignOn, SsoChange, SsoSettings, configure,
+};
 use knowledge_core::testing::MemoryStore;
 use serde_json::json;
 
@@ -43,7 +45,7 @@ impl IdentityProvider for Vouching {
     }
 
     async fn exchange(
-        &self, client: &OidcClient, _code: &str, _verifier: &str, _nonce: &str,
+        &self, client: &OidcClient, _code: &str, _iss: Option<&str>, _verifier: &str, _nonce: &str,
     ) -> Result<VerifiedIdentity, IdentityError> {
         self.seen.lock().unwrap().push(client.clone());
         let next = self.next.lock().unwrap().clone();
@@ -146,16 +148,23 @@ impl Rig {
     async fn sign_in(
         &self, sub: &str, email: &str,
     ) -> Result<knowledge_core::service::Principal, CoreError> {
+        let claims = json!({ "sub": sub, "email": email, "name": "Someone" });
+        self.sign_in_with(sub, claims, None).await
+    }
+
+    /// Signs in as whoever the provider vouches for with `sub` and `claims`, the authorization
+    /// response carrying `iss`.
+    async fn sign_in_with(
+        &self, sub: &str, claims: serde_json::Value, iss: Option<&str>,
+    ) -> Result<knowledge_core::service::Principal, CoreError> {
         *self.provider.next.lock().unwrap() = Some(VerifiedIdentity {
             issuer: ISSUER.into(),
             subject: sub.into(),
-            claims: json!({ "sub": sub, "email": email, "name": "Someone" })
-                .as_object()
-                .cloned()
-                .unwrap(),
+            claims: claims.as_object().cloned().unwrap(),
         });
+        let response = AuthorizationResponse { code: "code", iss };
         self.sso
-            .finish(&self.org, "code", "verifier", "nonce")
+            .finish(&self.org, response, "verifier", "nonce")
             .await
     }
 
@@ -349,4 +358,73 @@ async fn an_issuer_is_kept_exactly_as_given_trailing_slash_included() {
         .await
         .unwrap();
     assert_eq!(stored.issuer, "https://tenant.auth.example.com/");
+}
+
+#[tokio::test]
+async fn each_organisation_is_sent_back_to_its_own_callback() {
+    let rig = Rig::new().await;
+    rig.sso
+        .begin(&SignInTarget::Org(rig.org.clone()))
+        .await
+        .unwrap();
+    let seen = rig.provider.seen.lock().unwrap().clone();
+    let expected = format!("http://127.0.0.1:3000/api/auth/callback/{}", rig.org);
+    assert_eq!(seen[0].redirect_uri, expected);
+    assert_eq!(rig.sso.redirect_uri(&rig.org), expected);
+}
+
+#[tokio::test]
+async fn a_response_whose_iss_is_another_issuer_is_refused_before_the_code_is_sent() {
+    let rig = Rig::new().await;
+    let ann = rig.provision("ann@example.com").await;
+    let claims = json!({ "sub": "sub-ann", "email": "ann@example.com" });
+    let other = Some("https://login.example.com/");
+    let err = rig.sign_in_with("sub-ann", claims.clone(), other).await;
+    assert!(matches!(err, Err(CoreError::SignInFailed)), "{err:?}");
+    assert!(rig.provider.seen.lock().unwrap().is_empty(), "no exchange");
+    assert_eq!(rig.member(&ann.user).await.unwrap().identity, None);
+    let p = rig.sign_in_with("sub-ann", claims, Some(ISSUER)).await;
+    assert_eq!(p.unwrap().user, ann.user);
+}
+
+#[tokio::test]
+async fn an_email_the_provider_calls_unverified_binds_and_creates_nobody() {
+    let rig = Rig::new().await;
+    let ann = rig.provision("ann@example.com").await;
+    for verified in [json!(false), json!("false"), json!("FALSE")] {
+        let claims =
+            json!({ "sub": "sub-ann", "email": "ann@example.com", "email_verified": verified });
+        let err = rig.sign_in_with("sub-ann", claims, None).await;
+        assert!(
+            matches!(err, Err(CoreError::EmailUnverified)),
+            "{verified}: {err:?}"
+        );
+    }
+    assert_eq!(rig.member(&ann.user).await.unwrap().identity, None);
+    // Just in time, an unverified stranger is not made a member either.
+    let mut jit = settings(&["example.com"]);
+    jit.just_in_time = true;
+    rig.configure(&rig.org, SsoChange::Set(jit)).await.unwrap();
+    let before = rig.store.list_members(&rig.org).await.unwrap();
+    let claims = json!({ "sub": "sub-eve", "email": "eve@example.com", "email_verified": false });
+    let err = rig.sign_in_with("sub-eve", claims, None).await;
+    assert!(matches!(err, Err(CoreError::EmailUnverified)), "{err:?}");
+    assert_eq!(rig.store.list_members(&rig.org).await.unwrap(), before);
+    // Verified, or not said at all: signed in as before.
+    let claims = json!({ "sub": "sub-ann", "email": "ann@example.com", "email_verified": true });
+    assert!(rig.sign_in_with("sub-ann", claims, None).await.is_ok());
+}
+
+#[tokio::test]
+async fn an_unverified_email_does_not_matter_when_members_are_named_by_another_claim() {
+    let rig = Rig::new().await;
+    let mut by_upn = settings(&["example.com"]);
+    by_upn.user_name_claim = Some("upn".into());
+    rig.configure(&rig.org, SsoChange::Set(by_upn))
+        .await
+        .unwrap();
+    let ann = rig.provision("ann@corp.example.com").await;
+    let claims = json!({ "sub": "s", "upn": "ann@corp.example.com", "email": "x@y.z", "email_verified": false });
+    let p = rig.sign_in_with("s", claims, None).await.unwrap();
+    assert_eq!(p.user, ann.user);
 }

@@ -70,6 +70,18 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error(transparent)]
     Edge(#[from] EdgeError),
+    /// A provider sent the browser to the shared callback all organisations used before each
+    /// had its own; the organisation's own redirect URI, when known, must be registered.
+    #[error("{}", callback_moved(.0.as_deref()))]
+    CallbackMoved(Option<String>),
+}
+
+fn callback_moved(redirect_uri: Option<&str>) -> String {
+    let uri = redirect_uri.unwrap_or("/api/auth/callback/<organisation id>");
+    format!(
+        "this sign-in came back to /api/auth/callback, which signs nobody in any more: \
+         your administrator must register the redirect URI {uri} at the identity provider"
+    )
 }
 
 impl ApiError {
@@ -102,6 +114,7 @@ impl ApiError {
                 CoreError::SsoUnavailable => (StatusCode::NOT_FOUND, "sso_unavailable"),
                 CoreError::NotProvisioned => (StatusCode::FORBIDDEN, "not_provisioned"),
                 CoreError::SignInFailed => (StatusCode::BAD_REQUEST, "sign_in_failed"),
+                CoreError::EmailUnverified => (StatusCode::FORBIDDEN, "email_unverified"),
                 CoreError::IdentityProviderUnavailable => {
                     (StatusCode::BAD_GATEWAY, "identity_provider_unavailable")
                 }
@@ -121,6 +134,7 @@ impl ApiError {
             ApiError::RouteNotFound => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::Edge(e) => e.status_and_code(),
+            ApiError::CallbackMoved(_) => (StatusCode::BAD_REQUEST, "redirect_uri_changed"),
         }
     }
 }

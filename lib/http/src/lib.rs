@@ -47,7 +47,8 @@ pub enum Endpoint {
     SignInLink,
     /// `GET /api/auth/login`: single sign-on, to the organisation's identity provider.
     SsoLogin,
-    /// `GET /api/auth/callback`: single sign-on, back from the identity provider.
+    /// `GET /api/auth/callback/{org}`: single sign-on, back from the organisation's identity
+    /// provider (and the retired shared `GET /api/auth/callback`, which signs nobody in).
     SsoCallback,
     /// Every SCIM route, under `/api/scim` and `/api/scim/v2`.
     Scim,
@@ -192,8 +193,8 @@ fn session_parts(endpoints: &[Routes]) -> SessionParts {
         });
     let auth = endpoints
         .iter()
-        .filter_map(|r| r.auth)
-        .map(|(route, guard)| {
+        .flat_map(|r| r.auth)
+        .map(|&(route, guard)| {
             let (router, part) = OpenApiRouter::new().routes(route()).split_for_parts();
             doc.merge(part);
             (router, guard)

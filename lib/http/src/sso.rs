@@ -1,17 +1,21 @@
-//! Single sign-on's two routes: `GET /api/auth/login` sends the browser to the organisation's
-//! identity provider, `GET /api/auth/callback` takes it back and signs the member in. What the
-//! callback needs to finish (the `state`, the `nonce`, the PKCE verifier, the organisation and
-//! where to go) travels in a short-lived cookie signed with the session key, so the sign-in is
-//! bound to the browser that started it (no login CSRF) and no server keeps it.
+//! Single sign-on's routes: `GET /api/auth/login` sends the browser to the organisation's
+//! identity provider, `GET /api/auth/callback/{org}` takes it back and signs the member in.
+//! What the callback needs to finish (the `state`, the `nonce`, the PKCE verifier, the
+//! organisation and where to go) travels in a short-lived cookie signed with the session key,
+//! so the sign-in is bound to the browser that started it (no login CSRF) and no server keeps
+//! it. Each organisation has its own callback, and a browser that comes back to another
+//! organisation's than the one its sign-in started at is refused: a code one organisation's
+//! provider issued is never redeemed through another's sign-in (the mix-up attack). The
+//! shared callback of old, `GET /api/auth/callback`, signs nobody in.
 
-use axum::extract::{RawQuery, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::http::header::ACCEPT;
 use axum::response::{IntoResponse, Response};
 use jsonwebtoken::{Algorithm, Validation};
 use knowledge_core::CoreError;
 use knowledge_core::ids::OrgId;
-use knowledge_core::sso::{SignInTarget, SingleSignOn};
+use knowledge_core::sso::{AuthorizationResponse, SignInTarget, SingleSignOn};
 use serde::{Deserialize, Serialize};
 
 use crate::auth::{see_other, signed_in_redirect, with_cookie};
@@ -95,26 +99,66 @@ async fn start(app: &SessionApi, q: Option<&str>) -> Result<Response, ApiError> 
     with_cookie(see_other(&authorization.url)?, &cookie)
 }
 
-/// Where the identity provider sends the browser back: checks `state` against this browser's
-/// sign-in in progress, has the provider's code exchanged and its ID token verified, and signs
-/// the member in (`Set-Cookie`, then `returnTo`). A person the organisation has not provisioned
-/// gets 403 `not_provisioned`, and nothing is created. Either way the sign-in in progress is
-/// used up. A browser page (`Accept: text/html`) is sent to `/?signin=<code>` instead of an
-/// error body.
-#[utoipa::path(get, path = "/api/auth/callback", operation_id = "signInCallback",
-    params(("state" = String, Query, description = "What the login gave the provider"),
+/// Where the organisation's identity provider sends the browser back (the redirect URI
+/// registered there): checks that this browser's sign-in in progress started at this same
+/// organisation, its `state`, and the RFC 9207 `iss` when the provider sends one; has the
+/// provider's code exchanged and its ID token verified, and signs the member in (`Set-Cookie`,
+/// then `returnTo`). A person the organisation has not provisioned gets 403
+/// `not_provisioned`, one whose e-mail the provider calls unverified 403 `email_unverified`,
+/// and nothing is created. Either way the sign-in in progress is used up. A browser page
+/// (`Accept: text/html`) is sent to `/?signin=<code>` instead of an error body.
+#[utoipa::path(get, path = "/api/auth/callback/{org}", operation_id = "signInCallback",
+    params(("org" = String, Path, description = "The organisation whose provider sends the browser back"),
+        ("state" = String, Query, description = "What the login gave the provider"),
         ("code" = Option<String>, Query, description = "The provider's authorization code"),
+        ("iss" = Option<String>, Query, description = "The provider's issuer identifier (RFC 9207)"),
         ("error" = Option<String>, Query, description = "The provider's refusal, instead of `code`")),
     responses((status = 303, description = "Signed in; `Set-Cookie` carries the session cookie.",
         headers(("Set-Cookie" = String, description = "The session cookie, and the cleared sign-in in progress"),
             ("Location" = String, description = "The login's `returnTo`, or `/`"))), ApiErrors))]
 pub async fn callback(
-    State(app): State<SessionApi>, RawQuery(q): RawQuery, headers: HeaderMap,
+    State(app): State<SessionApi>, Path(org): Path<String>, RawQuery(q): RawQuery,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let config = &app.config;
     let cleared = clear_cookie_header(config.login_cookie_name(), config.secure_cookies());
-    let response = for_the_browser(&headers, finish(&app, q.as_deref(), &headers).await);
+    let outcome = finish(&app, &org, q.as_deref(), &headers).await;
+    let response = for_the_browser(&headers, outcome);
     with_cookie(response, &cleared)
+}
+
+/// The callback all organisations shared before each had its own: it signs nobody in, and
+/// redeems no code. It answers 400 `redirect_uri_changed`, naming the organisation's own
+/// redirect URI (from this browser's sign-in in progress) that its administrator must register
+/// at the provider; a browser page goes to `/?signin=redirect_uri_changed&org=<org>`, where
+/// the sign-in page says so. The sign-in in progress is cleared.
+#[utoipa::path(get, path = "/api/auth/callback", operation_id = "signInCallbackRetired",
+    responses((status = 400, description = "Never signs in: the organisation's provider must send browsers to `/api/auth/callback/{org}`.",
+        body = crate::error::ErrorBody)), )]
+pub async fn retired_callback(State(app): State<SessionApi>, headers: HeaderMap) -> Response {
+    let config = &app.config;
+    let cleared = clear_cookie_header(config.login_cookie_name(), config.secure_cookies());
+    let org = login_state(&app, &headers).and_then(|l| OrgId::parse(&l.org).ok());
+    tracing::warn!(
+        org = org.as_ref().map(OrgId::as_str),
+        "a provider sent a browser to the retired shared callback; its organisation must register its own"
+    );
+    let redirect_uri = org.as_ref().map(|o| config.callback_url(o));
+    let answer = ApiError::CallbackMoved(redirect_uri);
+    let response = match (navigation(&headers), &org) {
+        (true, Some(org)) => {
+            let code = answer.code();
+            see_other(&format!("/?signin={code}&org={org}")).unwrap_or(answer.into_response())
+        }
+        (true, None) => for_the_browser(&headers, Err(answer)),
+        (false, _) => answer.into_response(),
+    };
+    with_cookie(response, &cleared).unwrap_or_else(IntoResponse::into_response)
+}
+
+/// Whether the request is a browser's navigation to a page (`Accept: text/html`).
+fn navigation(headers: &HeaderMap) -> bool {
+    (headers.get(ACCEPT).and_then(|a| a.to_str().ok())).is_some_and(|a| a.contains("text/html"))
 }
 
 /// `outcome` as its answer; a failure asked for by a browser page (`Accept: text/html`, a
@@ -127,16 +171,14 @@ fn for_the_browser(headers: &HeaderMap, outcome: Result<Response, ApiError>) -> 
     };
     let code = e.code();
     let answer = e.into_response(); // logs an internal error with its causes
-    let navigation = (headers.get(ACCEPT).and_then(|a| a.to_str().ok()))
-        .is_some_and(|a| a.contains("text/html"));
-    if !navigation {
+    if !navigation(headers) {
         return answer;
     }
     see_other(&format!("/?signin={code}")).unwrap_or(answer)
 }
 
 async fn finish(
-    app: &SessionApi, q: Option<&str>, headers: &HeaderMap,
+    app: &SessionApi, path_org: &str, q: Option<&str>, headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
     let q = QueryParams::parse(q);
     let Some(login) = login_state(app, headers) else {
@@ -162,11 +204,24 @@ async fn finish(
         tracing::warn!(error, "the identity provider refused the sign-in");
         return Err(CoreError::SignInFailed.into());
     }
+    if path_org != login.org {
+        // A code for one organisation's sign-in arriving with another's sign-in in progress:
+        // a provider (or an attacker's) sent it to the wrong organisation's callback.
+        tracing::warn!(
+            started_at = login.org,
+            "sign-in callback of another organisation than the one this browser's sign-in started at"
+        );
+        return Err(CoreError::SignInFailed.into());
+    }
     let code = q.get("code").ok_or(CoreError::SignInFailed)?;
     let org = OrgId::parse(&login.org).map_err(|_| CoreError::SignInFailed)?;
     let return_to = ReturnTo::try_from(login.return_to.as_str())?;
+    let response = AuthorizationResponse {
+        code,
+        iss: q.get("iss"),
+    };
     let p = (single_sign_on(app)?)
-        .finish(&org, code, &login.verifier, &login.nonce)
+        .finish(&org, response, &login.verifier, &login.nonce)
         .await?;
     signed_in_redirect(app, &p, &return_to)
 }

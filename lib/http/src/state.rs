@@ -53,9 +53,15 @@ impl HttpConfig {
         }
     }
 
-    /// Where identity providers send the browser back: registered at each provider.
-    pub fn callback_url(&self) -> String {
+    /// Where every organisation's callback lives: `<origin>/api/auth/callback`, followed by
+    /// the organisation's id.
+    pub fn callback_base(&self) -> String {
         format!("{}/api/auth/callback", self.app_origin)
+    }
+
+    /// Where `org`'s identity provider sends the browser back: registered at its provider.
+    pub fn callback_url(&self, org: &OrgId) -> String {
+        knowledge_core::sso::redirect_uri(&self.callback_base(), org)
     }
 }
 

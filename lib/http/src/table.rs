@@ -17,8 +17,8 @@ pub struct Routes {
     pub(crate) session: Option<Route>,
     /// The routes under [`admin::PREFIX`], for the admin endpoint.
     pub(crate) admin: Option<fn() -> OpenApiRouter<SessionApi>>,
-    /// The route under `/api/auth`, with the guard it passes.
-    pub(crate) auth: Option<(Route, AuthGuard)>,
+    /// The routes under `/api/auth`, each with the guard it passes.
+    pub(crate) auth: &'static [(Route, AuthGuard)],
 }
 
 impl Routes {
@@ -27,7 +27,7 @@ impl Routes {
     pub const NONE: Self = Self {
         session: None,
         admin: None,
-        auth: None,
+        auth: &[],
     };
 
     const fn session(route: Route) -> Self {
@@ -37,13 +37,26 @@ impl Routes {
         }
     }
 
-    const fn auth(route: Route, guard: AuthGuard) -> Self {
+    const fn auth(routes: &'static [(Route, AuthGuard)]) -> Self {
         Self {
-            auth: Some((route, guard)),
+            auth: routes,
             ..Self::NONE
         }
     }
 }
+
+// The `/api/auth` routes of each endpoint.
+const ME: &[(Route, AuthGuard)] = &[(|| routes!(auth::me), AuthGuard::Member)];
+const SWITCH_ORG: &[(Route, AuthGuard)] = &[(|| routes!(auth::switch_org), AuthGuard::SignedIn)];
+const LOGOUT: &[(Route, AuthGuard)] = &[(|| routes!(auth::logout), AuthGuard::SignedIn)];
+const SIGN_IN_LINK: &[(Route, AuthGuard)] =
+    &[(|| routes!(auth::sign_in_with_link), AuthGuard::Public)];
+const SSO_LOGIN: &[(Route, AuthGuard)] = &[(|| routes!(sso::login), AuthGuard::Public)];
+/// Each organisation's callback, and the retired shared one, which only says where to go.
+const SSO_CALLBACK: &[(Route, AuthGuard)] = &[
+    (|| routes!(sso::callback), AuthGuard::Public),
+    (|| routes!(sso::retired_callback), AuthGuard::Public),
+];
 
 impl Endpoint {
     /// The endpoint's routes: the member guard for who is signed in, the signed-in guard (a
@@ -56,14 +69,12 @@ impl Endpoint {
             Self::Transcript => Routes::session(|| routes!(routes::transcript)),
             Self::ListSessions => Routes::session(|| routes!(routes::list_sessions)),
             Self::Cancel => Routes::session(|| routes!(routes::cancel)),
-            Self::Me => Routes::auth(|| routes!(auth::me), AuthGuard::Member),
-            Self::SwitchOrg => Routes::auth(|| routes!(auth::switch_org), AuthGuard::SignedIn),
-            Self::Logout => Routes::auth(|| routes!(auth::logout), AuthGuard::SignedIn),
-            Self::SignInLink => {
-                Routes::auth(|| routes!(auth::sign_in_with_link), AuthGuard::Public)
-            }
-            Self::SsoLogin => Routes::auth(|| routes!(sso::login), AuthGuard::Public),
-            Self::SsoCallback => Routes::auth(|| routes!(sso::callback), AuthGuard::Public),
+            Self::Me => Routes::auth(ME),
+            Self::SwitchOrg => Routes::auth(SWITCH_ORG),
+            Self::Logout => Routes::auth(LOGOUT),
+            Self::SignInLink => Routes::auth(SIGN_IN_LINK),
+            Self::SsoLogin => Routes::auth(SSO_LOGIN),
+            Self::SsoCallback => Routes::auth(SSO_CALLBACK),
             Self::Admin => Routes {
                 admin: Some(admin_routes),
                 ..Routes::NONE

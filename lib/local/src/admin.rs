@@ -298,9 +298,10 @@ pub fn org_json(org: &Org, usage: Option<Usage>) -> Value {
     v
 }
 
-/// The JSON an admin command prints for an SSO configuration: never the client secret, and
-/// the callback URL to register at the provider.
-pub fn sso_json(config: &SsoConfig, origin: &str) -> Value {
+/// The JSON an admin command prints for `org`'s SSO configuration: never the client secret,
+/// and the organisation's own callback URL to register at the provider.
+pub fn sso_json(org: &OrgId, config: &SsoConfig, origin: &str) -> Value {
+    let callback_base = format!("{}/api/auth/callback", origin.trim_end_matches('/'));
     json!({
         "issuer": config.issuer,
         "clientId": config.client_id,
@@ -310,7 +311,9 @@ pub fn sso_json(config: &SsoConfig, origin: &str) -> Value {
         "enabled": config.enabled,
         "justInTime": config.just_in_time,
         "updatedAt": config.updated_at.to_iso8601(),
-        "callbackUrl": format!("{}/api/auth/callback", origin.trim_end_matches('/')),
+        "callbackUrl": knowledge_core::sso::redirect_uri(&callback_base, org),
+        "callbackNote": "register callbackUrl as the redirect URI at the identity provider: each \
+            organisation has its own, and the shared /api/auth/callback signs nobody in",
     })
 }
 

@@ -50,7 +50,7 @@ pub(crate) async fn run(cli: &Cli, admin: &Admin, command: SsoCommand) -> Result
             .sso
             .ok_or_else(|| format!("{org} has no single sign-on configured"))?,
     };
-    println!("{}", sso_json(&config, &origin.origin));
+    println!("{}", sso_json(&org, &config, &origin.origin));
     Ok(())
 }
 

@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 
 use knowledge_core::ports::{BackendError, IdentityError};
 use openidconnect::IssuerUrl;
-use openidconnect::core::{CoreJsonWebKeySet, CoreProviderMetadata};
+use openidconnect::core::CoreJsonWebKeySet;
 
 use crate::http::BoundedHttp;
+use crate::verify::Metadata;
 
 /// How long an issuer's discovery document and keys are used before they are fetched again.
 pub const DISCOVERY_TTL: Duration = Duration::from_secs(60 * 60);
@@ -24,7 +25,7 @@ pub const KEY_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
 /// One issuer's discovery document with its keys. Replaced whole, never edited: a
 /// verification holds one consistent snapshot.
 pub(crate) struct Entry {
-    pub(crate) metadata: CoreProviderMetadata,
+    pub(crate) metadata: Metadata,
     /// When the discovery document was fetched (a fetch of the keys alone keeps it).
     fetched: Instant,
 }
@@ -154,9 +155,9 @@ impl Issuers {
 
     /// The discovery document at `issuer` with its keys. openidconnect checks that the
     /// document's `issuer` is exactly `issuer`.
-    async fn discover(&self, issuer: &str) -> Result<CoreProviderMetadata, BackendError> {
+    async fn discover(&self, issuer: &str) -> Result<Metadata, BackendError> {
         let url = IssuerUrl::new(issuer.to_owned())?;
-        Ok(CoreProviderMetadata::discover_async(url, &self.http).await?)
+        Ok(Metadata::discover_async(url, &self.http).await?)
     }
 
     /// For a token whose key id `seen` does not hold: a newer document of the issuer if one

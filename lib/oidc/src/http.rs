@@ -1,6 +1,8 @@
 //! The HTTP client that speaks to identity providers for `openidconnect`: it follows no
 //! redirects, gives up after a time limit and reads at most [`BODY_LIMIT`] bytes of an answer,
-//! so a slow, redirecting or endless provider cannot stall a sign-in or fill memory.
+//! so a slow, redirecting or endless provider cannot stall a sign-in or fill memory. A `5xx`
+//! answer is a failure of the exchange, as an unreachable provider is: the provider is down,
+//! not refusing.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -24,6 +26,8 @@ pub enum HttpError {
     Transport(#[source] reqwest::Error),
     #[error("the provider's answer is larger than {BODY_LIMIT} bytes")]
     TooLarge,
+    #[error("the provider failed: it answered {0}")]
+    ServerError(reqwest::StatusCode),
 }
 
 /// A reqwest client bounded as the module says.
@@ -53,6 +57,9 @@ impl BoundedHttp {
             req = req.header(name, value);
         }
         let mut resp = req.send().await.map_err(HttpError::Transport)?;
+        if resp.status().is_server_error() {
+            return Err(HttpError::ServerError(resp.status()));
+        }
         if resp.content_length().is_some_and(|n| n > BODY_LIMIT as u64) {
             return Err(HttpError::TooLarge);
         }

@@ -43,9 +43,11 @@ impl OpenIdConnect {
     }
 }
 
-/// The token endpoint's failure, as the port tells it: an OAuth error answer is the provider
-/// refusing the code, the verifier or the client (`Rejected`); anything else is the provider or
-/// the network failing (`Unavailable`). The answer's body is left out (it may hold tokens).
+/// The token endpoint's failure, as the port tells it. The provider could not be reached,
+/// timed out or answered 5xx ([`BoundedHttp`] turns that into a request error): `Unavailable`.
+/// An answer that arrived and is refused (an OAuth error, or what is not a token response: an
+/// ID token without `exp`, `iat` or `sub`, with `alg: none`, or not a JWT at all): `Rejected`.
+/// The answer's body is left out (it may hold tokens).
 fn token_error(
     e: RequestTokenError<HttpError, StandardErrorResponse<CoreErrorResponseType>>,
 ) -> IdentityError {
@@ -55,15 +57,15 @@ fn token_error(
         ),
         RequestTokenError::Request(e) => IdentityError::Unavailable(e.into()),
         RequestTokenError::Parse(e, _body) => {
-            IdentityError::Unavailable(Box::new(Unreadable(e.into())))
+            IdentityError::Rejected(Box::new(Unreadable(e.into())))
         }
-        RequestTokenError::Other(e) => IdentityError::Unavailable(e.into()),
+        RequestTokenError::Other(e) => IdentityError::Rejected(Box::new(Unreadable(e.into()))),
     }
 }
 
 /// A token endpoint's answer that is not an OpenID Connect token response.
 #[derive(Debug, thiserror::Error)]
-#[error("the token endpoint's answer is not a token response with an ID token")]
+#[error("the token endpoint's answer is not a token response with a well-formed ID token")]
 struct Unreadable(#[source] BackendError);
 
 #[async_trait]
@@ -92,9 +94,10 @@ impl IdentityProvider for OpenIdConnect {
     }
 
     async fn exchange(
-        &self, client: &OidcClient, code: &str, pkce_verifier: &str, nonce: &str,
+        &self, client: &OidcClient, code: &str, iss: Option<&str>, pkce_verifier: &str, nonce: &str,
     ) -> Result<VerifiedIdentity, IdentityError> {
         let entry = self.issuers.get(&client.issuer).await?;
+        verify::check_iss(&entry.metadata, iss).map_err(|e| IdentityError::Rejected(e.into()))?;
         let response = verify::client(&entry.metadata, client)?
             .exchange_code(AuthorizationCode::new(code.to_owned()))
             .map_err(|e| IdentityError::Unavailable(e.into()))?
@@ -103,7 +106,7 @@ impl IdentityProvider for OpenIdConnect {
             .await
             .map_err(token_error)?;
         let token = response.id_token().ok_or_else(|| {
-            IdentityError::Unavailable(Box::new(Unreadable("it holds no ID token".into())))
+            IdentityError::Rejected(Box::new(Unreadable("it holds no ID token".into())))
         })?;
         let id = &client.client_id;
         let verified = match verify::verify(&entry.metadata, id, token, nonce) {

@@ -8,14 +8,60 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, TimeDelta, Utc};
 use knowledge_core::ports::{IdentityError, OidcClient};
 use openidconnect::core::{
-    CoreClient, CoreClientAuthMethod, CoreIdToken, CoreIdTokenVerifier, CoreJwsSigningAlgorithm,
-    CoreProviderMetadata,
+    CoreAuthDisplay, CoreClaimName, CoreClaimType, CoreClient, CoreClientAuthMethod, CoreGrantType,
+    CoreIdToken, CoreIdTokenVerifier, CoreJsonWebKey, CoreJweContentEncryptionAlgorithm,
+    CoreJweKeyManagementAlgorithm, CoreJwsSigningAlgorithm, CoreResponseMode, CoreResponseType,
+    CoreSubjectIdentifierType,
 };
 use openidconnect::{
-    AuthType, ClaimsVerificationError, ClientId, ClientSecret, EndpointMaybeSet, EndpointNotSet,
-    EndpointSet, Nonce, RedirectUrl,
+    AdditionalProviderMetadata, AuthType, ClaimsVerificationError, ClientId, ClientSecret,
+    EndpointMaybeSet, EndpointNotSet, EndpointSet, Nonce, ProviderMetadata, RedirectUrl,
 };
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+/// The discovery field of RFC 9207 that openidconnect has no name for: whether the provider
+/// puts `iss` in every authorization response.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub struct IssParameter {
+    #[serde(default)]
+    pub authorization_response_iss_parameter_supported: bool,
+}
+
+impl AdditionalProviderMetadata for IssParameter {}
+
+/// A provider's discovery document: openidconnect's core one, with [`IssParameter`].
+pub type Metadata = ProviderMetadata<
+    IssParameter,
+    CoreAuthDisplay,
+    CoreClientAuthMethod,
+    CoreClaimName,
+    CoreClaimType,
+    CoreGrantType,
+    CoreJweContentEncryptionAlgorithm,
+    CoreJweKeyManagementAlgorithm,
+    CoreJsonWebKey,
+    CoreResponseMode,
+    CoreResponseType,
+    CoreSubjectIdentifierType,
+>;
+
+/// Judges an authorization response's RFC 9207 `iss` before its code goes anywhere: when
+/// present it must be exactly the provider's issuer; when the provider says it always sends
+/// one, it must be present. Errors: the reason, for the log.
+pub fn check_iss(metadata: &Metadata, iss: Option<&str>) -> Result<(), &'static str> {
+    match iss {
+        Some(iss) if iss == metadata.issuer().as_str() => Ok(()),
+        Some(_) => Err("the authorization response's iss is not the provider's issuer"),
+        None if metadata
+            .additional_metadata()
+            .authorization_response_iss_parameter_supported =>
+        {
+            Err("the authorization response lacks the iss the provider says it always sends")
+        }
+        None => Ok(()),
+    }
+}
 
 /// Clock skew allowed between the provider and the service, for expiry and issue time.
 pub const LEEWAY: TimeDelta = TimeDelta::seconds(60);
@@ -50,9 +96,7 @@ pub type Client = CoreClient<
 /// `client` at the provider `metadata` describes. It authenticates at the token endpoint with
 /// `client_secret_basic`, unless the provider lists `client_secret_post` and not it. Errors:
 /// `Unavailable` for a redirect URI that is not a URL (a fault of the configuration).
-pub fn client(
-    metadata: &CoreProviderMetadata, client: &OidcClient,
-) -> Result<Client, IdentityError> {
+pub fn client(metadata: &Metadata, client: &OidcClient) -> Result<Client, IdentityError> {
     let redirect = RedirectUrl::new(client.redirect_uri.clone())
         .map_err(|e| IdentityError::Unavailable(e.into()))?;
     Ok(CoreClient::from_provider_metadata(
@@ -66,7 +110,7 @@ pub fn client(
 
 /// `client_secret_basic` is the default of OpenID Connect Discovery when the provider lists no
 /// methods; `client_secret_post` only for a provider that lists it and not basic.
-fn auth_type(metadata: &CoreProviderMetadata) -> AuthType {
+fn auth_type(metadata: &Metadata) -> AuthType {
     match metadata.token_endpoint_auth_methods_supported() {
         Some(methods)
             if methods.contains(&CoreClientAuthMethod::ClientSecretPost)
@@ -94,7 +138,7 @@ fn check_issue_time(iat: DateTime<Utc>, now: DateTime<Utc>) -> Result<(), String
 /// for `client_id`, with `nonce`. The verifier is a public client's, so that no algorithm
 /// ever uses the client secret as a key.
 pub fn verify(
-    metadata: &CoreProviderMetadata, client_id: &str, token: &CoreIdToken, nonce: &str,
+    metadata: &Metadata, client_id: &str, token: &CoreIdToken, nonce: &str,
 ) -> Result<(String, String), ClaimsVerificationError> {
     let verifier = CoreIdTokenVerifier::new_public_client(
         ClientId::new(client_id.to_owned()),

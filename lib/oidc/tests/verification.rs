@@ -37,7 +37,7 @@ async fn sign_in(
     };
     edit(&mut minting);
     fake.mint_next(minting);
-    oidc.exchange(&c, &code, &auth.pkce_verifier, &auth.nonce)
+    oidc.exchange(&c, &code, None, &auth.pkce_verifier, &auth.nonce)
         .await
 }
 
@@ -241,17 +241,20 @@ async fn a_refused_code_verifier_or_client_secret_is_rejected_without_the_secret
     let auth = oidc.authorize(&c).await.unwrap();
     let (code, _) = fake.approve(&auth.url);
     let wrong_verifier = "x".repeat(64);
-    assert_rejected(oidc.exchange(&c, &code, &wrong_verifier, &auth.nonce).await);
+    assert_rejected(
+        oidc.exchange(&c, &code, None, &wrong_verifier, &auth.nonce)
+            .await,
+    );
     // Used up by the attempt, the code does not work with the right verifier either.
     assert_rejected(
-        oidc.exchange(&c, &code, &auth.pkce_verifier, &auth.nonce)
+        oidc.exchange(&c, &code, None, &auth.pkce_verifier, &auth.nonce)
             .await,
     );
     let mut wrong_secret = c.clone();
     wrong_secret.client_secret = "guess".into();
     let (code, _) = fake.approve(&auth.url);
     let result = oidc
-        .exchange(&wrong_secret, &code, &auth.pkce_verifier, &auth.nonce)
+        .exchange(&wrong_secret, &code, None, &auth.pkce_verifier, &auth.nonce)
         .await;
     let e = result.unwrap_err();
     let told = chain(&e);
@@ -272,7 +275,7 @@ async fn a_provider_that_takes_client_secret_post_alone_gets_the_secret_in_the_b
 }
 
 #[tokio::test]
-async fn a_token_endpoint_that_answers_no_tokens_is_unavailable() {
+async fn a_token_endpoint_that_answers_a_server_error_is_unavailable() {
     let fake = Fake::start().await;
     let oidc = OpenIdConnect::new().unwrap();
     let c = client(&fake);
@@ -280,10 +283,87 @@ async fn a_token_endpoint_that_answers_no_tokens_is_unavailable() {
     let (code, _) = fake.approve(&auth.url);
     fake.token_broken.store(true, Ordering::SeqCst);
     let result = oidc
-        .exchange(&c, &code, &auth.pkce_verifier, &auth.nonce)
+        .exchange(&c, &code, None, &auth.pkce_verifier, &auth.nonce)
         .await;
     assert!(
         matches!(result, Err(IdentityError::Unavailable(_))),
         "{result:?}"
     );
+}
+
+#[tokio::test]
+async fn malformed_id_tokens_are_refusals_not_outages() {
+    let fake = Fake::start().await;
+    let oidc = OpenIdConnect::new().unwrap();
+    for claim in ["exp", "iat", "sub"] {
+        let result = sign_in(&oidc, &fake, |m| {
+            m.claims.as_object_mut().unwrap().remove(claim);
+        })
+        .await;
+        assert_rejected(result);
+    }
+    for signing in [
+        Signing::UnsignedAs("None"),
+        Signing::UnsignedAs("NONE"),
+        Signing::NotAJwt,
+    ] {
+        assert_rejected(sign_in(&oidc, &fake, |m| m.signing = signing).await);
+    }
+}
+
+/// Starts a sign-in and has the fake approve it; returns the client, the authorization and
+/// the code.
+async fn approved(
+    oidc: &OpenIdConnect, fake: &Fake,
+) -> (OidcClient, knowledge_core::ports::Authorization, String) {
+    let c = client(fake);
+    let auth = oidc.authorize(&c).await.unwrap();
+    let (code, _) = fake.approve(&auth.url);
+    (c, auth, code)
+}
+
+#[tokio::test]
+async fn an_iss_of_another_issuer_is_refused_before_the_code_is_sent() {
+    let fake = Fake::start().await;
+    let oidc = OpenIdConnect::new().unwrap();
+    let (c, auth, code) = approved(&oidc, &fake).await;
+    let other = format!("{}/", fake.issuer);
+    let result = oidc
+        .exchange(&c, &code, Some(&other), &auth.pkce_verifier, &auth.nonce)
+        .await;
+    assert_rejected(result);
+    assert_eq!(fake.token_hits.load(Ordering::SeqCst), 0);
+    let who = oidc
+        .exchange(
+            &c,
+            &code,
+            Some(&fake.issuer),
+            &auth.pkce_verifier,
+            &auth.nonce,
+        )
+        .await;
+    assert_eq!(who.unwrap().subject, "ann-sub");
+}
+
+#[tokio::test]
+async fn a_response_without_iss_is_refused_where_the_provider_says_it_always_sends_one() {
+    let fake = Fake::start().await;
+    fake.iss_supported.store(true, Ordering::SeqCst);
+    let oidc = OpenIdConnect::new().unwrap();
+    let (c, auth, code) = approved(&oidc, &fake).await;
+    let result = oidc
+        .exchange(&c, &code, None, &auth.pkce_verifier, &auth.nonce)
+        .await;
+    assert_rejected(result);
+    assert_eq!(fake.token_hits.load(Ordering::SeqCst), 0);
+    let who = oidc
+        .exchange(
+            &c,
+            &code,
+            Some(&fake.issuer),
+            &auth.pkce_verifier,
+            &auth.nonce,
+        )
+        .await;
+    assert_eq!(who.unwrap().subject, "ann-sub");
 }

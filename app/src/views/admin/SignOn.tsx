@@ -69,6 +69,12 @@ export function SingleSignOn() {
           : `Single sign-on is ${sso.enabled ? 'on' : 'off'}${sso.updatedAt ? `, last changed ${when(sso.updatedAt)}` : ''}.`}
       </p>
       {sso && <CopyField id="callback-url" label="Redirect URI to register at the provider" value={sso.callbackUrl} />}
+      {sso?.configured && (
+        <p class="hint">
+          Each organisation has its own redirect URI. If your provider still has /api/auth/callback registered from
+          before, register this one there: the shared address signs nobody in.
+        </p>
+      )}
       <form
         onSubmit={(e) => {
           e.preventDefault();

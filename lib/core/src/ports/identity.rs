@@ -14,7 +14,7 @@ pub struct OidcClient {
     pub issuer: String,
     pub client_id: String,
     pub client_secret: String,
-    /// Where the provider sends the browser back: the service's callback URL.
+    /// Where the provider sends the browser back: the organisation's own callback URL.
     pub redirect_uri: String,
 }
 
@@ -88,9 +88,13 @@ pub trait IdentityProvider: IdentityDiscovery {
     async fn authorize(&self, client: &OidcClient) -> Result<Authorization, IdentityError>;
 
     /// Finishes a sign-in: exchanges `code` with the PKCE verifier and verifies the ID token
-    /// (signature, exact issuer, audience, `nonce`, expiry, issue time). Errors: `Rejected`
-    /// for a code or token that does not verify, `Unavailable` when the provider fails.
+    /// (signature, exact issuer, audience, `nonce`, expiry, issue time). `iss` is the
+    /// authorization response's RFC 9207 parameter: when present it must be the issuer, and a
+    /// provider whose metadata says it sends one (`authorization_response_iss_parameter_
+    /// supported`) must have sent it; otherwise the code is not sent anywhere. Errors:
+    /// `Rejected` for an `iss`, a code or a token refused (an answer that arrived and is not
+    /// acceptable), `Unavailable` when the provider cannot be reached or fails (5xx).
     async fn exchange(
-        &self, client: &OidcClient, code: &str, pkce_verifier: &str, nonce: &str,
+        &self, client: &OidcClient, code: &str, iss: Option<&str>, pkce_verifier: &str, nonce: &str,
     ) -> Result<VerifiedIdentity, IdentityError>;
 }

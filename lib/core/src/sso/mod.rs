@@ -32,6 +32,15 @@ pub enum SignInTarget {
     Org(OrgId),
 }
 
+/// What the provider's authorization response brought back to the callback.
+#[derive(Debug, Clone, Copy)]
+pub struct AuthorizationResponse<'a> {
+    /// The authorization code.
+    pub code: &'a str,
+    /// The RFC 9207 `iss` parameter, when the provider sent one.
+    pub iss: Option<&'a str>,
+}
+
 /// The sign-in use cases, on the store, the sealing key (for the client secrets) and the
 /// providers.
 #[derive(Clone)]
@@ -40,22 +49,31 @@ pub struct SingleSignOn {
     sealer: Arc<Sealer>,
     provider: Arc<dyn IdentityProvider>,
     clock: Arc<dyn Clock>,
-    /// The service's callback URL, registered at every organisation's provider.
-    redirect_uri: String,
+    /// The service's callback URLs without the organisation: each organisation's provider
+    /// sends its browsers back to `<callback_base>/<org>` ([`SingleSignOn::redirect_uri`]).
+    callback_base: String,
 }
 
 impl SingleSignOn {
+    /// `callback_base` is `<origin>/api/auth/callback`, without a trailing slash.
     pub fn new(
         store: Arc<dyn Store>, sealer: Arc<Sealer>, provider: Arc<dyn IdentityProvider>,
-        clock: Arc<dyn Clock>, redirect_uri: String,
+        clock: Arc<dyn Clock>, callback_base: String,
     ) -> Self {
         Self {
             store,
             sealer,
             provider,
             clock,
-            redirect_uri,
+            callback_base,
         }
+    }
+
+    /// The redirect URI of `org`'s sign-ins: its own, so that a code its provider issues can
+    /// come back only to its own callback (the defence against the mix-up attack, RFC 9700
+    /// §4.4, that holds even for providers that send no `iss`).
+    pub fn redirect_uri(&self, org: &OrgId) -> String {
+        redirect_uri(&self.callback_base, org)
     }
 
     /// Starts a sign-in at the organisation's provider. Errors: `InvalidInput` for an e-mail
@@ -84,20 +102,31 @@ impl SingleSignOn {
         Ok((org, authorization))
     }
 
-    /// Finishes a sign-in at `org`: exchanges the provider's `code` with the PKCE verifier,
-    /// verifies the ID token against `nonce`, and admits the member whose `userName` is the
-    /// configured claim (without case). The member's first sign-in binds the provider's
-    /// issuer and subject to them; later ones must match it. An organisation with just-in-time
-    /// membership makes an unknown person a viewer.
-    /// Errors: `SsoUnavailable` (switched off meanwhile), `SignInFailed` (code or token
-    /// refused), `NotProvisioned`, `IdentityProviderUnavailable`.
+    /// Finishes a sign-in at `org` (the organisation whose callback the browser came back
+    /// to, and whose sign-in this browser started: the caller checks both are the same):
+    /// checks the response's `iss` when present against the configured issuer, exchanges the
+    /// provider's code with the PKCE verifier, verifies the ID token against `nonce`, and
+    /// admits the member whose `userName` is the configured claim (without case). The
+    /// member's first sign-in binds the provider's issuer and subject to them; later ones must
+    /// match it. An organisation with just-in-time membership makes an unknown person a viewer.
+    /// Nothing is written when it fails.
+    /// Errors: `SsoUnavailable` (switched off meanwhile), `SignInFailed` (`iss` of another
+    /// issuer, code or token refused), `EmailUnverified` (the `userName` claim is `email` and
+    /// the provider says it is unverified), `NotProvisioned`, `IdentityProviderUnavailable`.
     pub async fn finish(
-        &self, org: &OrgId, code: &str, pkce_verifier: &str, nonce: &str,
+        &self, org: &OrgId, response: AuthorizationResponse<'_>, pkce_verifier: &str, nonce: &str,
     ) -> Result<Principal, CoreError> {
         let config = self.active_config(org).await?;
+        if let Some(iss) = response.iss
+            && iss != config.issuer
+        {
+            // RFC 9207: the code was issued by another provider than this organisation's.
+            tracing::warn!(%org, "authorization response whose iss is not the organisation's issuer");
+            return Err(CoreError::SignInFailed);
+        }
         let client = self.client(org, &config)?;
         let verified = (self.provider)
-            .exchange(&client, code, pkce_verifier, nonce)
+            .exchange(&client, response.code, response.iss, pkce_verifier, nonce)
             .await?;
         if verified.issuer != config.issuer {
             tracing::warn!(%org, "ID token of another issuer than configured");
@@ -108,6 +137,12 @@ impl SingleSignOn {
             tracing::warn!(%org, claim = config.user_name_claim, "ID token lacks the userName claim");
             return Err(CoreError::NotProvisioned);
         };
+        if config.user_name_claim == "email" && email_unverified(&verified.claims) {
+            // Whoever first signs in at the provider with this address would own the member
+            // ("nOAuth").
+            tracing::warn!(%org, "ID token whose e-mail the provider calls unverified");
+            return Err(CoreError::EmailUnverified);
+        }
         let display = ["name", "preferred_username"]
             .iter()
             .find_map(|c| verified.claims.get(*c).and_then(Value::as_str));
@@ -137,7 +172,7 @@ impl SingleSignOn {
             issuer: config.issuer.clone(),
             client_id: config.client_id.clone(),
             client_secret: secret,
-            redirect_uri: self.redirect_uri.clone(),
+            redirect_uri: self.redirect_uri(org),
         })
     }
 
@@ -225,6 +260,21 @@ impl SingleSignOn {
         Ok(members
             .iter()
             .any(|m| m.identity.as_ref() == Some(identity)))
+    }
+}
+
+/// `<callback_base>/<org>`: the redirect URI of `org`'s sign-ins.
+pub fn redirect_uri(callback_base: &str, org: &OrgId) -> String {
+    format!("{}/{org}", callback_base.trim_end_matches('/'))
+}
+
+/// Whether the token says its `email` is unverified: `email_verified` false (or `"false"`, as
+/// some providers send booleans). A token without the claim is not judged.
+fn email_unverified(claims: &serde_json::Map<String, Value>) -> bool {
+    match claims.get("email_verified") {
+        Some(Value::Bool(verified)) => !verified,
+        Some(Value::String(s)) => s.eq_ignore_ascii_case("false"),
+        _ => false,
     }
 }
 

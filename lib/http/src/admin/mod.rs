@@ -168,7 +168,7 @@ pub async fn remove_member(c: Caller, Path(user): Path<String>) -> Result<Json<R
 }
 
 fn sso_view(c: &Caller, config: Option<&knowledge_core::domain::SsoConfig>) -> SsoView {
-    SsoView::new(config, c.app.config.callback_url())
+    SsoView::new(config, c.app.config.callback_url(&c.admin.org))
 }
 
 /// The organisation's single sign-on; never its client secret.

@@ -605,7 +605,7 @@ async fn sso_is_configured_switched_and_tested_and_its_secret_is_never_read_back
     assert_eq!(read.body["clientSecretSet"], true);
     assert_eq!(
         read.body["callbackUrl"],
-        format!("{}/api/auth/callback", api.origin)
+        format!("{}/api/auth/callback/{}", api.origin, api.user.org)
     );
     assert!(!read.body.to_string().contains("the-secret-value"));
     // A change without the secret keeps it (same issuer and client) and the enabled state.

@@ -22,5 +22,6 @@ mod requests;
 mod runs;
 mod scim;
 pub(crate) mod sso;
+mod sso_attacks;
 mod support;
 mod workflow;

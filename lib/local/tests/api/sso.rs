@@ -16,8 +16,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::support::{Api, User};
 
-const CLIENT_ID: &str = "knowledge-test";
-const CLIENT_SECRET: &str = "a-client-secret-of-the-test";
+pub(crate) const CLIENT_ID: &str = "knowledge-test";
+pub(crate) const CLIENT_SECRET: &str = "a-client-secret-of-the-test";
 
 /// panva's oidc-provider in a child process, stopped when dropped.
 pub(crate) struct Provider {
@@ -27,8 +27,10 @@ pub(crate) struct Provider {
 }
 
 impl Provider {
-    /// A provider whose one client sends browsers back to `api`'s callback, knowing `accounts`
-    /// (login name to the claims of its ID token).
+    /// A provider whose one client sends browsers back to the default organisation's callback
+    /// at `api` (and to the shared one of old, which organisations set up before per-organisation
+    /// callbacks still have registered), knowing `accounts` (login name to the claims of its ID
+    /// token).
     pub(crate) async fn start(api: &Api, accounts: Value) -> Self {
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/oidc");
         assert!(
@@ -39,7 +41,10 @@ impl Provider {
             "clients": [{
                 "client_id": CLIENT_ID,
                 "client_secret": CLIENT_SECRET,
-                "redirect_uris": [format!("{}/api/auth/callback", api.origin)],
+                "redirect_uris": [
+                    format!("{}/api/auth/callback/{}", api.origin, api.user.org),
+                    format!("{}/api/auth/callback", api.origin),
+                ],
             }],
             "accounts": accounts,
         });
@@ -75,18 +80,18 @@ impl Provider {
 }
 
 /// A browser: cookies kept per origin, redirects followed by hand.
-struct Browser {
-    http: reqwest::Client,
+pub(crate) struct Browser {
+    pub(crate) http: reqwest::Client,
     jar: HashMap<String, BTreeMap<String, String>>,
 }
 
-fn origin_of(url: &str) -> String {
+pub(crate) fn origin_of(url: &str) -> String {
     let u = reqwest::Url::parse(url).unwrap();
     u.origin().ascii_serialization()
 }
 
 impl Browser {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             http: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
@@ -97,7 +102,7 @@ impl Browser {
     }
 
     /// GETs `url` with this origin's cookies, keeping the ones it sets.
-    async fn get(&mut self, url: &str) -> reqwest::Response {
+    pub(crate) async fn get(&mut self, url: &str) -> reqwest::Response {
         let origin = origin_of(url);
         let jar = self.jar.entry(origin).or_default();
         let mut req = self.http.get(url);
@@ -123,7 +128,7 @@ impl Browser {
     /// Follows redirects from `url` (relative ones against the URL they came from) until one
     /// leads to `stop`'s origin, which it returns unvisited. At the provider's login page it
     /// signs in as `login`.
-    async fn follow(&mut self, url: &str, stop: &str, login: &str) -> String {
+    pub(crate) async fn follow(&mut self, url: &str, stop: &str, login: &str) -> String {
         let mut url = url.to_owned();
         for _ in 0..20 {
             if url.starts_with(stop) {
@@ -150,14 +155,16 @@ impl Browser {
         panic!("too many redirects");
     }
 
-    fn cookie(&self, origin: &str, name: &str) -> Option<String> {
+    pub(crate) fn cookie(&self, origin: &str, name: &str) -> Option<String> {
         self.jar.get(origin)?.get(name).cloned()
     }
 }
 
 /// A service with single sign-on on for `example.com` through `provider`, claiming `userName`
 /// from `claim`.
-async fn configure(api: &Api, provider: &Provider, claim: Option<&str>, just_in_time: bool) {
+pub(crate) async fn configure(
+    api: &Api, provider: &Provider, claim: Option<&str>, just_in_time: bool,
+) {
     let settings = SsoSettings {
         issuer: provider.issuer.clone(),
         client_id: CLIENT_ID.into(),
@@ -184,7 +191,7 @@ async fn with_sso(just_in_time: bool) -> (Api, Provider) {
 }
 
 /// A member of the default organisation named `user_name`.
-async fn provision(api: &Api, user_name: &str) -> UserId {
+pub(crate) async fn provision(api: &Api, user_name: &str) -> UserId {
     let admin = api.admin();
     let m = admin
         .add_member(&api.user.org, None, Role::Viewer)
@@ -197,18 +204,21 @@ async fn provision(api: &Api, user_name: &str) -> UserId {
     m.user
 }
 
-fn accounts() -> Value {
+pub(crate) fn accounts() -> Value {
     json!({
         "alice": { "sub": "alice-sub", "email": "alice@example.com", "name": "Alice Example",
                    "preferred_username": "alice@corp.example.com", "upn": "ALICE@corp.example.com" },
         "mallory": { "sub": "mallory-sub", "email": "alice@example.com", "name": "Mallory" },
         "eve": { "sub": "eve-sub", "email": "eve@example.com", "name": "Eve" },
+        "ulla": { "sub": "ulla-sub", "email": "ulla@example.com", "email_verified": false,
+                  "name": "Ulla Unverified" },
+        "vera": { "sub": "vera-sub", "email": "vera@example.com", "email_verified": true },
     })
 }
 
 /// Signs in through the provider as `login`, starting at `/api/auth/login?{query}`; returns
 /// the callback's answer.
-async fn sign_in(
+pub(crate) async fn sign_in(
     api: &Api, provider: &Provider, browser: &mut Browser, query: &str, login: &str,
 ) -> reqwest::Response {
     let start = browser
@@ -512,7 +522,7 @@ async fn the_sso_commands_seal_the_secret_from_stdin_and_never_print_it() {
     assert_eq!(shown["enabled"], true);
     assert_eq!(
         shown["callbackUrl"],
-        "http://127.0.0.1:3000/api/auth/callback"
+        format!("http://127.0.0.1:3000/api/auth/callback/{org}")
     );
 
     let (ok, out) = knowledge(d, &["sso", "disable", "--org", &org], "").await;
@@ -574,7 +584,10 @@ async fn a_browser_page_is_sent_to_the_sign_in_page_with_the_code_instead_of_an_
     assert_eq!(login.headers()[LOCATION], "/?signin=sso_unavailable");
     // The callback of a browser without a sign-in in progress: the code, and the cookie cleared.
     let callback = client
-        .get(format!("{}/api/auth/callback?code=c&state=s", api.base))
+        .get(format!(
+            "{}/api/auth/callback/{}?code=c&state=s",
+            api.base, api.user.org
+        ))
         .header("accept", html)
         .send()
         .await

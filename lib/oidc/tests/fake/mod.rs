@@ -66,6 +66,10 @@ pub enum Signing {
     ClientSecret,
     /// Not at all: `alg: none`.
     Unsigned,
+    /// Not at all, under the `alg` named (`None`, `NONE`: spellings of none).
+    UnsignedAs(&'static str),
+    /// Not a JWT at all.
+    NotAJwt,
 }
 
 /// How the next ID token is made; each field wrong on purpose in one case or another.
@@ -101,6 +105,10 @@ pub struct Fake {
     pub post_only: AtomicBool,
     /// The token endpoint answers a server error page instead of tokens.
     pub token_broken: AtomicBool,
+    /// The document says every authorization response carries `iss` (RFC 9207).
+    pub iss_supported: AtomicBool,
+    /// Requests the token endpoint received.
+    pub token_hits: AtomicUsize,
     /// Codes issued, with the PKCE challenge and nonce of their authorization request.
     codes: Mutex<HashMap<String, (String, String)>>,
     pub discovery_hits: AtomicUsize,
@@ -119,6 +127,8 @@ impl Fake {
             discovery_delay: Mutex::new(Duration::ZERO),
             post_only: AtomicBool::new(false),
             token_broken: AtomicBool::new(false),
+            iss_supported: AtomicBool::new(false),
+            token_hits: AtomicUsize::new(0),
             codes: Mutex::new(HashMap::new()),
             discovery_hits: AtomicUsize::new(0),
             jwks_hits: AtomicUsize::new(0),
@@ -181,6 +191,9 @@ fn document_of(fake: &Fake) -> Value {
     });
     if fake.post_only.load(Ordering::SeqCst) {
         doc["token_endpoint_auth_methods_supported"] = json!(["client_secret_post"]);
+    }
+    if fake.iss_supported.load(Ordering::SeqCst) {
+        doc["authorization_response_iss_parameter_supported"] = json!(true);
     }
     doc
 }
@@ -254,15 +267,22 @@ fn sign(minting: &Minting) -> String {
             &EncodingKey::from_secret(CLIENT_SECRET.as_bytes()),
         )
         .unwrap(),
-        Signing::Unsigned => format!(
-            "{}.{}.",
-            URL_SAFE_NO_PAD.encode(r#"{"alg":"none","typ":"JWT"}"#),
-            URL_SAFE_NO_PAD.encode(minting.claims.to_string())
-        ),
+        Signing::Unsigned => unsigned("none", &minting.claims),
+        Signing::UnsignedAs(alg) => unsigned(alg, &minting.claims),
+        Signing::NotAJwt => "not-a-jwt".into(),
     }
 }
 
+fn unsigned(alg: &str, claims: &Value) -> String {
+    format!(
+        "{}.{}.",
+        URL_SAFE_NO_PAD.encode(json!({ "alg": alg, "typ": "JWT" }).to_string()),
+        URL_SAFE_NO_PAD.encode(claims.to_string())
+    )
+}
+
 async fn token(State(fake): State<Arc<Fake>>, headers: HeaderMap, body: Bytes) -> Response {
+    fake.token_hits.fetch_add(1, Ordering::SeqCst);
     if fake.token_broken.load(Ordering::SeqCst) {
         let page = "<html><body>Internal Server Error</body></html>";
         return (
