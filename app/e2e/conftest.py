@@ -138,7 +138,12 @@ class Provider:
             "clients": [{
                 "client_id": "knowledge-e2e",
                 "client_secret": "e2e-secret",
-                "redirect_uris": [f"{service.base}/api/auth/callback"],
+                # The default organisation's own callback, and the shared one of old that
+                # organisations set up earlier still have registered.
+                "redirect_uris": [
+                    f"{service.base}/api/auth/callback/org_default",
+                    f"{service.base}/api/auth/callback",
+                ],
             }],
             "accounts": accounts,
         }

@@ -122,7 +122,7 @@ def test_single_sign_on_is_configured_tested_and_switched_against_the_real_provi
         sign_in_admin(service, page, "sso")
         expect(page.get_by_text("Not configured yet.")).to_be_visible()
         expect(page.get_by_label("Redirect URI to register at the provider", exact=True)).to_have_value(
-            f"{service.base}/api/auth/callback"
+            f"{service.base}/api/auth/callback/org_default"
         )
         page.get_by_label("Issuer URL").fill(provider.issuer)
         page.get_by_label("Client ID").fill("knowledge-e2e")

@@ -309,3 +309,19 @@ def test_a_failed_single_sign_on_lands_on_the_sign_in_page_with_words_not_json(s
         expect(page.get_by_label("Work e-mail")).to_be_visible()
     finally:
         provider.stop()
+
+
+def test_a_used_link_and_a_retired_redirect_uri_are_said_in_words_on_the_sign_in_page(service, page):
+    link = service.link()
+    context = page.context
+    page.goto(link)
+    expect(page.get_by_label("Message")).to_be_visible()
+    # Signed in already, a used link leads into the app, not to an error.
+    page.goto(link)
+    expect(page.get_by_label("Message")).to_be_visible()
+    context.clear_cookies()
+    page.goto(link)
+    expect(page.get_by_role("alert")).to_have_text(re.compile("already used or has expired"))
+    # A provider still sending people to the shared callback of old: the page names the new one.
+    page.goto(f"{service.base}/?signin=redirect_uri_changed&org=org_default")
+    expect(page.get_by_role("alert")).to_contain_text(f"register {service.base}/api/auth/callback/org_default")

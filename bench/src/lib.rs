@@ -38,7 +38,9 @@ pub fn settings(
         sealer: Some(Arc::new(Sealer::new(&KEY).unwrap())),
         agent: Some(agent),
         fixed_integrations: integrations,
-        identity_provider: Some(Arc::new(knowledge_oidc::OpenIdConnect::new().unwrap())),
+        identity_provider: Some(Arc::new(
+            knowledge_oidc::OpenIdConnect::new(knowledge_egress::Egress::ANYWHERE).unwrap(),
+        )),
         ..Settings::new(origin)
     }
 }

@@ -6,6 +6,9 @@ const FAILURES: Record<string, string> = {
   sso_unavailable: 'No single sign-on is set up for this e-mail address. Check it, or ask your administrator.',
   not_provisioned: 'You are not a member of this organisation yet. Ask its administrator for access.',
   sign_in_failed: 'The sign-in could not be completed. Please try again.',
+  link_expired: 'This sign-in link was already used or has expired. Ask for a new one.',
+  destination_refused:
+    "Your organisation's sign-in is set up at an address this service does not connect to. Ask your administrator.",
   email_unverified:
     'Your identity provider has not verified your e-mail address. Verify it there, then sign in again.',
   identity_provider_unavailable: "Your organisation's sign-in service cannot be reached. Try again in a moment.",

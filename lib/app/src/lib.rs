@@ -22,6 +22,7 @@ use knowledge_core::seal::Sealer;
 use knowledge_core::service::{Deps, Opening, Service};
 use knowledge_core::sso::SingleSignOn;
 use knowledge_core::steps::Steps;
+use knowledge_egress::Egress;
 use knowledge_http::cookie::{CookieSigner, Lifetime};
 use knowledge_http::{Endpoint, HttpConfig, Routes, ScimApi, SessionApi};
 use knowledge_mcp::{StoredIntegrations, Timeouts};
@@ -49,6 +50,9 @@ pub struct Settings {
     pub fixed_integrations: Arc<dyn Integrations>,
     /// Bounds on every call to a connected MCP server.
     pub mcp_timeouts: Timeouts,
+    /// Where requests to addresses admins name (MCP servers, identity providers) may go. The
+    /// identity provider adapter is built with it by the runtime.
+    pub egress: Egress,
     /// The organisations' OpenID providers; single sign-on needs it (and the sealer, for the
     /// client secrets).
     pub identity_provider: Option<Arc<dyn IdentityProvider>>,
@@ -65,7 +69,8 @@ pub struct Settings {
 
 impl Settings {
     /// Settings for `app_origin` (a trailing slash is dropped) with nothing else configured:
-    /// no cookie signer, sealer or agent, no fixed integrations, the system clock.
+    /// no cookie signer, sealer or agent, no fixed integrations, public destinations only,
+    /// the system clock.
     pub fn new(app_origin: &str) -> Self {
         Self {
             app_origin: app_origin.trim_end_matches('/').to_owned(),
@@ -74,6 +79,7 @@ impl Settings {
             agent: None,
             fixed_integrations: Arc::new(FixedIntegrations::new()),
             mcp_timeouts: Timeouts::default(),
+            egress: Egress::PUBLIC_ONLY,
             identity_provider: None,
             identity_discovery: None,
             lifetime: Lifetime::default(),
@@ -148,6 +154,7 @@ impl App {
             sealer,
             self.settings.fixed_integrations.clone(),
             self.settings.mcp_timeouts,
+            self.settings.egress,
         ))
     }
 

@@ -5,6 +5,7 @@
 use knowledge_app::AssemblyError;
 use knowledge_core::ports::BackendError;
 use knowledge_core::seal::Sealer;
+use knowledge_egress::Egress;
 use knowledge_http::cookie::{CookieSigner, Lifetime};
 
 /// Environment variables the template sets on every function.
@@ -21,6 +22,8 @@ pub const PROVIDER_KEY_SECRET_ENV: &str = "PROVIDER_API_KEY_SECRET_ARN";
 pub const SESSION_IDLE_ENV: &str = "SESSION_IDLE_HOURS";
 /// Days a sign-in lasts at most.
 pub const SESSION_MAX_ENV: &str = "SESSION_MAX_DAYS";
+/// Whether addresses admins name may be private ones: `false` unless set to `true`.
+pub use knowledge_egress::ALLOW_PRIVATE_ENV;
 
 /// Why a cold start cannot build its function. Messages name the variable or the secret at
 /// fault, never a secret's value; the cause follows as the error's source.
@@ -70,6 +73,9 @@ pub struct Env {
     /// The session lifetime from `SESSION_IDLE_HOURS` and `SESSION_MAX_DAYS`; the default
     /// without them.
     pub lifetime: Lifetime,
+    /// From `KNOWLEDGE_ALLOW_PRIVATE_DESTINATIONS`: public destinations only unless it is
+    /// `true`.
+    pub egress: Egress,
 }
 
 fn optional(name: &str) -> Option<String> {
@@ -86,7 +92,17 @@ impl Env {
             sealing_key_secret: optional(SEALING_KEY_SECRET_ENV),
             provider_key_secret: optional(PROVIDER_KEY_SECRET_ENV),
             lifetime: lifetime_from_env()?,
+            egress: egress_from_env()?,
         })
+    }
+}
+
+/// The guard of outbound requests: public destinations only, unless the setting says `true`.
+fn egress_from_env() -> Result<Egress, ConfigError> {
+    match optional(ALLOW_PRIVATE_ENV) {
+        None => Ok(Egress::PUBLIC_ONLY),
+        Some(v) => Egress::parse(&v)
+            .ok_or_else(|| ConfigError::Invalid(ALLOW_PRIVATE_ENV, "true or false".into())),
     }
 }
 

@@ -88,6 +88,7 @@ pub async fn settings(
     };
     let mut settings = Settings::new(origin);
     settings.lifetime = env.lifetime;
+    settings.egress = env.egress;
     let secrets = aws_sdk_secretsmanager::Client::new(shared);
     let secret =
         |id: &Option<String>, var: &'static str| id.clone().ok_or(ConfigError::Missing(var));
@@ -100,10 +101,10 @@ pub async fn settings(
         settings.sealer = Some(Arc::new(config::sealer(&secrets, &id).await?));
     }
     if let Some(identity_provider) = parts.identity_provider {
-        settings.identity_provider = Some(identity_provider()?);
+        settings.identity_provider = Some(identity_provider(env.egress)?);
     }
     if let Some(identity_discovery) = parts.identity_discovery {
-        settings.identity_discovery = Some(identity_discovery()?);
+        settings.identity_discovery = Some(identity_discovery(env.egress)?);
     }
     if let Some(agent) = parts.agent {
         let api_key = match &env.provider_key_secret {

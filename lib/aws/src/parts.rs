@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use knowledge_app::App;
 use knowledge_core::ports::{Agent, IdentityDiscovery, IdentityProvider};
+use knowledge_egress::Egress;
 use knowledge_http::{Endpoint, Routes};
 
 use crate::{ConfigError, Function};
@@ -16,11 +17,11 @@ use crate::{ConfigError, Function};
 /// Builds the agent from its settings, read through `var` (the API key from its secret).
 pub type MakeAgent = fn(&dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn Agent>, ConfigError>;
 
-/// Builds the identity providers' client.
-pub type MakeIdentityProvider = fn() -> Result<Arc<dyn IdentityProvider>, ConfigError>;
+/// Builds the identity providers' client, reaching them under the deployment's egress guard.
+pub type MakeIdentityProvider = fn(Egress) -> Result<Arc<dyn IdentityProvider>, ConfigError>;
 
 /// Builds the same client for their discovery alone (no sign-in linked).
-pub type MakeIdentityDiscovery = fn() -> Result<Arc<dyn IdentityDiscovery>, ConfigError>;
+pub type MakeIdentityDiscovery = fn(Egress) -> Result<Arc<dyn IdentityDiscovery>, ConfigError>;
 
 /// What a function builds beyond the store, the workflow and its keys; `None` where it has no
 /// use for a part.
@@ -79,16 +80,16 @@ impl Parts {
     }
 }
 
-fn identity_provider() -> Result<Arc<dyn IdentityProvider>, ConfigError> {
-    Ok(Arc::new(open_id_connect()?))
+fn identity_provider(egress: Egress) -> Result<Arc<dyn IdentityProvider>, ConfigError> {
+    Ok(Arc::new(open_id_connect(egress)?))
 }
 
-fn identity_discovery() -> Result<Arc<dyn IdentityDiscovery>, ConfigError> {
-    Ok(Arc::new(open_id_connect()?))
+fn identity_discovery(egress: Egress) -> Result<Arc<dyn IdentityDiscovery>, ConfigError> {
+    Ok(Arc::new(open_id_connect(egress)?))
 }
 
-fn open_id_connect() -> Result<knowledge_oidc::OpenIdConnect, ConfigError> {
-    knowledge_oidc::OpenIdConnect::new().map_err(|e| ConfigError::IdentityProvider(e.into()))
+fn open_id_connect(egress: Egress) -> Result<knowledge_oidc::OpenIdConnect, ConfigError> {
+    knowledge_oidc::OpenIdConnect::new(egress).map_err(|e| ConfigError::IdentityProvider(e.into()))
 }
 
 fn agent(var: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn Agent>, ConfigError> {

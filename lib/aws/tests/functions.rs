@@ -116,6 +116,7 @@ impl Deployment {
             sealing_key_secret: Some(sealing.arn().unwrap().to_owned()),
             provider_key_secret: None,
             lifetime: Default::default(),
+            egress: Default::default(),
         };
         let counter = RequestCounter::default();
         let client = aws_sdk_dynamodb::Client::from_conf(
@@ -858,4 +859,23 @@ fn every_function_has_its_crate_event_and_template_resource_under_one_name() {
         let substitution = format!("{0}FunctionArn: !GetAtt {0}Function.Arn", h.name());
         assert!(template.contains(&substitution), "{substitution}");
     }
+}
+
+#[test]
+fn every_function_refuses_private_destinations_unless_the_deployment_says_otherwise() {
+    let template = repo_file("template.yaml");
+    let globals =
+        &template[template.find("\nGlobals:").unwrap()..template.find("\nResources:").unwrap()];
+    assert!(
+        globals.contains("KNOWLEDGE_ALLOW_PRIVATE_DESTINATIONS: !Ref AllowPrivateDestinations"),
+        "{globals}"
+    );
+    let parameter = &template[template.find("  AllowPrivateDestinations:").unwrap()..];
+    let parameter = &parameter[..parameter.find("\n  AppOrigin:").unwrap()];
+    assert!(parameter.contains("Default: \"false\""), "{parameter}");
+    // Unset, a function's environment refuses them too.
+    assert_eq!(
+        knowledge_aws::config::Env::default().egress,
+        knowledge_egress::Egress::PUBLIC_ONLY
+    );
 }

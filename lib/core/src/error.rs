@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-use crate::ports::{AgentError, BackendError, IdentityError, StoreError, WorkflowError};
+use crate::ports::{
+    AgentError, BackendError, DestinationRefused, IdentityError, StoreError, WorkflowError,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CoreError {
@@ -70,6 +72,10 @@ pub enum CoreError {
     /// The organisation's identity provider cannot be reached or answered wrongly.
     #[error("the identity provider could not be reached")]
     IdentityProviderUnavailable,
+    /// An address an admin gave (an identity provider's, an integration's) is one this
+    /// deployment never connects to; the message names the rule.
+    #[error("{0}")]
+    DestinationRefused(crate::ports::DestinationRefused),
     /// Anything else; logged with its causes, never shown to clients.
     #[error("internal error")]
     Internal(#[source] BackendError),
@@ -122,6 +128,9 @@ impl From<AgentError> for CoreError {
 /// out of reach or failing (`IdentityProviderUnavailable`).
 impl From<IdentityError> for CoreError {
     fn from(e: IdentityError) -> Self {
+        if let Some(refused) = DestinationRefused::find(&e) {
+            return Self::DestinationRefused(refused.clone());
+        }
         match &e {
             IdentityError::Rejected(_) => {
                 tracing::warn!(error = %Chain(&e), "single sign-on refused the identity provider's answer");

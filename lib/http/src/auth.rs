@@ -2,10 +2,11 @@
 //! signing out. The cookie rules (`Secure`, lifetime) are in [`crate::cookie`].
 
 use axum::extract::{RawQuery, State};
-use axum::http::HeaderValue;
 use axum::http::StatusCode;
+use axum::http::header::ACCEPT;
 use axum::http::header::SET_COOKIE;
 use axum::http::header::{CACHE_CONTROL, LOCATION};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use knowledge_core::CoreError;
@@ -55,6 +56,29 @@ pub(crate) fn see_other(location: &str) -> Result<Response, ApiError> {
     Ok(response)
 }
 
+/// `outcome` as its answer; a failure asked for by a browser page (`Accept: text/html`, a
+/// navigation) becomes a `303` to the app's sign-in page with the error's code, which the page
+/// turns into words: a person never lands on a JSON body. The code is the service's own.
+pub(crate) fn for_the_browser(
+    headers: &HeaderMap, outcome: Result<Response, ApiError>,
+) -> Response {
+    let e = match outcome {
+        Ok(response) => return response,
+        Err(e) => e,
+    };
+    let code = e.code();
+    let answer = e.into_response(); // logs an internal error with its causes
+    if !navigation(headers) {
+        return answer;
+    }
+    see_other(&format!("/?signin={code}")).unwrap_or(answer)
+}
+
+/// Whether the request is a browser's navigation to a page (`Accept: text/html`).
+pub(crate) fn navigation(headers: &HeaderMap) -> bool {
+    (headers.get(ACCEPT).and_then(|a| a.to_str().ok())).is_some_and(|a| a.contains("text/html"))
+}
+
 /// Who is signed in, the organisation they act in, and every organisation they belong to.
 #[utoipa::path(get, path = "/api/auth/me", operation_id = "me",
     responses((status = 200, description = "The signed-in member.", body = AccountView), ApiErrors))]
@@ -89,7 +113,7 @@ pub async fn switch_org(
 ) -> Result<Response, ApiError> {
     let org = OrgId::try_from(body)?;
     let p = (app.service)
-        .switch_org(claims.user, org, claims.signed_in_at)
+        .switch_org(claims.user, claims.org, org, claims.signed_in_at)
         .await?;
     let cookie = app
         .session_cookie(&p.user, &p.org, claims.signed_in_at, claims.expires_at)
@@ -103,7 +127,9 @@ pub async fn switch_org(
 
 /// Sign in with a single-use link (printed by the local service): sets the session cookie
 /// and sends the browser to `returnTo`, a path of this application (`/` by default). The link
-/// is used up whatever the outcome, except for a refused `returnTo`, checked first.
+/// is used up whatever the outcome, except for a refused `returnTo`, checked first. A browser
+/// page (`Accept: text/html`) never lands on an error body: a used or expired link takes it to
+/// `returnTo` when it is signed in already, else to `/?signin=link_expired`.
 #[utoipa::path(get, path = "/api/auth/link", operation_id = "signInWithLink",
     params(("token" = String, Query, description = "The single-use secret the link carries"),
         ("returnTo" = Option<String>, Query, description = "A path of this application to go to")),
@@ -111,11 +137,41 @@ pub async fn switch_org(
         headers(("Set-Cookie" = String, description = "The session cookie"),
             ("Location" = String, description = "`returnTo`, or `/`"))), ApiErrors))]
 pub async fn sign_in_with_link(
-    State(app): State<SessionApi>, RawQuery(q): RawQuery,
-) -> Result<Response, ApiError> {
+    State(app): State<SessionApi>, RawQuery(q): RawQuery, headers: HeaderMap,
+) -> Response {
     let q = QueryParams::parse(q.as_deref());
-    let return_to = ReturnTo::try_from(q.get("returnTo").unwrap_or("/"))?;
-    let secret = q.get("token").ok_or(CoreError::Unauthenticated)?;
+    let return_to = match ReturnTo::try_from(q.get("returnTo").unwrap_or("/")) {
+        Ok(return_to) => return_to,
+        Err(e) => return for_the_browser(&headers, Err(e)),
+    };
+    match redeem(&app, q.get("token"), &return_to).await {
+        Err(ApiError::Core(CoreError::Unauthenticated)) if navigation(&headers) => {
+            let answer = match signed_in(&app, &headers).await {
+                true => see_other(return_to.as_str()),
+                false => see_other("/?signin=link_expired"),
+            };
+            answer.unwrap_or_else(IntoResponse::into_response)
+        }
+        outcome => for_the_browser(&headers, outcome),
+    }
+}
+
+async fn redeem(
+    app: &SessionApi, secret: Option<&str>, return_to: &ReturnTo,
+) -> Result<Response, ApiError> {
+    let secret = secret.ok_or(CoreError::Unauthenticated)?;
     let p = app.service.redeem_sign_in_link(secret).await?;
-    signed_in_redirect(&app, &p, &return_to)
+    signed_in_redirect(app, &p, return_to)
+}
+
+/// Whether the request's session cookie signs a current member in.
+async fn signed_in(app: &SessionApi, headers: &HeaderMap) -> bool {
+    let Some(claims) = (app.signer).from_headers(headers, app.config.cookie_name()) else {
+        return false;
+    };
+    let (user, org) = (claims.user, claims.org);
+    (app.service
+        .authenticate(user, org, claims.signed_in_at)
+        .await)
+        .is_ok()
 }

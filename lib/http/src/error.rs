@@ -118,6 +118,9 @@ impl ApiError {
                 CoreError::IdentityProviderUnavailable => {
                     (StatusCode::BAD_GATEWAY, "identity_provider_unavailable")
                 }
+                CoreError::DestinationRefused(_) => {
+                    (StatusCode::BAD_REQUEST, "destination_refused")
+                }
                 CoreError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
             },
             ApiError::InvalidJson => (StatusCode::BAD_REQUEST, "invalid_json"),

@@ -10,7 +10,6 @@
 
 use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
-use axum::http::header::ACCEPT;
 use axum::response::{IntoResponse, Response};
 use jsonwebtoken::{Algorithm, Validation};
 use knowledge_core::CoreError;
@@ -18,7 +17,7 @@ use knowledge_core::ids::OrgId;
 use knowledge_core::sso::{AuthorizationResponse, SignInTarget, SingleSignOn};
 use serde::{Deserialize, Serialize};
 
-use crate::auth::{see_other, signed_in_redirect, with_cookie};
+use crate::auth::{for_the_browser, navigation, see_other, signed_in_redirect, with_cookie};
 use crate::cookie::{clear_cookie_header, cookie_value, now_secs, set_cookie_header};
 use crate::error::ApiError;
 use crate::extract::QueryParams;
@@ -154,27 +153,6 @@ pub async fn retired_callback(State(app): State<SessionApi>, headers: HeaderMap)
         (false, _) => answer.into_response(),
     };
     with_cookie(response, &cleared).unwrap_or_else(IntoResponse::into_response)
-}
-
-/// Whether the request is a browser's navigation to a page (`Accept: text/html`).
-fn navigation(headers: &HeaderMap) -> bool {
-    (headers.get(ACCEPT).and_then(|a| a.to_str().ok())).is_some_and(|a| a.contains("text/html"))
-}
-
-/// `outcome` as its answer; a failure asked for by a browser page (`Accept: text/html`, a
-/// navigation) becomes a `303` to the app's sign-in page with the error's code, which the page
-/// turns into words: a person never lands on a JSON body. The code is the service's own.
-fn for_the_browser(headers: &HeaderMap, outcome: Result<Response, ApiError>) -> Response {
-    let e = match outcome {
-        Ok(response) => return response,
-        Err(e) => e,
-    };
-    let code = e.code();
-    let answer = e.into_response(); // logs an internal error with its causes
-    if !navigation(headers) {
-        return answer;
-    }
-    see_other(&format!("/?signin={code}")).unwrap_or(answer)
 }
 
 async fn finish(

@@ -141,6 +141,11 @@ pub(crate) enum Command {
         /// built into the binary: for working on the app while `npm run build` rewrites it.
         #[arg(long, env = "KNOWLEDGE_APP_DIR")]
         app_dir: Option<PathBuf>,
+        /// Whether requests to addresses admins name (identity providers, MCP servers) may go
+        /// to loopback, private and link-local addresses: `true` here, where people run such
+        /// servers on their own machine; `false` refuses them as the AWS deployment does.
+        #[arg(long, env = "KNOWLEDGE_ALLOW_PRIVATE_DESTINATIONS", default_value_t = true, action = clap::ArgAction::Set)]
+        allow_private_destinations: bool,
         #[command(flatten)]
         limits: LimitFlags,
         #[command(flatten)]
@@ -175,13 +180,8 @@ pub(crate) enum Command {
         org: OrgId,
         #[arg(long)]
         user: UserId,
-        /// The application's origin the link points at.
-        #[arg(
-            long,
-            env = "KNOWLEDGE_APP_ORIGIN",
-            default_value = "http://127.0.0.1:3000"
-        )]
-        origin: String,
+        #[command(flatten)]
+        origin: OriginFlag,
     },
     /// Print a `Cookie` header value for a user acting in an organisation (named
     /// `__Host-ks_session` when the origin is https, as the deployed service expects).
@@ -342,15 +342,24 @@ pub(crate) enum SsoCommand {
     },
 }
 
-/// The application's origin, which the callback URL is on.
+/// The application's origin, which links, cookie names and callback URLs are on.
 #[derive(clap::Args)]
 pub(crate) struct OriginFlag {
-    #[arg(
-        long,
-        env = "KNOWLEDGE_APP_ORIGIN",
-        default_value = "http://127.0.0.1:3000"
-    )]
-    pub(crate) origin: String,
+    /// Default: the origin `serve` last served this data directory on, else
+    /// http://127.0.0.1:3000.
+    #[arg(long, env = "KNOWLEDGE_APP_ORIGIN")]
+    origin: Option<String>,
+}
+
+impl OriginFlag {
+    /// The origin given, else the one `serve` recorded in `data_dir`, else the default
+    /// address's.
+    pub(crate) fn resolve(&self, data_dir: &std::path::Path) -> String {
+        self.origin
+            .clone()
+            .or_else(|| knowledge_local::served_origin(data_dir))
+            .unwrap_or_else(|| "http://127.0.0.1:3000".into())
+    }
 }
 
 #[derive(Subcommand)]

@@ -80,6 +80,24 @@ pub fn sealer(data_dir: &Path) -> Result<Sealer, LocalError> {
     Sealer::from_hex(&text).map_err(|e| LocalError::key(from, e))
 }
 
+/// The file in the data directory where `serve` records the origin it serves on, so that the
+/// commands that print links and URLs (`signin-link`, `sso show`, `cookie`) follow it.
+const SERVED_ORIGIN_FILE: &str = "served-origin";
+
+/// Records `origin` as the one `serve` serves `data_dir` on (replaced whole, never torn).
+pub fn record_served_origin(data_dir: &Path, origin: &str) -> std::io::Result<()> {
+    std::fs::create_dir_all(data_dir)?;
+    let partial = data_dir.join(format!("{SERVED_ORIGIN_FILE}.partial"));
+    std::fs::write(&partial, origin)?;
+    std::fs::rename(partial, data_dir.join(SERVED_ORIGIN_FILE))
+}
+
+/// The origin `serve` last recorded for `data_dir`, if any.
+pub fn served_origin(data_dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(data_dir.join(SERVED_ORIGIN_FILE)).ok()?;
+    Some(text.trim().to_owned()).filter(|o| o.starts_with("http"))
+}
+
 /// The hex text of a key, with where it came from: the environment variable `env`, else `file`
 /// in the data directory, created with a random 32-byte key on first use; concurrent first
 /// uses agree on one key.

@@ -17,6 +17,7 @@ use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::signin::{self, LINK_TTL_MS};
 use knowledge_docs::TantivyDocs;
+use knowledge_egress::Egress;
 use knowledge_http::HttpConfig;
 use knowledge_http::cookie::Lifetime;
 use knowledge_local::admin::{
@@ -70,7 +71,7 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     } = command
     {
         let signer = cookie_signer(&cli.data_dir)?;
-        let name = HttpConfig::new(&origin.origin).cookie_name();
+        let name = HttpConfig::new(&origin.resolve(&cli.data_dir)).cookie_name();
         let cookie = format!("{name}={}", signer.mint(&user, &org, ttl)?);
         print(
             cookie.clone(),
@@ -88,6 +89,7 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             origin,
             docs,
             app_dir,
+            allow_private_destinations,
             limits,
             session,
         } => {
@@ -98,6 +100,7 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 docs,
                 lifetime: session.lifetime()?,
                 app_files: app_dir.map_or(Files::Embedded, Files::Folder),
+                egress: Egress::new(allow_private_destinations),
             };
             serve(&cli.data_dir, store.clone(), options).await?
         }
@@ -198,6 +201,7 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         Command::SigninLink { org, user, origin } => {
+            let origin = origin.resolve(&cli.data_dir);
             let link = sign_in_link(&*store, &origin, &user, &org).await?;
             print(
                 link.clone(),
@@ -217,6 +221,7 @@ struct ServeOptions {
     docs: Option<PathBuf>,
     lifetime: Lifetime,
     app_files: Files,
+    egress: Egress,
 }
 
 async fn serve(
@@ -229,6 +234,7 @@ async fn serve(
         docs,
         lifetime,
         app_files,
+        egress,
     } = options;
     let created = Admin {
         store: store.shared(),
@@ -239,6 +245,8 @@ async fn serve(
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     let bound = listener.local_addr()?;
     let origin = origin.unwrap_or_else(|| format!("http://{bound}"));
+    // The commands that print links follow it (`signin-link` without `--origin`).
+    knowledge_local::record_served_origin(data_dir, &origin)?;
     let docs = match docs {
         Some(dir) => Some(dir),
         None => Some(PathBuf::from(SAMPLE_DOCS)).filter(|d| d.is_dir()),
@@ -261,7 +269,8 @@ async fn serve(
         sealer: Some(Arc::new(sealer(data_dir)?)),
         agent: Some(agent.agent),
         fixed_integrations: Arc::new(integrations),
-        identity_provider: Some(Arc::new(OpenIdConnect::new()?)),
+        identity_provider: Some(Arc::new(OpenIdConnect::new(egress)?)),
+        egress,
         lifetime,
         app_files,
         ..Settings::new(&origin)

@@ -50,7 +50,10 @@ pub(crate) async fn run(cli: &Cli, admin: &Admin, command: SsoCommand) -> Result
             .sso
             .ok_or_else(|| format!("{org} has no single sign-on configured"))?,
     };
-    println!("{}", sso_json(&org, &config, &origin.origin));
+    println!(
+        "{}",
+        sso_json(&org, &config, &origin.resolve(&cli.data_dir))
+    );
     Ok(())
 }
 

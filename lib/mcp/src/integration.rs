@@ -3,7 +3,10 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use knowledge_core::ports::{CancelSignal, Integration, IntegrationError, ToolSpec};
+use knowledge_core::ports::{
+    CancelSignal, DestinationRefused, Integration, IntegrationError, ToolSpec,
+};
+use knowledge_egress::Egress;
 use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
@@ -44,6 +47,23 @@ const NOTICE_WITHIN: Duration = Duration::from_secs(2);
 
 type Session = RunningService<RoleClient, ClientConfig>;
 
+/// The HTTP client every MCP server is reached with, under the deployment's [`Egress`]: no
+/// redirects, no proxy, and where private destinations are refused, none is connected to.
+/// Cheap to clone (one client, shared).
+#[derive(Clone)]
+pub struct McpHttp {
+    client: reqwest::Client,
+    egress: Egress,
+}
+
+impl McpHttp {
+    /// Errors: the TLS stack cannot be set up.
+    pub fn new(egress: Egress) -> Result<Self, reqwest::Error> {
+        let client = egress.client_builder().build()?;
+        Ok(Self { client, egress })
+    }
+}
+
 /// A remote MCP server reached over streamable HTTP. Its tools are offered as
 /// `<name>_<tool>` (see [`crate::exposed_tool_name`]); the original names are used to call
 /// them. Holds no connection: each operation opens its own session and closes it.
@@ -52,6 +72,7 @@ pub struct McpIntegration {
     url: String,
     token: Option<String>,
     timeouts: Timeouts,
+    http: McpHttp,
 }
 
 impl std::fmt::Debug for McpIntegration {
@@ -71,12 +92,14 @@ impl McpIntegration {
     /// request. The token never appears in errors, logs or `Debug` output.
     pub fn new(
         name: impl Into<String>, url: impl Into<String>, token: Option<String>, timeouts: Timeouts,
+        http: McpHttp,
     ) -> Self {
         Self {
             name: name.into(),
             url: url.into(),
             token,
             timeouts,
+            http,
         }
     }
 
@@ -85,20 +108,30 @@ impl McpIntegration {
     }
 
     /// Opens a session: connects and completes the `initialize` handshake within
-    /// `timeouts.connect`. Errors: `Unavailable`.
+    /// `timeouts.connect`. Errors: `Refused` for a server at an address the deployment never
+    /// connects to (nothing is sent), `Unavailable`.
     async fn open(&self) -> Result<Session, IntegrationError> {
+        let url = reqwest::Url::parse(&self.url)
+            .map_err(|e| self.unavailable(format_args!("its URL does not parse: {e}")))?;
+        // rmcp's errors do not keep their causes: judge the destination first, so a refusal is
+        // told as one. The client's resolver judges the address connected to again.
+        (self.http.egress.check_resolved(&url).await).map_err(IntegrationError::Refused)?;
         let mut config = StreamableHttpClientTransportConfig::with_uri(self.url.as_str());
         if let Some(token) = &self.token {
             config = config.auth_header(token.as_str());
         }
-        let transport = StreamableHttpClientTransport::from_config(config);
+        let transport =
+            StreamableHttpClientTransport::with_client(self.http.client.clone(), config);
         let client = ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("knowledge", env!("CARGO_PKG_VERSION")),
         );
         match timeout(self.timeouts.connect, client.serve(transport)).await {
             Ok(Ok(session)) => Ok(session),
-            Ok(Err(e)) => Err(self.unavailable(format_args!("opening the session failed: {e}"))),
+            Ok(Err(e)) => match DestinationRefused::find(&e) {
+                Some(refused) => Err(IntegrationError::Refused(refused.clone())),
+                None => Err(self.unavailable(format_args!("opening the session failed: {e}"))),
+            },
             Err(_) => Err(self.unavailable(format_args!(
                 "no session within {:?}",
                 self.timeouts.connect
@@ -351,10 +384,19 @@ mod tests {
         ));
     }
 
+    fn http() -> McpHttp {
+        McpHttp::new(Egress::ANYWHERE).unwrap()
+    }
+
     #[test]
     fn a_json_rpc_error_is_invalid_and_a_transport_failure_unavailable() {
-        let integration =
-            McpIntegration::new("wiki", "http://127.0.0.1:9/mcp", None, Timeouts::default());
+        let integration = McpIntegration::new(
+            "wiki",
+            "http://127.0.0.1:9/mcp",
+            None,
+            Timeouts::default(),
+            http(),
+        );
         let rpc = ServiceError::McpError(ErrorData::new(
             ErrorCode::INVALID_PARAMS,
             "bad page id",
@@ -387,6 +429,7 @@ mod tests {
             "https://wiki.example/mcp",
             Some("secret-token".to_owned()),
             Timeouts::default(),
+            http(),
         );
         let shown = format!("{integration:?}");
         assert!(shown.contains("wiki.example") && !shown.contains("secret-token"));

@@ -3,7 +3,7 @@
 //! reaches any is answered from the same reads without building an MCP client, so a binary
 //! that only asks that ([`IntegrationReach`]) links none.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use knowledge_core::domain::{IntegrationAuth, IntegrationConfig, MemberData, MemberDataKind};
@@ -13,7 +13,9 @@ use knowledge_core::ports::{
 };
 use knowledge_core::seal::{Sealer, credential_context};
 
-use crate::integration::{McpIntegration, Timeouts};
+use knowledge_egress::Egress;
+
+use crate::integration::{McpHttp, McpIntegration, Timeouts};
 
 /// [`Integrations`] from [`DirectoryStore::list_integrations`], each an [`McpIntegration`], after the
 /// fixed ones given at construction. Caches nothing: every `connected` or `reaches_any` reads
@@ -23,21 +25,38 @@ pub struct StoredIntegrations {
     sealer: Arc<Sealer>,
     fixed: Arc<dyn Integrations>,
     timeouts: Timeouts,
+    egress: Egress,
+    /// The one HTTP client of every MCP server, built at the first [`Integrations::connected`]
+    /// (so that a binary that only asks [`IntegrationReach`] builds and links none).
+    http: OnceLock<McpHttp>,
 }
 
 impl StoredIntegrations {
     /// The `fixed` integrations (the local docs search of the default organisation, say) come
-    /// first; `sealer` opens the members' credentials; `timeouts` apply to every MCP server.
+    /// first; `sealer` opens the members' credentials; `timeouts` apply to every MCP server,
+    /// reached under `egress`.
     pub fn new(
         store: Arc<dyn DirectoryStore>, sealer: Arc<Sealer>, fixed: Arc<dyn Integrations>,
-        timeouts: Timeouts,
+        timeouts: Timeouts, egress: Egress,
     ) -> Self {
         Self {
             store,
             sealer,
             fixed,
             timeouts,
+            egress,
+            http: OnceLock::new(),
         }
+    }
+
+    /// The MCP servers' client. Errors: `Unavailable` when it cannot be built.
+    fn http(&self) -> Result<McpHttp, IntegrationError> {
+        if let Some(http) = self.http.get() {
+            return Ok(http.clone());
+        }
+        let http = McpHttp::new(self.egress)
+            .map_err(|e| IntegrationError::Unavailable(format!("the MCP client: {e}")))?;
+        Ok(self.http.get_or_init(|| http).clone())
     }
 
     /// The organisation's MCP servers that `user` reaches, by name, each with the bearer token
@@ -136,6 +155,7 @@ impl Integrations for StoredIntegrations {
                 config.url,
                 token,
                 self.timeouts,
+                self.http()?,
             )));
         }
         Ok(connected)

@@ -87,7 +87,8 @@ impl Server {
     /// Polls (bounded) the server's `cancellations` counts, `{"started", "cancelled"}` of its
     /// `slow` tool, through a client of its own, until `done` holds of them.
     pub async fn wait_for_counts(&self, done: impl Fn(&Value) -> bool) {
-        let client = McpIntegration::new("probe", &self.url, None, Timeouts::default());
+        let http = crate::McpHttp::new(knowledge_egress::Egress::ANYWHERE).unwrap();
+        let client = McpIntegration::new("probe", &self.url, None, Timeouts::default(), http);
         let deadline = Instant::now() + PATIENCE;
         loop {
             let counts = client

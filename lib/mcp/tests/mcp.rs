@@ -5,16 +5,27 @@ use std::pin::pin;
 use std::time::Duration;
 
 use knowledge_core::ports::{Integration, IntegrationError};
+use knowledge_egress::Egress;
 use knowledge_mcp::test_server::start;
-use knowledge_mcp::{McpIntegration, Timeouts};
+use knowledge_mcp::{McpHttp, McpIntegration, Timeouts};
 use serde_json::{Value, json};
 use tokio::time::timeout;
 
 /// How long a test waits for the server to record something.
 const PATIENCE: Duration = Duration::from_secs(60);
 
+fn http() -> McpHttp {
+    McpHttp::new(Egress::ANYWHERE).unwrap()
+}
+
 fn integration(url: &str, token: Option<&str>) -> McpIntegration {
-    McpIntegration::new("test", url, token.map(str::to_owned), Timeouts::default())
+    McpIntegration::new(
+        "test",
+        url,
+        token.map(str::to_owned),
+        Timeouts::default(),
+        http(),
+    )
 }
 
 /// Calls `tool` with a cancel signal that never fires.
@@ -177,7 +188,7 @@ async fn a_server_that_never_answers_gives_unavailable_after_the_connect_timeout
         connect: Duration::from_millis(300),
         request: Duration::from_millis(300),
     };
-    let integration = McpIntegration::new("test", url, None, timeouts);
+    let integration = McpIntegration::new("test", url, None, timeouts, http());
     let result = timeout(
         PATIENCE,
         call(&integration, "test_search", json!({"query": "q"})),

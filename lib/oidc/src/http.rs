@@ -2,12 +2,14 @@
 //! redirects, gives up after a time limit and reads at most [`BODY_LIMIT`] bytes of an answer,
 //! so a slow, redirecting or endless provider cannot stall a sign-in or fill memory. A `5xx`
 //! answer is a failure of the exchange, as an unreachable provider is: the provider is down,
-//! not refusing.
+//! not refusing. Every request passes the deployment's [`Egress`] guard.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use knowledge_core::ports::{BackendError, DestinationRefused};
+use knowledge_egress::Egress;
 use openidconnect::{AsyncHttpClient, HttpRequest, HttpResponse};
 
 /// The most an answer of a provider may hold: discovery documents and key sets are a few KiB.
@@ -22,6 +24,10 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 pub enum HttpError {
     #[error("the request could not be built")]
     Build(#[source] openidconnect::http::Error),
+    #[error("the provider's address is refused")]
+    Refused(#[source] DestinationRefused),
+    #[error("the request's URL is not a URL")]
+    Url(#[source] BackendError),
     #[error("the provider could not be reached")]
     Transport(#[source] reqwest::Error),
     #[error("the provider's answer is larger than {BODY_LIMIT} bytes")]
@@ -30,28 +36,31 @@ pub enum HttpError {
     ServerError(reqwest::StatusCode),
 }
 
-/// A reqwest client bounded as the module says.
+/// A reqwest client bounded as the module says, under the deployment's [`Egress`].
 #[derive(Clone)]
 pub struct BoundedHttp {
     client: reqwest::Client,
+    egress: Egress,
 }
 
 impl BoundedHttp {
     /// Errors: the TLS stack cannot be set up.
-    pub fn new() -> Result<Self, reqwest::Error> {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
+    pub fn new(egress: Egress) -> Result<Self, reqwest::Error> {
+        let client = egress
+            .client_builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(TIMEOUT)
             .build()?;
-        Ok(Self { client })
+        Ok(Self { client, egress })
     }
 
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
         let (parts, body) = request.into_parts();
-        let mut req = self
-            .client
-            .request(parts.method, parts.uri.to_string())
+        let url =
+            reqwest::Url::parse(&parts.uri.to_string()).map_err(|e| HttpError::Url(e.into()))?;
+        let mut req = (self.egress)
+            .request(&self.client, parts.method, url)
+            .map_err(HttpError::Refused)?
             .body(body);
         for (name, value) in &parts.headers {
             req = req.header(name, value);

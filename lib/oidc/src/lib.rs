@@ -21,6 +21,8 @@ use openidconnect::{
     TokenResponse,
 };
 
+use knowledge_egress::Egress;
+
 use crate::cache::Issuers;
 pub use crate::cache::{DISCOVERY_TTL, KEY_REFETCH_INTERVAL};
 use crate::http::{BoundedHttp, HttpError};
@@ -33,9 +35,10 @@ pub struct OpenIdConnect {
 }
 
 impl OpenIdConnect {
-    /// An adapter with an empty cache. Errors: the HTTP client's TLS stack cannot be set up.
-    pub fn new() -> Result<Self, reqwest::Error> {
-        let http = BoundedHttp::new()?;
+    /// An adapter with an empty cache, reaching providers under `egress`. Errors: the HTTP
+    /// client's TLS stack cannot be set up.
+    pub fn new(egress: Egress) -> Result<Self, reqwest::Error> {
+        let http = BoundedHttp::new(egress)?;
         Ok(Self {
             issuers: Issuers::new(http.clone()),
             http,

@@ -14,6 +14,7 @@ use fake::{CLIENT_ID, CLIENT_SECRET, Discovery, Fake, REDIRECT};
 use knowledge_core::ports::{
     Authorization, IdentityDiscovery, IdentityError, IdentityProvider, OidcClient,
 };
+use knowledge_egress::Egress;
 use knowledge_oidc::OpenIdConnect;
 
 fn client(issuer: &str) -> OidcClient {
@@ -48,14 +49,14 @@ fn unavailable(result: Result<Authorization, IdentityError>) -> String {
 /// Discovery at `fake` in `mode`, by an adapter with nothing cached.
 async fn authorize_with(fake: &Fake, mode: Discovery) -> Result<Authorization, IdentityError> {
     *fake.discovery.lock().unwrap() = mode;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     oidc.authorize(&client(&fake.issuer)).await
 }
 
 #[tokio::test]
 async fn discovery_is_fetched_once_for_many_sign_ins_and_again_for_an_admins_test() {
     let fake = Fake::start().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     for _ in 0..3 {
         oidc.authorize(&client(&fake.issuer)).await.unwrap();
     }
@@ -70,7 +71,7 @@ async fn discovery_is_fetched_once_for_many_sign_ins_and_again_for_an_admins_tes
 async fn concurrent_sign_ins_of_one_issuer_share_one_discovery() {
     let fake = Fake::start().await;
     *fake.discovery_delay.lock().unwrap() = Duration::from_millis(500);
-    let oidc = Arc::new(OpenIdConnect::new().unwrap());
+    let oidc = Arc::new(OpenIdConnect::new(Egress::ANYWHERE).unwrap());
     let sign_ins: Vec<_> = (0..5)
         .map(|_| {
             let (oidc, issuer) = (oidc.clone(), fake.issuer.clone());
@@ -88,7 +89,7 @@ async fn concurrent_sign_ins_share_the_failure_of_their_discovery() {
     let fake = Fake::start().await;
     *fake.discovery.lock().unwrap() = Discovery::Broken;
     *fake.discovery_delay.lock().unwrap() = Duration::from_millis(500);
-    let oidc = Arc::new(OpenIdConnect::new().unwrap());
+    let oidc = Arc::new(OpenIdConnect::new(Egress::ANYWHERE).unwrap());
     let sign_ins: Vec<_> = (0..5)
         .map(|_| {
             let (oidc, issuer) = (oidc.clone(), fake.issuer.clone());
@@ -110,7 +111,7 @@ async fn concurrent_sign_ins_share_the_failure_of_their_discovery() {
 async fn a_slow_issuer_holds_up_no_other_issuers_sign_ins() {
     let (slow, quick) = (Fake::start().await, Fake::start().await);
     *slow.discovery_delay.lock().unwrap() = Duration::from_secs(4);
-    let oidc = Arc::new(OpenIdConnect::new().unwrap());
+    let oidc = Arc::new(OpenIdConnect::new(Egress::ANYWHERE).unwrap());
     let stuck = {
         let (oidc, issuer) = (oidc.clone(), slow.issuer.clone());
         tokio::spawn(async move { oidc.authorize(&client(&issuer)).await })
@@ -149,7 +150,7 @@ async fn a_discovery_document_larger_than_the_limit_is_unavailable() {
 #[tokio::test]
 async fn an_endless_answer_is_cut_off_at_the_limit() {
     let issuer = fake::endless().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     // Well within the client's time limit: the size limit is what ends it.
     let result = tokio::time::timeout(Duration::from_secs(3), oidc.authorize(&client(&issuer)))
         .await
@@ -171,7 +172,7 @@ async fn an_unreachable_issuer_is_unavailable_for_sign_ins_and_for_an_admins_tes
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", l.local_addr().unwrap())
     };
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     unavailable(oidc.authorize(&client(&gone)).await);
     let result = oidc.discover(&gone).await;
     assert!(

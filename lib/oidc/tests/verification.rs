@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 
 use fake::{CLIENT_ID, CLIENT_SECRET, Fake, Minting, REDIRECT, Signing, now};
 use knowledge_core::ports::{IdentityError, IdentityProvider, OidcClient, VerifiedIdentity};
+use knowledge_egress::Egress;
 use knowledge_oidc::OpenIdConnect;
 use serde_json::json;
 
@@ -65,7 +66,7 @@ fn assert_rejected(result: Result<VerifiedIdentity, IdentityError>) {
 #[tokio::test]
 async fn a_good_token_yields_the_issuer_the_subject_and_every_claim() {
     let fake = Fake::start().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     let who = sign_in(&oidc, &fake, |_| {}).await.unwrap();
     assert_eq!(
         (who.issuer.as_str(), who.subject.as_str()),
@@ -86,7 +87,7 @@ async fn a_good_token_yields_the_issuer_the_subject_and_every_claim() {
 #[tokio::test]
 async fn tokens_signed_with_es256_or_ps256_verify_too() {
     let fake = Fake::start().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     for name in ["ec", "pss"] {
         let who = sign_in(&oidc, &fake, |m| m.signing = Signing::Key(name)).await;
         assert_eq!(who.unwrap().subject, "ann-sub", "{name}");
@@ -96,7 +97,7 @@ async fn tokens_signed_with_es256_or_ps256_verify_too() {
 #[tokio::test]
 async fn the_authorization_url_asks_for_a_code_with_pkce_state_nonce_and_the_scopes() {
     let fake = Fake::start().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     let auth = oidc.authorize(&client(&fake)).await.unwrap();
     assert!(auth.url.starts_with(&format!("{}/authorize?", fake.issuer)));
     let url = reqwest::Url::parse(&auth.url).unwrap();
@@ -119,7 +120,7 @@ async fn the_authorization_url_asks_for_a_code_with_pkce_state_nonce_and_the_sco
 #[tokio::test]
 async fn a_token_for_another_audience_is_refused() {
     let fake = Fake::start().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     assert_rejected(sign_in(&oidc, &fake, |m| m.claims["aud"] = json!("another-client")).await);
     // Ours among others it does not trust.
     assert_rejected(
@@ -133,7 +134,7 @@ async fn a_token_for_another_audience_is_refused() {
 #[tokio::test]
 async fn a_token_from_another_issuer_is_refused_even_one_slash_apart() {
     let fake = Fake::start().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     let issuer = format!("{}/", fake.issuer);
     assert_rejected(sign_in(&oidc, &fake, |m| m.claims["iss"] = json!(issuer)).await);
     assert_rejected(
@@ -147,7 +148,7 @@ async fn a_token_from_another_issuer_is_refused_even_one_slash_apart() {
 #[tokio::test]
 async fn a_token_with_another_nonce_is_refused() {
     let fake = Fake::start().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     assert_rejected(sign_in(&oidc, &fake, |m| m.claims["nonce"] = json!("replayed")).await);
     let without = sign_in(&oidc, &fake, |m| {
         m.claims.as_object_mut().unwrap().remove("nonce");
@@ -158,7 +159,7 @@ async fn a_token_with_another_nonce_is_refused() {
 #[tokio::test]
 async fn an_expired_token_is_refused_beyond_a_minute_of_skew() {
     let fake = Fake::start().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     assert_rejected(sign_in(&oidc, &fake, |m| m.claims["exp"] = json!(now() - 120)).await);
     sign_in(&oidc, &fake, |m| m.claims["exp"] = json!(now() - 10))
         .await
@@ -168,7 +169,7 @@ async fn an_expired_token_is_refused_beyond_a_minute_of_skew() {
 #[tokio::test]
 async fn a_token_issued_in_the_future_or_long_ago_is_refused() {
     let fake = Fake::start().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     assert_rejected(sign_in(&oidc, &fake, |m| m.claims["iat"] = json!(now() + 600)).await);
     assert_rejected(sign_in(&oidc, &fake, |m| m.claims["iat"] = json!(now() - 3600)).await);
     // Within the skew allowed: issued a moment ahead.
@@ -180,28 +181,28 @@ async fn a_token_issued_in_the_future_or_long_ago_is_refused() {
 #[tokio::test]
 async fn a_token_signed_with_another_key_is_refused() {
     let fake = Fake::start().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     assert_rejected(sign_in(&oidc, &fake, |m| m.signing = Signing::SecondAsFirst).await);
 }
 
 #[tokio::test]
 async fn an_unsigned_token_is_refused() {
     let fake = Fake::start().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     assert_rejected(sign_in(&oidc, &fake, |m| m.signing = Signing::Unsigned).await);
 }
 
 #[tokio::test]
 async fn a_token_signed_with_the_client_secret_is_refused() {
     let fake = Fake::start().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     assert_rejected(sign_in(&oidc, &fake, |m| m.signing = Signing::ClientSecret).await);
 }
 
 #[tokio::test]
 async fn a_rotated_key_is_fetched_once_and_then_verifies() {
     let fake = Fake::start().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     sign_in(&oidc, &fake, |_| {}).await.unwrap();
     let fetched = fake.jwks_hits.load(Ordering::SeqCst);
     fake.published.lock().unwrap().push("second");
@@ -218,7 +219,7 @@ async fn a_rotated_key_is_fetched_once_and_then_verifies() {
 #[tokio::test]
 async fn unknown_key_ids_make_the_keys_be_fetched_at_most_once_per_interval() {
     let fake = Fake::start().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     sign_in(&oidc, &fake, |_| {}).await.unwrap();
     let fetched = fake.jwks_hits.load(Ordering::SeqCst);
     // `second` is not published: the first unknown key id fetches the keys again, in vain.
@@ -236,7 +237,7 @@ async fn unknown_key_ids_make_the_keys_be_fetched_at_most_once_per_interval() {
 #[tokio::test]
 async fn a_refused_code_verifier_or_client_secret_is_rejected_without_the_secret_in_the_error() {
     let fake = Fake::start().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     let c = client(&fake);
     let auth = oidc.authorize(&c).await.unwrap();
     let (code, _) = fake.approve(&auth.url);
@@ -269,7 +270,7 @@ async fn a_refused_code_verifier_or_client_secret_is_rejected_without_the_secret
 async fn a_provider_that_takes_client_secret_post_alone_gets_the_secret_in_the_body() {
     let fake = Fake::start().await;
     fake.post_only.store(true, Ordering::SeqCst);
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     let who = sign_in(&oidc, &fake, |_| {}).await.unwrap();
     assert_eq!(who.subject, "ann-sub");
 }
@@ -277,7 +278,7 @@ async fn a_provider_that_takes_client_secret_post_alone_gets_the_secret_in_the_b
 #[tokio::test]
 async fn a_token_endpoint_that_answers_a_server_error_is_unavailable() {
     let fake = Fake::start().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     let c = client(&fake);
     let auth = oidc.authorize(&c).await.unwrap();
     let (code, _) = fake.approve(&auth.url);
@@ -294,7 +295,7 @@ async fn a_token_endpoint_that_answers_a_server_error_is_unavailable() {
 #[tokio::test]
 async fn malformed_id_tokens_are_refusals_not_outages() {
     let fake = Fake::start().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     for claim in ["exp", "iat", "sub"] {
         let result = sign_in(&oidc, &fake, |m| {
             m.claims.as_object_mut().unwrap().remove(claim);
@@ -325,7 +326,7 @@ async fn approved(
 #[tokio::test]
 async fn an_iss_of_another_issuer_is_refused_before_the_code_is_sent() {
     let fake = Fake::start().await;
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     let (c, auth, code) = approved(&oidc, &fake).await;
     let other = format!("{}/", fake.issuer);
     let result = oidc
@@ -349,7 +350,7 @@ async fn an_iss_of_another_issuer_is_refused_before_the_code_is_sent() {
 async fn a_response_without_iss_is_refused_where_the_provider_says_it_always_sends_one() {
     let fake = Fake::start().await;
     fake.iss_supported.store(true, Ordering::SeqCst);
-    let oidc = OpenIdConnect::new().unwrap();
+    let oidc = OpenIdConnect::new(Egress::ANYWHERE).unwrap();
     let (c, auth, code) = approved(&oidc, &fake).await;
     let result = oidc
         .exchange(&c, &code, None, &auth.pkce_verifier, &auth.nonce)

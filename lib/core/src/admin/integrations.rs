@@ -7,7 +7,7 @@ use crate::domain::{
 };
 use crate::error::CoreError;
 use crate::ids::UserId;
-use crate::ports::{StoreError, ToolSpec};
+use crate::ports::{IntegrationError, StoreError, ToolSpec};
 use crate::seal::credential_context;
 
 use super::{Admin, Administration};
@@ -103,7 +103,8 @@ impl Administration {
     /// The tools the integration offers, listed now as the agent would list them, with the
     /// acting admin's own credential for a per-user integration. Errors: `NotFound`,
     /// `Conflict` (`no_credential`: a per-user integration the admin holds no credential
-    /// for), `IntegrationUnavailable` as 502.
+    /// for), `DestinationRefused` (its server is at an address the deployment refuses),
+    /// `IntegrationUnavailable` as 502.
     pub async fn test_integration(
         &self, admin: &Admin, name: &str,
     ) -> Result<Vec<ToolSpec>, CoreError> {
@@ -123,9 +124,12 @@ impl Administration {
                 "you hold no credential for this per-user integration; store one to test it",
             ));
         };
-        integration.tools().await.map_err(|e| {
-            tracing::warn!(integration = name, error = %e, "an integration test failed");
-            CoreError::IntegrationUnavailable
+        integration.tools().await.map_err(|e| match e {
+            IntegrationError::Refused(refused) => CoreError::DestinationRefused(refused),
+            e => {
+                tracing::warn!(integration = name, error = %e, "an integration test failed");
+                CoreError::IntegrationUnavailable
+            }
         })
     }
 

@@ -68,7 +68,8 @@ impl Administration {
     }
 
     /// Fetches `issuer`'s discovery document and keys now, as a sign-in would, without
-    /// storing anything. Errors: `IdentityProviderUnavailable`.
+    /// storing anything. Errors: `DestinationRefused` (an address the deployment never
+    /// connects to), `IdentityProviderUnavailable`.
     pub async fn test_sso(&self, admin: &Admin, issuer: &str) -> Result<(), CoreError> {
         let issuer = issuer.trim();
         if !SsoConfig::valid_issuer(issuer) {

@@ -35,6 +35,10 @@ pub enum IntegrationError {
     /// The run was cancelled while the call was in flight; the integration has been told.
     #[error("the tool call was cancelled")]
     Cancelled,
+    /// The integration's server is at an address the deployment never connects to: not
+    /// retried, and the admin's to fix. Nothing was sent.
+    #[error("the integration's server is refused: {0}")]
+    Refused(#[source] super::DestinationRefused),
 }
 
 /// Resolves when the run a call belongs to is cancelled. An integration that can stop a call

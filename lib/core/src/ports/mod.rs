@@ -3,6 +3,7 @@
 
 mod agent;
 mod batch;
+mod egress;
 mod identity;
 mod integration;
 mod store;
@@ -10,6 +11,7 @@ mod workflow;
 
 pub use agent::{Agent, AgentAction, AgentError, AgentReply, AgentRequest, TokenUsage, ToolCall};
 pub use batch::{BatchStore, EventsAfter, Gate, QueryCount, RateUpdate, Reads, Snapshot};
+pub use egress::DestinationRefused;
 pub use identity::{
     Authorization, IdentityDiscovery, IdentityError, IdentityProvider, OidcClient, VerifiedIdentity,
 };

@@ -133,18 +133,22 @@ impl Service {
         }
     }
 
-    /// The principal `user` would be in `target`, with a cookie issued at `issued_at`.
-    /// Errors: `NotFound` when not a member (or signed out since), so the existence of an
-    /// organisation is not revealed.
+    /// The principal `user` would be in `target`, with a cookie for `current` issued at
+    /// `issued_at`. Errors: `Unauthenticated` when the cookie no longer signs anyone in at
+    /// `current` either (signed out, or removed), as on every route that needs a session;
+    /// `NotFound` when not a member of `target` (or signed out of it since), so the existence
+    /// of an organisation is not revealed. Reads `current`'s membership only when `target`'s
+    /// refuses.
     pub async fn switch_org(
-        &self, user: UserId, target: OrgId, issued_at: Timestamp,
+        &self, user: UserId, current: OrgId, target: OrgId, issued_at: Timestamp,
     ) -> Result<Principal, CoreError> {
-        self.authenticate(user, target, issued_at)
-            .await
-            .map_err(|e| match e {
-                CoreError::Unauthenticated => CoreError::NotFound("organisation"),
-                e => e,
-            })
+        match self.authenticate(user.clone(), target, issued_at).await {
+            Err(CoreError::Unauthenticated) => {
+                self.authenticate(user, current, issued_at).await?;
+                Err(CoreError::NotFound("organisation"))
+            }
+            other => other,
+        }
     }
 
     /// Creates a session with its opening message and starts a run for it. Two store round

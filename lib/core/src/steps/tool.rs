@@ -66,6 +66,9 @@ impl Steps {
                 serde_json::json!({ "error": bounded_text(&message) })
             }
             Err(IntegrationError::Cancelled) => return Ok(StepOutput::cancelled()),
+            Err(e @ IntegrationError::Refused(_)) => {
+                serde_json::json!({ "error": bounded_text(&e.to_string()) })
+            }
             Err(e @ IntegrationError::Unavailable(_)) => {
                 return Err(StepError::new(errors::TOOL, e.to_string()));
             }

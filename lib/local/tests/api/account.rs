@@ -109,7 +109,9 @@ async fn logout_ends_every_cookie_of_the_person_in_every_organisation_and_clears
     let switch = api
         .post("/api/auth/switch-org", json!({ "orgId": other.as_str() }))
         .await;
-    assert_eq!(switch.status, 404, "{}", switch.body);
+    // A signed-out cookie is refused as on every route that needs a session, not as an
+    // organisation it does not belong to.
+    assert_eq!(switch.status, 401, "{}", switch.body);
     // Someone else stays signed in; a cookie issued after the sign-out works.
     assert_eq!(api.get_as(&colleague, "/api/auth/me").await.status, 200);
     let again = in_org(&api, &OrgId::parse("org_default").unwrap());
@@ -243,4 +245,43 @@ async fn a_sign_in_link_goes_to_a_path_of_the_application_and_never_elsewhere() 
     let signed_in = open_link(&api, &format!("{secret}&returnTo=%2Fsessions%3Ftab%3Dmine")).await;
     assert_eq!(signed_in.status().as_u16(), 303);
     assert_eq!(signed_in.headers()["location"], "/sessions?tab=mine");
+}
+
+#[tokio::test]
+async fn a_used_or_expired_link_takes_a_browser_to_the_sign_in_page_or_into_the_app_never_to_json()
+{
+    let api = Api::start().await;
+    let secret = link_secret(&api).await;
+    assert_eq!(open_link(&api, &secret).await.status().as_u16(), 303);
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let page = |cookie: Option<&str>| {
+        let url = format!(
+            "{}/api/auth/link?token={secret}&returnTo=%2Fc%2Fses_1",
+            api.base
+        );
+        let mut req = client
+            .get(url)
+            .header("accept", "text/html,application/xhtml+xml");
+        if let Some(cookie) = cookie {
+            req = req.header("cookie", cookie);
+        }
+        req.send()
+    };
+    // Signed out: the sign-in page, which says why.
+    let signed_out = page(None).await.unwrap();
+    assert_eq!(signed_out.status().as_u16(), 303);
+    assert_eq!(signed_out.headers()["location"], "/?signin=link_expired");
+    assert!(signed_out.headers().get("set-cookie").is_none());
+    // Signed in already: where the link was going, with no new cookie.
+    let signed_in = page(Some(&api.user.cookie)).await.unwrap();
+    assert_eq!(signed_in.status().as_u16(), 303);
+    assert_eq!(signed_in.headers()["location"], "/c/ses_1");
+    assert!(signed_in.headers().get("set-cookie").is_none());
+    // A signed-out cookie is no sign-in.
+    assert_eq!(api.post("/api/auth/logout", json!({})).await.status, 200);
+    let revoked = page(Some(&api.user.cookie)).await.unwrap();
+    assert_eq!(revoked.headers()["location"], "/?signin=link_expired");
 }

@@ -255,3 +255,30 @@ async fn a_tool_name_two_integrations_offer_is_offered_once_and_runs_the_first_o
     let events = api.all_events(&id).await;
     assert_eq!(events[2]["payload"]["output"], "first");
 }
+
+#[tokio::test]
+async fn a_turn_on_a_service_refusing_private_destinations_is_offered_no_tool_of_one() {
+    let server = start(&[]).await;
+    let (agent, mut offered) = scripted(vec![]);
+    let api = Api::start_setup(Setup {
+        egress: knowledge_egress::Egress::PUBLIC_ONLY,
+        ..Setup::new(agent)
+    })
+    .await;
+    api.admin()
+        .connect_integration(&api.user.org, "kb", &server.url, IntegrationAuth::None)
+        .await
+        .unwrap();
+    let created = api.post(SESSION, json!({ "text": "search it" })).await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_owned();
+    api.settle().await;
+    let offer = offered.recv().await.unwrap();
+    assert!(!offer.iter().any(|t| t.starts_with("kb_")), "{offer:?}");
+    // The turn is answered from what it reaches, without waiting on the refused server.
+    let events = api.all_events(&id).await;
+    assert_eq!(
+        kinds(&events),
+        ["user_message", "agent_message", "status_idle"]
+    );
+}

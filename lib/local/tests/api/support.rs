@@ -16,6 +16,7 @@ use knowledge_core::ports::{
 use knowledge_core::seal::Sealer;
 use knowledge_core::sso::{SsoChange, SsoSettings};
 use knowledge_core::testing::ShiftedClock;
+use knowledge_egress::Egress;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::admin::Admin;
 use knowledge_local::asl::{Observer, Options, Tasks, TracingObserver};
@@ -124,6 +125,8 @@ pub struct Setup {
     /// The application's origin, when it is not the server's own address (an `https` origin
     /// behind a proxy, say).
     pub origin: Option<String>,
+    /// Where requests to addresses admins name may go: anywhere, as locally by default.
+    pub egress: Egress,
 }
 
 impl Setup {
@@ -137,6 +140,7 @@ impl Setup {
             dir: None,
             limits: ServerLimits::default(),
             origin: None,
+            egress: Egress::ANYWHERE,
         }
     }
 }
@@ -194,7 +198,8 @@ impl Api {
             sealer: Some(setup.sealer.clone()),
             agent: Some(setup.agent),
             fixed_integrations: setup.integrations,
-            identity_provider: Some(Arc::new(OpenIdConnect::new().unwrap())),
+            identity_provider: Some(Arc::new(OpenIdConnect::new(setup.egress).unwrap())),
+            egress: setup.egress,
             clock: clock.clone(),
             ..Settings::new(&origin)
         };
