@@ -55,6 +55,7 @@ pub async fn serve(
     let service = LocalService::new(
         settings(&base, agent, integrations),
         LocalStore::Sqlite(store.clone()),
+        "bench",
     )
     .unwrap();
     let server = service.clone();

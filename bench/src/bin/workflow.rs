@@ -233,6 +233,7 @@ async fn turn_overhead(turns: usize) {
             let local = LocalService::new(
                 settings("http://bench", agent, integrations),
                 knowledge_local::LocalStore::Sqlite(store.clone()),
+                "bench",
             )
             .unwrap();
             (local.service.clone(), Some(local))

@@ -86,6 +86,16 @@ impl Clock for SystemClock {
     }
 }
 
+/// The system clock moved by a fixed number of milliseconds: a server whose clock is off.
+#[derive(Debug, Clone, Copy)]
+pub struct OffsetClock(pub i64);
+
+impl Clock for OffsetClock {
+    fn now(&self) -> Timestamp {
+        SystemClock.now().plus_millis(self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,3 +27,22 @@ pub async fn point(place: &str, moment: &str) {
     #[cfg(not(feature = "fault-points"))]
     let _ = (place, moment);
 }
+
+/// The environment variable that moves the process's clock by this many milliseconds, as
+/// clock skew between two servers does: with it a test sees a second process take over the
+/// runs of a first one whose leases are, by its clock, long run out. Read only with the
+/// `fault-points` feature.
+pub const CLOCK_OFFSET_ENV: &str = "KNOWLEDGE_TEST_CLOCK_OFFSET_MS";
+
+/// The offset [`CLOCK_OFFSET_ENV`] names, in milliseconds; always 0 without the feature.
+pub fn clock_offset_ms() -> i64 {
+    #[cfg(feature = "fault-points")]
+    {
+        std::env::var(CLOCK_OFFSET_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+    #[cfg(not(feature = "fault-points"))]
+    0
+}

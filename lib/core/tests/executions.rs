@@ -7,64 +7,14 @@
 #[allow(dead_code)]
 mod common;
 
-use common::Rig;
+use common::Turn;
 use knowledge_core::clock::Clock;
-use knowledge_core::domain::{EventKind, Session};
-use knowledge_core::ids::{RunId, SessionId};
-use knowledge_core::steps::{
-    ExecRef, Failure, Handler, Next, StepInput, StepOutput, TurnRef, errors,
-};
+use knowledge_core::domain::{EventKind, LEASE_MS, Session};
+use knowledge_core::steps::{Failure, Handler, Next, errors};
 
 /// Seconds of an execution after which a `CallAgent` (120 s timeout, 60 s reserve) no longer
 /// starts in it.
 const PAST_AGENT_BUDGET_MS: i64 = 121_000;
-
-/// A session whose first turn waits for its run, over the rig.
-struct Turn {
-    rig: Rig,
-    session: SessionId,
-    run: RunId,
-}
-
-impl Turn {
-    async fn new() -> Self {
-        let rig = Rig::new(true).await;
-        let created = rig.service.create_session(&rig.who, "first").await.unwrap();
-        Self {
-            rig,
-            session: created.id,
-            run: created.run_id,
-        }
-    }
-
-    /// An execution of the run that starts now, as Step Functions would describe it.
-    fn execution(&self, id: &str, name: &str) -> ExecRef {
-        ExecRef {
-            id: id.into(),
-            name: name.into(),
-            started_at: self.rig.clock.now(),
-        }
-    }
-
-    /// Runs `handler` in the execution `exec`, as its Task would.
-    async fn step(&self, handler: Handler, exec: &ExecRef, turn: Option<TurnRef>) -> StepOutput {
-        self.step_after(handler, exec, turn, None).await
-    }
-
-    /// The same, after the caught `failure`.
-    async fn step_after(
-        &self, handler: Handler, exec: &ExecRef, turn: Option<TurnRef>, failure: Option<Failure>,
-    ) -> StepOutput {
-        let input = StepInput {
-            turn,
-            failure,
-            execution: Some(exec.clone()),
-            ..StepInput::start(&self.rig.key(&self.session), &self.run)
-        };
-        let out = self.rig.steps.step(handler, &input, std::future::pending());
-        out.await.unwrap()
-    }
-}
 
 fn unchanged(before: &Session, after: &Session) {
     assert_eq!(after.version, before.version, "nothing was committed");
@@ -101,21 +51,43 @@ async fn a_second_execution_started_under_the_runs_name_exits_at_its_first_step_
 }
 
 #[tokio::test]
-async fn a_claim_older_than_any_execution_can_live_is_taken_over_by_another_execution() {
+async fn a_claim_whose_lease_ran_out_is_taken_over_by_another_execution() {
     let t = Turn::new().await;
     let (rig, session, run) = (&t.rig, &t.session, &t.run);
     let dead = t.execution("exec-dead", run.as_str());
     t.step(Handler::LoadTurn, &dead, None).await;
-    rig.clock.advance(330_000);
+    // The clock is real time moved by the test: a second of margin either side of the lease.
+    rig.clock.advance(LEASE_MS - 1_000);
     let early = t.execution("exec-early", run.as_str());
     let refused = t.step(Handler::LoadTurn, &early, None).await;
-    assert_eq!(refused.next, Next::Done, "the claim is not yet stale");
-    rig.clock.advance(1_001);
+    assert_eq!(refused.next, Next::Done, "the lease has not run out");
+    rig.clock.advance(2_000);
     let rerun = t.execution("exec-rerun", run.as_str());
     let loaded = t.step(Handler::LoadTurn, &rerun, None).await;
     assert_eq!(loaded.next, Next::Agent);
     let claim = rig.stored(session).await.exec.unwrap();
     assert_eq!(claim.id.as_deref(), Some("exec-rerun"));
+}
+
+#[tokio::test]
+async fn every_step_commit_of_the_owner_keeps_its_claim_live() {
+    let t = Turn::new().await;
+    let (rig, session, run) = (&t.rig, &t.session, &t.run);
+    let owner = t.execution("exec-owner", run.as_str());
+    let loaded = t.step(Handler::LoadTurn, &owner, None).await;
+    // The agent's call takes over half the lease; its commit renews it.
+    rig.clock.advance(80_000);
+    let answered = t.step(Handler::CallAgent, &owner, loaded.turn).await;
+    assert_eq!(answered.next, Next::Finish);
+    let renewed = rig.stored(session).await.exec.unwrap();
+    assert!(renewed.stale_at() > rig.clock.now().plus_millis(LEASE_MS - 1_000));
+    // Past the first lease, the claim is still the owner's.
+    rig.clock.advance(80_000);
+    let other = t.execution("exec-other", run.as_str());
+    assert_eq!(
+        t.step(Handler::LoadTurn, &other, None).await.next,
+        Next::Done
+    );
 }
 
 #[tokio::test]

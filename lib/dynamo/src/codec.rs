@@ -100,6 +100,13 @@ pub(crate) fn session_item(session: &Session) -> StoreResult<Item> {
     };
     item.insert(keys::GSI1PK.into(), s(gpk));
     item.insert(keys::GSI1SK.into(), s(gsk));
+    // In the sweeper's index while a run holds the session; the keys change only when the
+    // claim's lease is renewed, which most commits do not do.
+    if let Some(at) = session.stale_at() {
+        let (gpk, gsk) = keys::stale_listing(&session.key, at);
+        item.insert(keys::GSI2PK.into(), s(gpk));
+        item.insert(keys::GSI2SK.into(), s(gsk));
+    }
     Ok(item)
 }
 

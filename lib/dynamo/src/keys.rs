@@ -15,6 +15,7 @@
 //! | monthly usage | `ORG#<org>` | `USAGE#<YYYY-MM>` | |
 //! | session | `USER#<user>#ORG#<org>#SESSION#<session>` | `SESSION` | `USER#<user>#ORG#<org>` / `<updatedAt, 20 digits>#<session>` |
 //! | session being deleted | same | `SESSION` | `DELETING` / its `PK` |
+//! | session with a run (also in GSI2) | same | `SESSION` | `GSI2PK` `STALE#<shard>` / `GSI2SK` `<stale at, 20 digits>#<its PK>` |
 //! | event | same as its session | `EVENT#<seq, 20 digits>` | |
 //! | rate-limit window | `RATE#<limit key>` | `RATE` | |
 //! | sign-in ticket | `TICKET#<sha-256 of its secret>` | `TICKET` | |
@@ -35,6 +36,13 @@ pub const SK: &str = "SK";
 pub const GSI1: &str = "GSI1";
 pub const GSI1PK: &str = "GSI1PK";
 pub const GSI1SK: &str = "GSI1SK";
+/// The index of sessions with a run by when their claim goes stale, for the sweeper: sparse
+/// (only sessions with a run are in it), keys only, its partition sharded.
+pub const GSI2: &str = "GSI2";
+pub const GSI2PK: &str = "GSI2PK";
+pub const GSI2SK: &str = "GSI2SK";
+/// How many partitions GSI2 is spread over, so that no one key takes every run's writes.
+pub const STALE_SHARDS: u32 = 8;
 /// The attribute DynamoDB's time to live reads (epoch seconds).
 pub const TTL: &str = "expiresAt";
 
@@ -159,6 +167,33 @@ pub fn deleting_listing(key: &SessionKey) -> (String, String) {
     (DELETING.to_owned(), session_partition(key))
 }
 
+/// The GSI2 partition of shard `shard`.
+pub fn stale_shard(shard: u32) -> String {
+    format!("STALE#{shard}")
+}
+
+/// The GSI2 keys of a session whose run goes stale at `at`: the shard is a hash of the
+/// session's partition (FNV-1a), the sort key the time and the partition, which reads back
+/// as the session's key ([`session_key_of`] on what follows the `#`).
+pub fn stale_listing(key: &SessionKey, at: Timestamp) -> (String, String) {
+    let pk = session_partition(key);
+    let hash = pk.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    let sk = format!("{:020}#{pk}", at.millis().max(0));
+    (stale_shard(hash % STALE_SHARDS), sk)
+}
+
+/// The GSI2 sort keys of runs stale before `at` are below this one.
+pub fn stale_before(at: Timestamp) -> String {
+    format!("{:020}", at.millis().max(0))
+}
+
+/// The session a GSI2 sort key names.
+pub fn stale_key_of(sk: &str) -> Option<SessionKey> {
+    session_key_of(sk.split_once('#')?.1)
+}
+
 /// The session whose partition is `pk`, if `pk` is a session partition.
 pub fn session_key_of(pk: &str) -> Option<SessionKey> {
     let rest = pk.strip_prefix("USER#")?;
@@ -251,6 +286,24 @@ mod tests {
         assert_eq!(session_key_of(&sk), Some(k));
         assert_eq!(session_key_of("ORG#org_a"), None);
         assert_eq!(session_key_of("USER#usr_a#ORG#org_a#DATA"), None);
+    }
+
+    #[test]
+    fn a_runs_stale_listing_sorts_by_time_reads_back_as_its_key_and_spreads_over_the_shards() {
+        let k = key("usr_a", "org_a");
+        let (shard, sk) = stale_listing(&k, Timestamp(9_000));
+        assert!(shard.starts_with("STALE#"));
+        assert_eq!(stale_key_of(&sk), Some(k.clone()));
+        assert!(sk < stale_before(Timestamp(9_001)));
+        assert!(
+            sk > stale_before(Timestamp(9_000)),
+            "stale at 9 000 is not stale before it"
+        );
+        assert!(stale_listing(&k, Timestamp(8_000)).1 < sk);
+        let shards: std::collections::BTreeSet<String> = (0..64)
+            .map(|i| stale_listing(&key(&format!("usr_{i}"), "org_a"), Timestamp(1)).0)
+            .collect();
+        assert_eq!(shards.len(), STALE_SHARDS as usize, "{shards:?}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Reads: one item, a partition page by page, an index partition, a session's events.
 
+use knowledge_core::clock::Timestamp;
 use knowledge_core::ids::{OrgId, SessionKey, UserId};
 use knowledge_core::ports::StoreResult;
 
@@ -150,6 +151,23 @@ impl DynamoStore {
             .key_condition_expression("#pk = :pk")
             .expression_attribute_names("#pk", keys::GSI1PK)
             .expression_attribute_values(":pk", s(pk))
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX))
+    }
+
+    /// A query of at most `limit` entries of GSI2's shard `shard` whose run went stale before
+    /// `before`, the stalest first (eventually consistent).
+    pub(crate) fn stale_query(
+        &self, shard: u32, before: Timestamp, limit: usize,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(&self.table)
+            .index_name(keys::GSI2)
+            .key_condition_expression("#pk = :pk AND #sk < :before")
+            .expression_attribute_names("#pk", keys::GSI2PK)
+            .expression_attribute_names("#sk", keys::GSI2SK)
+            .expression_attribute_values(":pk", s(keys::stale_shard(shard)))
+            .expression_attribute_values(":before", s(keys::stale_before(before)))
             .limit(i32::try_from(limit).unwrap_or(i32::MAX))
     }
 

@@ -216,4 +216,27 @@ impl SessionStore for DynamoStore {
             })
             .collect())
     }
+
+    /// One query of GSI2 per shard, each for entries below `before`, until `limit` are found.
+    async fn stale_runs(&self, before: Timestamp, limit: usize) -> StoreResult<Vec<SessionKey>> {
+        let mut found = Vec::new();
+        for shard in 0..keys::STALE_SHARDS {
+            if found.len() >= limit {
+                break;
+            }
+            let out = self
+                .stale_query(shard, before, limit - found.len())
+                .send()
+                .await
+                .map_err(backend)?;
+            found.extend(out.items().iter().filter_map(|item| {
+                let key = get_s(item, keys::GSI2SK).ok().and_then(keys::stale_key_of);
+                if key.is_none() {
+                    tracing::warn!("an entry of GSI2 does not name a session");
+                }
+                key
+            }));
+        }
+        Ok(found)
+    }
 }

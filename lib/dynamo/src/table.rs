@@ -7,8 +7,9 @@ use std::time::Duration;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::{Credentials, Region};
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, CreateGlobalSecondaryIndexAction, GlobalSecondaryIndex,
+    GlobalSecondaryIndexUpdate, KeySchemaElement, KeyType, Projection, ProjectionType,
+    ScalarAttributeType, TableStatus, TimeToLiveSpecification,
 };
 
 use knowledge_core::ports::BackendError;
@@ -61,29 +62,56 @@ pub fn config(
     aws_sdk_dynamodb::config::Builder::from(shared).interceptor(counter)
 }
 
-/// Creates the table (on-demand, with GSI1 and TTL) unless it exists; waits until it is active.
+fn attribute(name: &str) -> Result<AttributeDefinition, TableError> {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(ScalarAttributeType::S)
+        .build()
+        .map_err(table_error)
+}
+
+fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement, TableError> {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(kind)
+        .build()
+        .map_err(table_error)
+}
+
+/// GSI2, the sweeper's index of runs by when they go stale: keys only.
+fn stale_index() -> Result<GlobalSecondaryIndex, TableError> {
+    GlobalSecondaryIndex::builder()
+        .index_name(keys::GSI2)
+        .key_schema(key(keys::GSI2PK, KeyType::Hash)?)
+        .key_schema(key(keys::GSI2SK, KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::KeysOnly)
+                .build(),
+        )
+        .build()
+        .map_err(table_error)
+}
+
+/// Creates the table (on-demand, with GSI1, GSI2 and TTL) unless it exists; adds GSI2 to a
+/// table an earlier version created without it. Waits until it is active.
 pub async fn create_table_if_missing(client: &Client, table: &str) -> Result<(), TableError> {
     match client.describe_table().table_name(table).send().await {
-        Ok(_) => return wait_active(client, table).await,
+        Ok(out) => {
+            let indexes = out
+                .table()
+                .map(|t| t.global_secondary_indexes())
+                .unwrap_or_default();
+            if !indexes.iter().any(|i| i.index_name() == Some(keys::GSI2)) {
+                add_stale_index(client, table).await?;
+            }
+            return wait_active(client, table).await;
+        }
         Err(e)
             if e.as_service_error()
                 .is_some_and(|e| e.is_resource_not_found_exception()) => {}
         Err(e) => return Err(table_error(e)),
     }
-    let attribute = |name: &str| {
-        AttributeDefinition::builder()
-            .attribute_name(name)
-            .attribute_type(ScalarAttributeType::S)
-            .build()
-            .map_err(table_error)
-    };
-    let key = |name: &str, kind: KeyType| {
-        KeySchemaElement::builder()
-            .attribute_name(name)
-            .key_type(kind)
-            .build()
-            .map_err(table_error)
-    };
     let index = GlobalSecondaryIndex::builder()
         .index_name(keys::GSI1)
         .key_schema(key(keys::GSI1PK, KeyType::Hash)?)
@@ -105,9 +133,12 @@ pub async fn create_table_if_missing(client: &Client, table: &str) -> Result<(),
         .attribute_definitions(attribute(keys::SK)?)
         .attribute_definitions(attribute(keys::GSI1PK)?)
         .attribute_definitions(attribute(keys::GSI1SK)?)
+        .attribute_definitions(attribute(keys::GSI2PK)?)
+        .attribute_definitions(attribute(keys::GSI2SK)?)
         .key_schema(key(keys::PK, KeyType::Hash)?)
         .key_schema(key(keys::SK, KeyType::Range)?)
         .global_secondary_indexes(index)
+        .global_secondary_indexes(stale_index()?)
         .send()
         .await;
     match created {
@@ -128,6 +159,34 @@ pub async fn create_table_if_missing(client: &Client, table: &str) -> Result<(),
                 .attribute_name(keys::TTL)
                 .build()
                 .map_err(table_error)?,
+        )
+        .send()
+        .await
+        .map_err(table_error)?;
+    Ok(())
+}
+
+/// Adds GSI2 to an existing table (one written by an earlier version). Sessions written before
+/// it are not in it until their next commit.
+async fn add_stale_index(client: &Client, table: &str) -> Result<(), TableError> {
+    let create = CreateGlobalSecondaryIndexAction::builder()
+        .index_name(keys::GSI2)
+        .key_schema(key(keys::GSI2PK, KeyType::Hash)?)
+        .key_schema(key(keys::GSI2SK, KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::KeysOnly)
+                .build(),
+        )
+        .build()
+        .map_err(table_error)?;
+    client
+        .update_table()
+        .table_name(table)
+        .attribute_definitions(attribute(keys::GSI2PK)?)
+        .attribute_definitions(attribute(keys::GSI2SK)?)
+        .global_secondary_index_updates(
+            GlobalSecondaryIndexUpdate::builder().create(create).build(),
         )
         .send()
         .await

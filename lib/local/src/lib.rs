@@ -9,6 +9,7 @@ pub mod workflow;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use knowledge_app::{App, AssemblyError, Settings};
@@ -80,6 +81,36 @@ pub fn sealer(data_dir: &Path) -> Result<Sealer, LocalError> {
     Sealer::from_hex(&text).map_err(|e| LocalError::key(from, e))
 }
 
+/// The file in the data directory naming the instance that serves it.
+const INSTANCE_FILE: &str = "instance";
+
+/// The instance id of the service over `data_dir`: 16 random hex digits in `<data-dir>/instance`,
+/// made on first use. A restarted process is the same instance, and knows the runs whose
+/// executions carry its id as its own, and dead; two processes on one table need two data
+/// directories.
+pub fn instance_id(data_dir: &Path) -> Result<String, LocalError> {
+    let path = data_dir.join(INSTANCE_FILE);
+    if let Ok(text) = std::fs::read_to_string(&path)
+        && let Some(id) = Some(text.trim())
+            .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphanumeric()))
+    {
+        return Ok(id.to_owned());
+    }
+    std::fs::create_dir_all(data_dir)?;
+    let mut random = [0u8; 8];
+    getrandom::fill(&mut random).map_err(|e| LocalError::key(INSTANCE_FILE, e))?;
+    let id = hex::encode(random);
+    // Concurrent first starts agree on the file's content: the second link fails, and both
+    // read what the first wrote.
+    match write_private(&path, &id) {
+        Ok(()) => Ok(id),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            Ok(std::fs::read_to_string(&path)?.trim().to_owned())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The file in the data directory where `serve` records the origin it serves on, so that the
 /// commands that print links and URLs (`signin-link`, `sso show`, `cookie`) follow it.
 const SERVED_ORIGIN_FILE: &str = "served-origin";
@@ -147,6 +178,10 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     published
 }
 
+/// How often `serve` looks for runs whose execution died (a process killed mid-turn, an
+/// execution that ended without finishing), by default.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
 /// The parts of a running local service, kept by whoever built it.
 #[derive(Clone)]
 pub struct LocalService {
@@ -154,20 +189,31 @@ pub struct LocalService {
     pub workflow: LocalWorkflow,
     pub service: Service,
     router: Router,
+    /// How often [`LocalService::serve`] sweeps for dead runs.
+    sweep_every: Duration,
 }
 
 impl LocalService {
-    /// The local service with the agent state machine run by the local engine.
-    pub fn new(settings: Settings, store: LocalStore) -> Result<Self, LocalError> {
+    /// The local service with the agent state machine run by the local engine, its executions
+    /// named after `instance` (see [`instance_id`]), so that the next start of the same
+    /// instance knows its runs.
+    pub fn new(settings: Settings, store: LocalStore, instance: &str) -> Result<Self, LocalError> {
         Self::with_workflow(settings, store, |steps| {
             let clock = steps.clock();
-            LocalWorkflow::new(
+            let engine = LocalWorkflow::new(
                 Arc::new(StepTasks(steps)),
                 Arc::new(asl::TracingObserver),
                 asl::Options::default(),
                 clock,
-            )
+            )?;
+            Ok(engine.for_instance(instance))
         })
+    }
+
+    /// The same service sweeping for dead runs every `every` while it serves.
+    pub fn sweeping_every(mut self, every: Duration) -> Self {
+        self.sweep_every = every;
+        self
     }
 
     /// The local service with the workflow `make` builds over the workflow steps; tests use it
@@ -184,6 +230,7 @@ impl LocalService {
             service: app.service(engine.clone()),
             router: app.router(engine)?,
             workflow,
+            sweep_every: SWEEP_EVERY,
         })
     }
 
@@ -193,24 +240,51 @@ impl LocalService {
         Ok(self.service.finish_deletes().await?)
     }
 
-    /// Restarts the runs that were in flight when the previous process stopped, each in a new
-    /// execution (the claim of the dead one is handed to it).
+    /// Restarts the runs that were in flight when the previous process of this instance
+    /// stopped, each in a new execution (the claim of the dead one is handed to it), or ends
+    /// their turn as failed when it has killed too many executions. On the embedded store every
+    /// run was this process's; on DynamoDB, those whose claim names an execution of this
+    /// instance (another process may be serving the same table).
     pub async fn resume_runs(&self) -> Result<usize, LocalError> {
-        let running = self.store.running_sessions().await?;
-        for (key, _) in &running {
-            if let Err(e) = self.service.resume_run(key).await {
-                tracing::error!(error = %Chain(&e), session = %key.session, "could not resume run");
+        let running = (self.store)
+            .own_runs(self.workflow.execution_prefix())
+            .await?;
+        let mut resumed = 0;
+        for key in &running {
+            match self.service.resume_run(key).await {
+                Ok(true) => resumed += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::error!(error = %Chain(&e), session = %key.session, "could not resume run");
+                }
             }
         }
-        Ok(running.len())
+        Ok(resumed)
     }
 
     /// Serves the API on `listener`, with every client read bounded by `limits` (see
-    /// [`server`]), until `shutdown` resolves; then lets in-flight requests finish.
+    /// [`server`]), until `shutdown` resolves; then lets in-flight requests finish. Meanwhile
+    /// it sweeps for runs whose execution died, every [`LocalService::sweeping_every`].
     pub async fn serve(
         &self, listener: TcpListener, limits: ServerLimits,
         shutdown: impl std::future::Future<Output = ()>,
     ) {
+        let sweeper = tokio::spawn(sweep_every(self.service.clone(), self.sweep_every));
         server::serve(listener, self.router.clone(), limits, shutdown).await;
+        sweeper.abort();
+    }
+}
+
+/// Sweeps for dead runs every `every`, for as long as it is not aborted; a failed sweep is
+/// logged and the next one tries again.
+async fn sweep_every(service: Service, every: Duration) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks.tick().await; // the first tick is now: the start resumed the runs already
+    loop {
+        ticks.tick().await;
+        if let Err(e) = service.sweep().await {
+            tracing::error!(error = %Chain(&e), "the sweep for dead runs failed");
+        }
     }
 }

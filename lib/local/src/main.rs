@@ -11,8 +11,9 @@ use std::sync::Arc;
 
 use clap::Parser;
 use knowledge_app::Settings;
-use knowledge_core::clock::{Clock, SystemClock};
+use knowledge_core::clock::{Clock, OffsetClock, SystemClock};
 use knowledge_core::error::Chain;
+use knowledge_core::fault;
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::signin::{self, LINK_TTL_MS};
@@ -90,6 +91,7 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             docs,
             app_dir,
             allow_private_destinations,
+            sweep_every,
             limits,
             session,
         } => {
@@ -101,6 +103,7 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 lifetime: session.lifetime()?,
                 app_files: app_dir.map_or(Files::Embedded, Files::Folder),
                 egress: Egress::new(allow_private_destinations),
+                sweep_every,
             };
             serve(&cli.data_dir, store.clone(), options).await?
         }
@@ -222,6 +225,7 @@ struct ServeOptions {
     lifetime: Lifetime,
     app_files: Files,
     egress: Egress,
+    sweep_every: std::time::Duration,
 }
 
 async fn serve(
@@ -235,6 +239,7 @@ async fn serve(
         lifetime,
         app_files,
         egress,
+        sweep_every,
     } = options;
     let created = Admin {
         store: store.shared(),
@@ -273,9 +278,14 @@ async fn serve(
         egress,
         lifetime,
         app_files,
+        clock: match fault::clock_offset_ms() {
+            0 => Arc::new(SystemClock),
+            ms => Arc::new(OffsetClock(ms)),
+        },
         ..Settings::new(&origin)
     };
-    let service = LocalService::new(settings, store)?;
+    let instance = knowledge_local::instance_id(data_dir)?;
+    let service = LocalService::new(settings, store, &instance)?.sweeping_every(sweep_every);
     // A store that fails here fails the first requests too; the deletes are finished at the
     // next start or by the client's retry, so the service starts anyway.
     let finished = service.finish_deletes().await.unwrap_or_else(|e| {

@@ -4,10 +4,13 @@
 use std::ops::Deref;
 use std::sync::Arc;
 
-use knowledge_core::ids::{RunId, SessionKey};
+use knowledge_core::ids::SessionKey;
 use knowledge_core::ports::{Store, StoreError};
 
 use crate::SqliteStore;
+
+/// The most runs a restart looks through for its own on a shared table.
+pub const OWN_RUNS_LIMIT: usize = 10_000;
 
 #[derive(Clone)]
 pub enum LocalStore {
@@ -38,15 +41,34 @@ impl LocalStore {
         }
     }
 
-    /// The runs a previous process left in flight, to be resumed. Only the embedded store keeps
-    /// an index of them: on DynamoDB, Step Functions owns runs, and finding them here would take
-    /// a table scan, so a local process on DynamoDB that stops mid-turn leaves that session's
-    /// run claimed (see docs/deploy.md).
-    pub async fn running_sessions(&self) -> Result<Vec<(SessionKey, RunId)>, StoreError> {
+    /// The runs a previous process of this instance left in flight, whose executions (named
+    /// `<prefix>:…`) are therefore dead. The embedded store is one process's: every run in it.
+    /// A DynamoDB table may be served by other processes too: the runs in its index of live
+    /// claims (at most [`OWN_RUNS_LIMIT`]) whose claim names an execution of this instance,
+    /// bound to it or handed over by it.
+    pub async fn own_runs(&self, prefix: &str) -> Result<Vec<SessionKey>, StoreError> {
         match self {
-            Self::Sqlite(s) => s.running_sessions().await,
+            Self::Sqlite(s) => Ok(s
+                .running_sessions()
+                .await?
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect()),
             #[cfg(feature = "dynamodb")]
-            Self::Dynamo(_) => Ok(Vec::new()),
+            Self::Dynamo(d) => {
+                use knowledge_core::ports::SessionStore;
+                let every = knowledge_core::clock::Timestamp(i64::MAX / 4);
+                let mut own = Vec::new();
+                for key in d.stale_runs(every, OWN_RUNS_LIMIT).await? {
+                    let claim = d.get_session(&key).await?.and_then(|s| s.exec);
+                    let mine =
+                        |id: &Option<String>| id.as_deref().is_some_and(|i| i.starts_with(prefix));
+                    if claim.is_some_and(|c| mine(&c.id) || mine(&c.from)) {
+                        own.push(key);
+                    }
+                }
+                Ok(own)
+            }
         }
     }
 

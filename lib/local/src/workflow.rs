@@ -54,6 +54,8 @@ struct Inner {
     clock: Arc<dyn Clock>,
     runs: Mutex<HashMap<RunId, Run>>,
     active: watch::Sender<usize>,
+    /// What this engine's execution ids start with ([`LocalWorkflow::execution_prefix`]).
+    prefix: String,
 }
 
 /// The in-process workflow engine. Cheap to clone.
@@ -82,8 +84,23 @@ impl LocalWorkflow {
                 clock,
                 runs: Mutex::new(HashMap::new()),
                 active: watch::channel(0).0,
+                prefix: crate::asl::EXECUTION_ID_PREFIX.to_owned(),
             }),
         })
+    }
+
+    /// The same engine naming its executions `local:<instance>:execution:agent:<name>:<random>`,
+    /// so that a process restarted with the same `instance` knows which runs were its own, and
+    /// dead. Call it before the engine is cloned.
+    pub fn for_instance(mut self, instance: &str) -> Self {
+        let inner = Arc::get_mut(&mut self.inner).expect("set before the engine is shared");
+        inner.prefix = execution_prefix(instance);
+        self
+    }
+
+    /// What the ids of the executions of this engine start with.
+    pub fn execution_prefix(&self) -> &str {
+        &self.inner.prefix
     }
 
     /// Resolves once no execution is in flight.
@@ -91,6 +108,11 @@ impl LocalWorkflow {
         let mut rx = self.inner.active.subscribe();
         let _ = rx.wait_for(|n| *n == 0).await;
     }
+}
+
+/// What the ids of the executions of the engine of `instance` start with.
+pub fn execution_prefix(instance: &str) -> String {
+    format!("local:{instance}:execution:agent")
 }
 
 /// Starts the execution `name` of `run` on its own task, unless one of that name is in
@@ -108,7 +130,7 @@ fn launch(inner: &Arc<Inner>, key: &SessionKey, run: &RunId, name: &str) -> Opti
         inner.active.send_modify(|n| *n += 1);
         entry.signal.clone()
     };
-    let execution = Execution::new(name, inner.clock.now());
+    let execution = Execution::under(&inner.prefix, name, inner.clock.now());
     let input = serde_json::to_value(StepInput::start(key, run)).expect("step inputs serialise");
     let tasks: Arc<dyn Tasks> = Arc::new(ExecutionTasks(inner.clone()));
     let (inner, session, run, started) = (
@@ -177,7 +199,7 @@ impl Tasks for ExecutionTasks {
         let (key, run) = (start.input.session.key(), start.input.run_id);
         // A retried start of an execution in flight answers as Step Functions would: started.
         let started = launch(&self.0, &key, &run, &start.name)
-            .unwrap_or_else(|| Execution::new(&start.name, self.0.clock.now()));
+            .unwrap_or_else(|| Execution::under(&self.0.prefix, &start.name, self.0.clock.now()));
         Ok(json!({ "ExecutionArn": started.id, "StartDate": started.start_time }))
     }
 }

@@ -70,6 +70,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     pending TEXT NOT NULL,
     turn TEXT,
     exec TEXT,
+    stale_at INTEGER,
     next_seq INTEGER NOT NULL,
     version INTEGER NOT NULL,
     PRIMARY KEY (user_id, org_id, session_id)
@@ -125,6 +126,7 @@ pub(crate) fn migrate(c: &Connection) -> rusqlite::Result<()> {
         ("audit", "by_user", "TEXT"),
         ("orgs", "scim_token_at", "INTEGER"),
         ("sessions", "exec", "TEXT"),
+        ("sessions", "stale_at", "INTEGER"),
     ] {
         let present: bool = c.query_row(
             "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
@@ -149,6 +151,12 @@ pub(crate) fn migrate(c: &Connection) -> rusqlite::Result<()> {
              ON members (org_id, user_name_key) WHERE user_name_key IS NOT NULL;
          CREATE UNIQUE INDEX IF NOT EXISTS members_identity
              ON members (org_id, identity_key) WHERE identity_key IS NOT NULL;
-         CREATE INDEX IF NOT EXISTS members_by_user ON members (user_id, org_id);",
+         CREATE INDEX IF NOT EXISTS members_by_user ON members (user_id, org_id);
+         CREATE INDEX IF NOT EXISTS sessions_stale ON sessions (stale_at)
+             WHERE stale_at IS NOT NULL;
+         -- Runs written before the column: stale as claims without a lease are, 330 s after
+         -- their session's last change.
+         UPDATE sessions SET stale_at = updated_at + 330000
+             WHERE run_id IS NOT NULL AND deleting = 0 AND stale_at IS NULL;",
     )
 }

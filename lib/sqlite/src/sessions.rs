@@ -80,7 +80,8 @@ fn insert_events(
 
 /// The session's columns, numbered as the statements bind them: ?1 user, ?2 organisation,
 /// ?3 session, ?4 title, ?5 created, ?6 updated, ?7 cancelled, ?8 run, ?9 pending, ?10 next
-/// sequence number, ?11 version, ?12 deleting, ?13 turn, ?14 execution claim.
+/// sequence number, ?11 version, ?12 deleting, ?13 turn, ?14 execution claim, ?15 when the
+/// run goes stale (the sweeper's index).
 fn session_row(s: &Session) -> Vec<Value> {
     let k = &s.key;
     vec![
@@ -102,6 +103,7 @@ fn session_row(s: &Session) -> Vec<Value> {
                 .as_ref()
                 .map(|c| serde_json::to_string(c).expect("a claim serialises")),
         ),
+        Value::from(s.stale_at().map(Timestamp::millis)),
     ]
 }
 
@@ -128,8 +130,8 @@ impl SessionStore for SqliteStore {
                 .execute(
                     "INSERT OR IGNORE INTO sessions
                      (user_id, org_id, session_id, title, created_at, updated_at, cancelled_at, run_id,
-                      pending, next_seq, version, deleting, turn, exec)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                      pending, next_seq, version, deleting, turn, exec, stale_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
                     params_from_iter(session_row(&s)),
                 )
                 .map_err(backend)?;
@@ -161,8 +163,8 @@ impl SessionStore for SqliteStore {
                 .execute(
                     "UPDATE sessions SET title = ?4, updated_at = ?6, cancelled_at = ?7, run_id = ?8,
                      pending = ?9, next_seq = ?10, version = ?11, deleting = ?12, turn = ?13,
-                     exec = ?14
-                     WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3 AND version = ?15",
+                     exec = ?14, stale_at = ?15
+                     WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3 AND version = ?16",
                     params_from_iter(row),
                 )
                 .map_err(backend)?;
@@ -244,6 +246,21 @@ impl SessionStore for SqliteStore {
                 "SELECT user_id, org_id, session_id FROM sessions WHERE deleting = 1 LIMIT ?1",
             )?;
             let rows = stmt.query_map(params![limit as i64], |r| {
+                key_from(r.get(0)?, r.get(1)?, r.get(2)?)
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
+    async fn stale_runs(&self, before: Timestamp, limit: usize) -> StoreResult<Vec<SessionKey>> {
+        self.read(move |c| {
+            // The partial index `sessions_stale` holds exactly the sessions with a run.
+            let mut stmt = c.prepare_cached(
+                "SELECT user_id, org_id, session_id FROM sessions
+                 WHERE stale_at IS NOT NULL AND stale_at < ?1 ORDER BY stale_at LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![before.millis(), limit as i64], |r| {
                 key_from(r.get(0)?, r.get(1)?, r.get(2)?)
             })?;
             rows.collect()

@@ -204,7 +204,8 @@ macro_rules! conformance {
                 a_session_being_deleted_is_never_listed_and_is_found_until_its_removal_finishes,
                 a_commit_to_a_deleted_session_is_gone_and_writes_nothing,
                 a_commit_of_the_record_alone_lands_once_at_its_version_and_never_revives_a_deleted_session,
-                sessions_list_newest_first_within_one_user_and_organisation;
+                sessions_list_newest_first_within_one_user_and_organisation,
+                runs_are_found_by_when_they_go_stale_and_leave_the_index_when_they_end;
             limits:
                 a_rate_window_is_replaced_only_at_the_version_it_was_read_at,
                 concurrent_gated_creates_never_pass_the_monthly_quota_together,

@@ -8,7 +8,9 @@ use knowledge_core::domain::{Awaiting, Event, ExecClaim, NewEvent, Session, Turn
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, StoreError};
 
-use crate::{NOW, Tested, append, landed, listed, mark_deleting, new_key, seed_session, texts};
+use crate::{
+    NOW, Store, Tested, append, landed, listed, mark_deleting, new_key, seed_session, texts,
+};
 
 pub async fn a_session_reads_back_exactly_as_it_was_written(store: Arc<dyn Tested>) {
     let key = new_key();
@@ -25,6 +27,8 @@ pub async fn a_session_reads_back_exactly_as_it_was_written(store: Arc<dyn Teste
             since: Timestamp(NOW.millis() - 9),
             from: Some("arn:aws:states:eu-west-1:1:express:agent:run:def".into()),
             seq: 1,
+            lease: Some(Timestamp(NOW.millis() + 150_000)),
+            revivals: 2,
         }),
         deleting: false,
         pending: vec![1, 2],
@@ -394,4 +398,76 @@ pub async fn sessions_list_newest_first_within_one_user_and_organisation(store: 
         .await
         .unwrap();
     assert_eq!(listed(50).await[0], ids[0]);
+}
+
+/// Gives the session under `key` a run whose claim is made at `at`, in one commit.
+async fn start_run(store: &dyn Store, key: &SessionKey, at: Timestamp) -> Session {
+    let mut s = store.get_session(key).await.unwrap().unwrap();
+    let expected = s.version;
+    s.version += 1;
+    s.start_run(RunId::generate(), at);
+    store
+        .commit_session(&s, expected, &[], None, None)
+        .await
+        .unwrap();
+    s
+}
+
+/// Which of `keys` the store lists as stale before `before`.
+async fn stale_among(store: &dyn Store, keys: &[&SessionKey], before: Timestamp) -> Vec<usize> {
+    let stale = store.stale_runs(before, 10_000).await.unwrap();
+    (0..keys.len())
+        .filter(|&i| stale.contains(keys[i]))
+        .collect()
+}
+
+pub async fn runs_are_found_by_when_they_go_stale_and_leave_the_index_when_they_end(
+    store: Arc<dyn Tested>,
+) {
+    let (early, late, idle, deleted) = (new_key(), new_key(), new_key(), new_key());
+    for key in [&early, &late, &idle, &deleted] {
+        seed_session(&*store, key, NOW, 1).await;
+    }
+    let mut renewing = start_run(&*store, &early, NOW).await;
+    start_run(&*store, &late, NOW.plus_millis(100_000)).await;
+    start_run(&*store, &deleted, NOW).await;
+    mark_deleting(&*store, &deleted).await;
+    let keys = [&early, &late, &idle, &deleted];
+    let lease = ExecClaim::first(&RunId::generate(), NOW).stale_at();
+    assert_eq!(
+        stale_among(&*store, &keys, lease).await,
+        Vec::<usize>::new(),
+        "strictly before"
+    );
+    assert_eq!(stale_among(&*store, &keys, lease.plus_millis(1)).await, [0]);
+    let later = lease.plus_millis(100_001);
+    assert_eq!(stale_among(&*store, &keys, later).await, [0, 1]);
+    assert!(
+        store.stale_runs(later, 1).await.unwrap().len() <= 1,
+        "the limit holds"
+    );
+
+    // A commit that renews the lease moves the run out of reach; one that ends it removes it.
+    let expected = renewing.version;
+    renewing.version += 1;
+    renewing
+        .exec
+        .as_mut()
+        .unwrap()
+        .renew(lease.plus_millis(-1_000));
+    store
+        .commit_session(&renewing, expected, &[], None, None)
+        .await
+        .unwrap();
+    assert_eq!(stale_among(&*store, &keys, later).await, [1]);
+    let mut ended = store.get_session(&late).await.unwrap().unwrap();
+    let expected = ended.version;
+    ended.version += 1;
+    ended.end_run();
+    store
+        .commit_session(&ended, expected, &[], None, None)
+        .await
+        .unwrap();
+    let far = Timestamp(NOW.millis() + 10_000_000);
+    assert_eq!(stale_among(&*store, &keys, far).await, [0]);
 }

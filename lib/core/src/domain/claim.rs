@@ -2,7 +2,10 @@
 //! execution at least once and does not keep names unique, so two executions of one run can
 //! exist; the claim on the session lets exactly one of them work and makes the others exit
 //! at their first step without writing. An execution also hands the run over to a successor
-//! before Express's five-minute limit, and the claim names that successor.
+//! before Express's five-minute limit, and the claim names that successor. A claim carries a
+//! lease that every step commit of its owner renews: a claim whose lease ran out belongs to
+//! an execution that died, and the sweeper finds it through the store's index of claims by
+//! the time they go stale ([`ExecClaim::stale_at`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -13,12 +16,24 @@ use crate::ids::RunId;
 /// between the engine and the steps: a claim older than this belongs to no living execution.
 pub const CLAIM_LIFETIME_MS: i64 = 330_000;
 
+/// How long a claim stays live after the commit that last renewed its lease: the longest
+/// step's timeout (`CallAgent`, 120 s) and 30 s for the commit and clock skew. A live
+/// execution commits at the end of every step, so only a dead one (or one retrying a failed
+/// step) lets it run out; then another execution may take the run, and the claim rules still
+/// let exactly one of them commit.
+pub const LEASE_MS: i64 = 150_000;
+
+/// How many times a run's turn is given a new execution because the last one died without
+/// the turn moving on; the next death ends the turn as failed, so a turn that kills every
+/// execution cannot loop.
+pub const MAX_REVIVALS: u32 = 3;
+
 /// The execution that owns a session's run, or the one named to take it next.
 ///
 /// Unbound (`id` is `None`): the next execution named `name` to reach `LoadTurn` binds it.
 /// Bound: only the execution whose id is `id` may commit a step. `since` is when the owner
-/// started (bound) or when the claim was made (unbound); past [`CLAIM_LIFETIME_MS`] the claim is
-/// stale and any execution of the run may take it over.
+/// started (bound) or when the claim was made (unbound); past [`CLAIM_LIFETIME_MS`] after it,
+/// or past its `lease`, the claim is stale and any execution of the run may take it over.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecClaim {
@@ -34,6 +49,19 @@ pub struct ExecClaim {
     pub from: Option<String>,
     /// Bumped by every transfer; names the successors deterministically.
     pub seq: u32,
+    /// Until when the claim's execution is taken to be alive, unless a step commit renews it
+    /// ([`ExecClaim::renew`]). `None` on claims written before leases: their lifetime alone
+    /// bounds them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<Timestamp>,
+    /// How many times the run was given a new execution because the last one died, since the
+    /// turn last moved on (a commit with events resets it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub revivals: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// An execution of the agent workflow, as its steps see it.
@@ -66,11 +94,14 @@ impl ExecClaim {
             since: now,
             from: None,
             seq: 0,
+            lease: Some(now.plus_millis(LEASE_MS)),
+            revivals: 0,
         }
     }
 
-    /// An unbound claim naming the run's next execution, `<run>-<seq + 1>`; `from` is the
-    /// execution handing over, `None` when a dead execution is replaced.
+    /// An unbound claim naming the run's next execution, `<run>-<seq + 1>`, leased from `now`;
+    /// `from` is the execution handing over, `None` when a dead execution is replaced, which
+    /// counts as a revival.
     pub fn transfer(&self, run: &RunId, now: Timestamp, from: Option<&Execution>) -> Self {
         let seq = self.seq + 1;
         Self {
@@ -79,10 +110,12 @@ impl ExecClaim {
             since: now,
             from: from.map(|e| e.id.clone()),
             seq,
+            lease: Some(now.plus_millis(LEASE_MS)),
+            revivals: self.revivals + u32::from(from.is_none()),
         }
     }
 
-    /// This claim bound to `owner`.
+    /// This claim bound to `owner` (the commit that binds it renews the lease).
     pub fn bind(&self, owner: &Execution) -> Self {
         Self {
             name: owner.name.clone(),
@@ -90,12 +123,31 @@ impl ExecClaim {
             since: owner.started_at,
             from: None,
             seq: self.seq,
+            lease: self.lease,
+            revivals: self.revivals,
         }
+    }
+
+    /// When no living execution can hold this claim any more: its lease's end, or its
+    /// lifetime's, whichever comes first. What the store indexes the claim by.
+    pub fn stale_at(&self) -> Timestamp {
+        let lifetime = self.since.plus_millis(CLAIM_LIFETIME_MS);
+        self.lease.map_or(lifetime, |lease| lease.min(lifetime))
     }
 
     /// Whether no living execution can hold this claim any more.
     pub fn stale(&self, now: Timestamp) -> bool {
-        now.millis() - self.since.millis() > CLAIM_LIFETIME_MS
+        now > self.stale_at()
+    }
+
+    /// Renews the lease at a commit of the owner at `now`, when less than half of it is left:
+    /// a dead execution is still found within [`LEASE_MS`] of its last commit, and most
+    /// commits leave the lease (and so the store's index of it) unchanged.
+    pub fn renew(&mut self, now: Timestamp) {
+        let left = self.lease.map_or(0, |lease| lease.millis() - now.millis());
+        if left < LEASE_MS / 2 {
+            self.lease = Some(now.plus_millis(LEASE_MS));
+        }
     }
 
     /// What this claim lets `me` do at `now`.
@@ -170,7 +222,11 @@ mod tests {
     fn a_claim_past_the_longest_execution_life_may_be_taken_by_any_execution_of_the_run() {
         let run = RunId::generate();
         let owner = exec("a", run.as_str(), 0);
-        let claim = ExecClaim::first(&run, Timestamp(0)).bind(&owner);
+        let mut claim = ExecClaim::first(&run, Timestamp(0)).bind(&owner);
+        // Renewed all along, the lease never outlives the execution.
+        for at in (0..CLAIM_LIFETIME_MS).step_by(10_000) {
+            claim.renew(Timestamp(at));
+        }
         let late = exec("b", run.as_str(), 400_000);
         assert_eq!(
             claim.standing(&late, Timestamp(CLAIM_LIFETIME_MS)),
@@ -180,5 +236,44 @@ mod tests {
             claim.standing(&late, Timestamp(CLAIM_LIFETIME_MS + 1)),
             Standing::MayBind
         );
+    }
+
+    #[test]
+    fn a_lease_not_renewed_runs_out_long_before_the_lifetime() {
+        let run = RunId::generate();
+        let owner = exec("a", run.as_str(), 0);
+        let mut claim = ExecClaim::first(&run, Timestamp(0)).bind(&owner);
+        claim.renew(Timestamp(10_000));
+        assert_eq!(
+            claim.stale_at(),
+            Timestamp(LEASE_MS),
+            "half was left: not renewed"
+        );
+        claim.renew(Timestamp(80_000));
+        assert_eq!(claim.stale_at(), Timestamp(80_000 + LEASE_MS));
+        let other = exec("b", run.as_str(), 100_000);
+        assert_eq!(
+            claim.standing(&other, Timestamp(80_000 + LEASE_MS)),
+            Standing::Other
+        );
+        assert_eq!(
+            claim.standing(&other, Timestamp(80_001 + LEASE_MS)),
+            Standing::MayBind
+        );
+    }
+
+    #[test]
+    fn replacing_a_dead_execution_counts_a_revival_and_a_handover_does_not() {
+        let run = RunId::generate();
+        let a = exec("a", run.as_str(), 0);
+        let claim = ExecClaim::first(&run, Timestamp(0)).bind(&a);
+        let revived = claim.transfer(&run, Timestamp(200_000), None);
+        assert_eq!(revived.revivals, 1);
+        assert_eq!(revived.stale_at(), Timestamp(200_000 + LEASE_MS));
+        let b = exec("b", &revived.name, 200_100);
+        let handed = revived
+            .bind(&b)
+            .transfer(&run, Timestamp(250_000), Some(&b));
+        assert_eq!(handed.revivals, 1);
     }
 }

@@ -213,11 +213,29 @@ impl Session {
     /// claims counts from the session's last change), names a new execution to take the run
     /// and returns that name. `None` while an execution may still be alive, or with no run.
     pub fn revive(&mut self, now: Timestamp) -> Option<String> {
-        let dead = match &self.exec {
-            Some(claim) => claim.stale(now),
-            None => now.millis() - self.updated_at.millis() > super::CLAIM_LIFETIME_MS,
-        };
-        if dead { self.reassign(now) } else { None }
+        if self.run_dead(now) {
+            self.reassign(now)
+        } else {
+            None
+        }
+    }
+
+    /// Whether the session has a run that no living execution holds.
+    pub fn run_dead(&self, now: Timestamp) -> bool {
+        self.stale_at().is_some_and(|at| now > at)
+    }
+
+    /// When the active run's executions are all dead unless a step commit comes first: what
+    /// the store indexes a session with a run by, for the sweeper. `None` without a run, or
+    /// while the session is being deleted (its delete ends the run).
+    pub fn stale_at(&self) -> Option<Timestamp> {
+        if self.run_id.is_none() || self.deleting {
+            return None;
+        }
+        Some(match &self.exec {
+            Some(claim) => claim.stale_at(),
+            None => self.updated_at.plus_millis(super::CLAIM_LIFETIME_MS),
+        })
     }
 
     /// Names a new execution to take the active run, whatever the claim says, and returns

@@ -223,6 +223,12 @@ pub trait SessionStore: Send + Sync {
     /// Sessions committed as `deleting` whose removal has not finished (a crash cut it short),
     /// at most `limit`, in no particular order. [`SessionStore::list_sessions`] never lists them.
     async fn deleting_sessions(&self, limit: usize) -> StoreResult<Vec<SessionKey>>;
+    /// Sessions whose run no living execution holds by `before`: those whose
+    /// [`Session::stale_at`] is earlier, at most `limit`, through an index of live claims by
+    /// the time they go stale (never a scan of every session), in no particular order. The
+    /// index may lag a commit by a moment (DynamoDB's is eventually consistent): callers read
+    /// the session again before acting.
+    async fn stale_runs(&self, before: Timestamp, limit: usize) -> StoreResult<Vec<SessionKey>>;
 }
 
 /// Counters that limit use: per-user rate windows and per-organisation monthly usage.

@@ -20,6 +20,7 @@ use crate::ports::{Agent, EventsAfter, IntegrationReach, Reads, Store, StoreErro
 
 pub use account::Account;
 pub use admission::SignedIn;
+pub use resume::{RUN_DIED, SWEEP_BATCH, Swept};
 pub use stop::cancel_member_turns;
 
 use admission::{admit, may_start, question, refused};

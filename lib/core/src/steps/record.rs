@@ -134,12 +134,20 @@ impl Steps {
     }
 
     /// Commits `next` (with its version moved on) and `new` events if the stored version is
-    /// still `expected`.
+    /// still `expected`. Every such commit is the claim owner's: it renews the claim's lease,
+    /// and one that writes events (the turn moved on) clears the count of revivals.
     pub(super) async fn commit(
         &self, mut next: Session, expected: u64, new: Vec<NewEvent>, charge: Option<&Charge>,
     ) -> Result<Committed, StepError> {
+        let now = self.clock.now();
         next.version = expected + 1;
-        let events = next.place(self.clock.now(), new);
+        if let Some(claim) = next.exec.as_mut() {
+            claim.renew(now);
+            if !new.is_empty() {
+                claim.revivals = 0;
+            }
+        }
+        let events = next.place(now, new);
         match self
             .sessions
             .commit_session(&next, expected, &events, charge, None)

@@ -552,6 +552,20 @@ impl SessionStore for MemoryStore {
             .map(|v| v.key.clone())
             .collect())
     }
+
+    /// A test double: the sessions are filtered one by one, which a real store's index avoids.
+    async fn stale_runs(
+        &self, before: crate::clock::Timestamp, limit: usize,
+    ) -> StoreResult<Vec<SessionKey>> {
+        Ok(self
+            .state()
+            .sessions
+            .values()
+            .filter(|v| v.stale_at().is_some_and(|at| at < before))
+            .take(limit)
+            .map(|v| v.key.clone())
+            .collect())
+    }
 }
 
 #[async_trait]

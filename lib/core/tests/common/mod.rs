@@ -9,11 +9,12 @@ use knowledge_core::clock::Clock;
 use knowledge_core::domain::{
     Actor, AuditAction, AuditEntry, EventKind, Member, Org, Plan, Role, Session,
 };
+use knowledge_core::ids::RunId;
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{DirectoryStore, OrgStore, SessionStore};
 use knowledge_core::service::{Deps, Opening, Principal, Service, SignedIn};
-use knowledge_core::steps::Steps;
+use knowledge_core::steps::{ExecRef, Failure, Handler, StepInput, StepOutput, Steps, TurnRef};
 use knowledge_core::testing::{MemoryStore, RecordingWorkflow, ShiftedClock};
 
 pub struct Rig {
@@ -118,5 +119,54 @@ impl Rig {
 
     pub fn cancelled(&self) -> usize {
         self.workflow.cancelled.lock().unwrap().len()
+    }
+}
+
+/// A session whose first turn waits for its run, over the rig.
+pub struct Turn {
+    pub rig: Rig,
+    pub session: SessionId,
+    pub run: RunId,
+}
+
+impl Turn {
+    pub async fn new() -> Self {
+        let rig = Rig::new(true).await;
+        let created = rig.service.create_session(&rig.who, "first").await.unwrap();
+        Self {
+            rig,
+            session: created.id,
+            run: created.run_id,
+        }
+    }
+
+    /// An execution of the run that starts now, as Step Functions would describe it.
+    pub fn execution(&self, id: &str, name: &str) -> ExecRef {
+        ExecRef {
+            id: id.into(),
+            name: name.into(),
+            started_at: self.rig.clock.now(),
+        }
+    }
+
+    /// Runs `handler` in the execution `exec`, as its Task would.
+    pub async fn step(
+        &self, handler: Handler, exec: &ExecRef, turn: Option<TurnRef>,
+    ) -> StepOutput {
+        self.step_after(handler, exec, turn, None).await
+    }
+
+    /// The same, after the caught `failure`.
+    pub async fn step_after(
+        &self, handler: Handler, exec: &ExecRef, turn: Option<TurnRef>, failure: Option<Failure>,
+    ) -> StepOutput {
+        let input = StepInput {
+            turn,
+            failure,
+            execution: Some(exec.clone()),
+            ..StepInput::start(&self.rig.key(&self.session), &self.run)
+        };
+        let out = self.rig.steps.step(handler, &input, std::future::pending());
+        out.await.unwrap()
     }
 }

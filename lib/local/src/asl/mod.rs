@@ -13,8 +13,8 @@ pub use definition::{
     LoadError, START_EXECUTION, START_EXECUTION_RESOURCE, StateMachine, handler_of,
 };
 pub use run::{
-    Execution, LOCAL_MACHINE_ID, MAX_TRANSITIONS, Observer, Options, TaskError, Tasks,
-    TracingObserver,
+    EXECUTION_ID_PREFIX, Execution, LOCAL_MACHINE_ID, MAX_TRANSITIONS, Observer, Options,
+    TaskError, Tasks, TracingObserver,
 };
 
 /// The agent workflow's definition, compiled in from `infra/`.

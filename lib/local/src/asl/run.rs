@@ -230,14 +230,23 @@ pub struct Execution {
 /// starting an execution of this same machine names as its `StateMachineArn`.
 pub const LOCAL_MACHINE_ID: &str = "local:stateMachine:agent";
 
+/// What the ids of [`Execution::new`] start with.
+pub const EXECUTION_ID_PREFIX: &str = "local:execution:agent";
+
 impl Execution {
     /// An execution named `name` that started at `start`, with an id of its own (a name may be
     /// started twice, as Express allows).
     pub fn new(name: &str, start: knowledge_core::clock::Timestamp) -> Self {
+        Self::under(EXECUTION_ID_PREFIX, name, start)
+    }
+
+    /// The same, its id `<prefix>:<name>:<random>`: an engine names its executions apart from
+    /// another engine's.
+    pub fn under(prefix: &str, name: &str, start: knowledge_core::clock::Timestamp) -> Self {
         let mut random = [0u8; 8];
         getrandom::fill(&mut random).expect("the system's random source works");
         Self {
-            id: format!("local:execution:agent:{name}:{}", hex::encode(random)),
+            id: format!("{prefix}:{name}:{}", hex::encode(random)),
             name: name.to_owned(),
             start_time: start.to_iso8601(),
         }

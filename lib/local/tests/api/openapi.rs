@@ -28,6 +28,7 @@ async fn the_service_serves_the_committed_document() {
 /// `path` with each `{parameter}` replaced by a value of the right form.
 fn filled(path: &str) -> String {
     path.replace("{id}", "usr_0123456789abcdef0123456789abcdef")
+        .replace("{org}", "org_default")
 }
 
 #[tokio::test]
@@ -50,7 +51,7 @@ async fn every_documented_operation_is_routed_to_its_handler_not_to_the_unknown_
                 .await;
             let expected = match path.as_str() {
                 "/api/openapi.json" => 200,
-                "/api/auth/login" | "/api/auth/callback" => 400,
+                "/api/auth/login" | "/api/auth/callback" | "/api/auth/callback/{org}" => 400,
                 _ => 401,
             };
             assert_eq!(reply.status, expected, "{method} {path}: {}", reply.body);
