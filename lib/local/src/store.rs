@@ -45,7 +45,10 @@ impl LocalStore {
     /// `<prefix>:…`) are therefore dead. The embedded store is one process's: every run in it.
     /// A DynamoDB table may be served by other processes too: the runs in its index of live
     /// claims (at most [`OWN_RUNS_LIMIT`]) whose claim names an execution of this instance,
-    /// bound to it or handed over by it.
+    /// bound to it or handed over by it, and those whose first or revived execution never
+    /// bound them (the process that started it died first). Another live process could be a
+    /// moment from binding such a claim: resuming it then costs that process's execution,
+    /// which finds the claim moved and exits; the claim rules still let one answer.
     pub async fn own_runs(&self, prefix: &str) -> Result<Vec<SessionKey>, StoreError> {
         match self {
             Self::Sqlite(s) => Ok(s
@@ -56,6 +59,7 @@ impl LocalStore {
                 .collect()),
             #[cfg(feature = "dynamodb")]
             Self::Dynamo(d) => {
+                use knowledge_core::domain::ExecClaim;
                 use knowledge_core::ports::SessionStore;
                 let every = knowledge_core::clock::Timestamp(i64::MAX / 4);
                 let mut own = Vec::new();
@@ -63,7 +67,8 @@ impl LocalStore {
                     let claim = d.get_session(&key).await?.and_then(|s| s.exec);
                     let mine =
                         |id: &Option<String>| id.as_deref().is_some_and(|i| i.starts_with(prefix));
-                    if claim.is_some_and(|c| mine(&c.id) || mine(&c.from)) {
+                    let never_bound = |c: &ExecClaim| c.id.is_none() && c.from.is_none();
+                    if claim.is_some_and(|c| mine(&c.id) || mine(&c.from) || never_bound(&c)) {
                         own.push(key);
                     }
                 }

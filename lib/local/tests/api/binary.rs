@@ -102,12 +102,20 @@ impl Process {
     /// global ones, such as the store's), stopping at the fault `points`; returns once it
     /// listens.
     pub(crate) async fn start(dir: &Path, options: &[&str], points: &[&str]) -> Self {
+        Self::start_with(dir, options, points, &[]).await
+    }
+
+    /// The same, with the environment variables `env` set too.
+    pub(crate) async fn start_with(
+        dir: &Path, options: &[&str], points: &[&str], env: &[(&str, &str)],
+    ) -> Self {
         let mut child = Command::new(BIN)
             .arg("--data-dir")
             .arg(dir)
             .args(["serve", "--addr", "127.0.0.1:0"])
             .args(options)
             .env(FAULT_POINTS_ENV, points.join(","))
+            .envs(env.iter().copied())
             .env_remove("KNOWLEDGE_SIGNING_KEY")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

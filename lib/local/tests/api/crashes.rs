@@ -184,3 +184,96 @@ async fn a_cancel_cut_short_by_a_kill_ends_the_run_at_restart() {
     assert_eq!(kinds[2..], ANSWERED);
     p.kill().await;
 }
+
+/// `--store dynamodb` on a fresh table of the test's DynamoDB stand-in.
+fn on_dynamodb(table: &str) -> Vec<String> {
+    let endpoint = crate::support::dynamodb_endpoint();
+    [
+        "--store",
+        "dynamodb",
+        "--dynamodb-endpoint",
+        &endpoint,
+        "--dynamodb-table",
+        table,
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+fn fresh_table() -> String {
+    format!("knowledge-crash-{}", uuid::Uuid::new_v4().simple())
+}
+
+#[tokio::test]
+async fn on_dynamodb_a_kill_at_any_step_is_recovered_by_the_restarted_instance_at_once() {
+    let points = [
+        "LoadTurn.begin",
+        "LoadTurn.end",
+        "CallAgent.begin",
+        "CallAgent.end",
+        "RunTool.begin",
+        "RunTool.end",
+        "FinishTurn.begin",
+        "FinishTurn.end",
+    ];
+    for point in points {
+        let dir = tempfile::tempdir().unwrap();
+        let store = on_dynamodb(&fresh_table());
+        let mut options: Vec<&str> = store.iter().map(String::as_str).collect();
+        options.extend(DOCS);
+        let mut p = Process::start(dir.path(), &options, &[point]).await;
+        let cookie = cookie(dir.path()).await;
+        let session = create(&p, &cookie, QUESTION).await;
+        p.stopped_at(point).await;
+        p.kill().await;
+
+        // The same instance (its data directory) knows the run was its own: no waiting for
+        // the lease to run out.
+        let p = Process::start(dir.path(), &options, &[]).await;
+        assert!(
+            p.printed.contains("resumed 1 run"),
+            "{point}: {}",
+            p.printed
+        );
+        assert_eq!(
+            settled_log(&p, &cookie, &session).await,
+            ANSWERED,
+            "{point}: the turn is answered once"
+        );
+        p.kill().await;
+    }
+}
+
+#[tokio::test]
+async fn on_dynamodb_a_run_a_killed_process_left_is_swept_up_by_another_serving_process() {
+    let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let store = on_dynamodb(&fresh_table());
+    let mut options: Vec<&str> = store.iter().map(String::as_str).collect();
+    options.extend(DOCS);
+    let mut p = Process::start(first.path(), &options, &["CallAgent.begin"]).await;
+    let cookie = cookie(first.path()).await;
+    let session = create(&p, &cookie, QUESTION).await;
+    p.stopped_at("CallAgent.begin").await;
+    p.kill().await;
+
+    // Another instance serves the table (with the same keys), its clock past the dead run's
+    // lease, as a sweep a few minutes later would be; it sweeps every second.
+    for key in ["signing.key", "sealing.key"] {
+        std::fs::copy(first.path().join(key), second.path().join(key)).unwrap();
+    }
+    options.extend(["--sweep-every-secs", "1"]);
+    let offset = (knowledge_core::domain::LEASE_MS + 5_000).to_string();
+    let env = [(knowledge_core::fault::CLOCK_OFFSET_ENV, offset.as_str())];
+    let other = Process::start_with(second.path(), &options, &[], &env).await;
+    assert!(
+        !other.printed.contains("resumed"),
+        "not its run: {}",
+        other.printed
+    );
+    assert_eq!(
+        settled_log(&other, &cookie, &session).await,
+        ANSWERED,
+        "the turn is answered once"
+    );
+    other.kill().await;
+}

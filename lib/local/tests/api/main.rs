@@ -26,4 +26,5 @@ mod serve;
 pub(crate) mod sso;
 mod sso_attacks;
 mod support;
+mod sweeps;
 mod workflow;

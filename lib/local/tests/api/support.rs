@@ -127,6 +127,8 @@ pub struct Setup {
     pub origin: Option<String>,
     /// Where requests to addresses admins name may go: anywhere, as locally by default.
     pub egress: Egress,
+    /// How often the service sweeps for dead runs while it serves.
+    pub sweep_every: std::time::Duration,
 }
 
 impl Setup {
@@ -141,6 +143,7 @@ impl Setup {
             limits: ServerLimits::default(),
             origin: None,
             egress: Egress::ANYWHERE,
+            sweep_every: knowledge_local::SWEEP_EVERY,
         }
     }
 }
@@ -193,6 +196,7 @@ impl Api {
         let origin = setup.origin.unwrap_or_else(|| base.clone());
         let clock = Arc::new(ShiftedClock::default());
         let (observer, wrap, limits) = (setup.observer, setup.wrap, setup.limits);
+        let sweep_every = setup.sweep_every;
         let settings = Settings {
             cookie_signer: Some(Arc::new(CookieSigner::new(&KEY).unwrap())),
             sealer: Some(setup.sealer.clone()),
@@ -207,7 +211,8 @@ impl Api {
             let clock = steps.clock();
             LocalWorkflow::new(wrap(Arc::new(StepTasks(steps))), observer, FAST, clock)
         })
-        .unwrap();
+        .unwrap()
+        .sweeping_every(sweep_every);
         let server = {
             let svc = svc.clone();
             tokio::spawn(async move { svc.serve(listener, limits, std::future::pending()).await })
