@@ -6,6 +6,7 @@
 pub mod config;
 pub mod parts;
 pub mod sfn;
+pub mod sweep;
 pub mod task;
 
 use std::sync::Arc;
@@ -21,14 +22,25 @@ pub use crate::sfn::SfnWorkflow;
 pub use knowledge_core::steps::Handler;
 pub use knowledge_http::Endpoint;
 
-/// A Lambda function: an endpoint behind API Gateway, or a Task of the state machine.
+/// A Lambda function: an endpoint behind API Gateway, a Task of the state machine, or the
+/// scheduled sweep for runs whose execution died.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Function {
     Endpoint(Endpoint),
     Task(Handler),
+    Sweep,
 }
 
 impl Function {
+    /// The function's name in `functions/`, `template.yaml` (in PascalCase) and `events/`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Endpoint(e) => e.function_name(),
+            Self::Task(h) => h.function_name(),
+            Self::Sweep => "sweep",
+        }
+    }
+
     /// Every endpoint but SCIM, the OpenAPI document and the app's files reads and mints
     /// session cookies.
     const fn uses_cookies(self) -> bool {
@@ -40,6 +52,7 @@ impl Function {
         match self {
             Self::Endpoint(e) => matches!(e, Endpoint::CreateSession),
             Self::Task(h) => h.asks_agent(),
+            Self::Sweep => false,
         }
     }
 
@@ -49,6 +62,7 @@ impl Function {
         match self {
             Self::Endpoint(e) => matches!(e, Endpoint::CreateSession | Endpoint::Admin),
             Self::Task(h) => h.uses_integrations(),
+            Self::Sweep => false,
         }
     }
 
@@ -83,7 +97,7 @@ pub async fn settings(
     let origin = match (function, env.app_origin.as_deref()) {
         (_, Some(origin)) => origin,
         // The steps build no URL and check no origin.
-        (Function::Task(_), None) => "",
+        (Function::Task(_) | Function::Sweep, None) => "",
         (Function::Endpoint(_), None) => return Err(ConfigError::Missing(config::APP_ORIGIN_ENV)),
     };
     let mut settings = Settings::new(origin);
@@ -171,6 +185,12 @@ impl ColdStart {
     pub fn task(&self, handler: Handler) -> task::TaskFunction {
         task::TaskFunction::new(self.app.steps(), Arc::new(self.store.clone()), handler)
     }
+
+    /// The sweep function: the session use cases, starting executions on Step Functions.
+    pub fn sweep(&self) -> sweep::SweepFunction {
+        let workflow: Arc<dyn Workflow> = Arc::new(self.workflow.clone());
+        sweep::SweepFunction::new(self.app.service(workflow))
+    }
 }
 
 /// Logs the cold start's failure with its causes, so that Lambda reports a failed init with
@@ -212,6 +232,31 @@ pub async fn run_task(handler: Handler, parts: Parts) -> Result<(), lambda_runti
         async move { task.handle(event).await }
     }))
     .await
+}
+
+/// Runs the sweep on every scheduled event, with `parts` ([`Parts::of`] [`Function::Sweep`],
+/// evaluated at compile time: use [`sweep_main!`]).
+pub async fn run_sweep(parts: Parts) -> Result<(), lambda_runtime::Error> {
+    lambda_runtime::tracing::init_default_subscriber();
+    let sweep = start(parts).await?.sweep();
+    lambda_runtime::run(lambda_runtime::service_fn(move |event| {
+        let sweep = sweep.clone();
+        async move { sweep.handle(event).await }
+    }))
+    .await
+}
+
+/// The `main` of the sweep function, linking only the [`Parts`] it uses (none: the store and
+/// the workflow). The function's crate depends on `tokio` and `lambda_runtime`.
+#[macro_export]
+macro_rules! sweep_main {
+    () => {
+        #[tokio::main]
+        async fn main() -> Result<(), lambda_runtime::Error> {
+            const PARTS: $crate::Parts = $crate::Parts::of($crate::Function::Sweep);
+            $crate::run_sweep(PARTS).await
+        }
+    };
 }
 
 /// The `main` of an endpoint's function: `endpoint_main!(Me)` serves [`Endpoint::Me`], linking

@@ -74,7 +74,7 @@ impl Parts {
             },
             routes: match function {
                 Function::Endpoint(endpoint) => endpoint.routes(),
-                Function::Task(_) => Routes::NONE,
+                Function::Task(_) | Function::Sweep => Routes::NONE,
             },
         }
     }
