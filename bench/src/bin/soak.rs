@@ -4,10 +4,13 @@
 //! is an OpenAI-compatible stand-in on loopback that answers after a delay, so cancels land on
 //! turns in flight. At the end it checks the invariants: every acknowledged write is there,
 //! every acknowledged delete is gone, no session is half-deleted or left with a run, and every
-//! log is gap-free. Prints Markdown for `docs/performance.md`; exits non-zero on a violation.
+//! log is gap-free. With `--dynamodb-endpoint` the service runs on a fresh table of that
+//! DynamoDB stand-in (moto) instead of SQLite, and the end also counts the runs still live in
+//! the table's index of claims: a run a kill left behind must be revived, never stuck.
+//! Prints Markdown for `docs/performance.md`; exits non-zero on a violation.
 //!
 //! Usage: soak [--users N] [--seconds T] [--agent-ms MS] [--poll-ms MS] [--kill-every SECS]
-//!             [--fail-percent P] [--binary PATH]
+//!             [--fail-percent P] [--binary PATH] [--dynamodb-endpoint URL]
 //! Build first: `cargo build --release -p knowledge-local -p knowledge-bench`.
 
 use std::collections::HashMap;
@@ -22,7 +25,8 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use knowledge_core::domain::Role;
 use knowledge_core::ids::UserId;
-use knowledge_core::ports::SessionStore;
+use knowledge_core::clock::Timestamp;
+use knowledge_core::ports::Store;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::SqliteStore;
 use knowledge_local::admin::Admin;
@@ -40,6 +44,8 @@ struct Options {
     kill_every: Option<u64>,
     fail_percent: u64,
     binary: PathBuf,
+    /// A DynamoDB stand-in to serve from, on a fresh table; SQLite without.
+    dynamodb: Option<String>,
 }
 
 fn options() -> Options {
@@ -51,6 +57,7 @@ fn options() -> Options {
         kill_every: None,
         fail_percent: 0,
         binary: PathBuf::from("target/release/knowledge"),
+        dynamodb: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
@@ -64,6 +71,7 @@ fn options() -> Options {
             "--kill-every" => o.kill_every = Some(number()).filter(|s| *s > 0),
             "--fail-percent" => o.fail_percent = number().min(100),
             "--binary" => o.binary = PathBuf::from(value),
+            "--dynamodb-endpoint" => o.dynamodb = Some(value.clone()),
             other => panic!("unknown option {other}"),
         }
     }
@@ -104,10 +112,13 @@ async fn provider(delay: Duration, fail_percent: u64) -> String {
 }
 
 /// Starts `knowledge serve` on `addr`; returns once it listens.
-async fn start_service(o: &Options, dir: &Path, addr: &str, provider: &str) -> Child {
+async fn start_service(
+    o: &Options, dir: &Path, addr: &str, provider: &str, store: &[String],
+) -> Child {
     let mut child = Command::new(&o.binary)
         .arg("--data-dir")
         .arg(dir)
+        .args(store)
         .args(["serve", "--addr", addr])
         .env("KNOWLEDGE_SIGNING_KEY", KEY_HEX)
         .env("KNOWLEDGE_AGENT", "openai")
@@ -398,7 +409,7 @@ fn ms(d: Duration) -> String {
 
 /// Checks every session the users knew of; returns the violations found.
 async fn check(
-    http: &reqwest::Client, base: &str, ledger: &Ledger, store: &SqliteStore,
+    http: &reqwest::Client, base: &str, ledger: &Ledger, store: &dyn Store,
 ) -> Vec<String> {
     let mut violations = Vec::new();
     let transcript = |cookie: &str, session: &str, since: Option<&str>| {
@@ -468,16 +479,46 @@ async fn check(
     if !half_deleted.is_empty() {
         violations.push(format!("{} sessions left half-deleted", half_deleted.len()));
     }
+    let stuck = stuck_runs(store).await;
+    if stuck > 0 {
+        violations.push(format!("{stuck} runs still claimed once every run settled"));
+    }
     violations
+}
+
+/// The runs still live in the store's index of claims, whenever they would go stale.
+async fn stuck_runs(store: &dyn Store) -> usize {
+    let every = Timestamp(i64::MAX / 4);
+    store.stale_runs(every, 100_000).await.unwrap().len()
+}
+
+/// The store the service runs on, as the benchmark reads it, and the options that point the
+/// service at it.
+async fn open_store(o: &Options, dir: &Path) -> (Arc<dyn Store>, Vec<String>) {
+    match &o.dynamodb {
+        None => (Arc::new(SqliteStore::open(dir).unwrap()), Vec::new()),
+        Some(endpoint) => {
+            let table = format!("knowledge-soak-{}", std::process::id());
+            let client = knowledge_dynamo::connect(Some(endpoint), Default::default()).await;
+            knowledge_dynamo::create_table_if_missing(&client, &table)
+                .await
+                .unwrap();
+            let store = knowledge_dynamo::DynamoStore::new(client, &table);
+            let args = ["--store", "dynamodb", "--dynamodb-endpoint", endpoint.as_str()];
+            let mut args: Vec<String> = args.map(str::to_owned).to_vec();
+            args.extend(["--dynamodb-table".to_owned(), table]);
+            (Arc::new(store), args)
+        }
+    }
 }
 
 #[tokio::main]
 async fn main() {
     let o = Arc::new(options());
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path()).unwrap();
+    let (store, store_args) = open_store(&o, dir.path()).await;
     let admin = Admin {
-        store: std::sync::Arc::new(store.clone()),
+        store: store.clone(),
     };
     let (org, _) = admin.bootstrap().await.unwrap().unwrap();
     let signer = CookieSigner::new(&hex_key()).unwrap();
@@ -500,7 +541,7 @@ async fn main() {
     };
     let base = format!("http://{addr}");
     let provider = provider(Duration::from_millis(o.agent_ms), o.fail_percent).await;
-    let mut child = start_service(&o, dir.path(), &addr, &provider).await;
+    let mut child = start_service(&o, dir.path(), &addr, &provider, &store_args).await;
 
     let started = Instant::now();
     let stop = started + Duration::from_secs(o.seconds);
@@ -533,22 +574,23 @@ async fn main() {
             child.start_kill().unwrap();
             child.wait().await.unwrap();
             kills += 1;
-            child = start_service(&o, dir.path(), &addr, &provider).await;
+            child = start_service(&o, dir.path(), &addr, &provider, &store_args).await;
         }
     }
     while users.join_next().await.is_some() {}
     let elapsed = started.elapsed();
 
     let ledger = std::mem::take(&mut *ledger.lock().unwrap());
-    let violations = check(&http, &base, &ledger, &store).await;
+    let violations = check(&http, &base, &ledger, &*store).await;
     child.start_kill().unwrap();
 
     let stats = stats.lock().unwrap();
     println!(
-        "{} users, {:.0} s, agent {} ms ({}% of calls answered 500), poll {} ms, {kills} kill -9 \
-         and restart(s)\n",
+        "{} users, {:.0} s on {}, agent {} ms ({}% of calls answered 500), poll {} ms, {kills} \
+         kill -9 and restart(s)\n",
         o.users,
         elapsed.as_secs_f64(),
+        if o.dynamodb.is_some() { "DynamoDB (moto)" } else { "SQLite" },
         o.agent_ms,
         o.fail_percent,
         o.poll_ms
