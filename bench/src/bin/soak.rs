@@ -23,9 +23,9 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
+use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::Role;
 use knowledge_core::ids::UserId;
-use knowledge_core::clock::Timestamp;
 use knowledge_core::ports::Store;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::SqliteStore;
@@ -504,7 +504,12 @@ async fn open_store(o: &Options, dir: &Path) -> (Arc<dyn Store>, Vec<String>) {
                 .await
                 .unwrap();
             let store = knowledge_dynamo::DynamoStore::new(client, &table);
-            let args = ["--store", "dynamodb", "--dynamodb-endpoint", endpoint.as_str()];
+            let args = [
+                "--store",
+                "dynamodb",
+                "--dynamodb-endpoint",
+                endpoint.as_str(),
+            ];
             let mut args: Vec<String> = args.map(str::to_owned).to_vec();
             args.extend(["--dynamodb-table".to_owned(), table]);
             (Arc::new(store), args)
@@ -590,7 +595,11 @@ async fn main() {
          kill -9 and restart(s)\n",
         o.users,
         elapsed.as_secs_f64(),
-        if o.dynamodb.is_some() { "DynamoDB (moto)" } else { "SQLite" },
+        if o.dynamodb.is_some() {
+            "DynamoDB (moto)"
+        } else {
+            "SQLite"
+        },
         o.agent_ms,
         o.fail_percent,
         o.poll_ms

@@ -246,34 +246,50 @@ async fn on_dynamodb_a_kill_at_any_step_is_recovered_by_the_restarted_instance_a
 
 #[tokio::test]
 async fn on_dynamodb_a_run_a_killed_process_left_is_swept_up_by_another_serving_process() {
-    let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let store = on_dynamodb(&fresh_table());
-    let mut options: Vec<&str> = store.iter().map(String::as_str).collect();
-    options.extend(DOCS);
-    let mut p = Process::start(first.path(), &options, &["CallAgent.begin"]).await;
-    let cookie = cookie(first.path()).await;
-    let session = create(&p, &cookie, QUESTION).await;
-    p.stopped_at("CallAgent.begin").await;
-    p.kill().await;
+    let points = [
+        "LoadTurn.begin",
+        "LoadTurn.end",
+        "CallAgent.begin",
+        "CallAgent.end",
+        "RunTool.begin",
+        "RunTool.end",
+        "FinishTurn.begin",
+        "FinishTurn.end",
+    ];
+    for point in points {
+        let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let store = on_dynamodb(&fresh_table());
+        let mut options: Vec<&str> = store.iter().map(String::as_str).collect();
+        options.extend(DOCS);
+        let mut p = Process::start(first.path(), &options, &[point]).await;
+        let cookie = cookie(first.path()).await;
+        let session = create(&p, &cookie, QUESTION).await;
+        p.stopped_at(point).await;
+        p.kill().await;
 
-    // Another instance serves the table (with the same keys), its clock past the dead run's
-    // lease, as a sweep a few minutes later would be; it sweeps every second.
-    for key in ["signing.key", "sealing.key"] {
-        std::fs::copy(first.path().join(key), second.path().join(key)).unwrap();
+        // Another instance serves the table (with the same keys), its clock past the dead
+        // run's lease, as a sweep a few minutes later would be; it sweeps every second.
+        for key in ["signing.key", "sealing.key"] {
+            std::fs::copy(first.path().join(key), second.path().join(key)).unwrap();
+        }
+        options.extend(["--sweep-every-secs", "1"]);
+        let offset = (knowledge_core::domain::LEASE_MS + 5_000).to_string();
+        let env = [(knowledge_core::fault::CLOCK_OFFSET_ENV, offset.as_str())];
+        let other = Process::start_with(second.path(), &options, &[], &env).await;
+        // A claim bound to the dead instance is the sweep's; one never bound (killed before its
+        // first LoadTurn) the other instance takes at its start already.
+        let at_start = other.printed.contains("resumed 1 run");
+        assert_eq!(
+            at_start,
+            point == "LoadTurn.begin",
+            "{point}: {}",
+            other.printed
+        );
+        assert_eq!(
+            settled_log(&other, &cookie, &session).await,
+            ANSWERED,
+            "{point}: the turn is answered once"
+        );
+        other.kill().await;
     }
-    options.extend(["--sweep-every-secs", "1"]);
-    let offset = (knowledge_core::domain::LEASE_MS + 5_000).to_string();
-    let env = [(knowledge_core::fault::CLOCK_OFFSET_ENV, offset.as_str())];
-    let other = Process::start_with(second.path(), &options, &[], &env).await;
-    assert!(
-        !other.printed.contains("resumed"),
-        "not its run: {}",
-        other.printed
-    );
-    assert_eq!(
-        settled_log(&other, &cookie, &session).await,
-        ANSWERED,
-        "the turn is answered once"
-    );
-    other.kill().await;
 }
