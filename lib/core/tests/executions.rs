@@ -75,14 +75,14 @@ async fn every_step_commit_of_the_owner_keeps_its_claim_live() {
     let (rig, session, run) = (&t.rig, &t.session, &t.run);
     let owner = t.execution("exec-owner", run.as_str());
     let loaded = t.step(Handler::LoadTurn, &owner, None).await;
-    // The agent's call takes over half the lease; its commit renews it.
-    rig.clock.advance(80_000);
+    // The agent's call takes most of what the longest step may; its commit renews the lease.
+    rig.clock.advance(100_000);
     let answered = t.step(Handler::CallAgent, &owner, loaded.turn).await;
     assert_eq!(answered.next, Next::Finish);
     let renewed = rig.stored(session).await.exec.unwrap();
     assert!(renewed.stale_at() > rig.clock.now().plus_millis(LEASE_MS - 1_000));
     // Past the first lease, the claim is still the owner's.
-    rig.clock.advance(80_000);
+    rig.clock.advance(100_000);
     let other = t.execution("exec-other", run.as_str());
     assert_eq!(
         t.step(Handler::LoadTurn, &other, None).await.next,

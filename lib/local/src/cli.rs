@@ -147,7 +147,7 @@ pub(crate) enum Command {
         #[arg(long, env = "KNOWLEDGE_ALLOW_PRIVATE_DESTINATIONS", default_value_t = true, action = clap::ArgAction::Set)]
         allow_private_destinations: bool,
         /// How often to look for runs whose execution died (a process killed mid-turn) and
-        /// revive them; they are found within the lease (150 s) plus this.
+        /// revive them; they are found within the lease (180 s) plus this.
         #[arg(long = "sweep-every-secs", env = "KNOWLEDGE_SWEEP_EVERY_SECS", default_value = "60", value_name = "SECS", value_parser = seconds)]
         sweep_every: Duration,
         #[command(flatten)]

@@ -16,12 +16,17 @@ use crate::ids::RunId;
 /// between the engine and the steps: a claim older than this belongs to no living execution.
 pub const CLAIM_LIFETIME_MS: i64 = 330_000;
 
-/// How long a claim stays live after the commit that last renewed its lease: the longest
-/// step's timeout (`CallAgent`, 120 s) and 30 s for the commit and clock skew. A live
-/// execution commits at the end of every step, so only a dead one (or one retrying a failed
-/// step) lets it run out; then another execution may take the run, and the claim rules still
+/// How long a claim stays live after the commit that last renewed its lease. A commit renews
+/// it when less than [`RENEW_BELOW_MS`] is left, so after any commit of its owner the lease
+/// outlasts the longest step that can follow; only a dead execution (or one retrying a failed
+/// step) lets it run out. Then another execution may take the run, and the claim rules still
 /// let exactly one of them commit.
-pub const LEASE_MS: i64 = 150_000;
+pub const LEASE_MS: i64 = 180_000;
+
+/// A commit renews the lease when less than this is left: the longest step's timeout
+/// (`CallAgent`, 120 s; a test holds it to the steps) and 30 s for the commit and clock skew.
+/// Commits within the first 30 s of a lease leave it, and the store's index of it, alone.
+pub const RENEW_BELOW_MS: i64 = 150_000;
 
 /// How many times a run's turn is given a new execution because the last one died without
 /// the turn moving on; the next death ends the turn as failed, so a turn that kills every
@@ -140,12 +145,13 @@ impl ExecClaim {
         now > self.stale_at()
     }
 
-    /// Renews the lease at a commit of the owner at `now`, when less than half of it is left:
-    /// a dead execution is still found within [`LEASE_MS`] of its last commit, and most
-    /// commits leave the lease (and so the store's index of it) unchanged.
+    /// Renews the lease at a commit of the owner at `now`, when less than [`RENEW_BELOW_MS`]
+    /// is left: a dead execution is still found within [`LEASE_MS`] of its last commit, a live
+    /// one's next step ends before the lease does, and the commits of a short turn leave the
+    /// lease (and so the store's index of it) unchanged.
     pub fn renew(&mut self, now: Timestamp) {
         let left = self.lease.map_or(0, |lease| lease.millis() - now.millis());
-        if left < LEASE_MS / 2 {
+        if left < RENEW_BELOW_MS {
             self.lease = Some(now.plus_millis(LEASE_MS));
         }
     }
@@ -247,7 +253,7 @@ mod tests {
         assert_eq!(
             claim.stale_at(),
             Timestamp(LEASE_MS),
-            "half was left: not renewed"
+            "enough was left: not renewed"
         );
         claim.renew(Timestamp(80_000));
         assert_eq!(claim.stale_at(), Timestamp(80_000 + LEASE_MS));

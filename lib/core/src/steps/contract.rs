@@ -293,6 +293,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_lease_renewed_at_any_commit_outlasts_the_longest_step_that_can_follow() {
+        use crate::domain::{LEASE_MS, RENEW_BELOW_MS};
+        let longest = (super::Handler::ALL.iter())
+            .map(|h| h.timeout().as_millis() as i64)
+            .max()
+            .unwrap();
+        assert!(
+            RENEW_BELOW_MS >= longest + 30_000,
+            "{RENEW_BELOW_MS} < {longest} + 30 s"
+        );
+        assert!(LEASE_MS > RENEW_BELOW_MS);
+        // The bound the docs state: the lease and a sweep a minute after it, within the longest
+        // step and two minutes.
+        assert!(LEASE_MS + 60_000 <= longest + 120_000);
+    }
+
+    #[test]
     fn an_execution_start_reads_as_step_functions_and_moto_write_it_to_the_millisecond() {
         let read = |at: &str| {
             let e: ExecRef = serde_json::from_value(serde_json::json!({
