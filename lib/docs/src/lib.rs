@@ -53,7 +53,7 @@ pub enum DocsError {
     },
     #[error("docs folder {0} holds more than {MAX_FILES} files")]
     TooManyFiles(PathBuf),
-    #[error("docs index: {0}")]
+    #[error("docs index")]
     Index(#[from] tantivy::TantivyError),
 }
 

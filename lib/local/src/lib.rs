@@ -38,7 +38,7 @@ const SEALING_KEY_FILE: &str = "sealing.key";
 /// Errors of assembling or running the local service.
 #[derive(Debug, thiserror::Error)]
 pub enum LocalError {
-    #[error("store: {0}")]
+    #[error("store")]
     Store(#[from] knowledge_core::ports::StoreError),
     /// The key from `from` (a variable or a file) is not usable.
     #[error("the key in {from}")]
@@ -47,7 +47,7 @@ pub enum LocalError {
         #[source]
         source: BackendError,
     },
-    #[error("io: {0}")]
+    #[error("a file of the data directory")]
     Io(#[from] std::io::Error),
     #[error(transparent)]
     StateMachine(#[from] asl::LoadError),

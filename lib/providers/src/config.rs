@@ -178,7 +178,7 @@ mod tests {
     }
 
     fn error(pairs: &[(&str, &str)]) -> String {
-        from(pairs).unwrap_err().to_string()
+        knowledge_core::error::Chain(&from(pairs).unwrap_err()).to_string()
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub enum ConfigError {
     },
     #[error("{var}: {problem}")]
     Invalid { var: &'static str, problem: String },
-    #[error("KNOWLEDGE_PRICES: {0}")]
+    #[error("KNOWLEDGE_PRICES")]
     Prices(#[from] PriceError),
     /// A base URL given to an adapter's constructor is not an absolute http(s) URL.
     #[error("the provider base URL {0}")]

@@ -37,8 +37,9 @@ pub enum IntegrationError {
     Cancelled,
     /// The integration's server is at an address the deployment never connects to: not
     /// retried, and the admin's to fix. Nothing was sent.
+    /// (Its text is shown to the agent: the refusal is in it, not behind `source`.)
     #[error("the integration's server is refused: {0}")]
-    Refused(#[source] super::DestinationRefused),
+    Refused(super::DestinationRefused),
 }
 
 /// Resolves when the run a call belongs to is cancelled. An integration that can stop a call
