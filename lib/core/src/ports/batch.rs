@@ -8,7 +8,15 @@ use crate::clock::Timestamp;
 use crate::domain::{Event, Member, Org, Session, Usage};
 use crate::ids::{OrgId, SessionId, SessionKey, UserId};
 
-use super::store::{RateWindow, StoreResult};
+use super::store_error::StoreResult;
+
+/// A sliding-window rate-limit record: the instants of the admitted requests still inside the
+/// longest window, oldest first, and its optimistic-concurrency version (0 when absent).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RateWindow {
+    pub hits: Vec<Timestamp>,
+    pub version: u64,
+}
 
 /// The items a request reads together. The membership of `user` in `org` is always read; the
 /// rest when asked for.

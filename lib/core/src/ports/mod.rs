@@ -7,10 +7,13 @@ mod egress;
 mod identity;
 mod integration;
 mod store;
+mod store_error;
 mod workflow;
 
 pub use agent::{Agent, AgentAction, AgentError, AgentReply, AgentRequest, TokenUsage, ToolCall};
-pub use batch::{BatchStore, EventsAfter, Gate, QueryCount, RateUpdate, Reads, Snapshot};
+pub use batch::{
+    BatchStore, EventsAfter, Gate, QueryCount, RateUpdate, RateWindow, Reads, Snapshot,
+};
 pub use egress::DestinationRefused;
 pub use identity::{
     Authorization, IdentityDiscovery, IdentityError, IdentityProvider, OidcClient, VerifiedIdentity,
@@ -21,7 +24,7 @@ pub use integration::{
 #[cfg(feature = "testing")]
 pub use store::StoredRows;
 pub use store::{
-    BackendError, Charge, DirectoryStore, LimitStore, OrgStore, RateWindow, SessionStore, Store,
-    StoreError, StoreResult, TicketStore,
+    BackendError, Charge, DirectoryStore, LimitStore, OrgStore, SessionStore, Store, StoreError,
+    StoreResult, TicketStore,
 };
 pub use workflow::{Workflow, WorkflowError};

@@ -15,41 +15,8 @@ use crate::domain::{
 };
 use crate::ids::{OrgId, SessionKey, UserId};
 
-use super::batch::{BatchStore, Gate, RateUpdate};
-
-/// A backend's own error, kept whole so that logs show its cause chain.
-pub type BackendError = Box<dyn std::error::Error + Send + Sync>;
-
-/// Failures of a storage adapter.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// A conditional write found another version than expected: re-read and try again.
-    #[error("the record changed concurrently")]
-    Conflict,
-    /// The record to change does not exist (a session deleted meanwhile, say).
-    #[error("the record does not exist")]
-    Gone,
-    /// The record to create exists already.
-    #[error("the record exists already")]
-    AlreadyExists,
-    /// A [`Gate`]'s month is at its query quota or cost cap; carries the counters that refused
-    /// it. Nothing was written.
-    #[error("a monthly usage limit refused the write")]
-    UsageLimit(Usage),
-    /// The backend failed; the cause is for logs, never for clients.
-    #[error("storage backend failed")]
-    Backend(#[source] BackendError),
-}
-
-/// What every storage method returns.
-pub type StoreResult<T> = Result<T, StoreError>;
-
-impl StoreError {
-    /// A backend failure caused by `cause`: an SDK or driver error, or a message.
-    pub fn backend(cause: impl Into<BackendError>) -> Self {
-        Self::Backend(cause.into())
-    }
-}
+use super::batch::{BatchStore, Gate, RateUpdate, RateWindow};
+pub use super::store_error::{BackendError, StoreError, StoreResult};
 
 /// Spend to add to the session's organisation in the same transaction as a commit, so that a
 /// turn's cost is recorded exactly when its answer is.
@@ -59,14 +26,6 @@ pub struct Charge {
     pub month: String,
     /// Millionths of a US dollar.
     pub micros: u64,
-}
-
-/// A sliding-window rate-limit record: the instants of the admitted requests still inside the
-/// longest window, oldest first, and its optimistic-concurrency version (0 when absent).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RateWindow {
-    pub hits: Vec<Timestamp>,
-    pub version: u64,
 }
 
 /// Organisations and their settings.
