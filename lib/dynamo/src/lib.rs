@@ -13,6 +13,7 @@ mod batch;
 mod codec;
 pub mod counter;
 mod directory;
+mod gate;
 mod http;
 pub mod keys;
 mod limits;

@@ -9,8 +9,8 @@ use knowledge_core::domain::{Event, Session, SessionSummary};
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, Gate, StoreError, StoreResult};
 
-use crate::batch::Gated;
 use crate::codec::*;
+use crate::gate::Gated;
 use crate::transact::TransactError;
 use crate::{DynamoStore, keys};
 use knowledge_core::ports::SessionStore;
