@@ -169,15 +169,10 @@ impl Deployment {
             ..Default::default()
         });
         let sealer = Sealer::new(&[3; 32]).unwrap();
-        sso::configure(
-            store,
-            &sealer,
-            now,
-            &knowledge_core::admin::Admin::operator(org.clone()),
-            &sso,
-        )
-        .await
-        .unwrap();
+        let audit = AuditEntry::new(&org, now, Actor::Admin, AuditAction::SsoConfigured, ORG);
+        sso::configure(store, &sealer, now, &org, &audit, &sso)
+            .await
+            .unwrap();
         let (token, hash) = knowledge_core::scim::token::generate(&org).unwrap();
         let audit = AuditEntry::new(
             &org,

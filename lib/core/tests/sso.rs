@@ -116,8 +116,8 @@ impl Rig {
         &self, org: &OrgId, change: SsoChange,
     ) -> Result<knowledge_core::domain::SsoConfig, CoreError> {
         let now = SystemClock.now();
-        let admin = knowledge_core::admin::Admin::operator(org.clone());
-        configure(&*self.store, &self.sealer, now, &admin, &change).await
+        let audit = AuditEntry::new(org, now, Actor::Admin, AuditAction::SsoConfigured, "sso");
+        configure(&*self.store, &self.sealer, now, org, &audit, &change).await
     }
 
     /// A member named `user_name`, as SCIM provisions one.

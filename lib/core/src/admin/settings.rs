@@ -64,7 +64,8 @@ impl Administration {
     ) -> Result<SsoConfig, CoreError> {
         let store = self.store.as_ref();
         let now = self.now();
-        sso::configure(store, self.sealer()?, now, admin, change).await
+        let audit = admin.audit(now, AuditAction::SsoConfigured, admin.org.as_str());
+        sso::configure(store, self.sealer()?, now, &admin.org, &audit, change).await
     }
 
     /// Fetches `issuer`'s discovery document and keys now, as a sign-in would, without

@@ -1,9 +1,8 @@
 //! Configuring an organisation's single sign-on: what an admin sets, checked and sealed before
-//! it is stored. The admin use cases ([`crate::admin`]) call this.
+//! it is stored. The admin use cases call this with the audit entry of whoever acts.
 
-use crate::admin::Admin;
 use crate::clock::Timestamp;
-use crate::domain::{AuditAction, DEFAULT_USER_NAME_CLAIM, SSO_DOMAIN_LIMIT, SsoConfig};
+use crate::domain::{AuditEntry, DEFAULT_USER_NAME_CLAIM, SSO_DOMAIN_LIMIT, SsoConfig};
 use crate::error::CoreError;
 use crate::ids::OrgId;
 use crate::ports::{OrgStore, StoreError};
@@ -123,14 +122,14 @@ fn next_config(
     })
 }
 
-/// Applies `change` to the single sign-on of `admin`'s organisation, with an audit entry by
-/// `admin`; returns what is now stored. Concurrent changes are applied one after the other.
-/// Errors: `NotFound` (no such organisation, or `Enable` with nothing configured),
-/// `InvalidInput` (a field, or a domain already routed to another organisation).
+/// Applies `change` to the single sign-on of `org`, recording `audit` (the entry of whoever
+/// acts, `sso.configured`) with it; returns what is now stored. Concurrent changes are applied
+/// one after the other. Errors: `NotFound` (no such organisation, or `Enable` with nothing
+/// configured), `InvalidInput` (a field, or a domain already routed to another organisation).
 pub async fn configure(
-    orgs: &dyn OrgStore, sealer: &Sealer, now: Timestamp, admin: &Admin, change: &SsoChange,
+    orgs: &dyn OrgStore, sealer: &Sealer, now: Timestamp, org: &OrgId, audit: &AuditEntry,
+    change: &SsoChange,
 ) -> Result<SsoConfig, CoreError> {
-    let org = &admin.org;
     for _ in 0..ATTEMPTS {
         let stored = orgs
             .get_org(org)
@@ -147,8 +146,7 @@ pub async fn configure(
                 next
             }
         };
-        let audit = admin.audit(now, AuditAction::SsoConfigured, org.as_str());
-        match orgs.set_sso(org, current, &next, &audit).await {
+        match orgs.set_sso(org, current, &next, audit).await {
             Ok(()) => return Ok(next),
             Err(StoreError::Conflict) => continue,
             Err(StoreError::Gone) => return Err(CoreError::NotFound("organisation")),
