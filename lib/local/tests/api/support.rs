@@ -75,6 +75,9 @@ pub async fn open_store(dir: &std::path::Path) -> LocalStore {
 }
 /// Bound on every wait for the service to reach a state; reaching it is signalled, not slept on.
 pub const WAIT: Duration = Duration::from_secs(20);
+/// The bound on waiting for every run to finish: a test may queue sixty turns, which on the
+/// DynamoDB stand-in, on a loaded two-core machine, have taken over 20 s together.
+pub const SETTLE: Duration = Duration::from_secs(90);
 
 pub struct Reply {
     pub status: u16,
@@ -438,9 +441,9 @@ impl Api {
         }
     }
 
-    /// Waits (bounded) until no workflow run is in flight.
+    /// Waits (bounded by [`SETTLE`]) until no workflow run is in flight.
     pub async fn settle(&self) {
-        tokio::time::timeout(WAIT, self.svc.workflow.idle())
+        tokio::time::timeout(SETTLE, self.svc.workflow.idle())
             .await
             .expect("workflow runs finish");
     }
