@@ -12,6 +12,16 @@ use knowledge_core::ports::SessionStore;
 use knowledge_core::service::Swept;
 use knowledge_core::steps::{Handler, Next};
 
+/// A sweep that revived one run, and one that gave one up.
+const REVIVED_ONE: Swept = Swept {
+    revived: 1,
+    failed: 0,
+};
+const FAILED_ONE: Swept = Swept {
+    revived: 0,
+    failed: 1,
+};
+
 /// Past the lease of a claim written now, with a second of margin (the clock is real time
 /// moved by the tests).
 const PAST_LEASE_MS: i64 = LEASE_MS + 1_000;
@@ -57,13 +67,7 @@ async fn a_run_whose_execution_died_is_found_by_the_sweep_and_its_turn_answered(
 
     t.rig.clock.advance(PAST_LEASE_MS);
     let swept = t.rig.service.sweep().await.unwrap();
-    assert_eq!(
-        swept,
-        Swept {
-            revived: 1,
-            failed: 0
-        }
-    );
+    assert_eq!(swept, REVIVED_ONE);
     let successor = format!("{}-1", t.run);
     assert_eq!(t.started().last(), Some(&successor));
     let claim = t.rig.stored(&t.session).await.exec.unwrap();
@@ -104,25 +108,12 @@ async fn a_turn_that_kills_every_execution_ends_as_failed_and_the_next_turn_goes
     for revival in 1..=MAX_REVIVALS {
         t.rig.clock.advance(PAST_LEASE_MS);
         let swept = t.rig.service.sweep().await.unwrap();
-        assert_eq!(
-            swept,
-            Swept {
-                revived: 1,
-                failed: 0
-            },
-            "revival {revival}"
-        );
+        assert_eq!(swept, REVIVED_ONE, "revival {revival}");
         t.bound_then_dies(&format!("exec-{revival}")).await;
     }
     t.rig.clock.advance(PAST_LEASE_MS);
     let swept = t.rig.service.sweep().await.unwrap();
-    assert_eq!(
-        swept,
-        Swept {
-            revived: 0,
-            failed: 1
-        }
-    );
+    assert_eq!(swept, FAILED_ONE);
     let events = t
         .rig
         .store
@@ -165,14 +156,7 @@ async fn a_run_that_moves_on_between_deaths_is_revived_every_time() {
             .unwrap();
         t.rig.clock.advance(PAST_LEASE_MS);
         let swept = t.rig.service.sweep().await.unwrap();
-        assert_eq!(
-            swept,
-            Swept {
-                revived: 1,
-                failed: 0
-            },
-            "revival {revival}"
-        );
+        assert_eq!(swept, REVIVED_ONE, "revival {revival}");
         // Each new execution takes one step that writes (the run moves on), then dies.
         let name = t.rig.stored(&t.session).await.exec.unwrap().name;
         let exec = t.execution(&format!("exec-{revival}"), &name);

@@ -169,15 +169,12 @@ pub async fn create_table_if_missing(client: &Client, table: &str) -> Result<(),
 /// Adds GSI2 to an existing table (one written by an earlier version). Sessions written before
 /// it are not in it until their next commit.
 async fn add_stale_index(client: &Client, table: &str) -> Result<(), TableError> {
+    // The same index as a new table gets.
+    let index = stale_index()?;
     let create = CreateGlobalSecondaryIndexAction::builder()
-        .index_name(keys::GSI2)
-        .key_schema(key(keys::GSI2PK, KeyType::Hash)?)
-        .key_schema(key(keys::GSI2SK, KeyType::Range)?)
-        .projection(
-            Projection::builder()
-                .projection_type(ProjectionType::KeysOnly)
-                .build(),
-        )
+        .index_name(index.index_name)
+        .set_key_schema(Some(index.key_schema))
+        .set_projection(index.projection)
         .build()
         .map_err(table_error)?;
     client

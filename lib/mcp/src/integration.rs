@@ -3,9 +3,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use knowledge_core::ports::{
-    CancelSignal, DestinationRefused, Integration, IntegrationError, ToolSpec,
-};
+use knowledge_core::ports::{CancelSignal, Integration, IntegrationError, ToolSpec};
 use knowledge_egress::Egress;
 use rmcp::ServiceExt;
 use rmcp::model::{
@@ -128,10 +126,7 @@ impl McpIntegration {
         );
         match timeout(self.timeouts.connect, client.serve(transport)).await {
             Ok(Ok(session)) => Ok(session),
-            Ok(Err(e)) => match DestinationRefused::find(&e) {
-                Some(refused) => Err(IntegrationError::Refused(refused.clone())),
-                None => Err(self.unavailable(format_args!("opening the session failed: {e}"))),
-            },
+            Ok(Err(e)) => Err(self.unavailable(format_args!("opening the session failed: {e}"))),
             Err(_) => Err(self.unavailable(format_args!(
                 "no session within {:?}",
                 self.timeouts.connect

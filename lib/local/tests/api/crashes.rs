@@ -47,6 +47,29 @@ async fn create(p: &Process, cookie: &str, text: &str) -> String {
     body["id"].as_str().unwrap().to_owned()
 }
 
+/// The fault points of every step of a turn, where a kill can cut it short.
+const TURN_POINTS: [&str; 8] = [
+    "LoadTurn.begin",
+    "LoadTurn.end",
+    "CallAgent.begin",
+    "CallAgent.end",
+    "RunTool.begin",
+    "RunTool.end",
+    "FinishTurn.begin",
+    "FinishTurn.end",
+];
+
+/// Starts `knowledge serve` on `dir` with `options`, opens a session whose turn stops at
+/// `point`, and kills the process there; returns the cookie and the session.
+async fn killed_mid_turn(dir: &Path, options: &[&str], point: &str) -> (String, String) {
+    let mut p = Process::start(dir, options, &[point]).await;
+    let cookie = cookie(dir).await;
+    let session = create(&p, &cookie, QUESTION).await;
+    p.stopped_at(point).await;
+    p.kill().await;
+    (cookie, session)
+}
+
 /// Sends a request whose answer will never come (the process stops, then dies, on its way).
 fn send_unanswered(p: &Process, cookie: &str, method: reqwest::Method, path: &str, body: Value) {
     let request = reqwest::Client::new()
@@ -78,23 +101,9 @@ async fn settled_log(p: &Process, cookie: &str, session: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn a_kill_at_any_step_of_a_turn_is_recovered_at_restart_with_the_log_whole() {
-    let points = [
-        "LoadTurn.begin",
-        "LoadTurn.end",
-        "CallAgent.begin",
-        "CallAgent.end",
-        "RunTool.begin",
-        "RunTool.end",
-        "FinishTurn.begin",
-        "FinishTurn.end",
-    ];
-    for point in points {
+    for point in TURN_POINTS {
         let dir = tempfile::tempdir().unwrap();
-        let mut p = Process::start(dir.path(), &DOCS, &[point]).await;
-        let cookie = cookie(dir.path()).await;
-        let session = create(&p, &cookie, QUESTION).await;
-        p.stopped_at(point).await;
-        p.kill().await;
+        let (cookie, session) = killed_mid_turn(dir.path(), &DOCS, point).await;
 
         let p = Process::start(dir.path(), &DOCS, &[]).await;
         assert!(
@@ -206,26 +215,12 @@ fn fresh_table() -> String {
 
 #[tokio::test]
 async fn on_dynamodb_a_kill_at_any_step_is_recovered_by_the_restarted_instance_at_once() {
-    let points = [
-        "LoadTurn.begin",
-        "LoadTurn.end",
-        "CallAgent.begin",
-        "CallAgent.end",
-        "RunTool.begin",
-        "RunTool.end",
-        "FinishTurn.begin",
-        "FinishTurn.end",
-    ];
-    for point in points {
+    for point in TURN_POINTS {
         let dir = tempfile::tempdir().unwrap();
         let store = on_dynamodb(&fresh_table());
         let mut options: Vec<&str> = store.iter().map(String::as_str).collect();
         options.extend(DOCS);
-        let mut p = Process::start(dir.path(), &options, &[point]).await;
-        let cookie = cookie(dir.path()).await;
-        let session = create(&p, &cookie, QUESTION).await;
-        p.stopped_at(point).await;
-        p.kill().await;
+        let (cookie, session) = killed_mid_turn(dir.path(), &options, point).await;
 
         // The same instance (its data directory) knows the run was its own: no waiting for
         // the lease to run out.
@@ -246,26 +241,12 @@ async fn on_dynamodb_a_kill_at_any_step_is_recovered_by_the_restarted_instance_a
 
 #[tokio::test]
 async fn on_dynamodb_a_run_a_killed_process_left_is_swept_up_by_another_serving_process() {
-    let points = [
-        "LoadTurn.begin",
-        "LoadTurn.end",
-        "CallAgent.begin",
-        "CallAgent.end",
-        "RunTool.begin",
-        "RunTool.end",
-        "FinishTurn.begin",
-        "FinishTurn.end",
-    ];
-    for point in points {
+    for point in TURN_POINTS {
         let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let store = on_dynamodb(&fresh_table());
         let mut options: Vec<&str> = store.iter().map(String::as_str).collect();
         options.extend(DOCS);
-        let mut p = Process::start(first.path(), &options, &[point]).await;
-        let cookie = cookie(first.path()).await;
-        let session = create(&p, &cookie, QUESTION).await;
-        p.stopped_at(point).await;
-        p.kill().await;
+        let (cookie, session) = killed_mid_turn(first.path(), &options, point).await;
 
         // Another instance serves the table (with the same keys), its clock past the dead
         // run's lease, as a sweep a few minutes later would be; it sweeps every second.
