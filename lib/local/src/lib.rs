@@ -2,7 +2,6 @@
 //! in-process workflow, assembled in one process. The `knowledge` binary and the integration tests both build it here.
 
 pub mod admin;
-pub mod asl;
 pub mod server;
 pub mod store;
 pub mod workflow;
@@ -50,7 +49,7 @@ pub enum LocalError {
     #[error("a file of the data directory")]
     Io(#[from] std::io::Error),
     #[error(transparent)]
-    StateMachine(#[from] asl::LoadError),
+    StateMachine(#[from] knowledge_asl::LoadError),
     #[error(transparent)]
     Core(#[from] knowledge_core::CoreError),
     #[error(transparent)]
@@ -202,8 +201,8 @@ impl LocalService {
             let clock = steps.clock();
             let engine = LocalWorkflow::new(
                 Arc::new(StepTasks(steps)),
-                Arc::new(asl::TracingObserver),
-                asl::Options::default(),
+                Arc::new(knowledge_asl::TracingObserver),
+                knowledge_asl::Options::default(),
                 clock,
             )?;
             Ok(engine.for_instance(instance))
@@ -220,7 +219,7 @@ impl LocalService {
     /// to observe the engine's transitions or to deliver steps twice.
     pub fn with_workflow(
         settings: Settings, store: LocalStore,
-        make: impl FnOnce(Steps) -> Result<LocalWorkflow, asl::LoadError>,
+        make: impl FnOnce(Steps) -> Result<LocalWorkflow, knowledge_asl::LoadError>,
     ) -> Result<Self, LocalError> {
         let app = App::new(settings, store.shared()).with_stored_integrations();
         let workflow = make(app.steps())?;

@@ -2,7 +2,8 @@
 //! state machine runs on its own tokio task; its Tasks are the core's workflow steps, called
 //! in-process, and its `Handover` state starts the next execution of the same run here. All
 //! executions of a run share the run's signal: a cancel fires it, so that an agent or tool call
-//! in flight is abandoned at once.
+//! in flight is abandoned at once. The agent state machine's definition, and the id and names
+//! the engine gives it and its executions, are the service's and live here, not in the engine.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -17,10 +18,35 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::asl::{
-    AGENT_DEFINITION, Execution, LOCAL_MACHINE_ID, LoadError, Observer, Options, START_EXECUTION,
-    StateMachine, TaskError, Tasks,
+use knowledge_asl::{
+    Execution, LoadError, Observer, Options, START_EXECUTION, StateMachine, TaskError, Tasks,
 };
+
+/// The agent workflow's definition, compiled in from `infra/`.
+pub const AGENT_DEFINITION: &str = include_str!("../../../infra/statemachine/agent.asl.json");
+
+/// The agent state machine's id as its executions' context object shows it
+/// (`$$.StateMachine.Id`): what its `Handover` names as the `StateMachineArn` of the execution
+/// it starts, the only machine [`LocalWorkflow`] starts executions of.
+pub const LOCAL_MACHINE_ID: &str = "local:stateMachine:agent";
+
+/// The agent state machine's name as the context object shows it (`$$.StateMachine.Name`).
+pub const LOCAL_MACHINE_NAME: &str = "agent";
+
+/// What the ids of the executions of an engine not named after an instance start with
+/// ([`LocalWorkflow::for_instance`] names them apart).
+pub const EXECUTION_ID_PREFIX: &str = "local:execution:agent";
+
+/// The agent state machine, loaded with every step's handler and `states:startExecution`, and
+/// named [`LOCAL_MACHINE_ID`]. Errors: the definition uses a feature the engine does not run.
+pub fn agent_machine() -> Result<StateMachine, LoadError> {
+    let mut handlers = Handler::ALL.map(Handler::name).to_vec();
+    handlers.push(START_EXECUTION);
+    Ok(
+        StateMachine::load(AGENT_DEFINITION, &handlers)?
+            .named(LOCAL_MACHINE_ID, LOCAL_MACHINE_NAME),
+    )
+}
 
 /// The core's workflow steps as the engine's Task handlers.
 pub struct StepTasks(pub Steps);
@@ -72,9 +98,7 @@ impl LocalWorkflow {
     pub fn new(
         tasks: Arc<dyn Tasks>, observer: Arc<dyn Observer>, options: Options, clock: Arc<dyn Clock>,
     ) -> Result<Self, LoadError> {
-        let mut handlers = Handler::ALL.map(Handler::name).to_vec();
-        handlers.push(START_EXECUTION);
-        let machine = StateMachine::load(AGENT_DEFINITION, &handlers)?;
+        let machine = agent_machine()?;
         Ok(Self {
             inner: Arc::new(Inner {
                 machine,
@@ -84,7 +108,7 @@ impl LocalWorkflow {
                 clock,
                 runs: Mutex::new(HashMap::new()),
                 active: watch::channel(0).0,
-                prefix: crate::asl::EXECUTION_ID_PREFIX.to_owned(),
+                prefix: EXECUTION_ID_PREFIX.to_owned(),
             }),
         })
     }
@@ -130,7 +154,7 @@ fn launch(inner: &Arc<Inner>, key: &SessionKey, run: &RunId, name: &str) -> Opti
         inner.active.send_modify(|n| *n += 1);
         entry.signal.clone()
     };
-    let execution = Execution::under(&inner.prefix, name, inner.clock.now());
+    let execution = Execution::under(&inner.prefix, name, inner.clock.now().to_iso8601());
     let input = serde_json::to_value(StepInput::start(key, run)).expect("step inputs serialise");
     let tasks: Arc<dyn Tasks> = Arc::new(ExecutionTasks(inner.clone()));
     let (inner, session, run, started) = (
@@ -198,8 +222,9 @@ impl Tasks for ExecutionTasks {
         }
         let (key, run) = (start.input.session.key(), start.input.run_id);
         // A retried start of an execution in flight answers as Step Functions would: started.
-        let started = launch(&self.0, &key, &run, &start.name)
-            .unwrap_or_else(|| Execution::under(&self.0.prefix, &start.name, self.0.clock.now()));
+        let started = launch(&self.0, &key, &run, &start.name).unwrap_or_else(|| {
+            Execution::under(&self.0.prefix, &start.name, self.0.clock.now().to_iso8601())
+        });
         Ok(json!({ "ExecutionArn": started.id, "StartDate": started.start_time }))
     }
 }

@@ -11,7 +11,7 @@ use axum::http::Method;
 use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::Integrations;
 use knowledge_core::steps::errors;
-use knowledge_local::asl::AGENT_DEFINITION;
+use knowledge_local::workflow::AGENT_DEFINITION;
 use knowledge_providers::fake::{AgentSetup, COST, Fake, KEY, Reply, Seen, Wire, nowhere};
 use serde_json::{Value, json};
 

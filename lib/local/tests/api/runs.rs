@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use knowledge_asl::{Execution, Options, TracingObserver};
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::clock::SystemClock;
 use knowledge_core::ids::{OrgId, RunId, SessionKey, UserId};
@@ -14,9 +15,7 @@ use knowledge_core::service::{Deps, Opening, Principal, Service, SignedIn};
 use knowledge_core::steps::{Handler, Next, StepInput, StepOutput, Steps, TurnRef};
 use knowledge_core::testing::RecordingWorkflow;
 use knowledge_local::admin::Admin;
-use knowledge_local::asl::{
-    AGENT_DEFINITION, Execution, Options, START_EXECUTION, StateMachine, TracingObserver,
-};
+use knowledge_local::workflow::{EXECUTION_ID_PREFIX, agent_machine};
 use knowledge_local::{LocalStore, StepTasks};
 use tokio_util::sync::CancellationToken;
 
@@ -137,14 +136,11 @@ impl Rig {
 
     /// Runs `run` to its end on the local engine and the real state machine.
     async fn drive(&self, key: &SessionKey, run: &RunId) {
-        let machine = StateMachine::load(
-            AGENT_DEFINITION,
-            &[&Handler::ALL.map(Handler::name)[..], &[START_EXECUTION]].concat(),
-        )
-        .unwrap();
-        machine
+        let started = self.steps.clock().now().to_iso8601();
+        agent_machine()
+            .unwrap()
             .run(
-                &Execution::new(run.as_str(), self.steps.clock().now()),
+                &Execution::under(EXECUTION_ID_PREFIX, run.as_str(), started),
                 serde_json::to_value(StepInput::start(key, run)).unwrap(),
                 Arc::new(StepTasks(self.steps.clone())),
                 CancellationToken::new(),

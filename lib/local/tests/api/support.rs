@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use knowledge_app::Settings;
+use knowledge_asl::{Observer, Options, Tasks, TracingObserver};
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::domain::Role;
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
@@ -19,7 +20,6 @@ use knowledge_core::testing::ShiftedClock;
 use knowledge_egress::Egress;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::admin::Admin;
-use knowledge_local::asl::{Observer, Options, Tasks, TracingObserver};
 use knowledge_local::{
     LocalService, LocalStore, LocalWorkflow, ServerLimits, SqliteStore, StepTasks,
 };

@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use knowledge_asl::{TaskError, Tasks};
 use knowledge_core::agent::BuiltinAgent;
 use knowledge_core::domain::{LEASE_MS, MAX_REVIVALS};
-use knowledge_local::asl::{TaskError, Tasks};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

@@ -1,119 +1,20 @@
 //! Loading a state machine: the Amazon States Language JSON parsed into states, with every
 //! feature the engine does not run refused at load time by the name of its state.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
-use super::path::{Path, Template};
-
-/// Why a definition was refused; the message names the state and the feature.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("state machine: {0}")]
-pub struct LoadError(pub String);
+use crate::definition::{
+    Catcher, Comparison, Io, LoadError, Retrier, Rule, State, StateMachine, Then,
+};
+use crate::path::{Path, Template};
+use crate::resource::handler_of;
 
 fn at(state: &str, message: impl std::fmt::Display) -> LoadError {
     LoadError(format!("state {state:?}: {message}"))
-}
-
-/// A loaded state machine.
-#[derive(Debug, Clone)]
-pub struct StateMachine {
-    pub(super) start_at: String,
-    pub(super) states: HashMap<String, State>,
-}
-
-/// Input and output processing shared by most states.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Io {
-    /// `None`: the whole input. `Some(None)`: JSON null, meaning `{}`.
-    pub input_path: Option<Option<Path>>,
-    pub output_path: Option<Option<Path>>,
-    pub parameters: Option<Template>,
-    /// `Some(None)`: JSON null, meaning the result is discarded.
-    pub result_path: Option<Option<Path>>,
-}
-
-#[derive(Debug, Clone)]
-pub(super) struct Retrier {
-    pub errors: Vec<String>,
-    pub interval_secs: f64,
-    pub max_attempts: u32,
-    pub backoff_rate: f64,
-    pub max_delay_secs: Option<f64>,
-    pub full_jitter: bool,
-}
-
-#[derive(Debug, Clone)]
-pub(super) struct Catcher {
-    pub errors: Vec<String>,
-    pub result_path: Option<Option<Path>>,
-    pub next: String,
-}
-
-#[derive(Debug, Clone)]
-pub(super) enum Comparison {
-    StringEquals(String),
-    BooleanEquals(bool),
-    NumericEquals(f64),
-    NumericLessThan(f64),
-    NumericLessThanEquals(f64),
-    NumericGreaterThan(f64),
-    NumericGreaterThanEquals(f64),
-    IsPresent(bool),
-    IsNull(bool),
-}
-
-#[derive(Debug, Clone)]
-pub(super) enum Rule {
-    Test(Path, Comparison),
-    And(Vec<Rule>),
-    Or(Vec<Rule>),
-    Not(Box<Rule>),
-}
-
-/// Where a state goes when it completes: the named state, or the end of the execution.
-#[derive(Debug, Clone)]
-pub(super) enum Then {
-    Next(String),
-    End,
-}
-
-#[derive(Debug, Clone)]
-pub(super) enum State {
-    Task {
-        handler: String,
-        io: Io,
-        timeout_secs: Option<u64>,
-        retry: Vec<Retrier>,
-        catch: Vec<Catcher>,
-        then: Then,
-    },
-    Pass {
-        io: Io,
-        result: Option<Value>,
-        then: Then,
-    },
-    Wait {
-        io: Io,
-        seconds: Option<u64>,
-        seconds_path: Option<Path>,
-        then: Then,
-    },
-    Choice {
-        io: Io,
-        choices: Vec<(Rule, String)>,
-        default: Option<String>,
-    },
-    Succeed {
-        io: Io,
-    },
-    Fail {
-        error: String,
-        cause: String,
-    },
 }
 
 // Raw shapes as written. `deny_unknown_fields` is what refuses unsupported features
@@ -273,27 +174,6 @@ fn then(state: &str, next: Option<String>, end: Option<bool>) -> Result<Then, Lo
 
 fn parse<T: serde::de::DeserializeOwned>(state: &str, raw: &Value) -> Result<T, LoadError> {
     serde_json::from_value(raw.clone()).map_err(|e| at(state, e))
-}
-
-/// The one service integration the engine runs, request-response: starting an execution of a
-/// state machine (the agent workflow's `Handover` starts its own successor). A Task with this
-/// resource calls the handler named [`START_EXECUTION`] with its rendered `Parameters`
-/// (`StateMachineArn`, `Name`, `Input`).
-pub const START_EXECUTION_RESOURCE: &str = "arn:aws:states:::states:startExecution";
-/// The handler name a [`START_EXECUTION_RESOURCE`] Task is invoked under.
-pub const START_EXECUTION: &str = "states:startExecution";
-
-/// The handler a Task's resource names: `${LoadTurnFunctionArn}` is `LoadTurn`, the way SAM's
-/// `DefinitionSubstitutions` fills in the function's ARN, and the built-in
-/// [`START_EXECUTION_RESOURCE`] is [`START_EXECUTION`].
-pub fn handler_of(resource: &str) -> Option<&str> {
-    if resource == START_EXECUTION_RESOURCE {
-        return Some(START_EXECUTION);
-    }
-    resource
-        .strip_prefix("${")?
-        .strip_suffix("FunctionArn}")
-        .filter(|name| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric()))
 }
 
 fn comparison(state: &str, rule: &Map<String, Value>) -> Result<Option<Comparison>, LoadError> {
@@ -510,7 +390,7 @@ fn state(name: &str, value: &Value, handlers: &[&str]) -> Result<State, LoadErro
 impl StateMachine {
     /// Parses and checks a definition. `handlers` are the Task handlers available; a Task whose
     /// resource names no handler is refused, as is any feature the engine does not run, and
-    /// every `Next` must name a state.
+    /// every `Next` must name a state. The machine is not yet named ([`StateMachine::named`]).
     pub fn load(json: &str, handlers: &[&str]) -> Result<Self, LoadError> {
         let raw: RawMachine = serde_json::from_str(json).map_err(|e| LoadError(e.to_string()))?;
         let _ = raw.version;
@@ -521,20 +401,10 @@ impl StateMachine {
         let machine = Self {
             start_at: raw.start_at,
             states,
+            identity: None,
         };
         machine.check_targets()?;
         Ok(machine)
-    }
-
-    /// The handlers the machine's Tasks use.
-    pub fn handlers(&self) -> HashSet<&str> {
-        self.states
-            .values()
-            .filter_map(|s| match s {
-                State::Task { handler, .. } => Some(handler.as_str()),
-                _ => None,
-            })
-            .collect()
     }
 
     fn check_targets(&self) -> Result<(), LoadError> {
@@ -577,74 +447,5 @@ impl StateMachine {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn load(states: &str) -> Result<StateMachine, LoadError> {
-        StateMachine::load(
-            &format!(r#"{{"StartAt": "A", "States": {states}}}"#),
-            &["Step"],
-        )
-    }
-
-    #[test]
-    fn resources_name_their_handler_as_sam_substitutions_do() {
-        assert_eq!(handler_of("${LoadTurnFunctionArn}"), Some("LoadTurn"));
-        assert_eq!(handler_of("arn:aws:lambda:eu-west-1:1:function:x"), None);
-        assert_eq!(handler_of("${FunctionArn}"), None);
-    }
-
-    #[test]
-    fn a_task_without_a_handler_is_refused_by_state_name() {
-        let e = load(r#"{"A": {"Type": "Task", "Resource": "${OtherFunctionArn}", "End": true}}"#)
-            .unwrap_err();
-        assert!(
-            e.0.contains("\"A\"") && e.0.contains("no local handler"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn unsupported_features_are_refused_by_state_name() {
-        let cases = [
-            (r#"{"A": {"Type": "Map", "End": true}}"#, "type Map"),
-            (
-                r#"{"A": {"Type": "Pass", "Retry": [], "End": true}}"#,
-                "cannot have Retry",
-            ),
-            (
-                r#"{"A": {"Type": "Task", "Resource": "${StepFunctionArn}", "ResultSelector": {}, "End": true}}"#,
-                "ResultSelector",
-            ),
-            (
-                r#"{"A": {"Type": "Choice", "Choices": [{"Variable": "$.x", "StringMatches": "a*", "Next": "A"}]}}"#,
-                "StringMatches",
-            ),
-            (
-                r#"{"A": {"Type": "Pass", "Parameters": {"x.$": "$$.Task.Token"}, "End": true}}"#,
-                "context object",
-            ),
-            (
-                r#"{"A": {"Type": "Wait", "Timestamp": "2026-01-01T00:00:00Z", "End": true}}"#,
-                "Timestamp",
-            ),
-        ];
-        for (states, feature) in cases {
-            let e = load(states).unwrap_err();
-            assert!(
-                e.0.contains("\"A\"") && e.0.contains(feature),
-                "{feature}: {e}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_next_that_names_no_state_is_refused() {
-        let e = load(r#"{"A": {"Type": "Pass", "Next": "B"}}"#).unwrap_err();
-        assert!(e.0.contains("\"B\""), "{e}");
     }
 }
