@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The link guard: each Lambda function links only the optional parts it uses (`Parts::of`,
-# lib/aws/src/parts.rs, evaluated at compile time), which is what keeps every binary under
+# lib/aws/src/parts.rs, evaluated at compile time from its row in lib/app/src/functions.rs), which is what keeps every binary under
 # 10 MB. This builds some functions' binaries (dev profile, features resolved as
 # `cargo test --workspace` resolves them, so nothing else is rebuilt) and reads their symbols
 # with `nm`: the linker drops every function nothing names (--gc-sections) in a debug build as
@@ -16,9 +16,10 @@ target="${CARGO_TARGET_DIR:-target}/debug"
 #   rmcp: the MCP client (only the agent and tool steps, and the admin function's tests)
 #   tantivy, rusqlite: the local service's docs search and embedded store (never on AWS)
 #   knowledge_providers::openai: the agent's provider (only create-session and CallAgent)
+#   knowledge_http::admin: the admin API's handlers (only the admin function's routes)
 declare -A forbidden=(
-  [message]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai"
-  [transcript]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai"
+  [message]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::admin"
+  [transcript]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::admin"
   [load-turn]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai"
   [sweep]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai"
   [create-session]="openidconnect rmcp tantivy rusqlite"

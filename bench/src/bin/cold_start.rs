@@ -15,8 +15,6 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::routing::get;
-use knowledge_aws::Handler;
-use knowledge_http::Endpoint;
 use tokio::sync::Notify;
 
 /// A Runtime API that signals the first `next` request and never hands out an event.
@@ -54,7 +52,7 @@ async fn main() {
         }
     };
     let runs: usize = args.get(3).map_or(20, |r| r.parse().unwrap());
-    let shared = knowledge_dynamo::sdk_config_loader()
+    let shared = knowledge_aws_sdk::sdk_config_loader()
         .endpoint_url(&endpoint)
         .region("us-east-1")
         .credentials_provider(aws_sdk_secretsmanager::config::Credentials::new(
@@ -73,11 +71,7 @@ async fn main() {
 
     println!("| function | size (MB) | init p50 (ms) | init p90 (ms) | init max (ms) |");
     println!("|---|---|---|---|---|");
-    let functions = Endpoint::ALL
-        .iter()
-        .map(|e| e.function_name())
-        .chain(Handler::ALL.iter().map(|h| h.function_name()));
-    for name in functions {
+    for name in knowledge_app::functions::ALL.map(|f| f.name) {
         let binary = dir.join(name);
         let Ok(meta) = std::fs::metadata(&binary) else {
             eprintln!("{} not built; skipped", binary.display());

@@ -8,6 +8,8 @@
 //! the provider and the sealing key. Asking for a router that needs a missing setting is an
 //! [`AssemblyError`] at start-up, never a failure at request time.
 
+pub mod functions;
+
 use std::sync::Arc;
 
 use axum::Router;
@@ -24,7 +26,7 @@ use knowledge_core::sso::SingleSignOn;
 use knowledge_core::steps::Steps;
 use knowledge_egress::Egress;
 use knowledge_http::cookie::{CookieSigner, Lifetime};
-use knowledge_http::{Endpoint, HttpConfig, Routes, ScimApi, SessionApi};
+use knowledge_http::{HttpConfig, Routes, ScimApi, SessionApi};
 use knowledge_mcp::{StoredIntegrations, Timeouts};
 use knowledge_web::Files;
 
@@ -194,19 +196,19 @@ impl App {
         })
     }
 
-    /// The state of the session and `/api/auth` routes of `endpoints`; with single sign-on when
-    /// one of them needs it. Errors: no cookie signer; no identity provider or sealer for
-    /// single sign-on.
+    /// The state of the session, `/api/auth` and admin routes of `endpoints`; with single
+    /// sign-on or administration when one of them needs it. Errors: no cookie signer; no
+    /// identity provider or sealer for single sign-on; no sealer for administration.
     fn session_api(
-        &self, service: Service, endpoints: &[Endpoint],
+        &self, service: Service, endpoints: &[Routes],
     ) -> Result<SessionApi, AssemblyError> {
         let s = &self.settings;
         let signer = (s.cookie_signer.clone()).ok_or(AssemblyError("the cookie signing key"))?;
         let mut api = SessionApi::new(service.clone(), signer, s.http());
-        if endpoints.contains(&Endpoint::Admin) {
+        if endpoints.iter().any(|r| r.administers()) {
             api = api.with_admin(self.administration(&service)?);
         }
-        if !endpoints.iter().any(|e| e.needs_sso()) {
+        if !endpoints.iter().any(|r| r.signs_in()) {
             return Ok(api);
         }
         let provider =
@@ -248,41 +250,41 @@ impl App {
         ScimApi::new(directory, self.settings.http())
     }
 
-    /// Every route, as the local service serves them. Errors: no cookie signer, sealer or
-    /// identity provider.
+    /// Every route, as the local service serves them: every function's. Errors: no cookie
+    /// signer, sealer or identity provider.
     pub fn router(&self, workflow: Arc<dyn Workflow>) -> Result<Router, AssemblyError> {
         let service = self.service(workflow);
-        let sessions = self.session_api(service.clone(), &Endpoint::ALL)?;
+        let endpoints = functions::session_routes();
+        let sessions = self.session_api(service.clone(), &endpoints)?;
         let app = knowledge_web::routes(self.settings.app_files.clone());
         Ok(knowledge_http::router(
             sessions,
             self.scim_api(service),
+            functions::document_json().into(),
             app,
+            &endpoints,
         ))
     }
 
-    /// The router of the Lambda function of `endpoint`, serving `routes` (`endpoint.routes()`,
-    /// evaluated at compile time where the function is built, so that it links no other
-    /// endpoint's handlers). The functions of the OpenAPI document
-    /// and of the app's files serve what is built into them without an application
-    /// (`knowledge_http::openapi_function`, `knowledge_http::web_function`), so that the other
-    /// functions do not link those. Errors: no cookie signer, for a session endpoint; no sealer
-    /// or identity provider, for single sign-on; either of those two endpoints.
-    pub fn endpoint_router(
-        &self, endpoint: Endpoint, routes: Routes, workflow: Arc<dyn Workflow>,
+    /// The router of the Lambda function `function`, which serves routes (evaluated at compile
+    /// time where the function is built, so that it links no other function's handlers) or
+    /// SCIM. Errors: no cookie signer, for a session endpoint; no sealer or identity provider,
+    /// for single sign-on; no sealer, for administration; a function that serves no routes
+    /// (the document and the app's files are routed without an application:
+    /// [`functions::document_json`], `knowledge_http::web_function`).
+    pub fn function_router(
+        &self, function: &functions::Function, workflow: Arc<dyn Workflow>,
     ) -> Result<Router, AssemblyError> {
         let service = self.service(workflow);
-        Ok(match endpoint {
-            Endpoint::Scim => knowledge_http::scim_function(self.scim_api(service)),
-            Endpoint::OpenApi | Endpoint::Web => {
-                return Err(AssemblyError(
-                    "an application for a function of built-in files (they need none)",
-                ));
+        match function.serves {
+            functions::Serves::Scim => Ok(knowledge_http::scim_function(self.scim_api(service))),
+            functions::Serves::Routes(routes) => {
+                let sessions = self.session_api(service, &[routes])?;
+                Ok(knowledge_http::session_function(sessions, routes))
             }
-            _ => {
-                let sessions = self.session_api(service, &[endpoint])?;
-                knowledge_http::session_function(sessions, routes)
-            }
-        })
+            _ => Err(AssemblyError(
+                "an application for a function that serves no routes",
+            )),
+        }
     }
 }

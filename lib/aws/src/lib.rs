@@ -19,71 +19,8 @@ use knowledge_dynamo::{DynamoStore, RequestCounter};
 pub use crate::config::{ConfigError, Env};
 pub use crate::parts::Parts;
 pub use crate::sfn::SfnWorkflow;
+pub use knowledge_app::functions::{self, Function, Serves};
 pub use knowledge_core::steps::Handler;
-pub use knowledge_http::Endpoint;
-
-/// A Lambda function: an endpoint behind API Gateway, a Task of the state machine, or the
-/// scheduled sweep for runs whose execution died.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Function {
-    Endpoint(Endpoint),
-    Task(Handler),
-    Sweep,
-}
-
-impl Function {
-    /// The function's name in `functions/`, `template.yaml` (in PascalCase) and `events/`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Endpoint(e) => e.function_name(),
-            Self::Task(h) => h.function_name(),
-            Self::Sweep => "sweep",
-        }
-    }
-
-    /// Every endpoint but SCIM, the OpenAPI document and the app's files reads and mints
-    /// session cookies.
-    const fn uses_cookies(self) -> bool {
-        matches!(self, Self::Endpoint(e) if !matches!(e, Endpoint::Scim | Endpoint::OpenApi | Endpoint::Web))
-    }
-
-    /// Create session checks the provider's health; `CallAgent` asks it.
-    const fn uses_agent(self) -> bool {
-        match self {
-            Self::Endpoint(e) => matches!(e, Endpoint::CreateSession),
-            Self::Task(h) => h.asks_agent(),
-            Self::Sweep => false,
-        }
-    }
-
-    /// Create session checks whether anything is connected; `CallAgent` lists the tools and
-    /// `RunTool` calls them; the admin function tests integrations by listing their tools.
-    const fn uses_integrations(self) -> bool {
-        match self {
-            Self::Endpoint(e) => matches!(e, Endpoint::CreateSession | Endpoint::Admin),
-            Self::Task(h) => h.uses_integrations(),
-            Self::Sweep => false,
-        }
-    }
-
-    /// Of those, create session only asks whether a member reaches any integration: it needs
-    /// no MCP client ([`knowledge_app::App::with_integration_reach`]).
-    const fn only_asks_integration_reach(self) -> bool {
-        matches!(self, Self::Endpoint(Endpoint::CreateSession))
-    }
-
-    /// Single sign-on's login and callback reach the identity providers, with the client
-    /// secrets they open; the admin function seals those secrets and tests providers.
-    const fn uses_sso(self) -> bool {
-        matches!(self, Self::Endpoint(e) if e.needs_sso() || matches!(e, Endpoint::Admin))
-    }
-
-    /// Of those, login and callback sign people in; the admin function only runs a provider's
-    /// discovery, so it links no code exchange or token verification.
-    const fn signs_in(self) -> bool {
-        matches!(self, Self::Endpoint(e) if e.needs_sso())
-    }
-}
 
 /// The settings of the cold start of `parts.function`: the application's origin from
 /// `APP_ORIGIN` (which every endpoint needs), and from Secrets Manager only the keys and the
@@ -94,11 +31,11 @@ pub async fn settings(
     parts: Parts, shared: &SdkConfig, env: &Env,
 ) -> Result<Settings, ConfigError> {
     let function = parts.function;
-    let origin = match (function, env.app_origin.as_deref()) {
+    let origin = match (function.serves, env.app_origin.as_deref()) {
         (_, Some(origin)) => origin,
         // The steps build no URL and check no origin.
-        (Function::Task(_) | Function::Sweep, None) => "",
-        (Function::Endpoint(_), None) => return Err(ConfigError::Missing(config::APP_ORIGIN_ENV)),
+        (Serves::Task(_) | Serves::Sweep, None) => "",
+        (_, None) => return Err(ConfigError::Missing(config::APP_ORIGIN_ENV)),
     };
     let mut settings = Settings::new(origin);
     settings.lifetime = env.lifetime;
@@ -106,11 +43,11 @@ pub async fn settings(
     let secrets = aws_sdk_secretsmanager::Client::new(shared);
     let secret =
         |id: &Option<String>, var: &'static str| id.clone().ok_or(ConfigError::Missing(var));
-    if function.uses_cookies() {
+    if function.secrets.cookie_key {
         let id = secret(&env.signing_key_secret, config::SIGNING_KEY_SECRET_ENV)?;
         settings.cookie_signer = Some(Arc::new(config::cookie_signer(&secrets, &id).await?));
     }
-    if function.uses_integrations() || function.uses_sso() {
+    if function.secrets.sealing_key {
         let id = secret(&env.sealing_key_secret, config::SEALING_KEY_SECRET_ENV)?;
         settings.sealer = Some(Arc::new(config::sealer(&secrets, &id).await?));
     }
@@ -122,8 +59,10 @@ pub async fn settings(
     }
     if let Some(agent) = parts.agent {
         let api_key = match &env.provider_key_secret {
-            Some(id) => Some(config::secret_string(&secrets, id).await?),
-            None => None,
+            Some(id) if function.secrets.provider_key => {
+                Some(config::secret_string(&secrets, id).await?)
+            }
+            _ => None,
         };
         settings.agent = Some(agent(&|name| match name {
             "OPENAI_API_KEY" | "ANTHROPIC_API_KEY" => api_key.clone(),
@@ -139,8 +78,8 @@ pub struct ColdStart {
     pub store: DynamoStore,
     pub workflow: SfnWorkflow,
     pub app: App,
-    /// The routes of an endpoint's function ([`Parts::routes`]).
-    routes: knowledge_http::Routes,
+    /// The function this is the cold start of.
+    pub function: Function,
 }
 
 impl ColdStart {
@@ -163,7 +102,7 @@ impl ColdStart {
                 aws_sdk_sfn::Client::new(shared),
                 env.state_machine_arn.clone(),
             ),
-            routes: parts.routes,
+            function: parts.function,
         }
     }
 
@@ -175,15 +114,20 @@ impl ColdStart {
         Ok(Self::new(shared, env, settings, parts, counter))
     }
 
-    /// The router of `endpoint`'s function. Errors: a setting the endpoint needs is missing.
-    pub fn router(&self, endpoint: Endpoint) -> Result<axum::Router, ConfigError> {
+    /// The router of the function, which serves routes or SCIM. Errors: a setting its routes
+    /// need is missing, or the function serves none.
+    pub fn router(&self) -> Result<axum::Router, ConfigError> {
         let workflow: Arc<dyn Workflow> = Arc::new(self.workflow.clone());
-        Ok(self.app.endpoint_router(endpoint, self.routes, workflow)?)
+        Ok(self.app.function_router(&self.function, workflow)?)
     }
 
-    /// The task function of `handler`.
-    pub fn task(&self, handler: Handler) -> task::TaskFunction {
-        task::TaskFunction::new(self.app.steps(), Arc::new(self.store.clone()), handler)
+    /// The Task function, when the function runs a Task of the workflow.
+    pub fn task(&self) -> Option<task::TaskFunction> {
+        let Serves::Task(handler) = self.function.serves else {
+            return None;
+        };
+        let store = Arc::new(self.store.clone());
+        Some(task::TaskFunction::new(self.app.steps(), store, handler))
     }
 
     /// The sweep function: the session use cases, starting executions on Step Functions.
@@ -203,30 +147,30 @@ fn init_failed(e: ConfigError) -> lambda_runtime::Error {
 /// The cold start of the function `parts` are of, from the environment Lambda gives it.
 async fn start(parts: Parts) -> Result<ColdStart, lambda_runtime::Error> {
     let env = Env::from_env().map_err(init_failed)?;
-    let shared = knowledge_dynamo::sdk_config_loader().load().await;
+    let shared = knowledge_aws_sdk::sdk_config_loader().load().await;
     let counter = RequestCounter::default();
     ColdStart::load(parts, &shared, &env, counter)
         .await
         .map_err(init_failed)
 }
 
-/// Serves `endpoint` behind API Gateway with `parts` ([`Parts::of`] the endpoint's function,
-/// evaluated at compile time: use [`endpoint_main!`]).
-pub async fn run_http(endpoint: Endpoint, parts: Parts) -> Result<(), lambda_http::Error> {
-    lambda_runtime::tracing::init_default_subscriber();
-    // The document and the app's files are built into the binary: no settings, no clients.
-    if let Some(files) = parts.files {
-        return lambda_http::run(files()).await;
-    }
+/// Serves the routes of `parts.function` behind API Gateway.
+async fn run_http(parts: Parts) -> Result<(), lambda_runtime::Error> {
     let cold = start(parts).await?;
-    lambda_http::run(cold.router(endpoint).map_err(init_failed)?).await
+    lambda_http::run(cold.router().map_err(init_failed)?).await
 }
 
-/// Runs `handler` for Step Functions with `parts` ([`Parts::of`] the Task's function, evaluated
-/// at compile time: use [`task_main!`]).
-pub async fn run_task(handler: Handler, parts: Parts) -> Result<(), lambda_runtime::Error> {
-    lambda_runtime::tracing::init_default_subscriber();
-    let task = start(parts).await?.task(handler);
+/// Serves the files built into the binary (the document, the app's): no settings, no clients.
+async fn run_files(parts: Parts) -> Result<(), lambda_runtime::Error> {
+    let files = parts
+        .files
+        .expect("Parts::of gives a files function its router");
+    lambda_http::run(files()).await
+}
+
+/// Runs the Task of `parts.function` for Step Functions.
+async fn run_task(parts: Parts) -> Result<(), lambda_runtime::Error> {
+    let task = (start(parts).await?.task()).expect("Parts::of runs only a Task's function so");
     lambda_runtime::run(lambda_runtime::service_fn(move |event| {
         let task = task.clone();
         async move { task.handle(event).await }
@@ -234,10 +178,8 @@ pub async fn run_task(handler: Handler, parts: Parts) -> Result<(), lambda_runti
     .await
 }
 
-/// Runs the sweep on every scheduled event, with `parts` ([`Parts::of`] [`Function::Sweep`],
-/// evaluated at compile time: use [`sweep_main!`]).
-pub async fn run_sweep(parts: Parts) -> Result<(), lambda_runtime::Error> {
-    lambda_runtime::tracing::init_default_subscriber();
+/// Runs the sweep on every scheduled event.
+async fn run_sweep(parts: Parts) -> Result<(), lambda_runtime::Error> {
     let sweep = start(parts).await?.sweep();
     lambda_runtime::run(lambda_runtime::service_fn(move |event| {
         let sweep = sweep.clone();
@@ -246,44 +188,23 @@ pub async fn run_sweep(parts: Parts) -> Result<(), lambda_runtime::Error> {
     .await
 }
 
-/// The `main` of the sweep function, linking only the [`Parts`] it uses (none: the store and
-/// the workflow). The function's crate depends on `tokio` and `lambda_runtime`.
-#[macro_export]
-macro_rules! sweep_main {
-    () => {
-        #[tokio::main]
-        async fn main() -> Result<(), lambda_runtime::Error> {
-            const PARTS: $crate::Parts = $crate::Parts::of($crate::Function::Sweep);
-            $crate::run_sweep(PARTS).await
-        }
-    };
+/// Runs the function `parts` are of, as its row says: serving HTTP, a Task or the sweep.
+/// `parts` are [`Parts::of`] its row, evaluated at compile time: use [`main!`].
+pub async fn run(parts: Parts) -> Result<(), lambda_runtime::Error> {
+    lambda_runtime::tracing::init_default_subscriber();
+    (parts.entry)(parts).await
 }
 
-/// The `main` of an endpoint's function: `endpoint_main!(Me)` serves [`Endpoint::Me`], linking
-/// only the [`Parts`] it uses. The function's crate depends on `tokio` and `lambda_http`.
+/// The `main` of a Lambda function: `main!(ME)` runs the function of
+/// [`functions::ME`](knowledge_app::functions::ME), linking only the [`Parts`] its row uses. The
+/// package of the binaries depends on `tokio` and `lambda_runtime`.
 #[macro_export]
-macro_rules! endpoint_main {
-    ($endpoint:ident) => {
-        #[tokio::main]
-        async fn main() -> Result<(), lambda_http::Error> {
-            const ENDPOINT: $crate::Endpoint = $crate::Endpoint::$endpoint;
-            const PARTS: $crate::Parts = $crate::Parts::of($crate::Function::Endpoint(ENDPOINT));
-            $crate::run_http(ENDPOINT, PARTS).await
-        }
-    };
-}
-
-/// The `main` of a workflow Task's function: `task_main!(LoadTurn)` runs [`Handler::LoadTurn`],
-/// linking only the [`Parts`] it uses. The function's crate depends on `tokio` and
-/// `lambda_runtime`.
-#[macro_export]
-macro_rules! task_main {
-    ($handler:ident) => {
+macro_rules! main {
+    ($function:ident) => {
         #[tokio::main]
         async fn main() -> Result<(), lambda_runtime::Error> {
-            const HANDLER: $crate::Handler = $crate::Handler::$handler;
-            const PARTS: $crate::Parts = $crate::Parts::of($crate::Function::Task(HANDLER));
-            $crate::run_task(HANDLER, PARTS).await
+            const PARTS: $crate::Parts = $crate::Parts::of($crate::functions::$function);
+            $crate::run(PARTS).await
         }
     };
 }

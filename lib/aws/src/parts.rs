@@ -1,18 +1,20 @@
 //! The optional parts of a function's binary: the identity providers' client, the agent's
-//! provider, the MCP client, the app's files, the OpenAPI document, and its own routes. Each
-//! function links only those it uses: its `main` ([`crate::endpoint_main!`],
-//! [`crate::task_main!`]) evaluates [`Parts::of`] at compile time, so the constant it passes on
-//! holds pointers to the parts that function needs and nothing names the others, which the
-//! linker then leaves out.
+//! provider, the MCP client, the built-in files (the app's, the OpenAPI document), and how the
+//! function runs. Each function links only those its row uses: its `main` ([`crate::main!`])
+//! evaluates [`Parts::of`] its row at compile time, so the constant it passes on holds
+//! pointers to the parts that function needs and nothing names the others, which the linker
+//! then leaves out (`scripts/link_guard.sh` checks that it does).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use knowledge_app::App;
+use knowledge_app::functions::{Function, Identity, Integrations, Serves};
 use knowledge_core::ports::{Agent, IdentityDiscovery, IdentityProvider};
 use knowledge_egress::Egress;
-use knowledge_http::{Endpoint, Routes};
 
-use crate::{ConfigError, Function};
+use crate::ConfigError;
 
 /// Builds the agent from its settings, read through `var` (the API key from its secret).
 pub type MakeAgent = fn(&dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn Agent>, ConfigError>;
@@ -22,6 +24,9 @@ pub type MakeIdentityProvider = fn(Egress) -> Result<Arc<dyn IdentityProvider>, 
 
 /// Builds the same client for their discovery alone (no sign-in linked).
 pub type MakeIdentityDiscovery = fn(Egress) -> Result<Arc<dyn IdentityDiscovery>, ConfigError>;
+
+/// How a function runs once started: serving HTTP, a Task or the sweep.
+pub type Entry = fn(Parts) -> Pin<Box<dyn Future<Output = Result<(), lambda_runtime::Error>>>>;
 
 /// What a function builds beyond the store, the workflow and its keys; `None` where it has no
 /// use for a part.
@@ -35,46 +40,41 @@ pub struct Parts {
     pub integrations: Option<fn(App) -> App>,
     /// The whole router of a function that serves files built into the binary.
     pub files: Option<fn() -> axum::Router>,
-    /// An endpoint function's routes (none for a Task).
-    pub routes: Routes,
+    /// How it runs (`crate::run`).
+    pub entry: Entry,
 }
 
 impl Parts {
     /// The parts `function` uses. Meant for compile time (`const PARTS: Parts = Parts::of(..)`):
     /// called at run time (the tests do) it links every part.
     pub const fn of(function: Function) -> Self {
+        let uses = function.parts;
         Self {
             function,
-            identity_provider: if function.signs_in() {
-                Some(identity_provider)
-            } else {
-                None
-            },
-            identity_discovery: if function.uses_sso() && !function.signs_in() {
-                Some(identity_discovery)
-            } else {
-                None
-            },
-            agent: if function.uses_agent() {
-                Some(agent)
-            } else {
-                None
-            },
-            integrations: if function.only_asks_integration_reach() {
-                Some(App::with_integration_reach)
-            } else if function.uses_integrations() {
-                Some(App::with_stored_integrations)
-            } else {
-                None
-            },
-            files: match function {
-                Function::Endpoint(Endpoint::OpenApi) => Some(openapi),
-                Function::Endpoint(Endpoint::Web) => Some(web),
+            identity_provider: match uses.identity {
+                Identity::SignIn => Some(identity_provider),
                 _ => None,
             },
-            routes: match function {
-                Function::Endpoint(endpoint) => endpoint.routes(),
-                Function::Task(_) | Function::Sweep => Routes::NONE,
+            identity_discovery: match uses.identity {
+                Identity::Discovery => Some(identity_discovery),
+                _ => None,
+            },
+            agent: if uses.agent { Some(agent) } else { None },
+            integrations: match uses.integrations {
+                Integrations::Reach => Some(App::with_integration_reach),
+                Integrations::Tools => Some(App::with_stored_integrations),
+                Integrations::None => None,
+            },
+            files: match function.serves {
+                Serves::Document => Some(openapi),
+                Serves::AppFiles => Some(web),
+                _ => None,
+            },
+            entry: match function.serves {
+                Serves::Routes(_) | Serves::Scim => |p| Box::pin(crate::run_http(p)),
+                Serves::Document | Serves::AppFiles => |p| Box::pin(crate::run_files(p)),
+                Serves::Task(_) => |p| Box::pin(crate::run_task(p)),
+                Serves::Sweep => |p| Box::pin(crate::run_sweep(p)),
             },
         }
     }
@@ -100,7 +100,7 @@ fn agent(var: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn Agent>, ConfigE
 
 /// The OpenAPI document, built into the binary: no settings, no clients.
 fn openapi() -> axum::Router {
-    knowledge_http::openapi_function()
+    knowledge_http::openapi_function(knowledge_app::functions::document_json().into())
 }
 
 /// The browser app's files, built into the binary.

@@ -6,7 +6,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use aws_sdk_sfn::config::Credentials;
-use knowledge_aws::{ColdStart, ConfigError, Env, Function, Handler, Parts, SfnWorkflow};
+use knowledge_aws::{
+    ColdStart, ConfigError, Env, Function, Handler, Parts, Serves, SfnWorkflow, functions,
+};
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{
     Actor, AuditAction, AuditEntry, EventKind, Member, NewEvent, Org, Plan, Role, Session,
@@ -18,7 +20,6 @@ use knowledge_core::seal::Sealer;
 use knowledge_core::signin;
 use knowledge_core::sso::{self, SsoChange, SsoSettings};
 use knowledge_dynamo::{DynamoStore, RequestCounter};
-use knowledge_http::Endpoint;
 use knowledge_http::cookie::{CookieSigner, SECURE_COOKIE_NAME as COOKIE_NAME};
 use lambda_runtime::{Context, LambdaEvent};
 use serde_json::{Value, json};
@@ -63,7 +64,7 @@ struct Deployment {
 
 impl Deployment {
     async fn new() -> Self {
-        let shared = knowledge_dynamo::sdk_config_loader()
+        let shared = knowledge_aws_sdk::sdk_config_loader()
             .endpoint_url(endpoint())
             .region("us-east-1")
             .credentials_provider(Credentials::new("test", "test", None, None, "test"))
@@ -201,11 +202,11 @@ impl Deployment {
         self.counter.take();
     }
 
-    /// The sample event of `endpoint`'s function, signed in as the sample user.
-    fn event(&self, endpoint: Endpoint) -> lambda_http::Request {
+    /// The sample event of `function`, signed in as the sample user.
+    fn event(&self, function: Function) -> lambda_http::Request {
         let signer = CookieSigner::from_hex(KEY_HEX).unwrap();
         let cookie = signer.mint(&self.key.user, &self.key.org, 600).unwrap();
-        let text = repo_file(&format!("events/{}.json", endpoint.function_name()))
+        let text = repo_file(&format!("events/{}.json", function.name))
             .replace(
                 "__Host-ks_session=REPLACE_WITH_OUTPUT_OF_knowledge_cookie",
                 &format!("{COOKIE_NAME}={cookie}"),
@@ -233,19 +234,18 @@ impl Deployment {
         .unwrap()
     }
 
-    /// The router of `endpoint`'s function.
-    async fn router(&self, endpoint: Endpoint) -> axum::Router {
-        let cold = self.cold_start(Function::Endpoint(endpoint)).await;
-        cold.router(endpoint).unwrap()
+    /// The router of `function`.
+    async fn router(&self, function: Function) -> axum::Router {
+        self.cold_start(function).await.router().unwrap()
     }
 
     /// Feeds the sample event to the function; returns status, body and the DynamoDB requests
     /// it made.
-    async fn invoke(&self, endpoint: Endpoint) -> (u16, Value, BTreeMap<String, u64>) {
+    async fn invoke(&self, function: Function) -> (u16, Value, BTreeMap<String, u64>) {
         let response = self
-            .router(endpoint)
+            .router(function)
             .await
-            .oneshot(self.event(endpoint))
+            .oneshot(self.event(function))
             .await
             .unwrap();
         let status = response.status().as_u16();
@@ -253,7 +253,7 @@ impl Deployment {
             .await
             .unwrap();
         let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        (status, body, self.take_checked(endpoint.function_name()))
+        (status, body, self.take_checked(function.name))
     }
 
     /// The DynamoDB requests made since the last take, checked against what `function`'s
@@ -318,7 +318,7 @@ fn allowed(function: &str, made: &BTreeMap<String, u64>, items: &BTreeSet<String
 #[tokio::test]
 async fn create_session_event_creates_a_session_and_starts_its_execution() {
     let d = Deployment::new().await;
-    let (status, body, made) = d.invoke(Endpoint::CreateSession).await;
+    let (status, body, made) = d.invoke(functions::CREATE_SESSION).await;
     assert_eq!(status, 200, "{body}");
     let run = body["runId"].as_str().unwrap();
     assert_eq!(d.executions().await, [run]);
@@ -340,7 +340,7 @@ async fn create_session_event_creates_a_session_and_starts_its_execution() {
 #[tokio::test]
 async fn transcript_event_reads_the_events_after_its_cursor_with_one_query() {
     let d = Deployment::new().await;
-    let (status, body, made) = d.invoke(Endpoint::Transcript).await;
+    let (status, body, made) = d.invoke(functions::TRANSCRIPT).await;
     assert_eq!(status, 200, "{body}");
     // The sample event asks for the events after evt_000000000003.
     let kinds: Vec<&str> = body["events"]
@@ -358,7 +358,7 @@ async fn transcript_event_reads_the_events_after_its_cursor_with_one_query() {
 #[tokio::test]
 async fn message_event_appends_the_question_and_starts_a_run() {
     let d = Deployment::new().await;
-    let (status, body, made) = d.invoke(Endpoint::Message).await;
+    let (status, body, made) = d.invoke(functions::MESSAGE).await;
     assert_eq!((status, &body), (200, &json!({ "ok": true })));
     let session = d.store.get_session(&d.key).await.unwrap().unwrap();
     let run = session.run_id.expect("a run was claimed").to_string();
@@ -374,7 +374,7 @@ async fn message_event_appends_the_question_and_starts_a_run() {
 #[tokio::test]
 async fn list_sessions_event_lists_the_session() {
     let d = Deployment::new().await;
-    let (status, body, made) = d.invoke(Endpoint::ListSessions).await;
+    let (status, body, made) = d.invoke(functions::LIST_SESSIONS).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["sessions"][0]["id"], SESSION);
     assert_eq!(body["sessions"].as_array().unwrap().len(), 1);
@@ -386,7 +386,7 @@ async fn cancel_event_on_an_idle_session_changes_nothing() {
     let d = Deployment::new().await;
     let before = d.store.get_session(&d.key).await.unwrap();
     d.counter.take();
-    let (status, body, made) = d.invoke(Endpoint::Cancel).await;
+    let (status, body, made) = d.invoke(functions::CANCEL).await;
     assert_eq!((status, &body), (200, &json!({ "ok": true })));
     assert_eq!(d.store.get_session(&d.key).await.unwrap(), before);
     // The rate window, written alone: a cancel takes a slot even when nothing runs.
@@ -396,12 +396,12 @@ async fn cancel_event_on_an_idle_session_changes_nothing() {
 #[tokio::test]
 async fn cancel_event_on_a_running_turn_stamps_it_with_its_rate_window_in_one_transaction() {
     let d = Deployment::new().await;
-    let (status, body, _) = d.invoke(Endpoint::Message).await;
+    let (status, body, _) = d.invoke(functions::MESSAGE).await;
     assert_eq!(status, 200, "{body}");
     let running = d.store.get_session(&d.key).await.unwrap().unwrap();
     assert!(running.in_flight() && running.cancelled_at.is_none());
     d.counter.take();
-    let (status, body, made) = d.invoke(Endpoint::Cancel).await;
+    let (status, body, made) = d.invoke(functions::CANCEL).await;
     assert_eq!((status, &body), (200, &json!({ "ok": true })));
     let stamped = d.store.get_session(&d.key).await.unwrap().unwrap();
     assert!(stamped.cancelled_at.is_some());
@@ -415,7 +415,7 @@ async fn cancel_event_on_a_running_turn_stamps_it_with_its_rate_window_in_one_tr
 #[tokio::test]
 async fn delete_session_event_removes_the_session_and_its_events() {
     let d = Deployment::new().await;
-    let (status, body, made) = d.invoke(Endpoint::DeleteSession).await;
+    let (status, body, made) = d.invoke(functions::DELETE_SESSION).await;
     assert_eq!((status, &body), (200, &json!({ "ok": true })));
     assert_eq!(d.store.rows_for(&d.key).await.unwrap(), (0, 0));
     assert_eq!(
@@ -435,9 +435,9 @@ async fn delete_session_event_removes_the_session_and_its_events() {
 async fn switch_org_event_sets_a_cookie_for_the_other_organisation() {
     let d = Deployment::new().await;
     let response = d
-        .router(Endpoint::SwitchOrg)
+        .router(functions::SWITCH_ORG)
         .await
-        .oneshot(d.event(Endpoint::SwitchOrg))
+        .oneshot(d.event(functions::SWITCH_ORG))
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 200);
@@ -450,7 +450,7 @@ async fn switch_org_event_sets_a_cookie_for_the_other_organisation() {
 #[tokio::test]
 async fn me_event_lists_both_organisations_of_the_sample_user() {
     let d = Deployment::new().await;
-    let (status, body, made) = d.invoke(Endpoint::Me).await;
+    let (status, body, made) = d.invoke(functions::ME).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["org"]["id"], ORG);
     let orgs: Vec<&str> = body["orgs"]
@@ -469,8 +469,8 @@ async fn me_event_lists_both_organisations_of_the_sample_user() {
 async fn logout_event_signs_the_sample_user_out_of_both_organisations() {
     let d = Deployment::new().await;
     // A request signed in before the sign-out, sent after it.
-    let earlier = d.event(Endpoint::ListSessions);
-    let (status, body, made) = d.invoke(Endpoint::Logout).await;
+    let earlier = d.event(functions::LIST_SESSIONS);
+    let (status, body, made) = d.invoke(functions::LOGOUT).await;
     assert_eq!((status, &body), (200, &json!({ "ok": true })));
     for org in [ORG, SECOND_ORG] {
         let org = OrgId::parse(org).unwrap();
@@ -489,7 +489,7 @@ async fn logout_event_signs_the_sample_user_out_of_both_organisations() {
         requests(&[("GetItem", 2), ("Query", 1), ("TransactWriteItems", 2)])
     );
     // Its cookie no longer works.
-    let router = d.router(Endpoint::ListSessions).await;
+    let router = d.router(functions::LIST_SESSIONS).await;
     let response = router.oneshot(earlier).await.unwrap();
     assert_eq!(response.status().as_u16(), 401);
 }
@@ -498,9 +498,9 @@ async fn logout_event_signs_the_sample_user_out_of_both_organisations() {
 async fn signin_link_event_signs_the_sample_user_in_once() {
     let d = Deployment::new().await;
     let response = d
-        .router(Endpoint::SignInLink)
+        .router(functions::SIGNIN_LINK)
         .await
-        .oneshot(d.event(Endpoint::SignInLink))
+        .oneshot(d.event(functions::SIGNIN_LINK))
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 303);
@@ -511,7 +511,7 @@ async fn signin_link_event_signs_the_sample_user_in_once() {
         d.counter.take(),
         requests(&[("DeleteItem", 1), ("GetItem", 1)])
     );
-    let (status, _, _) = d.invoke(Endpoint::SignInLink).await;
+    let (status, _, _) = d.invoke(functions::SIGNIN_LINK).await;
     assert_eq!(status, 401);
 }
 
@@ -519,15 +519,15 @@ async fn signin_link_event_signs_the_sample_user_in_once() {
 async fn sso_events_reach_their_functions_which_read_no_more_than_they_need() {
     let d = Deployment::new().await;
     // The sample's e-mail domain leads to no organisation: one GetItem, the common answer.
-    let (status, body, reads) = d.invoke(Endpoint::SsoLogin).await;
+    let (status, body, reads) = d.invoke(functions::SSO_LOGIN).await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (404, Some("sso_unavailable"))
     );
     assert_eq!(reads, requests(&[("GetItem", 1)]));
     // A callback without this browser's sign-in in progress reads nothing and clears it.
-    let response = (d.router(Endpoint::SsoCallback).await)
-        .oneshot(d.event(Endpoint::SsoCallback))
+    let response = (d.router(functions::SSO_CALLBACK).await)
+        .oneshot(d.event(functions::SSO_CALLBACK))
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 400);
@@ -540,8 +540,8 @@ async fn sso_events_reach_their_functions_which_read_no_more_than_they_need() {
 async fn web_event_gets_the_apps_page_under_its_policy_without_reading_anything() {
     let d = Deployment::new().await;
     // As the function's main serves it: the built-in files, without a cold start.
-    let files = Parts::of(Function::Endpoint(Endpoint::Web)).files.unwrap();
-    let response = files().oneshot(d.event(Endpoint::Web)).await.unwrap();
+    let files = Parts::of(functions::WEB).files.unwrap();
+    let response = files().oneshot(d.event(functions::WEB)).await.unwrap();
     assert_eq!(response.status().as_u16(), 200);
     let csp = response.headers()["content-security-policy"]
         .to_str()
@@ -559,16 +559,16 @@ async fn web_event_gets_the_apps_page_under_its_policy_without_reading_anything(
 async fn a_function_answers_another_endpoints_request_as_an_unknown_route() {
     let d = Deployment::new().await;
     let response = d
-        .router(Endpoint::Transcript)
+        .router(functions::TRANSCRIPT)
         .await
-        .oneshot(d.event(Endpoint::CreateSession))
+        .oneshot(d.event(functions::CREATE_SESSION))
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 404);
     let response = d
-        .router(Endpoint::Transcript)
+        .router(functions::TRANSCRIPT)
         .await
-        .oneshot(d.event(Endpoint::SwitchOrg))
+        .oneshot(d.event(functions::SWITCH_ORG))
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 404);
@@ -578,7 +578,7 @@ async fn a_function_answers_another_endpoints_request_as_an_unknown_route() {
 #[tokio::test]
 async fn scim_event_provisions_the_entra_user_with_one_read_and_one_transaction() {
     let d = Deployment::new().await;
-    let (status, body, made) = d.invoke(Endpoint::Scim).await;
+    let (status, body, made) = d.invoke(functions::SCIM).await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(
         body["userName"],
@@ -601,9 +601,9 @@ async fn scim_event_provisions_the_entra_user_with_one_read_and_one_transaction(
     );
     // The same token on the function of another endpoint is an unknown route there.
     let response = d
-        .router(Endpoint::Transcript)
+        .router(functions::TRANSCRIPT)
         .await
-        .oneshot(d.event(Endpoint::Scim))
+        .oneshot(d.event(functions::SCIM))
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 404);
@@ -641,7 +641,7 @@ async fn admin_event_promotes_the_member_with_its_audit_entry_naming_the_admin()
     d.store.create_member(&viewer, &added).await.unwrap();
     d.counter.take();
 
-    let (status, body, _) = d.invoke(Endpoint::Admin).await;
+    let (status, body, _) = d.invoke(functions::ADMIN).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["role"], "admin");
     let stored = d.store.get_member(&org, &target).await.unwrap().unwrap();
@@ -669,27 +669,24 @@ async fn only_the_functions_that_use_a_key_read_its_secret() {
     };
     // SCIM authenticates by bearer token, the message endpoint reaches no integration, and
     // LoadTurn asks no agent: none of them needs a key.
-    for function in [
-        Function::Endpoint(Endpoint::Scim),
-        Function::Task(Handler::LoadTurn),
-    ] {
-        assert!(load(function).await.is_ok(), "{function:?}");
+    for function in [functions::SCIM, functions::LOAD_TURN] {
+        assert!(load(function).await.is_ok(), "{}", function.name);
     }
     let missing = |r: Result<ColdStart, ConfigError>| match r {
         Err(ConfigError::Missing(var)) => var,
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("started without its key"),
     };
-    let message = load(Function::Endpoint(Endpoint::Message)).await;
+    let message = load(functions::MESSAGE).await;
     assert_eq!(missing(message), "SIGNING_KEY_SECRET_ARN");
-    let tool = load(Function::Task(Handler::RunTool)).await;
+    let tool = load(functions::RUN_TOOL).await;
     assert_eq!(missing(tool), "SEALING_KEY_SECRET_ARN");
-    let scim = load(Function::Endpoint(Endpoint::Scim)).await.unwrap();
+    let scim = load(functions::SCIM).await.unwrap();
     let (status, _, _) = {
         let response = scim
-            .router(Endpoint::Scim)
+            .router()
             .unwrap()
-            .oneshot(d.event(Endpoint::Scim))
+            .oneshot(d.event(functions::SCIM))
             .await
             .unwrap();
         (response.status().as_u16(), (), ())
@@ -710,20 +707,17 @@ async fn a_retried_start_succeeds_where_the_machine_keeps_execution_names_unique
 
 /// The sample Step Functions input of `handler`'s function.
 fn sample_input(handler: Handler) -> Value {
-    serde_json::from_str(&repo_file(&format!(
-        "events/{}.json",
-        handler.function_name()
-    )))
-    .unwrap()
+    serde_json::from_str(&repo_file(&format!("events/{}.json", row(handler).name))).unwrap()
 }
 
 /// Feeds `payload` to `handler`'s task function.
 async fn task(
     d: &Deployment, handler: Handler, payload: Value,
 ) -> Result<Value, lambda_runtime::Diagnostic> {
-    d.cold_start(Function::Task(handler))
+    d.cold_start(row(handler))
         .await
-        .task(handler)
+        .task()
+        .unwrap()
         .handle(LambdaEvent::new(payload, Context::default()))
         .await
 }
@@ -761,7 +755,7 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
             payload["execution"]["startedAt"] = json!(started_at);
             d.counter.take();
             let output = task(d, h, payload).await.unwrap();
-            (output, d.take_checked(h.function_name()))
+            (output, d.take_checked(row(h).name))
         }
     };
     // Each step's DynamoDB requests: the cost model in docs/deploy.md adds these up.
@@ -779,7 +773,7 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
     d.counter.take();
     let exited = task(&d, Handler::LoadTurn, duplicate).await.unwrap();
     assert_eq!(exited["next"], "done", "{exited}");
-    let made = d.take_checked(Handler::LoadTurn.function_name());
+    let made = d.take_checked(functions::LOAD_TURN.name);
     assert_eq!(made, requests(&[("GetItem", 1)]));
     let (answered, made) = run(Handler::CallAgent).await;
     assert_eq!(answered["next"], "finish", "{answered}");
@@ -831,24 +825,51 @@ fn pascal(name: &str) -> String {
         .collect()
 }
 
+/// The row of `handler`'s function.
+fn row(handler: Handler) -> Function {
+    let row = functions::ALL
+        .into_iter()
+        .find(|f| matches!(f.serves, Serves::Task(h) if h == handler));
+    row.expect("every handler has its function")
+}
+
 #[test]
-fn every_function_has_its_crate_event_and_template_resource_under_one_name() {
+fn every_function_has_its_binary_event_and_template_resource_under_one_name() {
     let template = repo_file("template.yaml");
-    let names = Endpoint::ALL
-        .iter()
-        .map(|e| e.function_name().to_owned())
-        .chain(Handler::ALL.iter().map(|h| h.function_name().to_owned()))
-        .chain([Function::Sweep.name().to_owned()]);
-    for name in names {
-        let crate_toml = repo_file(&format!("functions/{name}/Cargo.toml"));
-        assert!(crate_toml.contains(&format!("name = \"{name}\"")), "{name}");
+    let mut names = BTreeSet::new();
+    for function in functions::ALL {
+        let name = function.name;
+        assert!(names.insert(name), "{name} has two rows");
+        let row = name.to_uppercase().replace('-', "_");
+        let binary = repo_file(&format!("functions/src/bin/{name}.rs"));
+        assert!(
+            binary.contains(&format!("knowledge_aws::main!({row});")),
+            "{name}"
+        );
         repo_file(&format!("events/{name}.json"));
-        let resource = format!("  {}Function:\n", pascal(&name));
+        let resource = format!("  {}Function:\n", pascal(name));
         assert!(
             template.contains(&resource),
             "template.yaml lacks {resource}"
         );
         assert!(template.contains(&format!("Binary: {name}\n")), "{name}");
+    }
+    // And nothing is declared that has no row.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for entry in std::fs::read_dir(root.join("functions/src/bin")).unwrap() {
+        let file = entry.unwrap().file_name().into_string().unwrap();
+        let name = file.strip_suffix(".rs").unwrap();
+        assert!(names.contains(name), "functions/src/bin/{file} has no row");
+    }
+    for line in template
+        .lines()
+        .filter(|l| l.trim_start().starts_with("Binary: "))
+    {
+        let name = line.trim_start().trim_start_matches("Binary: ");
+        assert!(
+            names.contains(name),
+            "template.yaml builds {name}, which has no row"
+        );
     }
     // Every Task of the state machine gets its function's ARN.
     for h in Handler::ALL {
@@ -900,7 +921,7 @@ impl Deployment {
     /// The sweep function fed its sample event; returns its answer and the DynamoDB requests
     /// it made, checked against its policies.
     async fn sweep(&self) -> (Value, BTreeMap<String, u64>) {
-        let sweep = self.cold_start(Function::Sweep).await.sweep();
+        let sweep = self.cold_start(functions::SWEEP).await.sweep();
         let payload = serde_json::from_str(&repo_file("events/sweep.json")).unwrap();
         self.counter.take();
         let answer = sweep
@@ -1027,12 +1048,12 @@ async fn sweep_event_ends_a_turn_that_keeps_killing_its_executions_as_failed() {
 async fn a_sweep_racing_a_message_to_the_dead_run_starts_exactly_one_execution() {
     let d = Deployment::new().await;
     let (key, run) = d.dead_run(0).await;
-    let mut event = d.event(Endpoint::Message);
+    let mut event = d.event(functions::MESSAGE);
     let body = json!({ "sessionId": key.session.as_str(), "text": "Hello?" }).to_string();
     *event.body_mut() = lambda_http::Body::Text(body);
-    let message = d.router(Endpoint::Message).await;
+    let message = d.router(functions::MESSAGE).await;
     // Both count their requests in one counter here: the sweep's are checked alone above.
-    let sweep = d.cold_start(Function::Sweep).await.sweep();
+    let sweep = d.cold_start(functions::SWEEP).await.sweep();
     let payload = serde_json::from_str(&repo_file("events/sweep.json")).unwrap();
     let swept = sweep.handle(LambdaEvent::new(payload, Context::default()));
     let (answered, swept) = tokio::join!(message.oneshot(event), swept);

@@ -14,7 +14,6 @@ mod codec;
 pub mod counter;
 mod directory;
 mod gate;
-mod http;
 pub mod keys;
 mod limits;
 mod orgs;
@@ -27,7 +26,6 @@ mod transact;
 use aws_sdk_dynamodb::Client;
 
 pub use crate::counter::RequestCounter;
-pub use crate::http::sdk_config_loader;
 pub use crate::table::{TableError, config, connect, create_table_if_missing};
 
 /// The storage ports on a DynamoDB table. Cheap to clone.

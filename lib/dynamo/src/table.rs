@@ -31,7 +31,7 @@ fn table_error(e: impl Into<BackendError>) -> TableError {
 /// local credentials and defaults to `us-east-1`, so a laptop needs no AWS account. Without
 /// one it uses the standard AWS configuration chain.
 pub async fn connect(endpoint: Option<&str>, counter: RequestCounter) -> Client {
-    let shared = crate::http::sdk_config_loader().load().await;
+    let shared = knowledge_aws_sdk::sdk_config_loader().load().await;
     let mut config = config(&shared, counter);
     if let Some(url) = endpoint {
         config = config.endpoint_url(url);

@@ -8,6 +8,7 @@ pub mod admin;
 pub mod auth;
 pub mod cookie;
 pub mod edge;
+pub mod endpoints;
 pub mod error;
 pub mod extract;
 pub mod guard;
@@ -18,111 +19,36 @@ pub mod routes;
 pub mod scim;
 pub mod sso;
 mod state;
-mod table;
 pub mod wire;
 
 use axum::Router;
+use axum::body::Bytes;
 use axum::middleware::from_fn_with_state;
 use axum::routing::any;
 use utoipa_axum::router::OpenApiRouter;
 
+pub use crate::endpoints::Routes;
 pub use crate::state::{HttpConfig, ScimApi, SessionApi};
-pub use crate::table::Routes;
 
-/// An endpoint of the interface; on AWS each is its own Lambda function.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
-    CreateSession,
-    Message,
-    Transcript,
-    ListSessions,
-    Cancel,
-    DeleteSession,
-    SwitchOrg,
-    /// `GET /api/auth/me`.
-    Me,
-    /// `POST /api/auth/logout`.
-    Logout,
-    /// `GET /api/auth/link`: a single-use sign-in link.
-    SignInLink,
-    /// `GET /api/auth/login`: single sign-on, to the organisation's identity provider.
-    SsoLogin,
-    /// `GET /api/auth/callback/{org}`: single sign-on, back from the organisation's identity
-    /// provider (and the retired shared `GET /api/auth/callback`, which signs nobody in).
-    SsoCallback,
-    /// Every SCIM route, under `/api/scim` and `/api/scim/v2`.
-    Scim,
-    /// The OpenAPI document, `GET /api/openapi.json`.
-    OpenApi,
-    /// The browser app's page and assets (`/`, `/c/{session}`, `/assets/{name}`).
-    Web,
-    /// Every admin route, under `/api/admin`.
-    Admin,
-}
-
-impl Endpoint {
-    pub const ALL: [Endpoint; 16] = [
-        Self::CreateSession,
-        Self::Message,
-        Self::Transcript,
-        Self::ListSessions,
-        Self::Cancel,
-        Self::DeleteSession,
-        Self::SwitchOrg,
-        Self::Me,
-        Self::Logout,
-        Self::SignInLink,
-        Self::SsoLogin,
-        Self::SsoCallback,
-        Self::Scim,
-        Self::OpenApi,
-        Self::Web,
-        Self::Admin,
-    ];
-
-    /// Whether the endpoint's routes need single sign-on assembled.
-    pub const fn needs_sso(self) -> bool {
-        matches!(self, Self::SsoLogin | Self::SsoCallback)
-    }
-
-    /// The function's name in `functions/`, `template.yaml` (in PascalCase) and `events/`.
-    pub fn function_name(self) -> &'static str {
-        match self {
-            Self::CreateSession => "create-session",
-            Self::Message => "message",
-            Self::Transcript => "transcript",
-            Self::ListSessions => "list-sessions",
-            Self::Cancel => "cancel",
-            Self::DeleteSession => "delete-session",
-            Self::SwitchOrg => "switch-org",
-            Self::Me => "me",
-            Self::Logout => "logout",
-            Self::SignInLink => "signin-link",
-            Self::SsoLogin => "sso-login",
-            Self::SsoCallback => "sso-callback",
-            Self::Scim => "scim",
-            Self::OpenApi => "openapi",
-            Self::Web => "web",
-            Self::Admin => "admin",
-        }
-    }
-}
-
-/// Every route, as the local service serves them, with `app` (the browser app's pages and
-/// assets) behind the same edge.
-pub fn router(sessions: SessionApi, scim: ScimApi, app: Router) -> Router {
-    let sessions = session_routes(sessions, &Endpoint::ALL.map(Endpoint::routes));
+/// Every route, as the local service serves them: the session, admin and `/api/auth` routes
+/// of `endpoints` (every endpoint's), SCIM, the OpenAPI document (`document`, as JSON) and
+/// `app` (the browser app's pages and assets), behind the same edge.
+pub fn router(
+    sessions: SessionApi, scim: ScimApi, document: Bytes, app: Router, endpoints: &[Routes],
+) -> Router {
+    let sessions = session_routes(sessions, endpoints);
     edge(
         sessions
             .merge(scim::routes(scim))
-            .merge(openapi::routes())
+            .merge(openapi::routes(document))
             .merge(app),
     )
 }
 
-/// The OpenAPI document of every route [`router`] serves, built from the same declarations.
-pub fn document() -> utoipa::openapi::OpenApi {
-    let sessions = session_parts(&Endpoint::ALL.map(Endpoint::routes)).doc;
+/// The OpenAPI document of every route [`router`] serves with `endpoints`, built from the same
+/// declarations.
+pub fn document(endpoints: &[Routes]) -> utoipa::openapi::OpenApi {
+    let sessions = session_parts(endpoints).doc;
     openapi::document([sessions, scim::document(), openapi::document_of_itself()])
 }
 
@@ -140,9 +66,9 @@ pub fn scim_function(scim: ScimApi) -> Router {
     edge(scim::routes(scim))
 }
 
-/// The router of the function that serves the OpenAPI document.
-pub fn openapi_function() -> Router {
-    edge(openapi::routes())
+/// The router of the function that serves the OpenAPI document (`document`, as JSON).
+pub fn openapi_function(document: Bytes) -> Router {
+    edge(openapi::routes(document))
 }
 
 /// The router of the function that serves the browser app's files (`app`), behind the same

@@ -1,11 +1,11 @@
 //! The OpenAPI 3.1 document of the HTTP interface: its header (title, version, security schemes,
 //! tags), and the route that serves it at `GET /api/openapi.json`. The operations come from the
-//! handlers' declarations, through [`crate::document`]; `docs/openapi.json` is this document as
+//! handlers' declarations, through [`crate::document`] (of the endpoints it is given); `docs/openapi.json` is this document as
 //! committed, and a test fails when the two differ.
 
-use std::sync::LazyLock;
-
 use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
 use axum::http::HeaderValue;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
@@ -121,24 +121,23 @@ pub fn to_json(doc: &Document) -> String {
 /// The OpenAPI document of this interface.
 #[utoipa::path(get, path = "/api/openapi.json", operation_id = "openApiDocument",
     responses((status = 200, description = "This document, OpenAPI 3.1.", body = Value)))]
-async fn serve() -> Response {
-    static JSON: LazyLock<String> = LazyLock::new(|| to_json(&crate::document()));
-    let mut response = JSON.as_str().into_response();
+async fn serve(State(json): State<Bytes>) -> Response {
+    let mut response = json.into_response();
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
 }
 
-fn declared() -> (Router, Document) {
+fn declared() -> (Router<Bytes>, Document) {
     OpenApiRouter::new()
         .routes(routes!(serve))
         .split_for_parts()
 }
 
-/// The document's own route.
-pub(crate) fn routes() -> Router {
-    declared().0
+/// The document's own route, serving `json` ([`to_json`] of the document).
+pub(crate) fn routes(json: Bytes) -> Router {
+    declared().0.with_state(json)
 }
 
 /// The document of the document's own route.

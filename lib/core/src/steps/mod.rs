@@ -106,18 +106,6 @@ impl Handler {
         format!("${{{}FunctionArn}}", self.name())
     }
 
-    /// The function's name in `functions/`, `events/` and `template.yaml` (as
-    /// `<name>Function`): the name in kebab case.
-    pub fn function_name(self) -> &'static str {
-        match self {
-            Self::LoadTurn => "load-turn",
-            Self::CallAgent => "call-agent",
-            Self::RunTool => "run-tool",
-            Self::FinishTurn => "finish-turn",
-            Self::Terminate => "terminate",
-        }
-    }
-
     /// The Task state's `TimeoutSeconds`: how long one attempt of the step may run.
     pub const fn timeout(self) -> Duration {
         Duration::from_secs(match self {

@@ -1,0 +1,4 @@
+//! The `list-sessions` Lambda function (`ListSessionsFunction` in template.yaml); its row is
+//! `knowledge_app::functions::LIST_SESSIONS`.
+
+knowledge_aws::main!(LIST_SESSIONS);

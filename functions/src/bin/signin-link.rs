@@ -1,0 +1,4 @@
+//! The `signin-link` Lambda function (`SigninLinkFunction` in template.yaml); its row is
+//! `knowledge_app::functions::SIGNIN_LINK`.
+
+knowledge_aws::main!(SIGNIN_LINK);

@@ -1,0 +1,4 @@
+//! The `web` Lambda function (`WebFunction` in template.yaml); its row is
+//! `knowledge_app::functions::WEB`.
+
+knowledge_aws::main!(WEB);

@@ -1,3 +1,0 @@
-//! The agent workflow's `Terminate` Task (`TerminateFunction` in template.yaml).
-
-knowledge_aws::task_main!(Terminate);

@@ -1,0 +1,112 @@
+//! The routes of each endpoint, as constants: a Lambda function's row
+//! (`knowledge_app::functions`) names one of these, and its `main` evaluates that row at compile
+//! time, so its binary names (and links) only its own handlers, not the other endpoints' (the
+//! admin API's above all). The local service and the OpenAPI document take every row's.
+//! Adding an endpoint: its handler, a constant here, a row there.
+
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
+use utoipa_axum::routes;
+
+use crate::{AuthGuard, SessionApi, admin, auth, routes, sso};
+
+type Route = fn() -> UtoipaMethodRouter<SessionApi>;
+
+/// The routes of one endpoint, before their guards.
+#[derive(Clone, Copy)]
+pub struct Routes {
+    /// The route under `/api/managed-agents`, for the session endpoints.
+    pub(crate) session: Option<Route>,
+    /// The routes under [`admin::PREFIX`], for the admin endpoint.
+    pub(crate) admin: Option<fn() -> OpenApiRouter<SessionApi>>,
+    /// The routes under `/api/auth`, each with the guard it passes.
+    pub(crate) auth: &'static [(Route, AuthGuard)],
+    /// Whether they sign people in, so that single sign-on must be assembled.
+    pub(crate) sso: bool,
+}
+
+impl Routes {
+    const NONE: Self = Self {
+        session: None,
+        admin: None,
+        auth: &[],
+        sso: false,
+    };
+
+    const fn session(route: Route) -> Self {
+        Self {
+            session: Some(route),
+            ..Self::NONE
+        }
+    }
+
+    const fn auth(routes: &'static [(Route, AuthGuard)]) -> Self {
+        Self {
+            auth: routes,
+            ..Self::NONE
+        }
+    }
+
+    /// Whether single sign-on must be assembled for these routes.
+    pub const fn signs_in(self) -> bool {
+        self.sso
+    }
+
+    /// Whether these are the admin routes, which need the admin use cases.
+    pub const fn administers(self) -> bool {
+        self.admin.is_some()
+    }
+}
+
+pub const CREATE_SESSION: Routes = Routes::session(|| routes!(routes::create_session));
+pub const DELETE_SESSION: Routes = Routes::session(|| routes!(routes::delete_session));
+pub const MESSAGE: Routes = Routes::session(|| routes!(routes::post_message));
+pub const TRANSCRIPT: Routes = Routes::session(|| routes!(routes::transcript));
+pub const LIST_SESSIONS: Routes = Routes::session(|| routes!(routes::list_sessions));
+pub const CANCEL: Routes = Routes::session(|| routes!(routes::cancel));
+/// Who is signed in: a current member of the cookie's organisation.
+pub const ME: Routes = Routes::auth(&[(|| routes!(auth::me), AuthGuard::Member)]);
+/// A valid cookie, of any organisation the user belongs to.
+pub const SWITCH_ORG: Routes = Routes::auth(&[(|| routes!(auth::switch_org), AuthGuard::SignedIn)]);
+pub const LOGOUT: Routes = Routes::auth(&[(|| routes!(auth::logout), AuthGuard::SignedIn)]);
+/// Signing in: no guard.
+pub const SIGN_IN_LINK: Routes =
+    Routes::auth(&[(|| routes!(auth::sign_in_with_link), AuthGuard::Public)]);
+pub const SSO_LOGIN: Routes = Routes {
+    sso: true,
+    ..Routes::auth(&[(|| routes!(sso::login), AuthGuard::Public)])
+};
+/// Each organisation's callback, and the retired shared one, which only says where to go.
+pub const SSO_CALLBACK: Routes = Routes {
+    sso: true,
+    ..Routes::auth(&[
+        (|| routes!(sso::callback), AuthGuard::Public),
+        (|| routes!(sso::retired_callback), AuthGuard::Public),
+    ])
+};
+/// Every route under [`admin::PREFIX`], behind the member guard and then the admin role.
+pub const ADMIN: Routes = Routes {
+    admin: Some(admin_routes),
+    ..Routes::NONE
+};
+
+fn admin_routes() -> OpenApiRouter<SessionApi> {
+    OpenApiRouter::new()
+        .routes(routes!(admin::list_members, admin::invite_member))
+        .routes(routes!(admin::set_role, admin::remove_member))
+        .routes(routes!(admin::get_sso, admin::set_sso))
+        .routes(routes!(admin::enable_sso))
+        .routes(routes!(admin::test_sso))
+        .routes(routes!(admin::get_scim))
+        .routes(routes!(admin::generate_scim_token))
+        .routes(routes!(admin::list_integrations))
+        .routes(routes!(
+            admin::connect_integration,
+            admin::disconnect_integration
+        ))
+        .routes(routes!(admin::test_integration))
+        .routes(routes!(admin::credential_holders))
+        .routes(routes!(admin::store_credential))
+        .routes(routes!(admin::get_usage))
+        .routes(routes!(admin::set_limits))
+        .routes(routes!(admin::list_audit))
+}
