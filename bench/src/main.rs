@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use knowledge_bench::{KEY, fresh_store, serve};
-use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::adapters::agent::BuiltinAgent;
+use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{NewEvent, Session};
 use knowledge_core::ids::{EventId, OrgId, SessionId, SessionKey, UserId};
-use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::SessionStore;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::SqliteStore;

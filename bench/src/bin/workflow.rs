@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use knowledge_bench::{KEY, fresh_store, serve, settings};
-use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::adapters::agent::BuiltinAgent;
+use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{EventKind, Role};
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
-use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{
     Agent, AgentError, AgentReply, AgentRequest, Integrations, SessionStore, Store, Workflow,
     WorkflowError,

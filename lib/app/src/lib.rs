@@ -13,9 +13,9 @@ pub mod functions;
 use std::sync::Arc;
 
 use axum::Router;
+use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::admin::Administration;
 use knowledge_core::clock::{Clock, SystemClock};
-use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{
     Agent, IdentityDiscovery, IdentityProvider, IntegrationReach, Integrations, Store, Workflow,
 };

@@ -1,18 +1,19 @@
 //! Core of the conversational knowledge service: identifiers, domain, use cases and ports.
-//! Nothing here knows of HTTP or AWS; adapters live in the other crates.
+//! Nothing here knows of HTTP or AWS: the domain (`domain`, `ids`, `clock`, `conversation`), the
+//! ports (`ports`), the use cases (`service`, `steps`, `admin`, `scim`, `sso`, `signin`), the
+//! policy they apply (`policy`) and the adapters that need nothing outside (`adapters`); the other
+//! adapters live in the crates named after their technology.
 
+pub mod adapters;
 pub mod admin;
-pub mod agent;
 pub mod clock;
 pub mod conversation;
 pub mod domain;
 pub mod error;
 pub mod fault;
 pub mod ids;
-pub mod integrations;
-pub mod limits;
+pub mod policy;
 pub mod ports;
-pub mod pricing;
 pub mod scim;
 pub mod seal;
 pub mod service;

@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use clap::Parser;
 use knowledge_app::Settings;
+use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::clock::{Clock, OffsetClock, SystemClock};
 use knowledge_core::error::Chain;
 use knowledge_core::fault;
 use knowledge_core::ids::{OrgId, UserId};
-use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::signin::{self, LINK_TTL_MS};
 use knowledge_docs::TantivyDocs;
 use knowledge_egress::Egress;

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use knowledge_core::conversation::Message;
+use knowledge_core::policy::pricing::Price;
 use knowledge_core::ports::{
     Agent, AgentError, AgentReply, AgentRequest, TokenUsage, ToolCall, ToolSpec,
 };
-use knowledge_core::pricing::Price;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -5,9 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::adapters::agent::BuiltinAgent;
+use knowledge_core::policy::pricing::PriceTable;
 use knowledge_core::ports::Agent;
-use knowledge_core::pricing::PriceTable;
 
 pub use crate::error::ConfigError;
 

@@ -1,6 +1,6 @@
 //! The providers' one configuration error, shared by the adapters and the choice of agent.
 
-use knowledge_core::pricing::PriceError;
+use knowledge_core::policy::pricing::PriceError;
 
 /// A configuration the service cannot start with. Messages name the variable to fix.
 #[derive(Debug, thiserror::Error)]

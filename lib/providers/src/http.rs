@@ -4,8 +4,8 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
+use knowledge_core::policy::pricing::Price;
 use knowledge_core::ports::{AgentError, TokenUsage};
-use knowledge_core::pricing::Price;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Client, Response, StatusCode};
 use serde::de::DeserializeOwned;

@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::{SqliteStore, backend, conversion};
 use knowledge_core::domain::Usage;
 use knowledge_core::ids::OrgId;
-use knowledge_core::limits::Slot;
+use knowledge_core::policy::limits::Slot;
 use knowledge_core::ports::{
     Gate, LimitStore, QueryCount, RateUpdate, RateWindow, StoreError, StoreResult,
 };

@@ -18,7 +18,7 @@ use crate::domain::{
 };
 use crate::error::{Chain, CoreError};
 use crate::ids::{OrgId, UserId};
-use crate::limits::{self, Action, Admission};
+use crate::policy::limits::{self, Action, Admission};
 use crate::ports::{IdentityDiscovery, Integrations, Store, StoreError, Workflow};
 use crate::seal::Sealer;
 use crate::service::cancel_member_turns;

@@ -71,7 +71,7 @@ pub struct AgentReply {
     pub action: AgentAction,
     pub usage: TokenUsage,
     /// What the step cost, in millionths of a US dollar: `usage` priced by the deployment's
-    /// [`crate::pricing::Price`].
+    /// [`crate::policy::pricing::Price`].
     pub cost_micros: u64,
 }
 

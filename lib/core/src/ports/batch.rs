@@ -28,7 +28,7 @@ pub struct Reads<'a> {
     pub org_record: bool,
     /// The organisation's usage in this calendar month (`YYYY-MM`, UTC).
     pub usage_month: Option<&'a str>,
-    /// A rate-limit window, by its key ([`crate::limits::Action::key`]).
+    /// A rate-limit window, by its key ([`crate::policy::limits::Action::key`]).
     pub rate_window: Option<&'a str>,
     /// One of the member's sessions in `org`.
     pub session: Option<&'a SessionId>,

@@ -7,7 +7,7 @@ use crate::clock::{Timestamp, whole_seconds_until};
 use crate::domain::{Org, Usage};
 use crate::error::CoreError;
 use crate::ids::{OrgId, SessionId, SessionKey, UserId};
-use crate::limits::{Action, Slot};
+use crate::policy::limits::{Action, Slot};
 use crate::ports::{Gate, QueryCount, Reads, Snapshot, StoreError};
 
 use super::Service;

@@ -15,7 +15,7 @@ use crate::domain::{
 };
 use crate::error::CoreError;
 use crate::ids::{EventId, OrgId, RunId, SessionId, SessionKey, UserId};
-use crate::limits::Action;
+use crate::policy::limits::Action;
 use crate::ports::{Agent, EventsAfter, IntegrationReach, Reads, Store, StoreError, Workflow};
 
 pub use account::Account;

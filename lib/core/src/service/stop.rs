@@ -5,7 +5,7 @@ use crate::clock::{Clock, Timestamp};
 use crate::domain::Session;
 use crate::error::CoreError;
 use crate::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
-use crate::limits::Action;
+use crate::policy::limits::Action;
 use crate::ports::{Gate, Reads, SessionStore, StoreError};
 
 use super::admission::{SignedIn, admit};

@@ -2,8 +2,8 @@
 
 use std::future::Future;
 
+use crate::adapters::integrations::find_tool;
 use crate::domain::{Awaiting, EventBody, NewEvent};
-use crate::integrations::find_tool;
 use crate::ports::IntegrationError;
 
 use super::bounds::{bounded_output, bounded_text};

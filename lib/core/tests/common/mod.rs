@@ -4,14 +4,14 @@
 
 use std::sync::Arc;
 
-use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::adapters::agent::BuiltinAgent;
+use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::clock::Clock;
 use knowledge_core::domain::{
     Actor, AuditAction, AuditEntry, EventKind, Member, Org, Plan, Role, Session,
 };
 use knowledge_core::ids::RunId;
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
-use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{DirectoryStore, OrgStore, SessionStore};
 use knowledge_core::service::{Deps, Opening, Principal, Service, SignedIn};
 use knowledge_core::steps::{ExecRef, Failure, Handler, StepInput, StepOutput, Steps, TurnRef};

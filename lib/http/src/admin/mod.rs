@@ -13,7 +13,7 @@ use axum::http::StatusCode;
 use axum::http::request::Parts;
 use knowledge_core::CoreError;
 use knowledge_core::admin::{Admin, Administration, IntegrationSettings};
-use knowledge_core::limits::Action;
+use knowledge_core::policy::limits::Action;
 use knowledge_core::sso::{SsoChange, SsoSettings};
 use utoipa::IntoResponses;
 

@@ -28,7 +28,7 @@ const SHORT: ServerLimits = ServerLimits {
 const BOUND: Duration = Duration::from_secs(6);
 
 async fn service(limits: ServerLimits) -> Api {
-    let agent = std::sync::Arc::new(knowledge_core::agent::BuiltinAgent);
+    let agent = std::sync::Arc::new(knowledge_core::adapters::agent::BuiltinAgent);
     Api::start_setup(Setup {
         limits,
         ..Setup::new(agent)

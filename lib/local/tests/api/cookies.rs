@@ -5,7 +5,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::{EncodingKey, Header};
-use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::signin;
 use knowledge_http::cookie::{CookieSigner, Lifetime};
 use serde_json::json;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::adapters::agent::BuiltinAgent;
 use serde_json::{Value, json};
 use tokio::process::Command;
 

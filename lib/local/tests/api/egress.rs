@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_egress::Egress;
 use reqwest::Method;
 use serde_json::{Value, json};

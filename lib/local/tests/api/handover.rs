@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use knowledge_asl::Observer;
-use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::adapters::agent::BuiltinAgent;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
-use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::domain::EventKind;
 use knowledge_core::ids::{EventId, SessionId};
 use knowledge_local::admin::OrgChanges;

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::domain::{IntegrationAuth, MemberDataKind, Role};
-use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{
     Agent, AgentAction, AgentError, AgentReply, AgentRequest, CancelSignal, Integration,
     IntegrationError, TokenUsage, ToolCall, ToolSpec,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::Method;
-use knowledge_core::integrations::FixedIntegrations;
+use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::ports::Integrations;
 use knowledge_core::steps::errors;
 use knowledge_local::workflow::AGENT_DEFINITION;

@@ -359,7 +359,7 @@ async fn create_is_502_and_writes_nothing_when_the_provider_is_unreachable() {
     assert_eq!(api.admin().usage(&api.user.org).await.unwrap().queries, 0);
     let window = knowledge_core::ports::LimitStore::get_rate_window(
         &*api.svc.store,
-        &knowledge_core::limits::Action::CreateSession.key(&api.user.id),
+        &knowledge_core::policy::limits::Action::CreateSession.key(&api.user.id),
     )
     .await;
     assert_eq!(window.unwrap().hits, vec![]);

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use knowledge_asl::{Execution, Options, TracingObserver};
-use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::adapters::agent::BuiltinAgent;
+use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::clock::SystemClock;
 use knowledge_core::ids::{OrgId, RunId, SessionKey, UserId};
-use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{Agent, Integrations};
 use knowledge_core::service::{Deps, Opening, Principal, Service, SignedIn};
 use knowledge_core::steps::{Handler, Next, StepInput, StepOutput, Steps, TurnRef};

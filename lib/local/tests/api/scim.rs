@@ -831,7 +831,7 @@ async fn another_organisations_users_are_not_found_with_its_token() {
         token: s.api.admin().generate_scim_token(&other).await.unwrap(),
         api: Api::start_on(
             s.api.dir.clone(),
-            Arc::new(knowledge_core::agent::BuiltinAgent),
+            Arc::new(knowledge_core::adapters::agent::BuiltinAgent),
         )
         .await,
     };

@@ -7,10 +7,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use knowledge_app::Settings;
 use knowledge_asl::{Observer, Options, Tasks, TracingObserver};
-use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::adapters::agent::BuiltinAgent;
+use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::domain::Role;
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
-use knowledge_core::integrations::FixedIntegrations;
 use knowledge_core::ports::{
     Agent, AgentAction, AgentError, AgentReply, AgentRequest, Integrations, TokenUsage,
 };

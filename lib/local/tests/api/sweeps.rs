@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use knowledge_asl::{TaskError, Tasks};
-use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::domain::{LEASE_MS, MAX_REVIVALS};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use knowledge_asl::{Observer, START_EXECUTION, StateMachine, TaskError, Tasks, handler_of};
-use knowledge_core::agent::BuiltinAgent;
+use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::ports::{Agent, AgentError, AgentReply, AgentRequest};
 use knowledge_core::steps::Handler;
 use knowledge_local::workflow::AGENT_DEFINITION;
