@@ -203,7 +203,7 @@ impl StateMachine {
                     retry,
                     tasks,
                     signal,
-                    options,
+                    options.delay_scale,
                 )
                 .await
                 {

@@ -10,7 +10,6 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::definition::Retrier;
-use crate::run::Options;
 
 /// A Task's failure: the error name Retry and Catch match, and its cause.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -81,10 +80,10 @@ fn sample() -> f64 {
 }
 
 /// Invokes a Task until it succeeds or no retrier matches its error any more. Each retrier
-/// counts its own attempts, as in Step Functions.
+/// counts its own attempts, as in Step Functions; `delay_scale` multiplies every backoff.
 pub(crate) async fn invoke_with_retry(
     handler: &str, input: &Value, timeout_secs: Option<u64>, retry: &[Retrier],
-    tasks: &Arc<dyn Tasks>, signal: &CancellationToken, options: Options,
+    tasks: &Arc<dyn Tasks>, signal: &CancellationToken, delay_scale: f64,
 ) -> Result<Value, TaskError> {
     let mut attempts = vec![0u32; retry.len()];
     loop {
@@ -105,9 +104,7 @@ pub(crate) async fn invoke_with_retry(
             return Err(error);
         }
         tracing::warn!(handler, error = %error, attempt = attempts[i], "task failed; retrying");
-        let delay = retry[i]
-            .delay(attempts[i], sample())
-            .mul_f64(options.delay_scale);
+        let delay = retry[i].delay(attempts[i], sample()).mul_f64(delay_scale);
         if began_signalled {
             tokio::time::sleep(delay).await;
         } else {

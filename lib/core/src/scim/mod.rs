@@ -7,6 +7,7 @@ pub mod patch;
 pub mod resource;
 pub mod schema;
 pub mod token;
+pub mod validate;
 
 use std::sync::Arc;
 
@@ -19,7 +20,7 @@ use crate::ids::{OrgId, UserId};
 use crate::ports::{BackendError, DirectoryStore, OrgStore, StoreError};
 use crate::service::Service;
 use filter::Filter;
-use schema::UserInput;
+use validate::UserInput;
 
 /// Failures of the SCIM use cases, each with its RFC 7644 `scimType` where one is defined.
 #[derive(Debug, thiserror::Error)]
@@ -158,12 +159,12 @@ impl Directory {
     }
 
     /// Provisions a member with role viewer from a POST body.
-    /// Errors: those of [`schema::user_from_json`]; `Uniqueness` when the organisation has the
+    /// Errors: those of [`validate::user_from_json`]; `Uniqueness` when the organisation has the
     /// `userName` already (case-insensitively; of concurrent creates exactly one succeeds);
     /// `InvalidValue` for `active: false`, since a deactivated user is by this interface's rule
     /// not a member.
     pub async fn create(&self, org: &OrgId, body: &Value) -> Result<Member, ScimError> {
-        let input = schema::user_from_json(body)?;
+        let input = validate::user_from_json(body)?;
         if !input.active {
             return Err(ScimError::InvalidValue(
                 "a user cannot be provisioned inactive: deactivation removes the member".into(),
@@ -225,9 +226,10 @@ impl Directory {
     /// Replaces the profile with a PUT body. With `active: false`, removes the member instead.
     /// The user is looked up before the body is judged, so an unknown id is 404 whatever the
     /// body holds. Errors: `NotFound`, `Uniqueness` (the new `userName` is another member's),
-    /// and the validation errors of [`schema::user_from_json`].
+    /// and the validation errors of [`validate::user_from_json`].
     pub async fn replace(&self, org: &OrgId, id: &str, body: &Value) -> Result<Change, ScimError> {
-        self.update(org, id, |_| schema::user_from_json(body)).await
+        self.update(org, id, |_| validate::user_from_json(body))
+            .await
     }
 
     /// Applies a PatchOp body. When the result is `active: false`, removes the member.

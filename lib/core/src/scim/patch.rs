@@ -11,8 +11,9 @@ use serde_json::{Map, Value};
 use super::filter::{self, Filter, Filterable};
 use super::schema::{
     self, Attribute, ENTERPRISE_ATTRIBUTES, ENTERPRISE_SCHEMA, Mutability, USER_ATTRIBUTES,
-    USER_SCHEMA, UserInput, check_multi_count,
+    USER_SCHEMA, check_multi_count,
 };
+use super::validate::{self, UserInput};
 use super::{ScimError, field};
 use crate::domain::Profile;
 
@@ -55,7 +56,7 @@ pub fn apply(profile: &Profile, body: &Value) -> Result<UserInput, ScimError> {
     for op in operations {
         apply_one(&mut doc, op)?;
     }
-    schema::user_from_json(&Value::Object(doc))
+    validate::user_from_json(&Value::Object(doc))
 }
 
 fn operations(body: &Value) -> Result<&[Value], ScimError> {
@@ -451,7 +452,7 @@ mod tests {
     use serde_json::json;
 
     fn profile() -> Profile {
-        schema::user_from_json(&json!({
+        validate::user_from_json(&json!({
             "userName": "ann@x.org",
             "externalId": "ext-1",
             "name": { "givenName": "Ann", "familyName": "Lee" },
