@@ -216,6 +216,7 @@ impl App {
         let sealer = s.sealer.clone().ok_or(AssemblyError("the sealing key"))?;
         let sso = SingleSignOn::new(
             self.store.clone(),
+            self.store.clone(),
             sealer,
             provider,
             s.clock.clone(),

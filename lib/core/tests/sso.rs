@@ -90,6 +90,7 @@ impl Rig {
         let rig = Self {
             sso: SingleSignOn::new(
                 store.clone(),
+                store.clone(),
                 sealer.clone(),
                 provider.clone(),
                 Arc::new(SystemClock),

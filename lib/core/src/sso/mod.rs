@@ -15,7 +15,9 @@ use crate::domain::{
 };
 use crate::error::CoreError;
 use crate::ids::{OrgId, UserId};
-use crate::ports::{Authorization, IdentityProvider, OidcClient, Store, StoreError};
+use crate::ports::{
+    Authorization, DirectoryStore, IdentityProvider, OidcClient, OrgStore, StoreError,
+};
 use crate::seal::{Sealer, sso_secret_context};
 use crate::service::Principal;
 
@@ -41,11 +43,12 @@ pub struct AuthorizationResponse<'a> {
     pub iss: Option<&'a str>,
 }
 
-/// The sign-in use cases, on the store, the sealing key (for the client secrets) and the
-/// providers.
+/// The sign-in use cases, on the organisations and their directories (the two store roles they
+/// use), the sealing key (for the client secrets) and the providers.
 #[derive(Clone)]
 pub struct SingleSignOn {
-    store: Arc<dyn Store>,
+    orgs: Arc<dyn OrgStore>,
+    directory: Arc<dyn DirectoryStore>,
     sealer: Arc<Sealer>,
     provider: Arc<dyn IdentityProvider>,
     clock: Arc<dyn Clock>,
@@ -57,11 +60,12 @@ pub struct SingleSignOn {
 impl SingleSignOn {
     /// `callback_base` is `<origin>/api/auth/callback`, without a trailing slash.
     pub fn new(
-        store: Arc<dyn Store>, sealer: Arc<Sealer>, provider: Arc<dyn IdentityProvider>,
-        clock: Arc<dyn Clock>, callback_base: String,
+        orgs: Arc<dyn OrgStore>, directory: Arc<dyn DirectoryStore>, sealer: Arc<Sealer>,
+        provider: Arc<dyn IdentityProvider>, clock: Arc<dyn Clock>, callback_base: String,
     ) -> Self {
         Self {
-            store,
+            orgs,
+            directory,
             sealer,
             provider,
             clock,
@@ -90,7 +94,7 @@ impl SingleSignOn {
                     .ok_or_else(|| {
                         CoreError::invalid("invalid_field", "email must be an e-mail address")
                     })?;
-                let org = self.store.org_for_domain(&domain).await?;
+                let org = self.orgs.org_for_domain(&domain).await?;
                 org.ok_or(CoreError::SsoUnavailable)?
             }
         };
@@ -155,7 +159,7 @@ impl SingleSignOn {
 
     /// The organisation's configuration if its SSO is on. Errors: `SsoUnavailable`.
     async fn active_config(&self, org: &OrgId) -> Result<SsoConfig, CoreError> {
-        let org = self.store.get_org(org).await?;
+        let org = self.orgs.get_org(org).await?;
         org.and_then(|o| o.sso)
             .filter(|c| c.enabled)
             .ok_or(CoreError::SsoUnavailable)
@@ -183,7 +187,7 @@ impl SingleSignOn {
         let key = user_name_key(user_name);
         for _ in 0..ATTEMPTS {
             let now = self.clock.now();
-            let found = self.store.find_member_by_user_name(org, &key).await?;
+            let found = self.directory.find_member_by_user_name(org, &key).await?;
             let written = match found {
                 Some(member) => match &member.identity {
                     Some(bound) if *bound == identity => return Ok(principal(member)),
@@ -203,7 +207,7 @@ impl SingleSignOn {
                             AuditAction::MemberIdentityBound,
                             member.user.as_str(),
                         );
-                        self.store
+                        self.directory
                             .update_member(&member, &next, &audit)
                             .await
                             .map(|()| next)
@@ -229,7 +233,7 @@ impl SingleSignOn {
                         AuditAction::MemberAdded,
                         member.user.as_str(),
                     );
-                    self.store
+                    self.directory
                         .create_member(&member, &audit)
                         .await
                         .map(|()| member)
@@ -256,7 +260,7 @@ impl SingleSignOn {
     /// Whether a member of `org` other than by name is bound to `identity`: the only cause of
     /// a refused claim once the name's own member was read.
     async fn identity_taken(&self, org: &OrgId, identity: &FederatedId) -> Result<bool, CoreError> {
-        let members = self.store.list_members(org).await?;
+        let members = self.directory.list_members(org).await?;
         Ok(members
             .iter()
             .any(|m| m.identity.as_ref() == Some(identity)))
