@@ -1,6 +1,6 @@
 //! The service on AWS: each Lambda function's settings read from its environment and the
-//! secrets it is given, the Step Functions workflow adapter, and the entry points that
-//! `functions/*/src/main.rs` call. Everything here is built once per cold start and shared by
+//! secrets its row names, the Step Functions workflow adapter, and the entry point
+//! (`main!(ROW)`) of each binary in `functions/src/bin/`. Everything here is built once per cold start and shared by
 //! the invocations of that instance; the application itself is assembled by `knowledge_app`.
 
 pub mod config;
