@@ -1,7 +1,8 @@
 //! The service on AWS: each Lambda function's settings read from its environment and the
 //! secrets its row names, the Step Functions workflow adapter, and the entry point
-//! (`main!(ROW)`) of each binary in `functions/src/bin/`. Everything here is built once per cold start and shared by
-//! the invocations of that instance; the application itself is assembled by `knowledge_app`.
+//! (`main!(ROW)`) of each binary in `functions/src/bin/`. Everything here is built once per
+//! cold start and shared by the invocations of that instance; the application itself is
+//! assembled by `knowledge_app`.
 
 pub mod config;
 pub mod parts;
