@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use knowledge_app::Settings;
+use knowledge_app::operator::Operator;
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Agent, Integrations};
 use knowledge_core::seal::Sealer;
 use knowledge_http::cookie::CookieSigner;
-use knowledge_local::admin::Admin;
 use knowledge_local::{LocalService, LocalStore, SqliteStore};
 
 /// The cookie-signing key of benchmark services.
@@ -18,7 +18,7 @@ pub const KEY: [u8; 32] = [7; 32];
 pub async fn fresh_store() -> (tempfile::TempDir, SqliteStore, OrgId, UserId) {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path()).unwrap();
-    let (org, user) = Admin {
+    let (org, user) = Operator {
         store: std::sync::Arc::new(store.clone()),
     }
     .bootstrap()

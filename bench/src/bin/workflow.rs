@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use knowledge_app::operator::Operator;
 use knowledge_bench::{KEY, fresh_store, serve, settings};
 use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::adapters::integrations::FixedIntegrations;
@@ -23,7 +24,6 @@ use knowledge_core::service::{Deps, Opening, Service, SignedIn};
 use knowledge_core::steps::{ExecRef, Handler, StepInput, StepOutput, Steps};
 use knowledge_docs::TantivyDocs;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
-use knowledge_local::admin::Admin;
 use knowledge_local::{LocalService, SqliteStore};
 
 /// How long the deliberately slow agent takes per step.
@@ -69,7 +69,7 @@ struct Users {
 impl Users {
     async fn next(&mut self, store: &SqliteStore) -> UserId {
         if self.opened.is_multiple_of(SESSIONS_PER_USER) || self.current.is_none() {
-            let member = Admin {
+            let member = Operator {
                 store: std::sync::Arc::new(store.clone()),
             }
             .add_member(&self.org, None, Role::Viewer)

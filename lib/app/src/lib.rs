@@ -9,6 +9,8 @@
 //! [`AssemblyError`] at start-up, never a failure at request time.
 
 pub mod functions;
+pub mod operator;
+pub mod workflow;
 
 use std::sync::Arc;
 

@@ -4,7 +4,6 @@
 pub mod admin;
 pub mod server;
 pub mod store;
-pub mod workflow;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -22,7 +21,7 @@ use tokio::net::TcpListener;
 
 pub use crate::server::ServerLimits;
 pub use crate::store::LocalStore;
-pub use crate::workflow::{LocalWorkflow, StepTasks};
+pub use knowledge_app::workflow::{LocalWorkflow, StepTasks};
 pub use knowledge_sqlite::SqliteStore;
 
 /// Environment variable that supplies the cookie-signing key (hex, at least 32 bytes) instead of

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use knowledge_app::Settings;
+use knowledge_app::operator::{DEFAULT_ORG, DEFAULT_USER, Operator, OrgChanges};
 use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::clock::{Clock, OffsetClock, SystemClock};
 use knowledge_core::error::Chain;
@@ -21,9 +22,7 @@ use knowledge_docs::TantivyDocs;
 use knowledge_egress::Egress;
 use knowledge_http::HttpConfig;
 use knowledge_http::cookie::Lifetime;
-use knowledge_local::admin::{
-    Admin, DEFAULT_ORG, DEFAULT_USER, OrgChanges, audit_json, integration_json, org_json,
-};
+use knowledge_local::admin::{audit_json, integration_json, org_json};
 use knowledge_local::{LocalService, LocalStore, ServerLimits, cookie_signer, sealer};
 use knowledge_oidc::OpenIdConnect;
 use knowledge_providers::agent_from_env;
@@ -81,7 +80,7 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     let store = cli.open_store().await?;
-    let admin = Admin {
+    let admin = Operator {
         store: store.shared(),
     };
     match command {
@@ -241,7 +240,7 @@ async fn serve(
         egress,
         sweep_every,
     } = options;
-    let created = Admin {
+    let created = Operator {
         store: store.shared(),
     }
     .bootstrap()

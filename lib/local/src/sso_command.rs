@@ -1,9 +1,10 @@
 //! The `sso` commands: configure, show and switch an organisation's single sign-on, and the
 //! reading of secrets from standard input that they share with `integration credential`.
 
+use knowledge_app::operator::Operator;
 use knowledge_core::seal::Sealer;
 use knowledge_core::sso::{SsoChange, SsoSettings};
-use knowledge_local::admin::{Admin, sso_json};
+use knowledge_local::admin::sso_json;
 use knowledge_local::sealer;
 
 use crate::cli::{Cli, SsoCommand, StoreKind};
@@ -11,7 +12,7 @@ use crate::cli::{Cli, SsoCommand, StoreKind};
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 /// Runs an `sso` command; prints the configuration as JSON (never its secret).
-pub(crate) async fn run(cli: &Cli, admin: &Admin, command: SsoCommand) -> Result<()> {
+pub(crate) async fn run(cli: &Cli, admin: &Operator, command: SsoCommand) -> Result<()> {
     let (org, change, origin) = match command {
         SsoCommand::Set {
             org,

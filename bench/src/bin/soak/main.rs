@@ -22,12 +22,12 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
+use knowledge_app::operator::Operator;
 use knowledge_core::domain::Role;
 use knowledge_core::ids::UserId;
 use knowledge_core::ports::Store;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::SqliteStore;
-use knowledge_local::admin::Admin;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -178,7 +178,7 @@ async fn main() {
     let o = Arc::new(options());
     let dir = tempfile::tempdir().unwrap();
     let (store, store_args) = open_store(&o, dir.path()).await;
-    let admin = Admin {
+    let admin = Operator {
         store: store.clone(),
     };
     let (org, _) = admin.bootstrap().await.unwrap().unwrap();

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
+use knowledge_app::operator::OrgChanges;
 use knowledge_core::domain::Plan;
 use knowledge_local::ServerLimits;
-use knowledge_local::admin::OrgChanges;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
+use knowledge_app::operator::OrgChanges;
 use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::domain::EventKind;
 use knowledge_core::ids::{EventId, SessionId};
-use knowledge_local::admin::OrgChanges;
 use serde_json::json;
 
 use knowledge_core::ports::{

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::Method;
+use knowledge_app::workflow::AGENT_DEFINITION;
 use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::ports::Integrations;
 use knowledge_core::steps::errors;
-use knowledge_local::workflow::AGENT_DEFINITION;
 use knowledge_providers::fake::{AgentSetup, COST, Fake, KEY, Reply, Seen, Wire, nowhere};
 use serde_json::{Value, json};
 

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use knowledge_app::operator::OrgChanges;
 use knowledge_core::domain::OrgStatus;
 use knowledge_core::ids::{OrgId, UserId};
-use knowledge_local::admin::OrgChanges;
 use serde_json::{Value, json};
 
 use crate::support::{Api, UnreachableAgent, User};

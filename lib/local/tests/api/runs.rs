@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use knowledge_app::operator::Operator;
+use knowledge_app::workflow::{EXECUTION_ID_PREFIX, agent_machine};
 use knowledge_asl::{Execution, Options, TracingObserver};
 use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::adapters::integrations::FixedIntegrations;
@@ -14,8 +16,6 @@ use knowledge_core::ports::{Agent, Integrations};
 use knowledge_core::service::{Deps, Opening, Principal, Service, SignedIn};
 use knowledge_core::steps::{Handler, Next, StepInput, StepOutput, Steps, TurnRef};
 use knowledge_core::testing::RecordingWorkflow;
-use knowledge_local::admin::Admin;
-use knowledge_local::workflow::{EXECUTION_ID_PREFIX, agent_machine};
 use knowledge_local::{LocalStore, StepTasks};
 use tokio_util::sync::CancellationToken;
 
@@ -44,7 +44,7 @@ impl Rig {
     async fn with_parts(agent: Arc<dyn Agent>, integrations: Arc<dyn Integrations>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::support::open_store(dir.path()).await;
-        Admin {
+        Operator {
             store: store.shared(),
         }
         .bootstrap()

@@ -5,9 +5,9 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use knowledge_app::operator::OrgChanges;
 use knowledge_core::domain::{AuditAction, Member, MemberData, MemberDataKind, Plan, Role};
 use knowledge_core::ids::{OrgId, UserId};
-use knowledge_local::admin::OrgChanges;
 use reqwest::Method;
 use serde_json::{Value, json};
 

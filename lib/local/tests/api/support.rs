@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use knowledge_app::Settings;
+use knowledge_app::operator::Operator;
 use knowledge_asl::{Observer, Options, Tasks, TracingObserver};
 use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::adapters::integrations::FixedIntegrations;
@@ -19,7 +20,6 @@ use knowledge_core::sso::{SsoChange, SsoSettings};
 use knowledge_core::testing::ShiftedClock;
 use knowledge_egress::Egress;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
-use knowledge_local::admin::Admin;
 use knowledge_local::{
     LocalService, LocalStore, LocalWorkflow, ServerLimits, SqliteStore, StepTasks,
 };
@@ -222,7 +222,7 @@ impl Api {
         };
         let signer = CookieSigner::new(&KEY).unwrap();
         let org = OrgId::parse("org_default").unwrap();
-        Admin {
+        Operator {
             store: store.shared(),
         }
         .bootstrap()
@@ -248,8 +248,8 @@ impl Api {
         knowledge_core::clock::Clock::now(self.clock.as_ref())
     }
 
-    pub fn admin(&self) -> Admin {
-        Admin {
+    pub fn admin(&self) -> Operator {
+        Operator {
             store: self.svc.store.shared(),
         }
     }
