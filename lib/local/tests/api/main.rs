@@ -1,30 +1,24 @@
-//! Integration tests of the local service: the real HTTP server on an ephemeral loopback port,
-//! over a real store in a temporary directory or table. `KNOWLEDGE_TEST_STORE` picks the store
-//! (`sqlite`, the default, or `dynamodb` on the endpoint in `KNOWLEDGE_TEST_DYNAMODB_ENDPOINT`);
-//! `scripts/test` runs this binary on both.
+//! Integration tests of the local service that need a socket, a process or a kill: the real
+//! HTTP server on an ephemeral loopback port, the `knowledge` binary, crashes, durability,
+//! connections, concurrency and workflow runs, over a real store in a temporary directory or
+//! table. The HTTP contract is tested in process, in `lib/app/tests/contract`.
+//! `KNOWLEDGE_TEST_STORE` picks the store (`sqlite`, the default, or `dynamodb` on the endpoint
+//! in `KNOWLEDGE_TEST_DYNAMODB_ENDPOINT`); `scripts/test` runs this binary on both.
 
-mod account;
-mod admin;
 mod app;
 mod binary;
 mod concurrency;
 mod connections;
-mod cookies;
 mod crashes;
 mod durability;
 mod egress;
 mod handover;
 mod lifecycle;
-mod limits;
 mod mcp;
-mod openapi;
 mod providers;
-mod requests;
 mod runs;
-mod scim;
 mod serve;
-pub(crate) mod sso;
-mod sso_attacks;
+mod sso;
 mod support;
 mod sweeps;
 mod workflow;

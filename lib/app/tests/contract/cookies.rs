@@ -161,7 +161,7 @@ async fn over_https_the_cookie_is_secure_under_the_host_prefix_and_the_plain_nam
         .build()
         .unwrap();
     let url = format!("{}/api/auth/link?token={secret}", api.base);
-    let signed_in = client.get(url).send().await.unwrap();
+    let signed_in = api.execute(client.get(url)).await;
     assert_eq!(signed_in.status().as_u16(), 303);
     let set = signed_in.headers()["set-cookie"]
         .to_str()

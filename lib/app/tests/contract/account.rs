@@ -176,7 +176,7 @@ async fn open_link(api: &Api, secret: &str) -> reqwest::Response {
         .build()
         .unwrap();
     let url = format!("{}/api/auth/link?token={secret}", api.base);
-    client.get(url).send().await.unwrap()
+    api.execute(client.get(url)).await
 }
 
 #[tokio::test]
@@ -268,20 +268,20 @@ async fn a_used_or_expired_link_takes_a_browser_to_the_sign_in_page_or_into_the_
         if let Some(cookie) = cookie {
             req = req.header("cookie", cookie);
         }
-        req.send()
+        api.execute(req)
     };
     // Signed out: the sign-in page, which says why.
-    let signed_out = page(None).await.unwrap();
+    let signed_out = page(None).await;
     assert_eq!(signed_out.status().as_u16(), 303);
     assert_eq!(signed_out.headers()["location"], "/?signin=link_expired");
     assert!(signed_out.headers().get("set-cookie").is_none());
     // Signed in already: where the link was going, with no new cookie.
-    let signed_in = page(Some(&api.user.cookie)).await.unwrap();
+    let signed_in = page(Some(&api.user.cookie)).await;
     assert_eq!(signed_in.status().as_u16(), 303);
     assert_eq!(signed_in.headers()["location"], "/c/ses_1");
     assert!(signed_in.headers().get("set-cookie").is_none());
     // A signed-out cookie is no sign-in.
     assert_eq!(api.post("/api/auth/logout", json!({})).await.status, 200);
-    let revoked = page(Some(&api.user.cookie)).await.unwrap();
+    let revoked = page(Some(&api.user.cookie)).await;
     assert_eq!(revoked.headers()["location"], "/?signin=link_expired");
 }

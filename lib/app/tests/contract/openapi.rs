@@ -10,11 +10,8 @@ use crate::support::Api;
 async fn the_service_serves_the_committed_document() {
     let api = Api::start().await;
     let resp = api
-        .http
-        .get(format!("{}/api/openapi.json", api.base))
-        .send()
-        .await
-        .unwrap();
+        .execute(api.http.get(format!("{}/api/openapi.json", api.base)))
+        .await;
     assert_eq!(resp.status().as_u16(), 200);
     assert_eq!(resp.headers()["content-type"], "application/json");
     let served = resp.text().await.unwrap();

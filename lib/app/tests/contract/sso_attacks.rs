@@ -120,7 +120,7 @@ async fn an_admin_of_another_organisation_cannot_sign_in_as_a_member_through_a_m
     let provider = Provider::start(&api, accounts()).await;
     configure(&api, &provider, None, false).await;
     let alice = provision(&api, "alice@example.com").await;
-    let mut victim = Browser::new();
+    let mut victim = Browser::new(&api);
     let org_a = api.user.org.clone();
     let first = sign_in(
         &api,
@@ -160,7 +160,7 @@ async fn an_admin_of_another_organisation_cannot_sign_in_as_a_member_through_a_m
 
     // The attacker starts a sign-in at A themselves, keeping its cookie and reading its nonce,
     // PKCE challenge and redirect URI out of the authorization URL.
-    let mut attacker = Browser::new();
+    let mut attacker = Browser::new(&api);
     let own = attacker
         .get(&format!("{}/api/auth/login?org={org_a}", api.base))
         .await;
@@ -257,7 +257,7 @@ async fn a_response_whose_iss_is_another_issuer_or_missing_though_always_sent_si
     let provider = Provider::start(&api, accounts()).await;
     configure(&api, &provider, None, false).await;
     provision(&api, "alice@example.com").await;
-    let mut browser = Browser::new();
+    let mut browser = Browser::new(&api);
 
     let back = through_the_provider(&api, &mut browser, "alice").await;
     assert_eq!(query_of(&back).get("iss"), Some(&provider.issuer), "{back}");
@@ -291,7 +291,7 @@ async fn the_retired_shared_callback_signs_nobody_in_and_names_the_organisations
     let shared = format!("{}/api/auth/callback", api.origin);
     for navigation in [false, true] {
         // The provider still has the shared callback registered, and sends the browser there.
-        let mut browser = Browser::new();
+        let mut browser = Browser::new(&api);
         let start = browser
             .get(&format!("{}/api/auth/login?org={org}", api.base))
             .await;
@@ -306,7 +306,7 @@ async fn the_retired_shared_callback_signs_nobody_in_and_names_the_organisations
         if navigation {
             req = req.header("accept", "text/html");
         }
-        let answer = req.send().await.unwrap();
+        let answer = api.execute(req).await;
         let cleared = answer.headers()["set-cookie"].to_str().unwrap().to_owned();
         assert!(cleared.starts_with("ks_login=;"), "{cleared}");
         if navigation {
@@ -332,7 +332,7 @@ async fn an_email_the_provider_calls_unverified_binds_nobody_and_creates_nobody(
     for just_in_time in [false, true] {
         configure(&api, &provider, None, just_in_time).await;
         let members = api.svc.store.list_members(&api.user.org).await.unwrap();
-        let mut browser = Browser::new();
+        let mut browser = Browser::new(&api);
         let back = through_the_provider(&api, &mut browser, "ulla").await;
         let refused = browser.get(&back).await;
         assert_eq!(refused.status().as_u16(), 403);
@@ -345,11 +345,9 @@ async fn an_email_the_provider_calls_unverified_binds_nobody_and_creates_nobody(
         let back = through_the_provider(&api, &mut browser, "ulla").await;
         let page = browser.http.get(&back).header("accept", "text/html");
         let ks_login = browser.cookie(&api.base, "ks_login").unwrap();
-        let page = page
-            .header("cookie", format!("ks_login={ks_login}"))
-            .send()
-            .await
-            .unwrap();
+        let page = api
+            .execute(page.header("cookie", format!("ks_login={ks_login}")))
+            .await;
         assert_eq!(page.headers()[LOCATION], "/?signin=email_unverified");
     }
     let member = api
@@ -361,7 +359,7 @@ async fn an_email_the_provider_calls_unverified_binds_nobody_and_creates_nobody(
         .unwrap();
     assert_eq!(member.identity, None);
     // A verified address signs in and binds as before.
-    let mut browser = Browser::new();
+    let mut browser = Browser::new(&api);
     let back = through_the_provider(&api, &mut browser, "vera").await;
     assert_eq!(browser.get(&back).await.status().as_u16(), 303);
     let member = api

@@ -203,7 +203,7 @@ async fn post_and_delete_without_the_application_origin_are_403_and_change_nothi
         if let Some(o) = origin {
             del = del.header("origin", o);
         }
-        let r = del.send().await.unwrap();
+        let r = api.execute(del).await;
         assert_eq!(r.status(), 403);
     }
     assert_eq!(snapshot(&api).await, before);
@@ -703,17 +703,17 @@ async fn nothing_the_client_sends_is_echoed_into_a_response_header() {
     let id = api.create("hello").await;
     let probe = "probe-value-7f3a";
     let r = api
-        .http
-        .get(format!(
-            "{}/api/managed-agents/transcript?sessionId={id}&sinceEventId={probe}",
-            api.base
-        ))
-        .header("cookie", &api.user.cookie)
-        .header("x-request-id", probe)
-        .header("origin", probe)
-        .send()
-        .await
-        .unwrap();
+        .execute(
+            api.http
+                .get(format!(
+                    "{}/api/managed-agents/transcript?sessionId={id}&sinceEventId={probe}",
+                    api.base
+                ))
+                .header("cookie", &api.user.cookie)
+                .header("x-request-id", probe)
+                .header("origin", probe),
+        )
+        .await;
     for (name, value) in r.headers() {
         assert!(
             !value.to_str().unwrap_or("").contains(probe),

@@ -1,0 +1,36 @@
+//! What the service's HTTP tests share, in process (`lib/app/tests/contract`) and over a socket
+//! (`lib/local/tests/api`): a client that speaks the interface, agents whose timing the tests
+//! control, the docs search as an integration with tools, and DynamoDB on moto as a store.
+
+pub mod agents;
+pub mod client;
+pub mod stores;
+
+use std::sync::Arc;
+
+use knowledge_core::adapters::integrations::FixedIntegrations;
+use knowledge_core::ids::OrgId;
+use knowledge_core::ports::Integrations;
+
+pub use agents::{FailingAgent, GatedAgent, PricedAgent, UnreachableAgent};
+pub use client::{Client, Network, Reply, SETTLE, Transport, User, WAIT, kinds};
+
+/// A docs folder indexed in memory and connected to the default organisation.
+pub fn docs() -> Arc<dyn Integrations> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("cancel.md"),
+        "# Cancelling\n\nPOST the cancel endpoint to stop a running answer.\n\n\
+         # Deleting\n\nDELETE the session to remove it for good.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("limits.txt"),
+        "Limits\n\nTen sessions a minute per user.\n",
+    )
+    .unwrap();
+    let index = knowledge_docs::TantivyDocs::open(dir.path()).unwrap();
+    Arc::new(
+        FixedIntegrations::new().connect(OrgId::parse("org_default").unwrap(), Arc::new(index)),
+    )
+}
