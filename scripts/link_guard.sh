@@ -17,9 +17,10 @@ target="${CARGO_TARGET_DIR:-target}/debug"
 #   tantivy, rusqlite: the local service's docs search and embedded store (never on AWS)
 #   knowledge_providers::openai: the agent's provider (only create-session and CallAgent)
 #   knowledge_http::admin: the admin API's handlers (only the admin function's routes)
+#   knowledge_http::scim: SCIM's handlers (only the SCIM function)
 declare -A forbidden=(
-  [message]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::admin"
-  [transcript]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::admin"
+  [message]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::admin knowledge_http::scim::users"
+  [transcript]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::admin knowledge_http::scim::users"
   [load-turn]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai"
   [sweep]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai"
   [create-session]="openidconnect rmcp tantivy rusqlite"

@@ -269,25 +269,36 @@ impl App {
         ))
     }
 
-    /// The router of the Lambda function `function`, which serves routes (evaluated at compile
-    /// time where the function is built, so that it links no other function's handlers) or
-    /// SCIM. Errors: no cookie signer, for a session endpoint; no sealer or identity provider,
-    /// for single sign-on; no sealer, for administration; a function that serves no routes
-    /// (the document and the app's files are routed without an application:
+    /// The router of the Lambda function `function`, which serves routes or SCIM; a binary
+    /// calls [`App::routes_router`] or [`App::scim_router`] instead, as its row says at compile
+    /// time, so that it links only its own. Errors: those of the two; a function that serves
+    /// neither (the document and the app's files are routed without an application:
     /// [`functions::document_json`], `knowledge_http::web_function`).
     pub fn function_router(
         &self, function: &functions::Function, workflow: Arc<dyn Workflow>,
     ) -> Result<Router, AssemblyError> {
-        let service = self.service(workflow);
         match function.serves {
-            functions::Serves::Scim => Ok(knowledge_http::scim_function(self.scim_api(service))),
-            functions::Serves::Routes(routes) => {
-                let sessions = self.session_api(service, &[routes])?;
-                Ok(knowledge_http::session_function(sessions, routes))
-            }
+            functions::Serves::Scim => Ok(self.scim_router(workflow)),
+            functions::Serves::Routes(routes) => self.routes_router(routes, workflow),
             _ => Err(AssemblyError(
                 "an application for a function that serves no routes",
             )),
         }
+    }
+
+    /// The router of a function that serves `routes` (a row's, evaluated at compile time where
+    /// the function is built, so that it links no other function's handlers). Errors: no cookie
+    /// signer; no sealer or identity provider, for single sign-on; no sealer, for
+    /// administration.
+    pub fn routes_router(
+        &self, routes: Routes, workflow: Arc<dyn Workflow>,
+    ) -> Result<Router, AssemblyError> {
+        let sessions = self.session_api(self.service(workflow), &[routes])?;
+        Ok(knowledge_http::session_function(sessions, routes))
+    }
+
+    /// The router of the SCIM function.
+    pub fn scim_router(&self, workflow: Arc<dyn Workflow>) -> Router {
+        knowledge_http::scim_function(self.scim_api(self.service(workflow)))
     }
 }

@@ -118,8 +118,12 @@ impl ColdStart {
     /// The router of the function, which serves routes or SCIM. Errors: a setting its routes
     /// need is missing, or the function serves none.
     pub fn router(&self) -> Result<axum::Router, ConfigError> {
-        let workflow: Arc<dyn Workflow> = Arc::new(self.workflow.clone());
-        Ok(self.app.function_router(&self.function, workflow)?)
+        Ok(self.app.function_router(&self.function, self.workflow())?)
+    }
+
+    /// The workflow port, on Step Functions.
+    pub fn workflow(&self) -> Arc<dyn Workflow> {
+        Arc::new(self.workflow.clone())
     }
 
     /// The Task function, when the function runs a Task of the workflow.
@@ -133,8 +137,7 @@ impl ColdStart {
 
     /// The sweep function: the session use cases, starting executions on Step Functions.
     pub fn sweep(&self) -> sweep::SweepFunction {
-        let workflow: Arc<dyn Workflow> = Arc::new(self.workflow.clone());
-        sweep::SweepFunction::new(self.app.service(workflow))
+        sweep::SweepFunction::new(self.app.service(self.workflow()))
     }
 }
 
@@ -156,9 +159,20 @@ async fn start(parts: Parts) -> Result<ColdStart, lambda_runtime::Error> {
 }
 
 /// Serves the routes of `parts.function` behind API Gateway.
-async fn run_http(parts: Parts) -> Result<(), lambda_runtime::Error> {
+async fn run_routes(parts: Parts) -> Result<(), lambda_runtime::Error> {
+    let Serves::Routes(routes) = parts.function.serves else {
+        unreachable!("Parts::of runs only a function of routes so");
+    };
     let cold = start(parts).await?;
-    lambda_http::run(cold.router().map_err(init_failed)?).await
+    let router = (cold.app.routes_router(routes, cold.workflow()))
+        .map_err(|e| init_failed(ConfigError::Assembly(e)))?;
+    lambda_http::run(router).await
+}
+
+/// Serves SCIM behind API Gateway.
+async fn run_scim(parts: Parts) -> Result<(), lambda_runtime::Error> {
+    let cold = start(parts).await?;
+    lambda_http::run(cold.app.scim_router(cold.workflow())).await
 }
 
 /// Serves the files built into the binary (the document, the app's): no settings, no clients.

@@ -71,7 +71,8 @@ impl Parts {
                 _ => None,
             },
             entry: match function.serves {
-                Serves::Routes(_) | Serves::Scim => |p| Box::pin(crate::run_http(p)),
+                Serves::Routes(_) => |p| Box::pin(crate::run_routes(p)),
+                Serves::Scim => |p| Box::pin(crate::run_scim(p)),
                 Serves::Document | Serves::AppFiles => |p| Box::pin(crate::run_files(p)),
                 Serves::Task(_) => |p| Box::pin(crate::run_task(p)),
                 Serves::Sweep => |p| Box::pin(crate::run_sweep(p)),
