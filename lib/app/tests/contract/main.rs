@@ -1,14 +1,22 @@
 //! The HTTP contract, tested where it stands: requests to the assembled router in process
 //! (tower's `oneshot`), over the in-memory store, SQLite or DynamoDB on moto
-//! (`KNOWLEDGE_CONTRACT_STORE`), with the in-process workflow answering turns. Requests, cookies, accounts, limits, SCIM, the
-//! admin API, single sign-on against a real OpenID provider, and the OpenAPI document as served.
+//! (`KNOWLEDGE_CONTRACT_STORE`), with the in-process workflow answering turns. Requests,
+//! cookies, accounts, limits, the state table of sessions and turns, SCIM, the admin API,
+//! single sign-on against a real OpenID provider, integrations (MCP servers on loopback) and
+//! the outbound guard, the real provider adapters against a scripted fake provider, the
+//! browser app's files, and the OpenAPI document as served.
 //! What needs a socket, a process or a kill is tested in `lib/local/tests/api`.
 
 mod account;
 mod admin;
+mod app;
 mod cookies;
+mod egress;
+mod lifecycle;
 mod limits;
+mod mcp;
 mod openapi;
+mod providers;
 mod requests;
 mod scim;
 mod sso;

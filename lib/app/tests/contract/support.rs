@@ -16,7 +16,7 @@ use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::domain::Role;
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
-use knowledge_core::ports::{Agent, Integrations, Store, Workflow};
+use knowledge_core::ports::{Agent, Integrations, Store, StoredRows, Workflow};
 use knowledge_core::seal::Sealer;
 use knowledge_core::sso::{SsoChange, SsoSettings};
 use knowledge_core::testing::{MemoryStore, ShiftedClock};
@@ -40,8 +40,8 @@ const ANSWER_LIMIT: usize = 16 << 20;
 
 pub use knowledge_store_tests::seed_session;
 pub use knowledge_test_support::{
-    Client, GatedAgent, PricedAgent, Reply, SETTLE, Transport, UnreachableAgent, User, WAIT, docs,
-    kinds,
+    Client, FailingAgent, GatedAgent, PricedAgent, Reply, SETTLE, Transport, UnreachableAgent,
+    User, WAIT, docs, kinds,
 };
 
 /// The in-memory stores by data directory, so that two services "on one data directory" share
@@ -49,8 +49,13 @@ pub use knowledge_test_support::{
 static MEMORY: LazyLock<Mutex<HashMap<PathBuf, Arc<MemoryStore>>>> =
     LazyLock::new(Default::default);
 
+/// A store, and what the tests read of it beyond the ports.
+pub trait TestStore: Store + StoredRows {}
+
+impl<T: Store + StoredRows + ?Sized> TestStore for T {}
+
 /// The store of the data directory `dir`, as [`STORE_ENV`] selects.
-pub async fn open_store(dir: &std::path::Path) -> Arc<dyn Store> {
+pub async fn open_store(dir: &std::path::Path) -> Arc<dyn TestStore> {
     match std::env::var(STORE_ENV).as_deref() {
         Err(_) | Ok("memory") => {
             let mut stores = MEMORY.lock().unwrap();
@@ -158,7 +163,7 @@ impl std::ops::Deref for Api {
 
 /// The parts of the service the tests read.
 pub struct Svc {
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn TestStore>,
     pub workflow: LocalWorkflow,
 }
 

@@ -5,17 +5,12 @@
 //! `KNOWLEDGE_TEST_STORE` picks the store (`sqlite`, the default, or `dynamodb` on the endpoint
 //! in `KNOWLEDGE_TEST_DYNAMODB_ENDPOINT`); `scripts/test` runs this binary on both.
 
-mod app;
 mod binary;
 mod concurrency;
 mod connections;
 mod crashes;
 mod durability;
-mod egress;
 mod handover;
-mod lifecycle;
-mod mcp;
-mod providers;
 mod runs;
 mod serve;
 mod sso;

@@ -27,7 +27,7 @@ pub const STORE_ENV: &str = "KNOWLEDGE_TEST_STORE";
 pub use knowledge_store_tests::mark_deleting;
 pub use knowledge_test_support::stores::{dynamo_store, dynamodb_endpoint};
 pub use knowledge_test_support::{
-    Client, FailingAgent, GatedAgent, Network, PricedAgent, Reply, SETTLE, User, WAIT, docs, kinds,
+    Client, GatedAgent, Network, PricedAgent, SETTLE, User, WAIT, docs, kinds,
 };
 
 pub async fn open_store(dir: &std::path::Path) -> LocalStore {

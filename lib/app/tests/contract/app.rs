@@ -4,11 +4,8 @@
 use crate::support::Api;
 
 async fn get(api: &Api, path: &str) -> reqwest::Response {
-    api.http
-        .get(format!("{}{path}", api.base))
-        .send()
+    api.execute(api.http.get(format!("{}{path}", api.base)))
         .await
-        .unwrap()
 }
 
 fn header<'a>(r: &'a reqwest::Response, name: &str) -> &'a str {
