@@ -13,8 +13,8 @@ use knowledge_core::ports::{BackendError, IdentityError};
 use openidconnect::IssuerUrl;
 use openidconnect::core::CoreJsonWebKeySet;
 
-use crate::http::BoundedHttp;
 use crate::verify::Metadata;
+use knowledge_oauth::http::BoundedHttp;
 
 /// How long an issuer's discovery document and keys are used before they are fetched again.
 pub const DISCOVERY_TTL: Duration = Duration::from_secs(60 * 60);

@@ -1,12 +1,12 @@
 //! [`OpenIdConnect`]: the identity-provider port over the `openidconnect` crate, for the
 //! authorization code flow with PKCE, `state` and `nonce`. Discovery documents and keys are
 //! cached per issuer (module `cache`), ID tokens verified as module `verify` says, and every
-//! request goes through [`http::BoundedHttp`] (no redirects, time limits, bounded answers).
+//! request goes through `knowledge_oauth::http::BoundedHttp` (no redirects, time limits,
+//! bounded answers).
 //! Used only as an [`IdentityDiscovery`] (the admin function's test of a configuration), it
 //! links none of the sign-in: no authorization URL, code exchange or token verification.
 
 mod cache;
-pub mod http;
 mod verify;
 
 use async_trait::async_trait;
@@ -25,8 +25,8 @@ use knowledge_egress::Egress;
 
 use crate::cache::Issuers;
 pub use crate::cache::{DISCOVERY_TTL, KEY_REFETCH_INTERVAL};
-use crate::http::{BoundedHttp, HttpError};
 pub use crate::verify::{LEEWAY, MAX_TOKEN_AGE};
+use knowledge_oauth::http::{BoundedHttp, HttpError};
 
 /// OpenID providers, any number of issuers at once.
 pub struct OpenIdConnect {

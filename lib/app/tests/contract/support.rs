@@ -1,7 +1,7 @@
 //! Test harness: the assembled application in process, answered through its router (tower's
-//! `oneshot`, no socket), over the in-memory store or SQLite, with the in-process workflow, a
-//! clock the tests can move forward and agents whose timing they control.
-//! `KNOWLEDGE_CONTRACT_STORE` picks the store: `memory` (the default) or `sqlite`.
+//! `oneshot`, no socket), over the in-memory store, SQLite or DynamoDB, with the in-process
+//! workflow, a clock the tests can move forward and agents whose timing they control.
+//! `KNOWLEDGE_CONTRACT_STORE` picks the store ([`STORE_ENV`]).
 
 use std::collections::HashMap;
 use std::path::PathBuf;

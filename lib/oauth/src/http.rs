@@ -1,7 +1,8 @@
-//! The HTTP client that speaks to identity providers for `openidconnect`: it follows no
-//! redirects, gives up after a time limit and reads at most [`BODY_LIMIT`] bytes of an answer,
-//! so a slow, redirecting or endless provider cannot stall a sign-in or fill memory. A `5xx`
-//! answer is a failure of the exchange, as an unreachable provider is: the provider is down,
+//! The HTTP client that speaks to authorization servers, identity providers and their metadata
+//! for `oauth2` and `openidconnect` (its `AsyncHttpClient`): it follows no redirects, gives up
+//! after a time limit and reads at most [`BODY_LIMIT`] bytes of an answer, so a slow,
+//! redirecting or endless server cannot stall a sign-in or a connection, or fill memory. A
+//! `5xx` answer is a failure of the exchange, as an unreachable server is: the server is down,
 //! not refusing. Every request passes the deployment's [`Egress`] guard.
 
 use std::future::Future;
@@ -10,29 +11,29 @@ use std::time::Duration;
 
 use knowledge_core::ports::{BackendError, DestinationRefused};
 use knowledge_egress::Egress;
-use openidconnect::{AsyncHttpClient, HttpRequest, HttpResponse};
+use oauth2::{AsyncHttpClient, HttpRequest, HttpResponse};
 
-/// The most an answer of a provider may hold: discovery documents and key sets are a few KiB.
+/// The most an answer may hold: metadata documents, key sets and tokens are a few KiB.
 pub const BODY_LIMIT: usize = 1024 * 1024;
-/// Time to connect to a provider.
+/// Time to connect to a server.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Time for a whole exchange with a provider, the answer read included.
+/// Time for a whole exchange with a server, the answer read included.
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Failures of one exchange with a provider.
+/// Failures of one exchange with a server.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
     #[error("the request could not be built")]
-    Build(#[source] openidconnect::http::Error),
-    #[error("the provider's address is refused")]
+    Build(#[source] oauth2::http::Error),
+    #[error("the server's address is refused")]
     Refused(#[source] DestinationRefused),
     #[error("the request's URL is not a URL")]
     Url(#[source] BackendError),
-    #[error("the provider could not be reached")]
+    #[error("the server could not be reached")]
     Transport(#[source] reqwest::Error),
-    #[error("the provider's answer is larger than {BODY_LIMIT} bytes")]
+    #[error("the server's answer is larger than {BODY_LIMIT} bytes")]
     TooLarge,
-    #[error("the provider failed: it answered {0}")]
+    #[error("the server failed: it answered {0}")]
     ServerError(reqwest::StatusCode),
 }
 
@@ -54,7 +55,8 @@ impl BoundedHttp {
         Ok(Self { client, egress })
     }
 
-    async fn send(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
+    /// Sends `request` as the module says. Errors: [`HttpError`].
+    pub async fn send(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
         let (parts, body) = request.into_parts();
         let url =
             reqwest::Url::parse(&parts.uri.to_string()).map_err(|e| HttpError::Url(e.into()))?;
@@ -72,7 +74,7 @@ impl BoundedHttp {
         if resp.content_length().is_some_and(|n| n > BODY_LIMIT as u64) {
             return Err(HttpError::TooLarge);
         }
-        let mut out = openidconnect::http::Response::builder().status(resp.status());
+        let mut out = oauth2::http::Response::builder().status(resp.status());
         for (name, value) in resp.headers() {
             out = out.header(name, value);
         }
