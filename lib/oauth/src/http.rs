@@ -47,10 +47,15 @@ pub struct BoundedHttp {
 impl BoundedHttp {
     /// Errors: the TLS stack cannot be set up.
     pub fn new(egress: Egress) -> Result<Self, reqwest::Error> {
+        Self::with_timeout(egress, TIMEOUT)
+    }
+
+    /// The same, giving up on a whole exchange after `timeout` (tests of a server that stalls).
+    pub fn with_timeout(egress: Egress, timeout: Duration) -> Result<Self, reqwest::Error> {
         let client = egress
             .client_builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(TIMEOUT)
+            .connect_timeout(CONNECT_TIMEOUT.min(timeout))
+            .timeout(timeout)
             .build()?;
         Ok(Self { client, egress })
     }
