@@ -34,6 +34,7 @@ impl Transport for Network {
     }
 }
 
+/// An answer of the service: its status, headers and JSON body (`Null` when empty).
 pub struct Reply {
     pub status: u16,
     pub headers: HeaderMap,
@@ -41,9 +42,12 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// The error body's `code`, or `""` when there is none.
     pub fn code(&self) -> &str {
         self.body["error"]["code"].as_str().unwrap_or("")
     }
+
+    /// `Retry-After` in seconds, when present.
     pub fn retry_after(&self) -> Option<u64> {
         self.headers.get("retry-after")?.to_str().ok()?.parse().ok()
     }
