@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use knowledge_core::adapters::integrations::FixedIntegrations;
-use knowledge_core::admin::Administration;
+use knowledge_core::admin::{AdminStores, Administration};
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::ports::{
     Agent, IdentityDiscovery, IdentityProvider, IntegrationReach, Integrations, Store, Workflow,
@@ -232,7 +232,7 @@ impl App {
     fn administration(&self, service: &Service) -> Result<Administration, AssemblyError> {
         let s = &self.settings;
         let sealer = s.sealer.clone().ok_or(AssemblyError("the sealing key"))?;
-        let mut admin = Administration::new(self.store.clone(), s.clock.clone())
+        let mut admin = Administration::new(AdminStores::of(&self.store), s.clock.clone())
             .with_sealer(sealer)
             .with_workflow(service.workflow().clone());
         let discovery = match (&s.identity_provider, &s.identity_discovery) {

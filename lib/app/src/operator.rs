@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use knowledge_core::CoreError;
-use knowledge_core::admin::{Admin as CoreAdmin, Administration, AuditQuery, IntegrationSettings};
+use knowledge_core::admin::{
+    Admin as CoreAdmin, AdminStores, Administration, AuditQuery, IntegrationSettings,
+};
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{
     AuditEntry, IntegrationAuth, IntegrationConfig, Member, Org, OrgStatus, Plan, Role, SsoConfig,
@@ -93,7 +95,8 @@ impl Operator {
     /// The core's admin use cases for the operator of `org`, sealing with `sealer` where an
     /// action stores a secret.
     fn administration(&self, sealer: Option<Arc<Sealer>>) -> Administration {
-        let administration = Administration::new(self.store.clone(), Arc::new(SystemClock));
+        let administration =
+            Administration::new(AdminStores::of(&self.store), Arc::new(SystemClock));
         match sealer {
             Some(sealer) => administration.with_sealer(sealer),
             None => administration,

@@ -36,11 +36,11 @@ fn invalid(message: impl Into<String>) -> CoreError {
 impl Administration {
     pub async fn integrations(&self, admin: &Admin) -> Result<Vec<IntegrationConfig>, CoreError> {
         self.org(admin).await?;
-        Ok(self.store.list_integrations(&admin.org).await?)
+        Ok(self.stores.directory.list_integrations(&admin.org).await?)
     }
 
     async fn integration(&self, admin: &Admin, name: &str) -> Result<IntegrationConfig, CoreError> {
-        (self.store.list_integrations(&admin.org).await?)
+        (self.stores.directory.list_integrations(&admin.org).await?)
             .into_iter()
             .find(|i| i.name == name)
             .ok_or(CoreError::NotFound("integration"))
@@ -65,7 +65,7 @@ impl Administration {
             ));
         }
         self.org(admin).await?;
-        let existing = self.store.list_integrations(&admin.org).await?;
+        let existing = self.stores.directory.list_integrations(&admin.org).await?;
         let previous = existing.iter().find(|i| i.name == name);
         if existing.len() >= INTEGRATION_LIMIT && previous.is_none() {
             return Err(CoreError::conflict(
@@ -80,7 +80,8 @@ impl Administration {
             created_at: previous.map_or_else(|| self.now(), |p| p.created_at),
         };
         let audit = admin.audit(self.now(), AuditAction::IntegrationConnected, name);
-        (self.store)
+        self.stores
+            .directory
             .put_integration(&admin.org, &integration, &audit)
             .await?;
         Ok(integration)
@@ -90,8 +91,7 @@ impl Administration {
     /// or the member is removed. Errors: `NotFound`.
     pub async fn disconnect_integration(&self, admin: &Admin, name: &str) -> Result<(), CoreError> {
         let audit = admin.audit(self.now(), AuditAction::IntegrationDisconnected, name);
-        match self
-            .store
+        match (self.stores.directory)
             .remove_integration(&admin.org, name, &audit)
             .await?
         {
@@ -140,8 +140,10 @@ impl Administration {
     ) -> Result<Vec<CredentialHolder>, CoreError> {
         self.integration(admin, name).await?;
         let mut holders = Vec::new();
-        for member in self.store.list_members(&admin.org).await? {
-            let data = (self.store)
+        for member in self.stores.directory.list_members(&admin.org).await? {
+            let data = self
+                .stores
+                .directory
                 .list_member_data(&admin.org, &member.user)
                 .await?;
             if data
@@ -173,7 +175,11 @@ impl Administration {
                 "the token must be 1 to {CREDENTIAL_MAX} bytes without control characters"
             )));
         }
-        let held = self.store.list_member_data(&admin.org, user).await?;
+        let held = self
+            .stores
+            .directory
+            .list_member_data(&admin.org, user)
+            .await?;
         let replaces = held
             .iter()
             .any(|d| d.kind == MemberDataKind::IntegrationToken && d.name == name);
@@ -189,7 +195,9 @@ impl Administration {
             value: self.sealer()?.seal(&context, token),
         };
         let audit = admin.audit(self.now(), AuditAction::MemberDataStored, user.as_str());
-        match (self.store)
+        match self
+            .stores
+            .directory
             .put_member_data(&admin.org, user, &data, &audit)
             .await
         {

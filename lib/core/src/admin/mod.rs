@@ -19,7 +19,10 @@ use crate::domain::{
 use crate::error::{Chain, CoreError};
 use crate::ids::{OrgId, UserId};
 use crate::policy::limits::{self, Action, Admission};
-use crate::ports::{IdentityDiscovery, Integrations, Store, StoreError, Workflow};
+use crate::ports::{
+    DirectoryStore, IdentityDiscovery, Integrations, LimitStore, OrgStore, SessionStore, Store,
+    StoreError, Workflow,
+};
 use crate::seal::Sealer;
 use crate::service::cancel_member_turns;
 
@@ -84,12 +87,36 @@ pub struct MemberQuery {
     pub limit: usize,
 }
 
-/// The admin use cases, over the store and, where an action needs them, the sealer (SSO
-/// secrets, credentials: [`Administration::with_sealer`]), the workflow (told of cancelled turns), the identity providers'
-/// discovery (the SSO test) and the integrations (the integration test).
+/// The store roles administration uses: never the tickets, nor the batched read.
+#[derive(Clone)]
+pub struct AdminStores {
+    pub orgs: Arc<dyn OrgStore>,
+    pub directory: Arc<dyn DirectoryStore>,
+    /// The member's sessions, whose turns a removal cancels.
+    pub sessions: Arc<dyn SessionStore>,
+    /// The admin actions' rate limits, and the usage an admin reads.
+    pub limits: Arc<dyn LimitStore>,
+}
+
+impl AdminStores {
+    /// Every role from the one store that has them all.
+    pub fn of(store: &Arc<dyn Store>) -> Self {
+        Self {
+            orgs: store.clone(),
+            directory: store.clone(),
+            sessions: store.clone(),
+            limits: store.clone(),
+        }
+    }
+}
+
+/// The admin use cases, over the store roles they use and, where an action needs them, the
+/// sealer (SSO secrets, credentials: [`Administration::with_sealer`]), the workflow (told of
+/// cancelled turns), the identity providers' discovery (the SSO test) and the integrations
+/// (the integration test).
 #[derive(Clone)]
 pub struct Administration {
-    store: Arc<dyn Store>,
+    stores: AdminStores,
     clock: Arc<dyn Clock>,
     sealer: Option<Arc<Sealer>>,
     workflow: Option<Arc<dyn Workflow>>,
@@ -98,9 +125,9 @@ pub struct Administration {
 }
 
 impl Administration {
-    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(stores: AdminStores, clock: Arc<dyn Clock>) -> Self {
         Self {
-            store,
+            stores,
             clock,
             sealer: None,
             workflow: None,
@@ -150,7 +177,14 @@ impl Administration {
         let Some(user) = &admin.by else {
             return Ok(());
         };
-        match limits::acquire(self.store.as_ref(), self.clock.as_ref(), action, user).await? {
+        match limits::acquire(
+            self.stores.limits.as_ref(),
+            self.clock.as_ref(),
+            action,
+            user,
+        )
+        .await?
+        {
             Admission::Admitted => Ok(()),
             Admission::Refused { retry_after_secs } => {
                 Err(CoreError::RateLimited { retry_after_secs })
@@ -160,14 +194,16 @@ impl Administration {
 
     /// The organisation, which must exist. Errors: `NotFound`.
     pub async fn org(&self, admin: &Admin) -> Result<crate::domain::Org, CoreError> {
-        self.store
+        self.stores
+            .orgs
             .get_org(&admin.org)
             .await?
             .ok_or(CoreError::NotFound("organisation"))
     }
 
     async fn member(&self, admin: &Admin, user: &UserId) -> Result<Member, CoreError> {
-        self.store
+        self.stores
+            .directory
             .get_member(&admin.org, user)
             .await?
             .ok_or(CoreError::NotFound("member"))
@@ -193,7 +229,9 @@ impl Administration {
                 None => query.limit - found.len(),
                 Some(_) => SEARCH_BATCH,
             };
-            let batch = (self.store)
+            let batch = self
+                .stores
+                .directory
                 .list_members_after(&admin.org, after.as_ref(), want)
                 .await?;
             let exhausted = batch.len() < want;
@@ -238,12 +276,17 @@ impl Administration {
             let written = match current.role {
                 Role::Admin => {
                     let keeper = self.keeper(admin, user).await?;
-                    let store = &self.store;
+                    let store = &self.stores.directory;
                     store
                         .update_member_keeping(&current, &next, &audit, &keeper)
                         .await
                 }
-                Role::Viewer => self.store.update_member(&current, &next, &audit).await,
+                Role::Viewer => {
+                    self.stores
+                        .directory
+                        .update_member(&current, &next, &audit)
+                        .await
+                }
             };
             match written {
                 Ok(()) => return Ok(next),
@@ -256,7 +299,7 @@ impl Administration {
 
     /// Another admin of the organisation than `user`, as stored now. Errors: `LastAdmin`.
     async fn keeper(&self, admin: &Admin, user: &UserId) -> Result<Member, CoreError> {
-        let members = self.store.list_members(&admin.org).await?;
+        let members = self.stores.directory.list_members(&admin.org).await?;
         members
             .into_iter()
             .find(|m| m.role == Role::Admin && m.user != *user)
@@ -276,10 +319,15 @@ impl Administration {
             let written = match current.role {
                 Role::Admin => {
                     let keeper = self.keeper(admin, user).await?;
-                    let store = &self.store;
+                    let store = &self.stores.directory;
                     store.remove_member_keeping(&current, &audit, &keeper).await
                 }
-                Role::Viewer => self.store.remove_member(&admin.org, user, &audit).await,
+                Role::Viewer => {
+                    self.stores
+                        .directory
+                        .remove_member(&admin.org, user, &audit)
+                        .await
+                }
             };
             match written {
                 Ok(true) => {
@@ -294,7 +342,7 @@ impl Administration {
         if !removed {
             return Err(CoreError::internal("the member stayed contended"));
         }
-        let store = self.store.as_ref();
+        let store = self.stores.sessions.as_ref();
         match cancel_member_turns(store, self.clock.as_ref(), user, &admin.org).await {
             Ok(cancelled) => {
                 if let Some(workflow) = &self.workflow {
@@ -318,7 +366,13 @@ impl Administration {
     ) -> Result<Member, CoreError> {
         self.org(admin).await?;
         for _ in 0..ATTEMPTS {
-            if self.store.get_member(&admin.org, user).await?.is_some() {
+            if self
+                .stores
+                .directory
+                .get_member(&admin.org, user)
+                .await?
+                .is_some()
+            {
                 match self.set_role(admin, user, role).await {
                     Err(CoreError::NotFound("member")) => continue,
                     other => return other,
@@ -326,7 +380,7 @@ impl Administration {
             }
             let member = Member::new(admin.org.clone(), user.clone(), role, self.now());
             let audit = admin.audit(self.now(), AuditAction::MemberAdded, user.as_str());
-            match self.store.create_member(&member, &audit).await {
+            match self.stores.directory.create_member(&member, &audit).await {
                 Ok(()) => return Ok(member),
                 Err(StoreError::AlreadyExists | StoreError::Conflict) => continue,
                 Err(e) => return Err(e.into()),
@@ -351,7 +405,7 @@ impl Administration {
             attributes: Default::default(),
         });
         let audit = admin.audit(self.now(), AuditAction::MemberAdded, member.user.as_str());
-        match self.store.create_member(&member, &audit).await {
+        match self.stores.directory.create_member(&member, &audit).await {
             Ok(()) => Ok(member),
             Err(StoreError::AlreadyExists) => Err(CoreError::conflict(
                 "user_name_taken",
@@ -380,7 +434,12 @@ impl Administration {
             next.version += 1;
             next.updated_at = self.now().max(current.updated_at);
             let audit = admin.audit(self.now(), AuditAction::UserUpdated, user.as_str());
-            match self.store.update_member(&current, &next, &audit).await {
+            match self
+                .stores
+                .directory
+                .update_member(&current, &next, &audit)
+                .await
+            {
                 Ok(()) => return Ok(next),
                 Err(StoreError::Conflict | StoreError::Gone) => continue,
                 Err(StoreError::AlreadyExists) => {

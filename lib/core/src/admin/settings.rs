@@ -62,7 +62,7 @@ impl Administration {
     pub async fn configure_sso(
         &self, admin: &Admin, change: &SsoChange,
     ) -> Result<SsoConfig, CoreError> {
-        let store = self.store.as_ref();
+        let store = self.stores.orgs.as_ref();
         let now = self.now();
         let audit = admin.audit(now, AuditAction::SsoConfigured, admin.org.as_str());
         sso::configure(store, self.sealer()?, now, &admin.org, &audit, change).await
@@ -110,7 +110,12 @@ impl Administration {
             AuditAction::ScimTokenGenerated,
             admin.org.as_str(),
         );
-        match self.store.set_scim_token(&admin.org, &hash, &audit).await {
+        match self
+            .stores
+            .orgs
+            .set_scim_token(&admin.org, &hash, &audit)
+            .await
+        {
             Ok(()) => Ok((token, audit.at)),
             Err(StoreError::Gone) => Err(CoreError::NotFound("organisation")),
             Err(e) => Err(e.into()),
@@ -120,7 +125,7 @@ impl Administration {
     pub async fn usage(&self, admin: &Admin) -> Result<UsageReport, CoreError> {
         let org = self.org(admin).await?;
         let month = self.now().month();
-        let usage = self.store.get_usage(&admin.org, &month).await?;
+        let usage = self.stores.limits.get_usage(&admin.org, &month).await?;
         Ok(UsageReport {
             month,
             usage,
@@ -139,7 +144,9 @@ impl Administration {
             AuditAction::OrgLimitsChanged,
             admin.org.as_str(),
         );
-        match (self.store)
+        match self
+            .stores
+            .orgs
             .set_limits(&admin.org, quota, cap_micros, &audit)
             .await
         {
@@ -163,7 +170,9 @@ impl Administration {
                 None => query.limit - entries.len(),
                 Some(_) => AUDIT_BATCH,
             };
-            let batch = (self.store)
+            let batch = self
+                .stores
+                .directory
                 .list_audit(&admin.org, before.as_ref(), want)
                 .await?;
             let exhausted = batch.len() < want;

@@ -216,8 +216,9 @@ pub trait TicketStore: Send + Sync {
 /// tickets: every role at once, as an adapter implements it; an `Arc<dyn Store>` coerces to any
 /// of them. Use cases take the roles they use: single sign-on the organisations and the
 /// directory, SCIM the same two, the workflow steps the sessions, the organisations and the
-/// limits. The session use cases ([`crate::service::Service`]) use every role, and
-/// administration every role but the tickets, so those two take the whole store.
+/// limits, administration the organisations, the directory, the sessions and the limits
+/// ([`crate::admin::AdminStores`]). The session use cases ([`crate::service::Service`]) use
+/// every role, so they take the whole store.
 pub trait Store:
     OrgStore + DirectoryStore + SessionStore + LimitStore + TicketStore + BatchStore
 {
