@@ -1,0 +1,172 @@
+"""An OAuth authorization server for the tests of refresh, rotation and revocation.
+
+It runs the Python `mcp` package's own handlers (`mcp.server.auth`: metadata, authorize, token,
+register, revoke) over a provider of the tests' own. The provider approves every authorization
+at once (a 302 back with the code), issues access tokens that last `--access-ttl` seconds and
+refresh tokens that rotate on every use, with reuse detection: presenting a refresh token that
+was already used revokes the whole grant. It checks that a code's `resource` is the one
+`--resource` names, and counts the refresh requests it serves at `GET /stats`.
+
+Usage: oauth_server.py --port 0 --resource http://127.0.0.1:9/mcp [--access-ttl 60]
+Prints `ready <issuer>` once it listens.
+"""
+
+import argparse
+import asyncio
+import secrets
+import socket
+import time
+
+import uvicorn
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    RefreshToken,
+    TokenError,
+    construct_redirect_uri,
+)
+from mcp.server.auth.routes import create_auth_routes
+from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from pydantic import AnyHttpUrl
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+
+class RotatingProvider:
+    """Clients, codes and tokens in memory; one grant per code, its refresh token rotated."""
+
+    def __init__(self, resource: str, access_ttl: int):
+        self.resource = resource
+        self.access_ttl = access_ttl
+        self.clients: dict[str, OAuthClientInformationFull] = {}
+        self.codes: dict[str, AuthorizationCode] = {}
+        self.access: dict[str, AccessToken] = {}
+        # refresh token -> (grant id, token); a used one stays, marked, to detect reuse.
+        self.refresh: dict[str, tuple[str, RefreshToken]] = {}
+        self.used: set[str] = set()
+        self.revoked_grants: set[str] = set()
+        self.refreshes = 0
+        self.reuses = 0
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        return self.clients.get(client_id)
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        self.clients[client_info.client_id] = client_info
+
+    async def authorize(self, client, params: AuthorizationParams) -> str:
+        code = secrets.token_urlsafe(16)
+        self.codes[code] = AuthorizationCode(
+            code=code,
+            scopes=params.scopes or [],
+            expires_at=time.time() + 300,
+            client_id=client.client_id,
+            code_challenge=params.code_challenge,
+            redirect_uri=params.redirect_uri,
+            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
+            resource=params.resource,
+        )
+        return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
+
+    async def load_authorization_code(self, client, authorization_code: str):
+        return self.codes.get(authorization_code)
+
+    def issue(self, client_id: str, scopes: list[str], grant: str) -> OAuthToken:
+        access = secrets.token_urlsafe(16)
+        refresh = secrets.token_urlsafe(16)
+        expires = int(time.time()) + self.access_ttl
+        self.access[access] = AccessToken(
+            token=access, client_id=client_id, scopes=scopes, expires_at=expires,
+            resource=self.resource,
+        )
+        self.refresh[refresh] = (grant, RefreshToken(
+            token=refresh, client_id=client_id, scopes=scopes, resource=self.resource,
+        ))
+        return OAuthToken(
+            access_token=access, expires_in=self.access_ttl, scope=" ".join(scopes),
+            refresh_token=refresh,
+        )
+
+    async def exchange_authorization_code(self, client, authorization_code: AuthorizationCode):
+        # Single use: a replayed code finds nothing.
+        self.codes.pop(authorization_code.code, None)
+        if authorization_code.resource != self.resource:
+            raise TokenError("invalid_target", "the code was not issued for this resource")
+        return self.issue(client.client_id, authorization_code.scopes, secrets.token_hex(8))
+
+    async def load_refresh_token(self, client, refresh_token: str):
+        found = self.refresh.get(refresh_token)
+        if found is None:
+            return None
+        grant, token = found
+        if grant in self.revoked_grants:
+            return None
+        if refresh_token in self.used:
+            # Reuse of a rotated token: the grant is compromised, revoke all of it.
+            self.reuses += 1
+            self.revoked_grants.add(grant)
+            return None
+        return token
+
+    async def exchange_refresh_token(self, client, refresh_token: RefreshToken, scopes: list[str]):
+        self.refreshes += 1
+        grant, _ = self.refresh[refresh_token.token]
+        self.used.add(refresh_token.token)
+        return self.issue(client.client_id, scopes or refresh_token.scopes, grant)
+
+    async def load_access_token(self, token: str) -> AccessToken | None:
+        found = self.access.get(token)
+        if found is None or (found.expires_at or 0) < time.time():
+            return None
+        return found
+
+    async def revoke_token(self, token) -> None:
+        if isinstance(token, RefreshToken) and token.token in self.refresh:
+            self.revoked_grants.add(self.refresh[token.token][0])
+        self.access.pop(getattr(token, "token", ""), None)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--resource", required=True)
+    parser.add_argument("--access-ttl", type=int, default=60)
+    args = parser.parse_args()
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", args.port))
+    issuer = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    provider = RotatingProvider(args.resource, args.access_ttl)
+
+    async def stats(_request):
+        return JSONResponse({
+            "refreshes": provider.refreshes,
+            "reuses": provider.reuses,
+            "revokedGrants": len(provider.revoked_grants),
+        })
+
+    routes = create_auth_routes(
+        provider,
+        AnyHttpUrl(issuer),
+        client_registration_options=ClientRegistrationOptions(enabled=True),
+        revocation_options=RevocationOptions(enabled=True),
+    )
+    app = Starlette(routes=routes + [Route("/stats", stats)])
+    config = uvicorn.Config(app, log_level="warning")
+    server = uvicorn.Server(config)
+
+    async def serve() -> None:
+        task = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started:
+            await asyncio.sleep(0.01)
+        print(f"ready {issuer}", flush=True)
+        await task
+
+    asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()
