@@ -667,8 +667,8 @@ async fn only_the_functions_that_use_a_key_read_its_secret() {
             d.counter.clone(),
         )
     };
-    // SCIM authenticates by bearer token, the message endpoint reaches no integration, and
-    // LoadTurn asks no agent: none of them needs a key.
+    // SCIM authenticates by bearer token, and LoadTurn asks no agent and reaches no
+    // integration: neither needs a key.
     for function in [functions::SCIM, functions::LOAD_TURN] {
         assert!(load(function).await.is_ok(), "{}", function.name);
     }

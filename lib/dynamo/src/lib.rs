@@ -6,8 +6,8 @@
 //!
 //! One module per storage role implements its port; `codec` turns records into items and
 //! back, `transact` builds and classifies transactions, `read` holds the query helpers.
-//! `http` is the AWS SDK's HTTP/1.1 client, with which every AWS configuration of the service
-//! is loaded ([`sdk_config_loader`]).
+//! Its client is configured as every AWS client of the service is, by
+//! `knowledge_aws_sdk::sdk_config_loader` (the SDK's HTTP/1.1 client).
 
 mod batch;
 mod codec;

@@ -5,8 +5,9 @@
 //! through [`BoundedHttp`] (the outbound guard, no redirects, bounded answers), and what a
 //! hostile server could use to redirect a connection elsewhere is refused: resource metadata
 //! that names another resource (RFC 9728 §3.3), authorization-server metadata that names
-//! another issuer (RFC 8414 §3.3), endpoints that are not `http(s)` URLs, or a server that
-//! offers no authorization code with PKCE S256. No endpoint is ever guessed.
+//! another issuer (RFC 8414 §3.3), an authorization server or endpoints that are not `https`
+//! (plain `http` only on loopback, for a server on the same machine), or a server that offers
+//! no authorization code with PKCE S256. No endpoint is ever guessed.
 
 use knowledge_core::ports::DestinationRefused;
 use reqwest::Url;
@@ -203,7 +204,7 @@ struct ServerMetadata {
 
 /// Discovers how `server` (an MCP endpoint) is authorized: asks it without a token for its
 /// challenge, reads the resource metadata the challenge names (else at the path-aware, then the
-/// root well-known URL), then the first of its authorization servers whose metadata is found.
+/// root well-known URL), then the metadata of the first authorization server it lists.
 /// Errors: [`DiscoveryError`]; `NotProtected` when the server answers without a token.
 pub async fn discover(http: &BoundedHttp, server: &Url) -> Result<Discovered, DiscoveryError> {
     let challenge = probe(http, server).await?;
@@ -236,7 +237,7 @@ pub async fn discover_with(
             reason: "it names no authorization server".into(),
         });
     };
-    let issuer_url = parse_url(issuer, "resource")?;
+    let issuer_url = secure_url(issuer, "resource")?;
     let (url, server_metadata) =
         first_found::<ServerMetadata>(http, &server_metadata_urls(&issuer_url), "server")
             .await?
@@ -272,10 +273,10 @@ pub async fn discover_with(
         .chain([registration_endpoint.as_ref(), revocation_endpoint.as_ref()])
         .flatten()
     {
-        parse_url(endpoint, "server").map_err(|_| DiscoveryError::Malformed {
+        secure_url(endpoint, "server").map_err(|_| DiscoveryError::Malformed {
             url: url.to_string(),
             what: "server",
-            reason: format!("{endpoint} is not an http(s) URL"),
+            reason: format!("{endpoint} is not an https URL"),
         })?;
     }
     let from_challenge = challenge
@@ -285,8 +286,12 @@ pub async fn discover_with(
         .filter(|s| !s.is_empty())
         .or_else(|| Some(resource.scopes_supported).filter(|s| !s.is_empty()))
         .unwrap_or(scopes_supported);
+    // The server's own URL, which the metadata was checked to name: the canonical resource
+    // RFC 8707 and strict servers expect, never a variant the metadata spelled.
+    let mut canonical = server.clone();
+    canonical.set_fragment(None);
     Ok(Discovered {
-        resource: resource.resource,
+        resource: canonical.to_string(),
         issuer,
         authorization_endpoint,
         token_endpoint,
@@ -373,6 +378,27 @@ fn parse_url(text: &str, what: &'static str) -> Result<Url, DiscoveryError> {
     }
 }
 
+/// `text` as an `https` URL, or `http` on loopback (a server on the same machine): what an
+/// authorization server and its endpoints must be, since codes, verifiers, client secrets and
+/// tokens go there. Errors: `Malformed`, naming the document it came from.
+fn secure_url(text: &str, what: &'static str) -> Result<Url, DiscoveryError> {
+    let url = parse_url(text, what)?;
+    let loopback = match url.host() {
+        Some(oauth2::url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(oauth2::url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(oauth2::url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match url.scheme() == "https" || loopback {
+        true => Ok(url),
+        false => Err(DiscoveryError::Malformed {
+            url: text.to_owned(),
+            what,
+            reason: "not an https URL".into(),
+        }),
+    }
+}
+
 /// The path of `url` without a trailing `/` (so the root is empty).
 fn trimmed_path(url: &Url) -> &str {
     url.path().trim_end_matches('/')
@@ -429,6 +455,8 @@ fn same_issuer(named: &str, issuer: &Url) -> bool {
 
 fn same_url(a: &Url, b: &Url) -> bool {
     a.scheme() == b.scheme()
+        && a.username() == b.username()
+        && a.password() == b.password()
         && a.host() == b.host()
         && a.port_or_known_default() == b.port_or_known_default()
         && trimmed_path(a) == trimmed_path(b)

@@ -86,12 +86,23 @@ fn urls_are_the_same_but_for_a_trailing_slash_and_never_across_hosts_ports_or_pa
     assert!(!same_resource("http://localhost:3001/mcp", &server));
     assert!(!same_resource("https://localhost:3000/mcp", &server));
     assert!(!same_resource("not a url", &server));
-    assert!(same_issuer(
-        "http://localhost:3001/",
-        &url("http://localhost:3001")
-    ));
+    let tenant = url("https://auth.example.com/tenant1");
+    assert!(same_issuer("https://auth.example.com/tenant1/", &tenant));
+    assert!(!same_issuer("https://auth.example.com/tenant2", &tenant));
+    assert!(!same_resource("http://someone@localhost:3000/mcp", &server));
     assert!(!same_issuer(
         "http://evil.example/",
         &url("http://localhost:3001")
     ));
+}
+
+#[test]
+fn an_authorization_server_must_be_https_but_on_loopback() {
+    assert!(secure_url("https://auth.example.com/token", "server").is_ok());
+    assert!(secure_url("http://127.0.0.1:3001/token", "server").is_ok());
+    assert!(secure_url("http://localhost:3001/token", "server").is_ok());
+    assert!(secure_url("http://[::1]:3001/token", "server").is_ok());
+    assert!(secure_url("http://auth.example.com/token", "server").is_err());
+    assert!(secure_url("http://10.0.0.1/token", "server").is_err());
+    assert!(secure_url("ftp://auth.example.com/token", "server").is_err());
 }
