@@ -322,11 +322,17 @@ async fn probe(http: &BoundedHttp, server: &Url) -> Result<Option<Challenge>, Di
         .header("accept", "application/json, text/event-stream")
         .body(body.to_string().into_bytes())
         .expect("a request to a parsed URL builds");
-    let answer = (http.send(request).await).map_err(|e| DiscoveryError::fetch(server, e))?;
-    if answer.status().is_success() {
+    // Only the head: a server that needs no token may answer with a stream that never ends.
+    let (status, headers) =
+        (http.head_of(request).await).map_err(|e| DiscoveryError::fetch(server, e))?;
+    if status.is_success() {
         return Err(DiscoveryError::NotProtected);
     }
-    let challenges = answer.headers().get_all("www-authenticate");
+    if status.is_server_error() {
+        let source = HttpError::ServerError(status);
+        return Err(DiscoveryError::fetch(server, source));
+    }
+    let challenges = headers.get_all("www-authenticate");
     Ok(challenges
         .iter()
         .filter_map(|v| v.to_str().ok())

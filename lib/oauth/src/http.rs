@@ -60,8 +60,19 @@ impl BoundedHttp {
         Ok(Self { client, egress })
     }
 
-    /// Sends `request` as the module says. Errors: [`HttpError`].
-    pub async fn send(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
+    /// Sends `request` and returns the head of its answer, status and headers, without reading
+    /// the body (it is dropped, and the connection with it): for an answer whose status is all
+    /// that matters, which may be a stream that never ends. A `5xx` is not an error here.
+    /// Errors: [`HttpError`].
+    pub async fn head_of(
+        &self, request: HttpRequest,
+    ) -> Result<(oauth2::http::StatusCode, oauth2::http::HeaderMap), HttpError> {
+        let resp = self.start(request).await?;
+        Ok((resp.status(), resp.headers().clone()))
+    }
+
+    /// Sends `request` until the head of its answer.
+    async fn start(&self, request: HttpRequest) -> Result<reqwest::Response, HttpError> {
         let (parts, body) = request.into_parts();
         let url =
             reqwest::Url::parse(&parts.uri.to_string()).map_err(|e| HttpError::Url(e.into()))?;
@@ -72,7 +83,12 @@ impl BoundedHttp {
         for (name, value) in &parts.headers {
             req = req.header(name, value);
         }
-        let mut resp = req.send().await.map_err(HttpError::Transport)?;
+        req.send().await.map_err(HttpError::Transport)
+    }
+
+    /// Sends `request` as the module says. Errors: [`HttpError`].
+    pub async fn send(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let mut resp = self.start(request).await?;
         if resp.status().is_server_error() {
             return Err(HttpError::ServerError(resp.status()));
         }

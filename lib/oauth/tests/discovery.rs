@@ -1,10 +1,13 @@
 //! Discovery against servers on loopback that behave, and that lie: another resource, another
 //! issuer, no PKCE, a redirect, an answer too large, an address the deployment refuses.
 
+use std::time::Duration;
+
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use futures_util::StreamExt;
 use knowledge_egress::Egress;
 use knowledge_oauth::{BoundedHttp, Challenge, DiscoveryError, HttpError, discover, discover_with};
 use reqwest::Url;
@@ -232,6 +235,33 @@ async fn a_server_that_answers_without_a_token_is_not_protected() {
     let server = Url::parse(&format!("{origin}/mcp")).unwrap();
     let e = discover(&http(), &server).await.unwrap_err();
     assert!(matches!(e, DiscoveryError::NotProtected), "{e:?}");
+}
+
+#[tokio::test]
+async fn a_server_that_answers_with_an_endless_stream_without_a_token_is_not_protected_at_once() {
+    let stream = || async {
+        let chunks = futures_util::stream::repeat_with(|| {
+            Ok::<_, std::convert::Infallible>(axum::body::Bytes::from_static(b"data: {}\n\n"))
+        })
+        .then(|chunk| async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            chunk
+        });
+        (
+            [(header::CONTENT_TYPE, "text/event-stream")],
+            axum::body::Body::from_stream(chunks),
+        )
+    };
+    let origin = serve(Router::new().route("/mcp", post(stream))).await;
+    let server = Url::parse(&format!("{origin}/mcp")).unwrap();
+    let started = std::time::Instant::now();
+    let e = discover(&http(), &server).await.unwrap_err();
+    assert!(matches!(e, DiscoveryError::NotProtected), "{e:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]
