@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use knowledge_core::ids::{OrgId, UserId};
+use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
@@ -85,6 +85,15 @@ impl Client {
     /// How this client reaches the service, for another client (a browser) to share.
     pub fn transport(&self) -> Arc<dyn Transport> {
         self.transport.clone()
+    }
+
+    /// The key of the default user's `session`.
+    pub fn key(&self, session: &str) -> SessionKey {
+        SessionKey {
+            user: self.user.id.clone(),
+            org: self.user.org.clone(),
+            session: SessionId::parse(session).unwrap(),
+        }
     }
 
     /// Sends `req` ([`Transport::execute`]).

@@ -34,3 +34,15 @@ pub fn docs() -> Arc<dyn Integrations> {
         FixedIntegrations::new().connect(OrgId::parse("org_default").unwrap(), Arc::new(index)),
     )
 }
+
+/// Single sign-on settings with a provider no test reaches, switched on or off: what SCIM needs
+/// of an organisation.
+pub fn sso_no_test_reaches(on: bool) -> knowledge_core::sso::SsoSettings {
+    knowledge_core::sso::SsoSettings {
+        issuer: "https://idp.example.com".into(),
+        client_id: "knowledge".into(),
+        client_secret: Some("secret".into()),
+        enabled: on,
+        ..Default::default()
+    }
+}

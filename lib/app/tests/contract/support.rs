@@ -15,10 +15,10 @@ use knowledge_asl::{Options, TracingObserver};
 use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::domain::Role;
-use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
+use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Agent, Integrations, Store, StoredRows, Workflow};
 use knowledge_core::seal::Sealer;
-use knowledge_core::sso::{SsoChange, SsoSettings};
+use knowledge_core::sso::SsoChange;
 use knowledge_core::testing::{MemoryStore, ShiftedClock};
 use knowledge_egress::Egress;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
@@ -247,13 +247,7 @@ impl Api {
     /// Switches single sign-on on for `org` (or off), with a provider no test reaches: what
     /// SCIM needs.
     pub async fn set_sso(&self, org: &OrgId, on: bool) {
-        let settings = SsoSettings {
-            issuer: "https://idp.example.com".into(),
-            client_id: "knowledge".into(),
-            client_secret: Some("secret".into()),
-            enabled: on,
-            ..Default::default()
-        };
+        let settings = knowledge_test_support::sso_no_test_reaches(on);
         (self.admin())
             .configure_sso(org, &SsoChange::Set(settings), self.sealer.clone())
             .await
@@ -288,14 +282,6 @@ impl Api {
             cookie: self.cookie(&m.user, org),
             id: m.user,
             org: org.clone(),
-        }
-    }
-
-    pub fn key(&self, session: &str) -> SessionKey {
-        SessionKey {
-            user: self.user.id.clone(),
-            org: self.user.org.clone(),
-            session: SessionId::parse(session).unwrap(),
         }
     }
 

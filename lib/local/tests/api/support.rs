@@ -8,10 +8,10 @@ use knowledge_app::operator::Operator;
 use knowledge_asl::{Observer, Options, Tasks, TracingObserver};
 use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::adapters::integrations::FixedIntegrations;
-use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
+use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Agent, Integrations};
 use knowledge_core::seal::Sealer;
-use knowledge_core::sso::{SsoChange, SsoSettings};
+use knowledge_core::sso::SsoChange;
 use knowledge_core::testing::ShiftedClock;
 use knowledge_egress::Egress;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
@@ -195,25 +195,11 @@ impl Api {
     /// Switches single sign-on on for `org` (or off), with a provider no test reaches: what
     /// SCIM needs.
     pub async fn set_sso(&self, org: &OrgId, on: bool) {
-        let settings = SsoSettings {
-            issuer: "https://idp.example.com".into(),
-            client_id: "knowledge".into(),
-            client_secret: Some("secret".into()),
-            enabled: on,
-            ..Default::default()
-        };
+        let settings = knowledge_test_support::sso_no_test_reaches(on);
         (self.admin())
             .configure_sso(org, &SsoChange::Set(settings), self.sealer.clone())
             .await
             .unwrap();
-    }
-
-    pub fn key(&self, session: &str) -> SessionKey {
-        SessionKey {
-            user: self.user.id.clone(),
-            org: self.user.org.clone(),
-            session: SessionId::parse(session).unwrap(),
-        }
     }
 
     /// Waits (bounded by [`SETTLE`]) until no workflow run is in flight.
