@@ -78,6 +78,8 @@ export const AUDIT_ACTIONS = [
   'scim_token.generated',
   'integration.connected',
   'integration.disconnected',
+  'account.connected',
+  'account.disconnected',
   'org.limits_changed',
 ] as const;
 

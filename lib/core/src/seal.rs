@@ -89,6 +89,24 @@ pub fn credential_context(org: &str, user: &str, integration: &str, url: &str) -
     format!("integration-credential\n{org}\n{user}\n{integration}\n{url}")
 }
 
+/// The context an OAuth grant is sealed for: the organisation, its owner (a user id, or `org`
+/// for the organisation's own), the integration and its URL, so that a grant copied to another
+/// member or integration, or left behind when the integration moves, does not open.
+pub fn grant_context(org: &str, owner: &str, integration: &str, url: &str) -> String {
+    format!("oauth-grant\n{org}\n{owner}\n{integration}\n{url}")
+}
+
+/// The context the service's client secret at an integration's authorization server is sealed
+/// for: the organisation, the integration and the client.
+pub fn oauth_client_context(org: &str, integration: &str, client_id: &str) -> String {
+    format!("oauth-client-secret\n{org}\n{integration}\n{client_id}")
+}
+
+/// The context of the PKCE verifier a connect in progress keeps until its callback.
+pub fn pkce_context(org: &str, integration: &str, state_hash: &str) -> String {
+    format!("oauth-pkce\n{org}\n{integration}\n{state_hash}")
+}
+
 /// The context an organisation's SSO client secret is sealed for: the organisation and the
 /// client, so that a secret stops opening when it is moved to another client or organisation.
 pub fn sso_secret_context(org: &str, issuer: &str, client_id: &str) -> String {

@@ -198,13 +198,17 @@ impl DirectoryStore for DynamoStore {
     async fn put_integration(
         &self, org: &OrgId, integration: &IntegrationConfig, audit: &AuditEntry,
     ) -> StoreResult<()> {
-        let mut item = key_item(keys::integration(org, &integration.name));
+        // An update, not a put: the organisation's grant beside the settings stays.
         let config = serde_json::to_string(integration).map_err(StoreError::backend)?;
-        item.insert("config".into(), s(&config));
-        let put = Put::builder().table_name(&self.table).set_item(Some(item));
+        let update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_item(keys::integration(org, &integration.name))))
+            .update_expression("SET #c = :c")
+            .expression_attribute_names("#c", "config")
+            .expression_attribute_values(":c", s(&config));
         let writes = vec![
             TransactWriteItem::builder()
-                .put(built(put.build())?)
+                .update(built(update.build())?)
                 .build(),
             self.put_new(audit_item(audit))?,
         ];
@@ -222,7 +226,18 @@ impl DirectoryStore for DynamoStore {
         self.partition(keys::integrations_partition(org), None)
             .await?
             .iter()
-            .map(|item| serde_json::from_str(get_s(item, "config")?).map_err(|_| corrupt("config")))
+            .map(|item| {
+                let config: IntegrationConfig =
+                    serde_json::from_str(get_s(item, "config")?).map_err(|_| corrupt("config"))?;
+                let grant = match item.get("grant") {
+                    None => None,
+                    Some(_) => Some(get_s(item, "grant")?.to_owned()),
+                };
+                Ok(IntegrationConfig {
+                    org_grant_sealed: grant,
+                    ..config
+                })
+            })
             .collect()
     }
 

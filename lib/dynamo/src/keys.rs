@@ -9,9 +9,9 @@
 //! | provider identity claim | `ORG#<org>` | `IDENTITY#<sha-256 of issuer and subject>` | |
 //! | organisation (its SSO configuration is the attribute `sso`, its version `ssoVersion`) | | | |
 //! | e-mail domain claim of an organisation's SSO | `DOMAIN#<domain>` | `DOMAIN` | |
-//! | member data (credentials, agent memory) | `USER#<user>#ORG#<org>#DATA` | `<kind>#<name>` | |
+//! | member data (credentials, OAuth grants, agent memory) | `USER#<user>#ORG#<org>#DATA` | `<kind>#<name>` | |
 //! | audit entry | `ORG#<org>#AUDIT` | `<at, 20 digits>#<entry id>` | |
-//! | connected integration (MCP server) | `ORG#<org>#INTEGRATION` | `<name>` | |
+//! | connected integration (MCP server; the organisation's OAuth grant is its attribute `grant`) | `ORG#<org>#INTEGRATION` | `<name>` | |
 //! | monthly usage | `ORG#<org>` | `USAGE#<YYYY-MM>` | |
 //! | session | `USER#<user>#ORG#<org>#SESSION#<session>` | `SESSION` | `USER#<user>#ORG#<org>` / `<updatedAt, 20 digits>#<session>` |
 //! | session being deleted | same | `SESSION` | `DELETING` / its `PK` |

@@ -14,6 +14,7 @@ mod codec;
 pub mod counter;
 mod directory;
 mod gate;
+mod grants;
 pub mod keys;
 mod limits;
 mod orgs;

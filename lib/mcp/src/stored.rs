@@ -125,6 +125,7 @@ fn reachable(
                 let token = credential(&config)?;
                 Some((config, Some(token)))
             }
+            IntegrationAuth::OauthMember | IntegrationAuth::OauthOrganisation => None,
         })
         .collect()
 }
@@ -178,6 +179,8 @@ mod tests {
             url: format!("https://{name}.example/mcp"),
             auth: IntegrationAuth::PerUser,
             created_at: Timestamp(0),
+            oauth: None,
+            org_grant_sealed: None,
         }
     }
 
@@ -261,6 +264,8 @@ mod tests {
             url: format!("https://{name}.example/mcp"),
             auth,
             created_at: Timestamp(0),
+            oauth: None,
+            org_grant_sealed: None,
         };
         let configs = vec![
             config("drive", IntegrationAuth::PerUser),

@@ -374,18 +374,23 @@ impl DirectoryStore for SqliteStore {
 
     async fn list_integrations(&self, org: &OrgId) -> StoreResult<Vec<IntegrationConfig>> {
         let o = org.clone();
-        let configs: Vec<String> = self
+        let rows: Vec<(String, Option<String>)> = self
             .read(move |c| {
                 let mut stmt = c.prepare_cached(
-                    "SELECT config FROM integrations WHERE org_id = ?1 ORDER BY name",
+                    "SELECT config, org_grant FROM integrations WHERE org_id = ?1 ORDER BY name",
                 )?;
-                let rows = stmt.query_map([o.as_str()], |r| r.get(0))?;
+                let rows = stmt.query_map([o.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?;
                 rows.collect()
             })
             .await?;
-        configs
-            .iter()
-            .map(|c| serde_json::from_str(c).map_err(backend))
+        rows.into_iter()
+            .map(|(config, grant)| {
+                let config: IntegrationConfig = serde_json::from_str(&config).map_err(backend)?;
+                Ok(IntegrationConfig {
+                    org_grant_sealed: grant,
+                    ..config
+                })
+            })
             .collect()
     }
 

@@ -10,6 +10,7 @@
 
 mod batch;
 mod directory;
+mod grants;
 mod limits;
 mod orgs;
 mod schema;

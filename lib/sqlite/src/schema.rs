@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS integrations (
     org_id TEXT NOT NULL,
     name TEXT NOT NULL,
     config TEXT NOT NULL,
+    org_grant TEXT,
     PRIMARY KEY (org_id, name)
 ) STRICT, WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS audit (
@@ -127,6 +128,7 @@ pub(crate) fn migrate(c: &Connection) -> rusqlite::Result<()> {
         ("orgs", "scim_token_at", "INTEGER"),
         ("sessions", "exec", "TEXT"),
         ("sessions", "stale_at", "INTEGER"),
+        ("integrations", "org_grant", "TEXT"),
     ] {
         let present: bool = c.query_row(
             "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",

@@ -173,6 +173,8 @@ pub async fn the_audit_log_is_paged_newest_first_and_names_who_acted(store: Arc<
             url: "https://mcp.example.com/mcp".into(),
             auth: knowledge_core::domain::IntegrationAuth::None,
             created_at: NOW,
+            oauth: None,
+            org_grant_sealed: None,
         };
         store
             .put_integration(&org.id, &integration, &entry)

@@ -239,6 +239,8 @@ fn mcp(name: &str, url: &str, auth: IntegrationAuth) -> IntegrationConfig {
         url: url.into(),
         auth,
         created_at: NOW,
+        oauth: None,
+        org_grant_sealed: None,
     }
 }
 

@@ -6,6 +6,7 @@
 pub mod admin;
 pub mod batch;
 pub mod directory;
+pub mod grants;
 pub mod limits;
 pub mod orgs;
 pub mod sessions;
@@ -238,6 +239,11 @@ macro_rules! conformance {
                 concurrent_creates_of_one_user_name_claim_it_once,
                 removing_a_member_removes_their_data_in_the_same_step,
                 integrations_are_listed_by_name_replaced_by_name_and_removed_once_with_their_audit;
+            grants:
+                a_members_grant_moves_only_from_the_value_it_was_read_at_and_leaves_with_the_member,
+                a_member_grant_is_removed_only_from_the_value_it_was_read_at,
+                the_organisations_grant_stays_through_setting_changes_and_leaves_with_its_integration,
+                of_concurrent_swaps_from_one_grant_exactly_one_lands;
         }
     };
 }

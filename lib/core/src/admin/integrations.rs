@@ -78,6 +78,8 @@ impl Administration {
             url: settings.url.clone(),
             auth: settings.auth,
             created_at: previous.map_or_else(|| self.now(), |p| p.created_at),
+            oauth: None,
+            org_grant_sealed: None,
         };
         let audit = admin.audit(self.now(), AuditAction::IntegrationConnected, name);
         self.stores

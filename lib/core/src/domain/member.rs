@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{FederatedId, Role};
+use super::{FederatedId, OAuthServer, Role};
 use crate::clock::Timestamp;
 use crate::ids::{OrgId, UserId};
 
@@ -24,9 +24,15 @@ text_enum!(AuditAction {
     ScimTokenGenerated => "scim_token.generated",
     IntegrationConnected => "integration.connected",
     IntegrationDisconnected => "integration.disconnected",
+    AccountConnected => "account.connected",
+    AccountDisconnected => "account.disconnected",
     OrgLimitsChanged => "org.limits_changed",
 });
-text_enum!(MemberDataKind { IntegrationToken => "integration_token", AgentMemory => "agent_memory" });
+text_enum!(MemberDataKind {
+    IntegrationToken => "integration_token",
+    AgentMemory => "agent_memory",
+    OAuthGrant => "oauth_grant",
+});
 
 /// A user's membership of an organisation; without it the user's cookie for that organisation
 /// is refused. Every change after creation goes through
@@ -135,6 +141,8 @@ pub struct MemberData {
 pub enum MemberDataKind {
     IntegrationToken,
     AgentMemory,
+    /// The member's OAuth connection to an integration: a sealed [`crate::domain::Grant`].
+    OAuthGrant,
 }
 
 /// A remote MCP server an organisation has connected, reached over streamable HTTP.
@@ -148,6 +156,15 @@ pub struct IntegrationConfig {
     pub url: String,
     pub auth: IntegrationAuth,
     pub created_at: Timestamp,
+    /// Where and as whom the service is authorized, for the OAuth kinds of `auth`; `None` for
+    /// the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuthServer>,
+    /// The organisation's sealed [`crate::domain::Grant`], for `oauth_organisation`. Kept apart
+    /// from the settings by the store, so only [`crate::ports::GrantStore::swap_grant`] changes
+    /// it.
+    #[serde(skip)]
+    pub org_grant_sealed: Option<String>,
 }
 
 /// How the service authenticates to an integration.
@@ -160,9 +177,28 @@ pub enum IntegrationAuth {
     /// [`MemberDataKind::IntegrationToken`] named after the integration; a member without one
     /// does not reach the integration. Deprovisioning removes it with the member.
     PerUser,
+    /// Each member connects their own account over OAuth, and the tools act as them: the
+    /// member's [`crate::domain::Grant`] is their [`MemberDataKind::OAuthGrant`] named after
+    /// the integration.
+    OauthMember,
+    /// An admin connects the organisation's account over OAuth once, and every member's
+    /// turns use it.
+    OauthOrganisation,
 }
 
-text_enum!(IntegrationAuth { None => "none", PerUser => "per_user" });
+text_enum!(IntegrationAuth {
+    None => "none",
+    PerUser => "per_user",
+    OauthMember => "oauth_member",
+    OauthOrganisation => "oauth_organisation",
+});
+
+impl IntegrationAuth {
+    /// Whether the service is authorized over OAuth, and so holds an [`OAuthServer`].
+    pub fn is_oauth(self) -> bool {
+        matches!(self, Self::OauthMember | Self::OauthOrganisation)
+    }
+}
 
 /// Integrations one organisation may connect at most, so that listing them is one small read.
 pub const INTEGRATION_LIMIT: usize = 16;
@@ -227,6 +263,11 @@ pub enum AuditAction {
     ScimTokenGenerated,
     IntegrationConnected,
     IntegrationDisconnected,
+    /// An account was connected to an OAuth integration: a member's own (the target is the
+    /// integration's name, `by` the member) or the organisation's (`by` the admin).
+    AccountConnected,
+    /// A connection to an OAuth integration was removed and its tokens revoked.
+    AccountDisconnected,
     /// The organisation's monthly query quota or cost cap was set.
     OrgLimitsChanged,
 }

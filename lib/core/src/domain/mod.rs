@@ -42,7 +42,7 @@ pub enum Role {
 macro_rules! text_enum {
     ($ty:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
         impl $ty {
-            pub fn as_str(self) -> &'static str {
+            pub const fn as_str(self) -> &'static str {
                 match self { $(Self::$variant => $text),+ }
             }
         }
@@ -71,11 +71,13 @@ text_enum!(Role { Admin => "admin", Viewer => "viewer" });
 
 mod claim;
 mod member;
+mod oauth;
 mod session;
 mod sso;
 
 pub use claim::*;
 pub use member::*;
+pub use oauth::*;
 pub use session::*;
 pub use sso::*;
 

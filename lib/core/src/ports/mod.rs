@@ -24,7 +24,7 @@ pub use integration::{
 #[cfg(feature = "testing")]
 pub use store::StoredRows;
 pub use store::{
-    BackendError, Charge, DirectoryStore, LimitStore, OrgStore, SessionStore, Store, StoreError,
-    StoreResult, TicketStore,
+    BackendError, Charge, DirectoryStore, GrantStore, LimitStore, OrgStore, SessionStore, Store,
+    StoreError, StoreResult, TicketStore,
 };
 pub use workflow::{Workflow, WorkflowError};

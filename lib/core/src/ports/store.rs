@@ -10,8 +10,8 @@ use async_trait::async_trait;
 
 use crate::clock::Timestamp;
 use crate::domain::{
-    AuditCursor, AuditEntry, Event, IntegrationConfig, Member, MemberData, Org, Session,
-    SessionSummary, SsoConfig, Ticket, Usage,
+    AuditCursor, AuditEntry, Event, GrantOwner, IntegrationConfig, Member, MemberData, Org,
+    Session, SessionSummary, SsoConfig, Ticket, Usage,
 };
 use crate::ids::{OrgId, SessionKey, UserId};
 
@@ -121,16 +121,17 @@ pub trait DirectoryStore: Send + Sync {
     ) -> StoreResult<()>;
     /// The member's data items, by kind and name.
     async fn list_member_data(&self, org: &OrgId, user: &UserId) -> StoreResult<Vec<MemberData>>;
-    /// Connects an integration, or replaces the one of the same name, and writes `audit`, all
-    /// or nothing. Callers keep an organisation under [`crate::domain::INTEGRATION_LIMIT`].
+    /// Connects an integration, or replaces the settings of the one of the same name (keeping
+    /// the organisation's grant for it), and writes `audit`, all or nothing. Callers keep an organisation under [`crate::domain::INTEGRATION_LIMIT`].
     async fn put_integration(
         &self, org: &OrgId, integration: &IntegrationConfig, audit: &AuditEntry,
     ) -> StoreResult<()>;
-    /// The organisation's integrations, by name.
+    /// The organisation's integrations, by name, each with the organisation's sealed grant
+    /// for it ([`IntegrationConfig::org_grant_sealed`]): one read.
     async fn list_integrations(&self, org: &OrgId) -> StoreResult<Vec<IntegrationConfig>>;
-    /// Disconnects the integration and writes `audit`, all or nothing; `Ok(false)`, writing
-    /// nothing, when there is none of that name. Members' credentials for it stay until they
-    /// are replaced or the member is removed.
+    /// Disconnects the integration, with the organisation's grant for it, and writes `audit`,
+    /// all or nothing; `Ok(false)`, writing nothing, when there is none of that name. Members'
+    /// credentials and grants for it stay until they are replaced or the member is removed.
     async fn remove_integration(
         &self, org: &OrgId, name: &str, audit: &AuditEntry,
     ) -> StoreResult<bool>;
@@ -212,6 +213,33 @@ pub trait TicketStore: Send + Sync {
     async fn take_ticket(&self, hash: &str) -> StoreResult<Option<Ticket>>;
 }
 
+/// OAuth grants ([`crate::domain::Grant`], sealed by the vault): a member's is a
+/// [`MemberData`] item of kind [`crate::domain::MemberDataKind::OAuthGrant`], so that
+/// [`DirectoryStore::list_member_data`] returns it and removing the member removes it; the
+/// organisation's is kept with its integration, so that
+/// [`DirectoryStore::list_integrations`] returns it
+/// ([`IntegrationConfig::org_grant_sealed`]) and disconnecting the integration removes it.
+/// Each is swapped only from the value it was read at: the seal's nonce makes every written
+/// value new, so the value is its own version.
+#[async_trait]
+pub trait GrantStore: Send + Sync {
+    /// The sealed grant `owner` holds for `integration` in `org`.
+    async fn get_grant(
+        &self, org: &OrgId, owner: &GrantOwner, integration: &str,
+    ) -> StoreResult<Option<String>>;
+    /// Replaces the grant stored as `previous` (none stored, when `None`) by `next` (removing
+    /// it, when `None`), and writes `audit` when given, all or nothing. Creating a member's
+    /// grant moves the member's version, as [`DirectoryStore::put_member_data`] does, so a
+    /// concurrent removal of the member removes it too or makes this retry.
+    /// Errors: `Conflict` when the stored grant is not `previous` (the caller reads it again);
+    /// `Gone` when creating a grant for a user who is not a member, or for an integration that
+    /// does not exist.
+    async fn swap_grant(
+        &self, org: &OrgId, owner: &GrantOwner, integration: &str, previous: Option<&str>,
+        next: Option<&str>, audit: Option<&AuditEntry>,
+    ) -> StoreResult<()>;
+}
+
 /// Durable storage of organisations, members, sessions, events, limit counters and sign-in
 /// tickets: every role at once, as an adapter implements it; an `Arc<dyn Store>` coerces to any
 /// of them. Use cases take the roles they use: single sign-on the organisations and the
@@ -220,12 +248,19 @@ pub trait TicketStore: Send + Sync {
 /// ([`crate::admin::AdminStores`]). The session use cases ([`crate::service::Service`]) use
 /// every role, so they take the whole store.
 pub trait Store:
-    OrgStore + DirectoryStore + SessionStore + LimitStore + TicketStore + BatchStore
+    OrgStore + DirectoryStore + SessionStore + LimitStore + TicketStore + GrantStore + BatchStore
 {
 }
 
 impl<T> Store for T where
-    T: OrgStore + DirectoryStore + SessionStore + LimitStore + TicketStore + BatchStore + ?Sized
+    T: OrgStore
+        + DirectoryStore
+        + SessionStore
+        + LimitStore
+        + TicketStore
+        + GrantStore
+        + BatchStore
+        + ?Sized
 {
 }
 

@@ -9,13 +9,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 
 use crate::domain::{
-    AuditCursor, AuditEntry, Event, IntegrationConfig, Member, MemberData, Org, Session,
-    SessionSummary, SsoConfig, Ticket, Usage,
+    AuditCursor, AuditEntry, Event, GrantOwner, IntegrationConfig, Member, MemberData,
+    MemberDataKind, Org, Session, SessionSummary, SsoConfig, Ticket, Usage,
 };
 use crate::ids::{OrgId, SessionKey, UserId};
 use crate::ports::{
-    BatchStore, Charge, DirectoryStore, Gate, LimitStore, OrgStore, RateUpdate, RateWindow, Reads,
-    SessionStore, Snapshot, StoreError, StoreResult, StoredRows, TicketStore,
+    BatchStore, Charge, DirectoryStore, Gate, GrantStore, LimitStore, OrgStore, RateUpdate,
+    RateWindow, Reads, SessionStore, Snapshot, StoreError, StoreResult, StoredRows, TicketStore,
 };
 
 #[derive(Default)]
@@ -407,10 +407,13 @@ impl DirectoryStore for MemoryStore {
         &self, org: &OrgId, integration: &IntegrationConfig, audit: &AuditEntry,
     ) -> StoreResult<()> {
         let mut s = self.state();
-        s.integrations
-            .entry(org.clone())
-            .or_default()
-            .insert(integration.name.clone(), integration.clone());
+        let by_name = s.integrations.entry(org.clone()).or_default();
+        let grant = (by_name.get(&integration.name)).and_then(|i| i.org_grant_sealed.clone());
+        let stored = IntegrationConfig {
+            org_grant_sealed: grant,
+            ..integration.clone()
+        };
+        by_name.insert(integration.name.clone(), stored);
         s.audit(audit);
         Ok(())
     }
@@ -663,5 +666,87 @@ impl StoredRows for MemoryStore {
         let sessions = u64::from(s.sessions.contains_key(key));
         let events = s.events.get(key).map_or(0, |log| log.len() as u64);
         Ok((sessions, events))
+    }
+}
+
+#[async_trait]
+impl GrantStore for MemoryStore {
+    async fn get_grant(
+        &self, org: &OrgId, owner: &GrantOwner, integration: &str,
+    ) -> StoreResult<Option<String>> {
+        let s = self.state();
+        Ok(match owner {
+            GrantOwner::Member(user) => s
+                .member_data
+                .get(&(org.clone(), user.clone()))
+                .and_then(|held| {
+                    held.iter()
+                        .find(|d| d.kind == MemberDataKind::OAuthGrant && d.name == integration)
+                })
+                .map(|d| d.value.clone()),
+            GrantOwner::Organisation => s
+                .integrations
+                .get(org)
+                .and_then(|i| i.get(integration))
+                .and_then(|i| i.org_grant_sealed.clone()),
+        })
+    }
+
+    async fn swap_grant(
+        &self, org: &OrgId, owner: &GrantOwner, integration: &str, previous: Option<&str>,
+        next: Option<&str>, audit: Option<&AuditEntry>,
+    ) -> StoreResult<()> {
+        let mut s = self.state();
+        match owner {
+            GrantOwner::Member(user) => {
+                let s = &mut *s;
+                let member = (s.members.get_mut(org).and_then(|m| m.get_mut(user))).ok_or(
+                    match previous {
+                        None => StoreError::Gone,
+                        Some(_) => StoreError::Conflict,
+                    },
+                )?;
+                let held = s
+                    .member_data
+                    .entry((org.clone(), user.clone()))
+                    .or_default();
+                let at = held
+                    .iter()
+                    .position(|d| d.kind == MemberDataKind::OAuthGrant && d.name == integration);
+                if at.map(|i| held[i].value.as_str()) != previous {
+                    return Err(StoreError::Conflict);
+                }
+                if previous.is_none() {
+                    member.version += 1;
+                }
+                if let Some(i) = at {
+                    held.remove(i);
+                }
+                if let Some(value) = next {
+                    held.push(MemberData {
+                        kind: MemberDataKind::OAuthGrant,
+                        name: integration.to_owned(),
+                        value: value.to_owned(),
+                    });
+                    held.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+                }
+            }
+            GrantOwner::Organisation => {
+                let stored = (s.integrations.get_mut(org))
+                    .and_then(|i| i.get_mut(integration))
+                    .ok_or(match previous {
+                        None => StoreError::Gone,
+                        Some(_) => StoreError::Conflict,
+                    })?;
+                if stored.org_grant_sealed.as_deref() != previous {
+                    return Err(StoreError::Conflict);
+                }
+                stored.org_grant_sealed = next.map(str::to_owned);
+            }
+        }
+        if let Some(audit) = audit {
+            s.audit(audit);
+        }
+        Ok(())
     }
 }

@@ -1,0 +1,158 @@
+//! [`GrantStore`] on DynamoDB: a member's grant is a member data item of kind `oauth_grant`,
+//! the organisation's the `grant` attribute of its integration's item. Every swap is one
+//! transaction whose first item holds the condition on the stored value.
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
+use knowledge_core::domain::{AuditEntry, GrantOwner, MemberDataKind};
+use knowledge_core::ids::OrgId;
+use knowledge_core::ports::{GrantStore, StoreError, StoreResult};
+
+use crate::codec::*;
+use crate::transact::TransactError;
+use crate::{DynamoStore, keys};
+
+const KIND: &str = MemberDataKind::OAuthGrant.as_str();
+/// The attribute of an integration's item that holds the organisation's grant.
+const ORG_GRANT: &str = "grant";
+
+/// The condition that the attribute `#g` holds `previous` (is absent, when `None`).
+fn holds(previous: Option<&str>) -> &'static str {
+    match previous {
+        Some(_) => "#g = :previous",
+        None => "attribute_not_exists(#g)",
+    }
+}
+
+#[async_trait]
+impl GrantStore for DynamoStore {
+    async fn get_grant(
+        &self, org: &OrgId, owner: &GrantOwner, integration: &str,
+    ) -> StoreResult<Option<String>> {
+        let (key, attribute) = match owner {
+            GrantOwner::Member(user) => (keys::member_data(org, user, KIND, integration), "value"),
+            GrantOwner::Organisation => (keys::integration(org, integration), ORG_GRANT),
+        };
+        let Some(item) = self.get(key).await? else {
+            return Ok(None);
+        };
+        match item.get(attribute) {
+            None => Ok(None),
+            Some(_) => Ok(Some(get_s(&item, attribute)?.to_owned())),
+        }
+    }
+
+    async fn swap_grant(
+        &self, org: &OrgId, owner: &GrantOwner, integration: &str, previous: Option<&str>,
+        next: Option<&str>, audit: Option<&AuditEntry>,
+    ) -> StoreResult<()> {
+        let mut writes = match owner {
+            GrantOwner::Member(user) => {
+                let key = keys::member_data(org, user, KIND, integration);
+                let mut writes = Vec::new();
+                if previous.is_none() {
+                    // A new item in the member's data: the member's version moves, so that a
+                    // removal that listed the data before it fails and reads again.
+                    let bump = Update::builder()
+                        .table_name(&self.table)
+                        .set_key(Some(key_item(keys::member(org, user))))
+                        .update_expression("ADD #v :one")
+                        .condition_expression("attribute_exists(#pk)")
+                        .expression_attribute_names("#v", "version")
+                        .expression_attribute_names("#pk", keys::PK)
+                        .expression_attribute_values(":one", n(1));
+                    writes.push(
+                        TransactWriteItem::builder()
+                            .update(built(bump.build())?)
+                            .build(),
+                    );
+                }
+                let mut values = Vec::new();
+                if let Some(p) = previous {
+                    values.push((":previous", s(p)));
+                }
+                let write = match next {
+                    Some(value) => {
+                        let mut item = key_item(key);
+                        item.insert("value".into(), s(value));
+                        let put = Put::builder()
+                            .table_name(&self.table)
+                            .set_item(Some(item))
+                            .condition_expression(holds(previous))
+                            .expression_attribute_names("#g", "value");
+                        let put = values
+                            .into_iter()
+                            .fold(put, |b, (k, v)| b.expression_attribute_values(k, v));
+                        TransactWriteItem::builder()
+                            .put(built(put.build())?)
+                            .build()
+                    }
+                    None => {
+                        let delete = Delete::builder()
+                            .table_name(&self.table)
+                            .set_key(Some(key_item(key)))
+                            .condition_expression(holds(previous))
+                            .expression_attribute_names("#g", "value");
+                        let delete = values
+                            .into_iter()
+                            .fold(delete, |b, (k, v)| b.expression_attribute_values(k, v));
+                        TransactWriteItem::builder()
+                            .delete(built(delete.build())?)
+                            .build()
+                    }
+                };
+                writes.push(write);
+                writes
+            }
+            GrantOwner::Organisation => {
+                let mut update = Update::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key_item(keys::integration(org, integration))))
+                    .condition_expression(format!("attribute_exists(#pk) AND {}", holds(previous)))
+                    .expression_attribute_names("#pk", keys::PK)
+                    .expression_attribute_names("#g", ORG_GRANT);
+                update = match next {
+                    Some(value) => update
+                        .update_expression("SET #g = :next")
+                        .expression_attribute_values(":next", s(value)),
+                    None => update.update_expression("REMOVE #g"),
+                };
+                if let Some(p) = previous {
+                    update = update.expression_attribute_values(":previous", s(p));
+                }
+                vec![
+                    TransactWriteItem::builder()
+                        .update(built(update.build())?)
+                        .build(),
+                ]
+            }
+        };
+        if let Some(audit) = audit {
+            writes.push(self.put_new(audit_item(audit))?);
+        }
+        let creates_member_item = matches!(owner, GrantOwner::Member(_)) && previous.is_none();
+        match self.transact(writes).await {
+            Ok(()) => Ok(()),
+            // A member's new grant: the first item is the member's (gone), the second the grant.
+            Err(TransactError::FirstCondition { .. }) if creates_member_item => {
+                Err(StoreError::Gone)
+            }
+            Err(TransactError::OtherCondition(_)) if creates_member_item => {
+                Err(StoreError::Conflict)
+            }
+            // The organisation's new grant on an integration that does not exist.
+            Err(TransactError::FirstCondition { .. })
+                if owner == &GrantOwner::Organisation && previous.is_none() =>
+            {
+                match self.get(keys::integration(org, integration)).await? {
+                    None => Err(StoreError::Gone),
+                    Some(_) => Err(StoreError::Conflict),
+                }
+            }
+            Err(TransactError::FirstCondition { .. } | TransactError::Contended) => {
+                Err(StoreError::Conflict)
+            }
+            Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
+        }
+    }
+}
