@@ -22,5 +22,6 @@ pub mod sso;
 pub mod steps;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod vault;
 
 pub use error::CoreError;

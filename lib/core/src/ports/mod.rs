@@ -6,6 +6,7 @@ mod batch;
 mod egress;
 mod identity;
 mod integration;
+mod oauth;
 mod store;
 mod store_error;
 mod workflow;
@@ -21,6 +22,7 @@ pub use identity::{
 pub use integration::{
     CancelSignal, Integration, IntegrationError, IntegrationReach, Integrations, ToolSpec,
 };
+pub use oauth::{IssuedTokens, TokenEndpoint, TokenError};
 #[cfg(feature = "testing")]
 pub use store::StoredRows;
 pub use store::{
