@@ -26,10 +26,12 @@ use knowledge_core::seal::Sealer;
 use knowledge_core::service::{Deps, Opening, Service};
 use knowledge_core::sso::SingleSignOn;
 use knowledge_core::steps::Steps;
+use knowledge_core::vault::{Vault, VaultTiming};
 use knowledge_egress::Egress;
 use knowledge_http::cookie::{CookieSigner, Lifetime};
 use knowledge_http::{HttpConfig, Routes, ScimApi, SessionApi};
 use knowledge_mcp::{StoredIntegrations, Timeouts};
+use knowledge_oauth::{BoundedHttp, HttpTokenEndpoint};
 use knowledge_web::Files;
 
 /// A setting the requested part of the application needs was not given.
@@ -131,7 +133,12 @@ impl App {
     /// fixed ones, when the settings hold a sealer (members' credentials are sealed). A
     /// function of its own so that a binary that never calls it links no MCP client.
     pub fn with_stored_integrations(mut self) -> Self {
-        if let Some(stored) = self.stored_integrations() {
+        if let Some(mut stored) = self.stored_integrations() {
+            match self.vault() {
+                Ok(Some(vault)) => stored = stored.with_vault(vault),
+                Ok(None) => {}
+                Err(e) => tracing::error!(error = %e, "OAuth integrations are not reached"),
+            }
             let stored = Arc::new(stored);
             self.reach = Some(stored.clone());
             self.integrations = Some(stored);
@@ -160,6 +167,24 @@ impl App {
             self.settings.mcp_timeouts,
             self.settings.egress,
         ))
+    }
+
+    /// The token vault of the organisations' OAuth grants, refreshing through their
+    /// authorization servers under the settings' egress; `None` without a sealer.
+    /// Errors: the HTTP client cannot be built.
+    fn vault(&self) -> Result<Option<Arc<Vault>>, AssemblyError> {
+        let Some(sealer) = self.settings.sealer.clone() else {
+            return Ok(None);
+        };
+        let http = BoundedHttp::new(self.settings.egress)
+            .map_err(|_| AssemblyError("the HTTP client of authorization servers"))?;
+        Ok(Some(Arc::new(Vault::new(
+            self.store.clone(),
+            Arc::new(HttpTokenEndpoint::new(http)),
+            sealer,
+            self.settings.clock.clone(),
+            VaultTiming::default(),
+        ))))
     }
 
     /// The workflow steps, with the agent and the integrations where they are configured.

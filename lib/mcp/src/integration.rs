@@ -1,9 +1,12 @@
 //! One remote MCP server (streamable HTTP) as an [`Integration`]: a session per operation.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use knowledge_core::domain::ReconnectReason;
 use knowledge_core::ports::{CancelSignal, Integration, IntegrationError, ToolSpec};
+use knowledge_core::vault::{Access, GrantAt, Vault, VaultError};
 use knowledge_egress::Egress;
 use rmcp::ServiceExt;
 use rmcp::model::{
@@ -12,7 +15,9 @@ use rmcp::model::{
 };
 use rmcp::service::{PeerRequestOptions, RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_client::{
+    AuthRequiredError, StreamableHttpClientTransportConfig,
+};
 use serde_json::Value;
 use tokio::sync::oneshot::error::RecvError;
 use tokio::time::{Instant, sleep_until, timeout, timeout_at};
@@ -62,40 +67,99 @@ impl McpHttp {
     }
 }
 
+/// How requests to a server are authorized.
+#[derive(Clone, Default)]
+pub enum Credential {
+    /// None: the server is open to the service.
+    #[default]
+    None,
+    /// A bearer token a member pasted.
+    Bearer(String),
+    /// An OAuth grant held in the vault: refreshed (once, whoever asks) and tried again when
+    /// the server refuses its token.
+    Grant(Arc<GrantCredential>),
+}
+
+/// An access token from the vault, and where its grant is kept.
+pub struct GrantCredential {
+    vault: Arc<Vault>,
+    at: GrantAt,
+    access: Mutex<Access>,
+}
+
+impl GrantCredential {
+    pub fn new(vault: Arc<Vault>, at: GrantAt, access: Access) -> Self {
+        Self {
+            vault,
+            at,
+            access: Mutex::new(access),
+        }
+    }
+
+    fn current(&self) -> Access {
+        self.access.lock().expect("the access token's lock").clone()
+    }
+}
+
 /// A remote MCP server reached over streamable HTTP. Its tools are offered as
 /// `<name>_<tool>` (see [`crate::exposed_tool_name`]); the original names are used to call
 /// them. Holds no connection: each operation opens its own session and closes it.
 pub struct McpIntegration {
     name: String,
     url: String,
-    token: Option<String>,
+    credential: Credential,
     timeouts: Timeouts,
     http: McpHttp,
 }
 
 impl std::fmt::Debug for McpIntegration {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let credential = match &self.credential {
+            Credential::None => "none",
+            Credential::Bearer(_) => "bearer",
+            Credential::Grant(_) => "grant",
+        };
         f.debug_struct("McpIntegration")
             .field("name", &self.name)
             .field("url", &self.url)
-            .field("token", &self.token.as_ref().map(|_| ".."))
+            .field("credential", &credential)
             .field("timeouts", &self.timeouts)
             .finish()
     }
 }
 
+/// Why a session did not open.
+enum NotOpened {
+    /// The server answered 401: the token is missing, expired or revoked.
+    Unauthorized,
+    Failed(IntegrationError),
+}
+
+/// Whether the server refused the session for want of a valid token (a 401), somewhere in
+/// the error's chain of causes.
+fn unauthorized(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if e.is::<AuthRequiredError>() {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
+}
+
 impl McpIntegration {
     /// `name` is the integration's (it prefixes the tool names), `url` the server's MCP
-    /// endpoint, and `token`, when given, is sent as `Authorization: Bearer <token>` on every
-    /// request. The token never appears in errors, logs or `Debug` output.
+    /// endpoint, and `credential` authorizes every request (as `Authorization: Bearer`). No
+    /// token appears in errors, logs or `Debug` output.
     pub fn new(
-        name: impl Into<String>, url: impl Into<String>, token: Option<String>, timeouts: Timeouts,
-        http: McpHttp,
+        name: impl Into<String>, url: impl Into<String>, credential: Credential,
+        timeouts: Timeouts, http: McpHttp,
     ) -> Self {
         Self {
             name: name.into(),
             url: url.into(),
-            token,
+            credential,
             timeouts,
             http,
         }
@@ -105,18 +169,73 @@ impl McpIntegration {
         IntegrationError::Unavailable(format!("MCP server of integration {}: {detail}", self.name))
     }
 
-    /// Opens a session: connects and completes the `initialize` handshake within
-    /// `timeouts.connect`. Errors: `Refused` for a server at an address the deployment never
-    /// connects to (nothing is sent), `Unavailable`.
+    /// Opens a session with the credential. A grant whose token the server refuses is
+    /// refreshed (or a newer generation taken) and tried once more; refused again, it needs a
+    /// reconnect. Errors: `Refused` for a server at an address the deployment never connects
+    /// to (nothing is sent); `Invalid` when the connection needs the member to connect again
+    /// (its text tells the agent so); `Unavailable`.
     async fn open(&self) -> Result<Session, IntegrationError> {
-        let url = reqwest::Url::parse(&self.url)
-            .map_err(|e| self.unavailable(format_args!("its URL does not parse: {e}")))?;
+        let grant = match &self.credential {
+            Credential::None => return self.opened(self.open_with(None).await),
+            Credential::Bearer(token) => return self.opened(self.open_with(Some(token)).await),
+            Credential::Grant(grant) => grant,
+        };
+        let access = grant.current();
+        match self.open_with(Some(&access.token)).await {
+            Err(NotOpened::Unauthorized) => {}
+            other => return self.opened(other),
+        }
+        let fresh = (grant
+            .vault
+            .after_rejection(&grant.at, access.generation)
+            .await)
+            .map_err(|e| self.vault_error(e))?;
+        *grant.access.lock().expect("the access token's lock") = fresh.clone();
+        match self.open_with(Some(&fresh.token)).await {
+            Err(NotOpened::Unauthorized) => {
+                let reason = ReconnectReason::TokenRejected;
+                grant
+                    .vault
+                    .needs_reconnect(&grant.at, fresh.generation, reason)
+                    .await;
+                Err(self.vault_error(VaultError::NeedsReconnect(reason)))
+            }
+            other => self.opened(other),
+        }
+    }
+
+    fn opened(&self, opened: Result<Session, NotOpened>) -> Result<Session, IntegrationError> {
+        opened.map_err(|e| match e {
+            NotOpened::Unauthorized => self.unavailable("the server refused the credential"),
+            NotOpened::Failed(e) => e,
+        })
+    }
+
+    /// What the vault's refusal means for a call.
+    fn vault_error(&self, error: VaultError) -> IntegrationError {
+        match error {
+            VaultError::Unavailable(why) => self.unavailable(why),
+            refused => IntegrationError::Invalid(format!(
+                "the connection to {} is not usable ({refused}); the member must connect it \
+                 again under Connections",
+                self.name
+            )),
+        }
+    }
+
+    /// Opens a session sending `token`: connects and completes the `initialize` handshake
+    /// within `timeouts.connect`.
+    async fn open_with(&self, token: Option<&str>) -> Result<Session, NotOpened> {
+        let url = reqwest::Url::parse(&self.url).map_err(|e| {
+            NotOpened::Failed(self.unavailable(format_args!("its URL does not parse: {e}")))
+        })?;
         // rmcp's errors do not keep their causes: judge the destination first, so a refusal is
         // told as one. The client's resolver judges the address connected to again.
-        (self.http.egress.check_resolved(&url).await).map_err(IntegrationError::Refused)?;
+        (self.http.egress.check_resolved(&url).await)
+            .map_err(|e| NotOpened::Failed(IntegrationError::Refused(e)))?;
         let mut config = StreamableHttpClientTransportConfig::with_uri(self.url.as_str());
-        if let Some(token) = &self.token {
-            config = config.auth_header(token.as_str());
+        if let Some(token) = token {
+            config = config.auth_header(token);
         }
         let transport =
             StreamableHttpClientTransport::with_client(self.http.client.clone(), config);
@@ -126,11 +245,14 @@ impl McpIntegration {
         );
         match timeout(self.timeouts.connect, client.serve(transport)).await {
             Ok(Ok(session)) => Ok(session),
-            Ok(Err(e)) => Err(self.unavailable(format_args!("opening the session failed: {e}"))),
-            Err(_) => Err(self.unavailable(format_args!(
+            Ok(Err(e)) if unauthorized(&e) => Err(NotOpened::Unauthorized),
+            Ok(Err(e)) => Err(NotOpened::Failed(
+                self.unavailable(format_args!("opening the session failed: {e}")),
+            )),
+            Err(_) => Err(NotOpened::Failed(self.unavailable(format_args!(
                 "no session within {:?}",
                 self.timeouts.connect
-            ))),
+            )))),
         }
     }
 
@@ -388,7 +510,7 @@ mod tests {
         let integration = McpIntegration::new(
             "wiki",
             "http://127.0.0.1:9/mcp",
-            None,
+            Credential::None,
             Timeouts::default(),
             http(),
         );
@@ -422,7 +544,7 @@ mod tests {
         let integration = McpIntegration::new(
             "wiki",
             "https://wiki.example/mcp",
-            Some("secret-token".to_owned()),
+            Credential::Bearer("secret-token".to_owned()),
             Timeouts::default(),
             http(),
         );

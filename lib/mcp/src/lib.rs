@@ -11,6 +11,6 @@ mod stored;
 #[cfg(feature = "test-server")]
 pub mod test_server;
 
-pub use integration::{McpHttp, McpIntegration, Timeouts};
+pub use integration::{Credential, GrantCredential, McpHttp, McpIntegration, Timeouts};
 pub use names::{MAX_TOOL_NAME, exposed_tool_name};
 pub use stored::{StoredIntegrations, member_credential};

@@ -6,16 +6,19 @@
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
-use knowledge_core::domain::{IntegrationAuth, IntegrationConfig, MemberData, MemberDataKind};
+use knowledge_core::domain::{
+    GrantOwner, IntegrationAuth, IntegrationConfig, MemberData, MemberDataKind,
+};
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{
     DirectoryStore, Integration, IntegrationError, IntegrationReach, Integrations,
 };
 use knowledge_core::seal::{Sealer, credential_context};
+use knowledge_core::vault::{GrantAt, Vault, open_grant};
 
 use knowledge_egress::Egress;
 
-use crate::integration::{McpHttp, McpIntegration, Timeouts};
+use crate::integration::{Credential, GrantCredential, McpHttp, McpIntegration, Timeouts};
 
 /// [`Integrations`] from [`DirectoryStore::list_integrations`], each an [`McpIntegration`], after the
 /// fixed ones given at construction. Caches nothing: every `connected` or `reaches_any` reads
@@ -26,9 +29,20 @@ pub struct StoredIntegrations {
     fixed: Arc<dyn Integrations>,
     timeouts: Timeouts,
     egress: Egress,
+    /// The vault of OAuth grants; without one (a process that only asks
+    /// [`IntegrationReach`]), OAuth integrations are reached but never used.
+    vault: Option<Arc<Vault>>,
     /// The one HTTP client of every MCP server, built at the first [`Integrations::connected`]
     /// (so that a binary that only asks [`IntegrationReach`] builds and links none).
     http: OnceLock<McpHttp>,
+}
+
+/// What a member's requests to an integration are authorized by, as read from the store.
+enum Reach {
+    Open,
+    Bearer(String),
+    /// A grant that opens and is active, and its sealed value as read.
+    Grant(Box<GrantAt>, String),
 }
 
 impl StoredIntegrations {
@@ -45,8 +59,15 @@ impl StoredIntegrations {
             fixed,
             timeouts,
             egress,
+            vault: None,
             http: OnceLock::new(),
         }
+    }
+
+    /// The same, handing OAuth integrations access tokens from `vault`.
+    pub fn with_vault(mut self, vault: Arc<Vault>) -> Self {
+        self.vault = Some(vault);
+        self
     }
 
     /// The MCP servers' client. Errors: `Unavailable` when it cannot be built.
@@ -59,20 +80,27 @@ impl StoredIntegrations {
         Ok(self.http.get_or_init(|| http).clone())
     }
 
-    /// The organisation's MCP servers that `user` reaches, by name, each with the bearer token
-    /// to send; those that authenticate per user only where `user` holds a credential that
-    /// opens. Reads the member's data only when some server authenticates per user.
-    /// Errors: `Unavailable` when the store fails.
+    /// The organisation's MCP servers that `user` reaches, by name, each with what authorizes
+    /// it: those that authenticate per user only where `user` holds a credential that opens,
+    /// OAuth ones only where the member's (or the organisation's) grant opens and is active.
+    /// Reads the member's data only when some server needs it: the grants come in the same
+    /// reads. Errors: `Unavailable` when the store fails.
     async fn reached(
         &self, org: &OrgId, user: &UserId,
-    ) -> Result<Vec<(IntegrationConfig, Option<String>)>, IntegrationError> {
+    ) -> Result<Vec<(IntegrationConfig, Reach)>, IntegrationError> {
         let store_failed = |e| IntegrationError::Unavailable(format!("reading integrations: {e}"));
         let configs = self
             .store
             .list_integrations(org)
             .await
             .map_err(store_failed)?;
-        let data = if configs.iter().any(|c| c.auth == IntegrationAuth::PerUser) {
+        let per_member = |auth| {
+            matches!(
+                auth,
+                IntegrationAuth::PerUser | IntegrationAuth::OauthMember
+            )
+        };
+        let data = if configs.iter().any(|c| per_member(c.auth)) {
             self.store
                 .list_member_data(org, user)
                 .await
@@ -80,9 +108,56 @@ impl StoredIntegrations {
         } else {
             Vec::new()
         };
-        let credential =
-            |config: &IntegrationConfig| member_credential(&self.sealer, org, user, config, &data);
-        Ok(reachable(configs, credential))
+        let reach = |config: &IntegrationConfig| -> Option<Reach> {
+            let (owner, sealed) = match config.auth {
+                IntegrationAuth::None => return Some(Reach::Open),
+                IntegrationAuth::PerUser => {
+                    let token = member_credential(&self.sealer, org, user, config, &data)?;
+                    return Some(Reach::Bearer(token));
+                }
+                IntegrationAuth::OauthMember => {
+                    let held = data
+                        .iter()
+                        .find(|d| d.kind == MemberDataKind::OAuthGrant && d.name == config.name)?;
+                    (GrantOwner::Member(user.clone()), held.value.clone())
+                }
+                IntegrationAuth::OauthOrganisation => {
+                    (GrantOwner::Organisation, config.org_grant_sealed.clone()?)
+                }
+            };
+            let at = GrantAt::new(org, owner, config);
+            let grant = open_grant(&self.sealer, &at, &sealed)?;
+            grant
+                .is_active()
+                .then(|| Reach::Grant(Box::new(at), sealed))
+        };
+        Ok(configs
+            .iter()
+            .filter_map(|config| Some((config.clone(), reach(config)?)))
+            .collect())
+    }
+
+    /// The credential for a reached integration: a grant's access token from the vault,
+    /// refreshed first when due. `None` when it cannot be used now (logged).
+    async fn credential(&self, name: &str, reach: Reach) -> Option<Credential> {
+        match reach {
+            Reach::Open => Some(Credential::None),
+            Reach::Bearer(token) => Some(Credential::Bearer(token)),
+            Reach::Grant(at, sealed) => {
+                let vault = self.vault.as_ref()?;
+                match vault.access(&at, Some(&sealed)).await {
+                    Ok(access) => Some(Credential::Grant(Arc::new(GrantCredential::new(
+                        vault.clone(),
+                        *at,
+                        access,
+                    )))),
+                    Err(e) => {
+                        tracing::warn!(integration = name, error = %e, "an OAuth integration is left out");
+                        None
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -111,29 +186,10 @@ pub fn member_credential(
     }
 }
 
-/// The integrations a member reaches, in order, each with the bearer token to send: none for
-/// those without authentication, the member's `credential` for those that authenticate per
-/// user; an integration of the latter kind without one is left out.
-fn reachable(
-    configs: Vec<IntegrationConfig>, credential: impl Fn(&IntegrationConfig) -> Option<String>,
-) -> Vec<(IntegrationConfig, Option<String>)> {
-    configs
-        .into_iter()
-        .filter_map(|config| match config.auth {
-            IntegrationAuth::None => Some((config, None)),
-            IntegrationAuth::PerUser => {
-                let token = credential(&config)?;
-                Some((config, Some(token)))
-            }
-            IntegrationAuth::OauthMember | IntegrationAuth::OauthOrganisation => None,
-        })
-        .collect()
-}
-
 #[async_trait]
 impl IntegrationReach for StoredIntegrations {
-    /// Whether `connected` would return any, from the same reads, building no MCP client.
-    /// Errors: `Unavailable` when the store fails.
+    /// Whether `connected` would return any, from the same reads, building no MCP client and
+    /// refreshing nothing. Errors: `Unavailable` when the store fails.
     async fn reaches_any(&self, org: &OrgId, user: &UserId) -> Result<bool, IntegrationError> {
         let reached = self.reached(org, user).await?;
         Ok(!reached.is_empty() || self.fixed.reaches_any(org, user).await?)
@@ -143,18 +199,21 @@ impl IntegrationReach for StoredIntegrations {
 #[async_trait]
 impl Integrations for StoredIntegrations {
     /// The fixed integrations, then the organisation's MCP servers by name, leaving out those
-    /// that authenticate per user for which `user` holds no credential that opens.
+    /// `user` holds no usable credential or grant for.
     /// Errors: `Unavailable` when the store fails.
     async fn connected(
         &self, org: &OrgId, user: &UserId,
     ) -> Result<Vec<Arc<dyn Integration>>, IntegrationError> {
         let reached = self.reached(org, user).await?;
         let mut connected = self.fixed.connected(org, user).await?;
-        for (config, token) in reached {
+        for (config, reach) in reached {
+            let Some(credential) = self.credential(&config.name, reach).await else {
+                continue;
+            };
             connected.push(Arc::new(McpIntegration::new(
                 config.name,
                 config.url,
-                token,
+                credential,
                 self.timeouts,
                 self.http()?,
             )));
@@ -257,33 +316,135 @@ mod tests {
         );
     }
 
-    #[test]
-    fn per_user_integrations_are_reached_only_with_a_credential_and_open_ones_without() {
-        let config = |name: &str, auth| IntegrationConfig {
-            name: name.to_owned(),
-            url: format!("https://{name}.example/mcp"),
-            auth,
-            created_at: Timestamp(0),
-            oauth: None,
-            org_grant_sealed: None,
+    /// An integration of `org` named `name`, authorized as `auth`.
+    fn config(name: &str, auth: IntegrationAuth) -> IntegrationConfig {
+        IntegrationConfig { auth, ..wiki(name) }
+    }
+
+    #[tokio::test]
+    async fn integrations_are_reached_with_a_usable_credential_or_grant_and_open_ones_without() {
+        use knowledge_core::domain::{
+            Actor, AuditAction, AuditEntry, Grant, GrantStatus, Member, ReconnectReason, Role,
         };
-        let configs = vec![
-            config("drive", IntegrationAuth::PerUser),
-            config("search", IntegrationAuth::None),
-            config("wiki", IntegrationAuth::PerUser),
-        ];
-        let credential =
-            |c: &IntegrationConfig| (c.name == "wiki").then(|| "wiki-token".to_owned());
-        let reached: Vec<(String, Option<String>)> = reachable(configs, credential)
-            .into_iter()
-            .map(|(c, token)| (c.name, token))
+        use knowledge_core::ports::GrantStore;
+        use knowledge_core::seal::grant_context;
+        use knowledge_core::testing::MemoryStore;
+
+        let store = Arc::new(MemoryStore::default());
+        let sealer = Arc::new(Sealer::new(&[3; 32]).unwrap());
+        let (org, user) = ids();
+        let audit = || {
+            AuditEntry::new(
+                &org,
+                Timestamp(0),
+                Actor::Admin,
+                AuditAction::MemberAdded,
+                "x",
+            )
+        };
+        let member = Member::new(org.clone(), user.clone(), Role::Viewer, Timestamp(0));
+        store.create_member(&member, &audit()).await.unwrap();
+        for (name, auth) in [
+            ("drive", IntegrationAuth::PerUser),
+            ("search", IntegrationAuth::None),
+            ("wiki", IntegrationAuth::PerUser),
+            ("tracker", IntegrationAuth::OauthMember),
+            ("crm", IntegrationAuth::OauthMember),
+            ("docs", IntegrationAuth::OauthOrganisation),
+            ("chat", IntegrationAuth::OauthOrganisation),
+        ] {
+            store
+                .put_integration(&org, &config(name, auth), &audit())
+                .await
+                .unwrap();
+        }
+        let token = MemberData {
+            kind: MemberDataKind::IntegrationToken,
+            name: "wiki".into(),
+            value: sealer.seal(&context(&org, &user, "wiki"), "wiki-token"),
+        };
+        store
+            .put_member_data(&org, &user, &token, &audit())
+            .await
+            .unwrap();
+        let grant = |status| Grant {
+            access_token: "a".into(),
+            refresh_token: None,
+            expires_at: None,
+            scope: None,
+            generation: 1,
+            lease: None,
+            status,
+            connected_by: user.clone(),
+            connected_at: Timestamp(0),
+        };
+        let sealed = |owner: &GrantOwner, name: &str, grant: &Grant| {
+            let url = format!("https://{name}.example/mcp");
+            let context = grant_context(org.as_str(), owner.as_str(), name, &url);
+            sealer.seal(&context, &serde_json::to_string(grant).unwrap())
+        };
+        let member_grant = GrantOwner::Member(user.clone());
+        let stale = GrantStatus::NeedsReconnect(ReconnectReason::RefreshRefused);
+        for (owner, name, status) in [
+            (&member_grant, "tracker", GrantStatus::Active),
+            (&member_grant, "crm", stale.clone()),
+            (&GrantOwner::Organisation, "docs", GrantStatus::Active),
+            (&GrantOwner::Organisation, "chat", stale),
+        ] {
+            let value = sealed(owner, name, &grant(status));
+            store
+                .swap_grant(&org, owner, name, None, Some(&value), None)
+                .await
+                .unwrap();
+        }
+
+        let integrations = StoredIntegrations::new(
+            store.clone(),
+            sealer.clone(),
+            Arc::new(crate::stored::tests::Nothing),
+            Timeouts::default(),
+            Egress::ANYWHERE,
+        );
+        let reached = integrations.reached(&org, &user).await.unwrap();
+        let named: Vec<(&str, &str)> = reached
+            .iter()
+            .map(|(c, reach)| {
+                let how = match reach {
+                    Reach::Open => "open",
+                    Reach::Bearer(t) => t.as_str(),
+                    Reach::Grant(at, _) => at.owner.as_str(),
+                };
+                (c.name.as_str(), how)
+            })
             .collect();
         assert_eq!(
-            reached,
+            named,
             [
-                ("search".to_owned(), None),
-                ("wiki".to_owned(), Some("wiki-token".to_owned()))
-            ]
+                ("docs", "org"),
+                ("search", "open"),
+                ("tracker", user.as_str()),
+                ("wiki", "wiki-token")
+            ],
+            "no credential (drive), a grant that needs reconnecting (crm, chat) are left out"
         );
+    }
+
+    /// No fixed integrations.
+    struct Nothing;
+
+    #[async_trait]
+    impl IntegrationReach for Nothing {
+        async fn reaches_any(&self, _: &OrgId, _: &UserId) -> Result<bool, IntegrationError> {
+            Ok(false)
+        }
+    }
+
+    #[async_trait]
+    impl Integrations for Nothing {
+        async fn connected(
+            &self, _: &OrgId, _: &UserId,
+        ) -> Result<Vec<Arc<dyn Integration>>, IntegrationError> {
+            Ok(Vec::new())
+        }
     }
 }

@@ -12,7 +12,7 @@ use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio::time::{Instant, sleep, timeout};
 
-use crate::{McpIntegration, Timeouts};
+use crate::{Credential, McpIntegration, Timeouts};
 
 /// How long to wait for the server to start, or to record something.
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -88,7 +88,13 @@ impl Server {
     /// `slow` tool, through a client of its own, until `done` holds of them.
     pub async fn wait_for_counts(&self, done: impl Fn(&Value) -> bool) {
         let http = crate::McpHttp::new(knowledge_egress::Egress::ANYWHERE).unwrap();
-        let client = McpIntegration::new("probe", &self.url, None, Timeouts::default(), http);
+        let client = McpIntegration::new(
+            "probe",
+            &self.url,
+            Credential::None,
+            Timeouts::default(),
+            http,
+        );
         let deadline = Instant::now() + PATIENCE;
         loop {
             let counts = client

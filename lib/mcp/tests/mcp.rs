@@ -7,7 +7,7 @@ use std::time::Duration;
 use knowledge_core::ports::{Integration, IntegrationError};
 use knowledge_egress::Egress;
 use knowledge_mcp::test_server::start;
-use knowledge_mcp::{McpHttp, McpIntegration, Timeouts};
+use knowledge_mcp::{Credential, McpHttp, McpIntegration, Timeouts};
 use serde_json::{Value, json};
 use tokio::time::timeout;
 
@@ -22,7 +22,7 @@ fn integration(url: &str, token: Option<&str>) -> McpIntegration {
     McpIntegration::new(
         "test",
         url,
-        token.map(str::to_owned),
+        token.map_or(Credential::None, |t| Credential::Bearer(t.to_owned())),
         Timeouts::default(),
         http(),
     )
@@ -188,7 +188,7 @@ async fn a_server_that_never_answers_gives_unavailable_after_the_connect_timeout
         connect: Duration::from_millis(300),
         request: Duration::from_millis(300),
     };
-    let integration = McpIntegration::new("test", url, None, timeouts, http());
+    let integration = McpIntegration::new("test", url, Credential::None, timeouts, http());
     let result = timeout(
         PATIENCE,
         call(&integration, "test_search", json!({"query": "q"})),

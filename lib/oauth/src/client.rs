@@ -91,9 +91,10 @@ impl From<BasicRequestTokenError<HttpError>> for OAuthError {
 type Configured =
     BasicClient<EndpointSet, EndpointNotSet, EndpointNotSet, EndpointMaybeSet, EndpointSet>;
 
-/// The oauth2 client of `server` as `client`, sending its redirect URI `redirect_uri`.
+/// The oauth2 client of `server` as `client`, sending its redirect URI `redirect_uri` (a
+/// refresh sends none).
 fn configured(
-    server: &Discovered, client: &ClientIdentity, redirect_uri: &str,
+    server: &Discovered, client: &ClientIdentity, redirect_uri: Option<&str>,
 ) -> Result<Configured, OAuthError> {
     let url = |what| move |_| OAuthError::NotOffered(what);
     let revocation = match &server.revocation_endpoint {
@@ -106,8 +107,11 @@ fn configured(
             AuthUrl::new(server.authorization_endpoint.clone()).map_err(url("authorization"))?,
         )
         .set_token_uri(TokenUrl::new(server.token_endpoint.clone()).map_err(url("token endpoint"))?)
-        .set_revocation_url_option(revocation)
-        .set_redirect_uri(RedirectUrl::new(redirect_uri.to_owned()).map_err(url("redirect URI"))?);
+        .set_revocation_url_option(revocation);
+    if let Some(redirect_uri) = redirect_uri {
+        let redirect = RedirectUrl::new(redirect_uri.to_owned()).map_err(url("redirect URI"))?;
+        configured = configured.set_redirect_uri(redirect);
+    }
     if let Some(secret) = &client.client_secret {
         configured = configured.set_client_secret(ClientSecret::new(secret.clone()));
     }
@@ -136,7 +140,7 @@ pub fn authorization(
     server: &Discovered, client: &ClientIdentity, redirect_uri: &str, scopes: &[String],
 ) -> Result<Authorization, OAuthError> {
     let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
-    let (url, state) = configured(server, client, redirect_uri)?
+    let (url, state) = configured(server, client, Some(redirect_uri))?
         .authorize_url(CsrfToken::new_random)
         .set_pkce_challenge(challenge)
         .add_scopes(scopes.iter().cloned().map(Scope::new))
@@ -156,7 +160,7 @@ pub async fn exchange_code(
     http: &BoundedHttp, server: &Discovered, client: &ClientIdentity, redirect_uri: &str,
     code: &str, verifier: &str,
 ) -> Result<Tokens, OAuthError> {
-    let answer = configured(server, client, redirect_uri)?
+    let answer = configured(server, client, Some(redirect_uri))?
         .exchange_code(AuthorizationCode::new(code.to_owned()))
         .set_pkce_verifier(PkceCodeVerifier::new(verifier.to_owned()))
         .add_extra_param("resource", server.resource.clone())
@@ -170,11 +174,11 @@ pub async fn exchange_code(
 /// sent again. Errors: `InvalidGrant` when the refresh token is no longer good (revoked,
 /// expired, or reused); the others of [`OAuthError`].
 pub async fn refresh(
-    http: &BoundedHttp, server: &Discovered, client: &ClientIdentity, redirect_uri: &str,
-    refresh_token: &str, scopes: &[String],
+    http: &BoundedHttp, server: &Discovered, client: &ClientIdentity, refresh_token: &str,
+    scopes: &[String],
 ) -> Result<Tokens, OAuthError> {
     let token = RefreshToken::new(refresh_token.to_owned());
-    let answer = configured(server, client, redirect_uri)?
+    let answer = configured(server, client, None)?
         .exchange_refresh_token(&token)
         .add_scopes(scopes.iter().cloned().map(Scope::new))
         .add_extra_param("resource", server.resource.clone())
@@ -193,16 +197,19 @@ pub async fn revoke(
 ) -> Result<(), OAuthError> {
     let endpoint =
         (server.revocation_endpoint.as_deref()).ok_or(OAuthError::NotOffered("revocation"))?;
-    let mut form = form_urlencoded::Serializer::new(String::new());
-    form.append_pair("token", refresh_token)
-        .append_pair("token_type_hint", "refresh_token")
-        .append_pair("client_id", &client.client_id);
-    if let Some(secret) = &client.client_secret {
-        form.append_pair("client_secret", secret);
-    }
+    let body = {
+        let mut form = form_urlencoded::Serializer::new(String::new());
+        form.append_pair("token", refresh_token)
+            .append_pair("token_type_hint", "refresh_token")
+            .append_pair("client_id", &client.client_id);
+        if let Some(secret) = &client.client_secret {
+            form.append_pair("client_secret", secret);
+        }
+        form.finish()
+    };
     let request = oauth2::http::Request::post(endpoint)
         .header("content-type", "application/x-www-form-urlencoded")
-        .body(form.finish().into_bytes())
+        .body(body.into_bytes())
         .map_err(|_| OAuthError::NotOffered("revocation"))?;
     let answer = http.send(request).await.map_err(OAuthError::Unreachable)?;
     match answer.status().as_u16() {

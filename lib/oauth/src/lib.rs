@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod discovery;
+pub mod endpoint;
 pub mod http;
 
 pub use client::{
@@ -13,4 +14,5 @@ pub use client::{
     register, revoke,
 };
 pub use discovery::{Challenge, Discovered, DiscoveryError, discover, discover_with};
+pub use endpoint::{HttpTokenEndpoint, discovered, identity, issued};
 pub use http::{BODY_LIMIT, BoundedHttp, HttpError};

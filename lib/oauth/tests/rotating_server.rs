@@ -141,9 +141,7 @@ async fn a_refresh_rotates_the_token_and_a_reused_one_revokes_the_whole_grant() 
     let (client, tokens) = connect(&found).await;
     let first = tokens.unwrap();
     let r1 = first.refresh_token.clone().expect("a refresh token");
-    let second = refresh(&http(), &found, &client, REDIRECT_URI, &r1, &[])
-        .await
-        .unwrap();
+    let second = refresh(&http(), &found, &client, &r1, &[]).await.unwrap();
     let r2 = second
         .refresh_token
         .clone()
@@ -153,11 +151,11 @@ async fn a_refresh_rotates_the_token_and_a_reused_one_revokes_the_whole_grant() 
     assert_eq!(server.stats().await, (1, 0));
     // Sending the used token again is what single-flight refresh must never do: the server
     // takes it as a theft and revokes the grant, the new token included.
-    let reused = refresh(&http(), &found, &client, REDIRECT_URI, &r1, &[])
+    let reused = refresh(&http(), &found, &client, &r1, &[])
         .await
         .unwrap_err();
     assert!(matches!(reused, OAuthError::InvalidGrant(_)), "{reused:?}");
-    let after = refresh(&http(), &found, &client, REDIRECT_URI, &r2, &[])
+    let after = refresh(&http(), &found, &client, &r2, &[])
         .await
         .unwrap_err();
     assert!(matches!(after, OAuthError::InvalidGrant(_)), "{after:?}");
@@ -171,7 +169,7 @@ async fn a_revoked_refresh_token_no_longer_refreshes() {
     let (client, tokens) = connect(&found).await;
     let r1 = tokens.unwrap().refresh_token.unwrap();
     revoke(&http(), &found, &client, &r1).await.unwrap();
-    let e = refresh(&http(), &found, &client, REDIRECT_URI, &r1, &[])
+    let e = refresh(&http(), &found, &client, &r1, &[])
         .await
         .unwrap_err();
     assert!(matches!(e, OAuthError::InvalidGrant(_)), "{e:?}");

@@ -95,16 +95,9 @@ async fn a_refresh_sends_the_resource_and_the_secret_in_the_body_and_returns_the
         )
     })
     .await;
-    let tokens = refresh(
-        &http(),
-        &found,
-        &client(),
-        REDIRECT_URI,
-        "refresh-1",
-        &found.scopes,
-    )
-    .await
-    .unwrap();
+    let tokens = refresh(&http(), &found, &client(), "refresh-1", &found.scopes)
+        .await
+        .unwrap();
     assert_eq!(tokens.access_token, "access-2");
     assert_eq!(tokens.refresh_token.as_deref(), Some("refresh-2"));
     assert_eq!(tokens.expires_in, Some(Duration::from_secs(300)));
@@ -126,9 +119,7 @@ async fn a_refresh_without_a_new_refresh_token_returns_none_for_the_caller_to_ke
         )
     })
     .await;
-    let tokens = refresh(&http(), &found, &client(), REDIRECT_URI, "r", &[])
-        .await
-        .unwrap();
+    let tokens = refresh(&http(), &found, &client(), "r", &[]).await.unwrap();
     assert_eq!((tokens.refresh_token, tokens.expires_in), (None, None));
 }
 
@@ -141,7 +132,7 @@ async fn a_refused_refresh_token_is_an_invalid_grant_and_another_refusal_is_not(
         )
     })
     .await;
-    let e = refresh(&http(), &found, &client(), REDIRECT_URI, "r", &[])
+    let e = refresh(&http(), &found, &client(), "r", &[])
         .await
         .unwrap_err();
     assert!(matches!(e, OAuthError::InvalidGrant(_)), "{e:?}");
@@ -152,7 +143,7 @@ async fn a_refused_refresh_token_is_an_invalid_grant_and_another_refusal_is_not(
         )
     })
     .await;
-    let e = refresh(&http(), &found, &client(), REDIRECT_URI, "r", &[])
+    let e = refresh(&http(), &found, &client(), "r", &[])
         .await
         .unwrap_err();
     assert!(matches!(e, OAuthError::Refused(_)), "{e:?}");
@@ -161,7 +152,7 @@ async fn a_refused_refresh_token_is_an_invalid_grant_and_another_refusal_is_not(
 #[tokio::test]
 async fn a_token_endpoint_that_fails_stalls_or_answers_too_much_is_unreachable() {
     let (found, _) = server(|| StatusCode::INTERNAL_SERVER_ERROR.into_response()).await;
-    let e = refresh(&http(), &found, &client(), REDIRECT_URI, "r", &[])
+    let e = refresh(&http(), &found, &client(), "r", &[])
         .await
         .unwrap_err();
     assert!(
@@ -170,7 +161,7 @@ async fn a_token_endpoint_that_fails_stalls_or_answers_too_much_is_unreachable()
     );
 
     let (found, _) = server(|| "x".repeat(2 * knowledge_oauth::BODY_LIMIT).into_response()).await;
-    let e = refresh(&http(), &found, &client(), REDIRECT_URI, "r", &[])
+    let e = refresh(&http(), &found, &client(), "r", &[])
         .await
         .unwrap_err();
     assert!(
@@ -192,7 +183,7 @@ async fn a_token_endpoint_that_fails_stalls_or_answers_too_much_is_unreachable()
         ..found
     };
     let started = std::time::Instant::now();
-    let e = refresh(&http(), &found, &client(), REDIRECT_URI, "r", &[])
+    let e = refresh(&http(), &found, &client(), "r", &[])
         .await
         .unwrap_err();
     assert!(

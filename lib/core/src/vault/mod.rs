@@ -158,18 +158,9 @@ impl Vault {
         self.sealer.seal(&at.context(), &plain)
     }
 
-    /// The grant `sealed` holds, or `None` when it does not open here (sealed for another
-    /// member, integration or URL, under another key, or tampered with).
+    /// See [`open_grant`].
     pub fn open(&self, at: &GrantAt, sealed: &str) -> Option<Grant> {
-        let plain = self.sealer.open(&at.context(), sealed).ok();
-        let grant = plain.and_then(|p| serde_json::from_str(&p).ok());
-        if grant.is_none() {
-            tracing::warn!(
-                org = %at.org, owner = at.owner.as_str(), integration = at.name(),
-                "a grant does not open; treating it as not connected"
-            );
-        }
-        grant
+        open_grant(&self.sealer, at, sealed)
     }
 
     /// The client's secret at the integration's authorization server, opened.
@@ -334,6 +325,20 @@ impl Vault {
             Err(e) => tracing::warn!(integration = at.name(), error = %e, "revocation failed"),
         }
     }
+}
+
+/// The grant `sealed` holds, or `None` when it does not open here (sealed for another
+/// member, integration or URL, under another key, or tampered with).
+pub fn open_grant(sealer: &Sealer, at: &GrantAt, sealed: &str) -> Option<Grant> {
+    let plain = sealer.open(&at.context(), sealed).ok();
+    let grant = plain.and_then(|p| serde_json::from_str(&p).ok());
+    if grant.is_none() {
+        tracing::warn!(
+            org = %at.org, owner = at.owner.as_str(), integration = at.name(),
+            "a grant does not open; treating it as not connected"
+        );
+    }
+    grant
 }
 
 /// When tokens that last `expires_in` from `now` expire.
