@@ -166,6 +166,22 @@ pub const SSO_CALLBACK: Function = Function {
     serves: Serves::Routes(endpoints::SSO_CALLBACK),
     ..SSO_LOGIN
 };
+/// A member's connections to OAuth integrations: grants are sealed, and disconnecting revokes
+/// them at the authorization server.
+pub const INTEGRATIONS: Function = Function {
+    secrets: Secrets {
+        sealing_key: true,
+        ..Secrets::COOKIE
+    },
+    ..Function::routes("integrations", endpoints::CONNECTIONS)
+};
+/// Authorization servers send the browser back here; the code is exchanged and the grant
+/// sealed.
+pub const OAUTH_CALLBACK: Function = Function {
+    name: "oauth-callback",
+    serves: Serves::Routes(endpoints::OAUTH_CALLBACK),
+    ..INTEGRATIONS
+};
 /// The admin function seals identity providers' secrets and integration credentials, tests a
 /// provider's discovery and an integration's tools.
 pub const ADMIN: Function = Function {
@@ -238,7 +254,7 @@ impl Function {
 }
 
 /// Every function, as `template.yaml` lists them.
-pub const ALL: [Function; 22] = [
+pub const ALL: [Function; 24] = [
     CREATE_SESSION,
     MESSAGE,
     TRANSCRIPT,
@@ -251,6 +267,8 @@ pub const ALL: [Function; 22] = [
     SIGNIN_LINK,
     SSO_LOGIN,
     SSO_CALLBACK,
+    INTEGRATIONS,
+    OAUTH_CALLBACK,
     SCIM,
     OPENAPI,
     WEB,

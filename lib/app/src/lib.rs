@@ -12,12 +12,13 @@ pub mod functions;
 pub mod operator;
 pub mod workflow;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::Router;
 use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::admin::{AdminStores, Administration};
 use knowledge_core::clock::{Clock, SystemClock};
+use knowledge_core::connections::Connections;
 use knowledge_core::ports::{
     Agent, IdentityDiscovery, IdentityProvider, IntegrationReach, Integrations, Store, Workflow,
 };
@@ -31,7 +32,7 @@ use knowledge_egress::Egress;
 use knowledge_http::cookie::{CookieSigner, Lifetime};
 use knowledge_http::{HttpConfig, Routes, ScimApi, SessionApi};
 use knowledge_mcp::{StoredIntegrations, Timeouts};
-use knowledge_oauth::{BoundedHttp, HttpTokenEndpoint};
+use knowledge_oauth::{BoundedHttp, HttpAuthorizationServers};
 use knowledge_web::Files;
 
 /// A setting the requested part of the application needs was not given.
@@ -114,6 +115,17 @@ pub struct App {
     /// same adapter where the integrations are added, or alone
     /// ([`App::with_integration_reach`]).
     reach: Option<Arc<dyn IntegrationReach>>,
+    /// The integrations' authorization servers and the token vault, built at first use where
+    /// the settings hold a sealer: one vault per process, so its single flight of refreshes
+    /// spans every use.
+    oauth: Arc<OnceLock<Option<OAuthParts>>>,
+}
+
+/// What OAuth integrations are connected and used through.
+#[derive(Clone)]
+struct OAuthParts {
+    servers: Arc<HttpAuthorizationServers>,
+    vault: Arc<Vault>,
 }
 
 impl App {
@@ -126,7 +138,36 @@ impl App {
             store,
             integrations: None,
             reach: None,
+            oauth: Arc::default(),
         }
+    }
+
+    fn oauth(&self) -> Option<&OAuthParts> {
+        (self.oauth)
+            .get_or_init(|| Self::oauth_parts(&self.settings, &self.store))
+            .as_ref()
+    }
+
+    /// The authorization servers and the vault; `None` without a sealer, or (logged) when the
+    /// HTTP client cannot be built.
+    fn oauth_parts(settings: &Settings, store: &Arc<dyn Store>) -> Option<OAuthParts> {
+        let sealer = settings.sealer.clone()?;
+        let http = match BoundedHttp::new(settings.egress) {
+            Ok(http) => http,
+            Err(e) => {
+                tracing::error!(error = %e, "no HTTP client for authorization servers");
+                return None;
+            }
+        };
+        let servers = Arc::new(HttpAuthorizationServers::new(http));
+        let vault = Arc::new(Vault::new(
+            store.clone(),
+            servers.clone(),
+            sealer,
+            settings.clock.clone(),
+            VaultTiming::default(),
+        ));
+        Some(OAuthParts { servers, vault })
     }
 
     /// The same, reaching the organisations' connected integrations (MCP servers) after the
@@ -134,10 +175,8 @@ impl App {
     /// function of its own so that a binary that never calls it links no MCP client.
     pub fn with_stored_integrations(mut self) -> Self {
         if let Some(mut stored) = self.stored_integrations() {
-            match self.vault() {
-                Ok(Some(vault)) => stored = stored.with_vault(vault),
-                Ok(None) => {}
-                Err(e) => tracing::error!(error = %e, "OAuth integrations are not reached"),
+            if let Some(oauth) = self.oauth() {
+                stored = stored.with_vault(oauth.vault.clone());
             }
             let stored = Arc::new(stored);
             self.reach = Some(stored.clone());
@@ -167,24 +206,6 @@ impl App {
             self.settings.mcp_timeouts,
             self.settings.egress,
         ))
-    }
-
-    /// The token vault of the organisations' OAuth grants, refreshing through their
-    /// authorization servers under the settings' egress; `None` without a sealer.
-    /// Errors: the HTTP client cannot be built.
-    fn vault(&self) -> Result<Option<Arc<Vault>>, AssemblyError> {
-        let Some(sealer) = self.settings.sealer.clone() else {
-            return Ok(None);
-        };
-        let http = BoundedHttp::new(self.settings.egress)
-            .map_err(|_| AssemblyError("the HTTP client of authorization servers"))?;
-        Ok(Some(Arc::new(Vault::new(
-            self.store.clone(),
-            Arc::new(HttpTokenEndpoint::new(http)),
-            sealer,
-            self.settings.clock.clone(),
-            VaultTiming::default(),
-        ))))
     }
 
     /// The workflow steps, with the agent and the integrations where they are configured.
@@ -235,6 +256,9 @@ impl App {
         if endpoints.iter().any(|r| r.administers()) {
             api = api.with_admin(self.administration(&service)?);
         }
+        if endpoints.iter().any(|r| r.connects()) {
+            api = api.with_connections(Arc::new(self.connections()?));
+        }
         if !endpoints.iter().any(|r| r.signs_in()) {
             return Ok(api);
         }
@@ -270,7 +294,26 @@ impl App {
         if let Some(integrations) = &self.integrations {
             admin = admin.with_integrations(integrations.clone());
         }
+        if let Some(oauth) = self.oauth() {
+            admin = admin.with_authorization_servers(oauth.servers.clone(), &s.app_origin);
+        }
         Ok(admin)
+    }
+
+    /// The connections to OAuth integrations. Errors: no sealer.
+    fn connections(&self) -> Result<Connections, AssemblyError> {
+        let s = &self.settings;
+        let oauth = self.oauth().ok_or(AssemblyError("the sealing key"))?;
+        let sealer = s.sealer.clone().ok_or(AssemblyError("the sealing key"))?;
+        Ok(Connections::new(
+            self.store.clone(),
+            self.store.clone(),
+            oauth.servers.clone(),
+            oauth.vault.clone(),
+            sealer,
+            s.clock.clone(),
+            &s.app_origin,
+        ))
     }
 
     fn scim_api(&self, service: Service) -> ScimApi {

@@ -192,11 +192,18 @@ impl Operator {
     pub async fn connect_integration(
         &self, org: &OrgId, name: &str, url: &str, auth: IntegrationAuth,
     ) -> Result<IntegrationConfig, OperatorError> {
+        if auth.is_oauth() {
+            // Discovery and the client's registration need the running service's origin.
+            return Err(OperatorError::Invalid(
+                "OAuth integrations are added in the admin page of the running service".into(),
+            ));
+        }
         let admin = CoreAdmin::operator(org.clone());
         let settings = IntegrationSettings {
             name: name.to_owned(),
             url: url.to_owned(),
             auth,
+            client: None,
         };
         self.administration(None)
             .connect_integration(&admin, &settings)

@@ -537,6 +537,37 @@ async fn sso_events_reach_their_functions_which_read_no_more_than_they_need() {
 }
 
 #[tokio::test]
+async fn integrations_event_lists_the_organisations_oauth_integrations_in_two_queries() {
+    let d = Deployment::new().await;
+    let (status, body, made) = d.invoke(functions::INTEGRATIONS).await;
+    assert_eq!((status, &body), (200, &json!({ "connections": [] })));
+    // The guard's membership read; the integrations and the member's data, one Query each.
+    assert_eq!(made, requests(&[("GetItem", 1), ("Query", 2)]));
+}
+
+#[tokio::test]
+async fn oauth_callback_event_without_its_connect_in_progress_connects_nothing() {
+    let d = Deployment::new().await;
+    let response = (d.router(functions::OAUTH_CALLBACK).await)
+        .oneshot(d.event(functions::OAUTH_CALLBACK))
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+    let cleared = response.headers()["set-cookie"].to_str().unwrap();
+    assert!(cleared.starts_with("__Host-ks_connect=;") && cleared.contains("Max-Age=0"));
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let body: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(body["error"]["code"], "connect_failed", "{body}");
+    // Only the take of the state's ticket, which finds none.
+    assert_eq!(
+        d.take_checked("oauth-callback"),
+        requests(&[("DeleteItem", 1)])
+    );
+}
+
+#[tokio::test]
 async fn web_event_gets_the_apps_page_under_its_policy_without_reading_anything() {
     let d = Deployment::new().await;
     // As the function's main serves it: the built-in files, without a cold start.

@@ -69,6 +69,14 @@ pub enum CoreError {
     /// or the provider refused it or its token did not verify. The cause is logged.
     #[error("the sign-in could not be completed; start it again")]
     SignInFailed,
+    /// Connecting an account to an OAuth integration cannot be completed: its `state` is
+    /// unknown, used or expired, or another browser's; the server refused, sent another
+    /// issuer, or did not exchange the code. The cause is logged.
+    #[error("connecting the account could not be completed; start it again")]
+    ConnectFailed,
+    /// An integration's authorization server cannot be reached or failed.
+    #[error("the integration's authorization server could not be reached")]
+    AuthorizationServerUnavailable,
     /// The organisation's identity provider cannot be reached or answered wrongly.
     #[error("the identity provider could not be reached")]
     IdentityProviderUnavailable,

@@ -7,6 +7,7 @@
 pub mod adapters;
 pub mod admin;
 pub mod clock;
+pub mod connections;
 pub mod conversation;
 pub mod domain;
 pub mod error;

@@ -35,6 +35,7 @@ pub async fn issue(
         user: user.clone(),
         org: org.clone(),
         expires_at: now.plus_millis(LINK_TTL_MS),
+        payload: None,
     };
     tickets.put_ticket(&hash(&secret), &ticket).await?;
     Ok(secret)
@@ -47,7 +48,7 @@ pub async fn redeem(
     tickets: &dyn TicketStore, members: &dyn DirectoryStore, now: Timestamp, secret: &str,
 ) -> Result<(UserId, OrgId, Role), CoreError> {
     let ticket = tickets.take_ticket(&hash(secret)).await?;
-    let Some(ticket) = ticket.filter(|t| now < t.expires_at) else {
+    let Some(ticket) = ticket.filter(|t| now < t.expires_at && t.payload.is_none()) else {
         return Err(CoreError::Unauthenticated);
     };
     match members.get_member(&ticket.org, &ticket.user).await? {

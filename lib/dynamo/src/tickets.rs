@@ -16,6 +16,9 @@ impl TicketStore for DynamoStore {
         item.insert("user".into(), s(ticket.user.as_str()));
         item.insert("org".into(), s(ticket.org.as_str()));
         item.insert("expiresAtMs".into(), n(ticket.expires_at.millis()));
+        if let Some(payload) = &ticket.payload {
+            item.insert("payload".into(), s(payload));
+        }
         // DynamoDB's TTL removes a ticket nobody took, some time after it expired.
         let ttl = (ticket.expires_at.millis() + 999).div_euclid(1000);
         item.insert(keys::TTL.into(), n(ttl));
@@ -36,6 +39,10 @@ impl TicketStore for DynamoStore {
             user: UserId::parse(get_s(&item, "user")?).map_err(|_| corrupt("user"))?,
             org: OrgId::parse(get_s(&item, "org")?).map_err(|_| corrupt("org"))?,
             expires_at: Timestamp(get_n(&item, "expiresAtMs")?),
+            payload: match item.get("payload") {
+                None => None,
+                Some(_) => Some(get_s(&item, "payload")?.to_owned()),
+            },
         }))
     }
 }

@@ -7,7 +7,7 @@
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
-use crate::{AuthGuard, SessionApi, admin, auth, routes, sso};
+use crate::{AuthGuard, SessionApi, admin, auth, connections, routes, sso};
 
 type Route = fn() -> UtoipaMethodRouter<SessionApi>;
 
@@ -22,6 +22,9 @@ pub struct Routes {
     pub(crate) auth: &'static [(Route, AuthGuard)],
     /// Whether they sign people in, so that single sign-on must be assembled.
     pub(crate) sso: bool,
+    /// Whether they connect accounts to OAuth integrations, so that the connections must be
+    /// assembled.
+    pub(crate) connects: bool,
 }
 
 impl Routes {
@@ -30,6 +33,7 @@ impl Routes {
         admin: None,
         auth: &[],
         sso: false,
+        connects: false,
     };
 
     const fn session(route: Route) -> Self {
@@ -49,6 +53,11 @@ impl Routes {
     /// Whether single sign-on must be assembled for these routes.
     pub const fn signs_in(self) -> bool {
         self.sso
+    }
+
+    /// Whether the connections to OAuth integrations must be assembled for these routes.
+    pub const fn connects(self) -> bool {
+        self.connects
     }
 
     /// Whether these are the admin routes, which need the admin use cases.
@@ -83,9 +92,28 @@ pub const SSO_CALLBACK: Routes = Routes {
         (|| routes!(sso::retired_callback), AuthGuard::Public),
     ])
 };
+/// A member's connections to OAuth integrations: list, connect, disconnect.
+pub const CONNECTIONS: Routes = Routes {
+    connects: true,
+    ..Routes::auth(&[
+        (|| routes!(connections::list), AuthGuard::Member),
+        (|| routes!(connections::connect), AuthGuard::Member),
+        (|| routes!(connections::disconnect), AuthGuard::Member),
+    ])
+};
+/// Where authorization servers send the browser back, and fetch the service's client
+/// metadata: no guard (the connect in progress is bound to the browser by its own cookie).
+pub const OAUTH_CALLBACK: Routes = Routes {
+    connects: true,
+    ..Routes::auth(&[
+        (|| routes!(connections::callback), AuthGuard::Public),
+        (|| routes!(connections::client_document), AuthGuard::Public),
+    ])
+};
 /// Every route under [`admin::PREFIX`], behind the member guard and then the admin role.
 pub const ADMIN: Routes = Routes {
     admin: Some(admin_routes),
+    connects: true,
     ..Routes::NONE
 };
 
@@ -106,6 +134,8 @@ fn admin_routes() -> OpenApiRouter<SessionApi> {
         .routes(routes!(admin::test_integration))
         .routes(routes!(admin::credential_holders))
         .routes(routes!(admin::store_credential))
+        .routes(routes!(admin::connect_organisation))
+        .routes(routes!(admin::disconnect_organisation))
         .routes(routes!(admin::get_usage))
         .routes(routes!(admin::set_limits))
         .routes(routes!(admin::list_audit))

@@ -115,6 +115,10 @@ impl ApiError {
                 CoreError::NotProvisioned => (StatusCode::FORBIDDEN, "not_provisioned"),
                 CoreError::SignInFailed => (StatusCode::BAD_REQUEST, "sign_in_failed"),
                 CoreError::EmailUnverified => (StatusCode::FORBIDDEN, "email_unverified"),
+                CoreError::ConnectFailed => (StatusCode::BAD_REQUEST, "connect_failed"),
+                CoreError::AuthorizationServerUnavailable => {
+                    (StatusCode::BAD_GATEWAY, "authorization_server_unavailable")
+                }
                 CoreError::IdentityProviderUnavailable => {
                     (StatusCode::BAD_GATEWAY, "identity_provider_unavailable")
                 }

@@ -6,6 +6,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod connections;
 pub mod cookie;
 pub mod edge;
 pub mod endpoints;

@@ -36,6 +36,8 @@ use crate::error::{ErrorBody, ErrorDetail, ScimErrorBody};
     tags(
         (name = "sessions", description = "Asking, following an answer, stopping and deleting."),
         (name = "auth", description = "The signed-in person's organisations."),
+        (name = "connections", description = "The member's connections to OAuth-protected integrations."),
+        (name = "oauth", description = "Where integrations' authorization servers send the browser back, and the service's client metadata."),
         (name = "admin", description = "An organisation's administration, for its admins: \
                                         members and roles, single sign-on, the SCIM token, \
                                         integrations, usage limits and the audit log."),
@@ -73,9 +75,11 @@ impl Modify for Security {
 
 /// Each family of routes: its path prefix, its tag, and the security scheme that admits a
 /// request (`None`: no credentials).
-const FAMILIES: [(&str, &str, Option<&str>); 5] = [
+const FAMILIES: [(&str, &str, Option<&str>); 7] = [
     ("/api/managed-agents/", "sessions", Some("cookie")),
     ("/api/auth/", "auth", Some("cookie")),
+    ("/api/integrations", "connections", Some("cookie")),
+    ("/api/oauth/", "oauth", None),
     ("/api/admin/", "admin", Some("cookie")),
     ("/api/scim/", "scim", Some("scimToken")),
     ("/api/openapi.json", "meta", None),

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use knowledge_core::admin::Administration;
+use knowledge_core::connections::Connections;
 use knowledge_core::scim::Directory;
 use knowledge_core::service::Service;
 use knowledge_core::sso::SingleSignOn;
@@ -90,6 +91,8 @@ pub struct SessionState {
     pub sso: Option<SingleSignOn>,
     /// `None` where no admin route is served.
     pub admin: Option<Administration>,
+    /// `None` where no route connects accounts to OAuth integrations.
+    pub connections: Option<Arc<Connections>>,
 }
 
 impl SessionApi {
@@ -100,6 +103,7 @@ impl SessionApi {
             config: Arc::new(config),
             sso: None,
             admin: None,
+            connections: None,
         }))
     }
 
@@ -117,6 +121,12 @@ impl SessionApi {
     /// The same, serving the admin routes through `admin`.
     pub fn with_admin(mut self, admin: Administration) -> Self {
         Arc::make_mut(&mut self.0).admin = Some(admin);
+        self
+    }
+
+    /// The same, connecting accounts to OAuth integrations through `connections`.
+    pub fn with_connections(mut self, connections: Arc<Connections>) -> Self {
+        Arc::make_mut(&mut self.0).connections = Some(connections);
         self
     }
 

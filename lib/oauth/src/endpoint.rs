@@ -1,21 +1,27 @@
-//! [`TokenEndpoint`] over HTTP: the vault's refreshes and revocations, sent to an integration's
-//! authorization server with [`crate::client`]'s requests through [`BoundedHttp`].
+//! [`AuthorizationServers`] (and so [`TokenEndpoint`]) over HTTP: discovery, registration, the
+//! authorization request, the code exchange, and the vault's refreshes and revocations, sent
+//! to an integration's authorization server with [`crate::client`]'s requests through
+//! [`BoundedHttp`].
 
 use async_trait::async_trait;
 use knowledge_core::domain::{OAuthClient, OAuthServer};
-use knowledge_core::ports::{IssuedTokens, TokenEndpoint, TokenError};
+
+use knowledge_core::ports::{
+    AuthorizationRequest, AuthorizationServers, DiscoveryFailure, FoundServer, IssuedTokens,
+    TokenEndpoint, TokenError,
+};
 
 use crate::client::{self, ClientIdentity, OAuthError};
-use crate::discovery::Discovered;
+use crate::discovery::{Discovered, DiscoveryError, discover};
 use crate::http::{BoundedHttp, HttpError};
 
-/// The token endpoints of every integration's authorization server.
+/// Every integration's authorization server, over HTTP.
 #[derive(Clone)]
-pub struct HttpTokenEndpoint {
+pub struct HttpAuthorizationServers {
     http: BoundedHttp,
 }
 
-impl HttpTokenEndpoint {
+impl HttpAuthorizationServers {
     pub fn new(http: BoundedHttp) -> Self {
         Self { http }
     }
@@ -67,7 +73,7 @@ fn token_error(e: OAuthError) -> TokenError {
 }
 
 #[async_trait]
-impl TokenEndpoint for HttpTokenEndpoint {
+impl TokenEndpoint for HttpAuthorizationServers {
     async fn refresh(
         &self, server: &OAuthServer, client_secret: Option<&str>, refresh_token: &str,
     ) -> Result<IssuedTokens, TokenError> {
@@ -96,5 +102,94 @@ pub fn issued(tokens: client::Tokens) -> IssuedTokens {
         refresh_token: tokens.refresh_token,
         expires_in: tokens.expires_in,
         scope: tokens.scope,
+    }
+}
+
+/// What discovery found, as the service keeps it.
+fn found(d: Discovered) -> FoundServer {
+    FoundServer {
+        resource: d.resource,
+        issuer: d.issuer,
+        authorization_endpoint: d.authorization_endpoint,
+        token_endpoint: d.token_endpoint,
+        registration_endpoint: d.registration_endpoint,
+        revocation_endpoint: d.revocation_endpoint,
+        scopes: d.scopes,
+        iss_parameter_supported: d.iss_parameter_supported,
+        client_id_metadata_document_supported: d.client_id_metadata_document_supported,
+    }
+}
+
+fn discovery_failure(e: DiscoveryError) -> DiscoveryFailure {
+    match e {
+        DiscoveryError::NotProtected => DiscoveryFailure::NotProtected,
+        DiscoveryError::Refused {
+            source: HttpError::Refused(refused),
+            ..
+        } => DiscoveryFailure::Refused(refused),
+        e => DiscoveryFailure::Failed(e.to_string()),
+    }
+}
+
+#[async_trait]
+impl AuthorizationServers for HttpAuthorizationServers {
+    async fn discover(&self, url: &str) -> Result<FoundServer, DiscoveryFailure> {
+        let url = reqwest::Url::parse(url)
+            .map_err(|e| DiscoveryFailure::Failed(format!("the URL does not parse: {e}")))?;
+        discover(&self.http, &url)
+            .await
+            .map(found)
+            .map_err(discovery_failure)
+    }
+
+    async fn register(
+        &self, server: &FoundServer, redirect_uri: &str, client_name: &str,
+    ) -> Result<(String, Option<String>), DiscoveryFailure> {
+        let found = Discovered {
+            resource: server.resource.clone(),
+            issuer: server.issuer.clone(),
+            authorization_endpoint: server.authorization_endpoint.clone(),
+            token_endpoint: server.token_endpoint.clone(),
+            registration_endpoint: server.registration_endpoint.clone(),
+            revocation_endpoint: server.revocation_endpoint.clone(),
+            scopes: server.scopes.clone(),
+            client_id_metadata_document_supported: server.client_id_metadata_document_supported,
+            iss_parameter_supported: server.iss_parameter_supported,
+        };
+        let client = client::register(&self.http, &found, redirect_uri, client_name)
+            .await
+            .map_err(|e| match e {
+                OAuthError::Unreachable(HttpError::Refused(refused)) => {
+                    DiscoveryFailure::Refused(refused)
+                }
+                e => DiscoveryFailure::Failed(format!("registering the service failed: {e}")),
+            })?;
+        Ok((client.client_id, client.client_secret))
+    }
+
+    fn authorization(
+        &self, server: &OAuthServer, redirect_uri: &str,
+    ) -> Result<AuthorizationRequest, TokenError> {
+        let client = identity(&server.client, None);
+        let request =
+            client::authorization(&discovered(server), &client, redirect_uri, &server.scopes)
+                .map_err(token_error)?;
+        Ok(AuthorizationRequest {
+            url: request.url,
+            state: request.state,
+            pkce_verifier: request.pkce_verifier,
+        })
+    }
+
+    async fn exchange_code(
+        &self, server: &OAuthServer, client_secret: Option<&str>, redirect_uri: &str, code: &str,
+        verifier: &str,
+    ) -> Result<IssuedTokens, TokenError> {
+        let client = identity(&server.client, client_secret);
+        let found = discovered(server);
+        client::exchange_code(&self.http, &found, &client, redirect_uri, code, verifier)
+            .await
+            .map(issued)
+            .map_err(token_error)
     }
 }

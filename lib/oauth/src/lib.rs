@@ -14,5 +14,5 @@ pub use client::{
     register, revoke,
 };
 pub use discovery::{Challenge, Discovered, DiscoveryError, discover, discover_with};
-pub use endpoint::{HttpTokenEndpoint, discovered, identity, issued};
+pub use endpoint::{HttpAuthorizationServers, discovered, identity, issued};
 pub use http::{BODY_LIMIT, BoundedHttp, HttpError};

@@ -94,7 +94,8 @@ CREATE TABLE IF NOT EXISTS tickets (
     hash TEXT PRIMARY KEY,
     user_id TEXT NOT NULL,
     org_id TEXT NOT NULL,
-    expires_at INTEGER NOT NULL
+    expires_at INTEGER NOT NULL,
+    payload TEXT
 ) STRICT, WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS rate_windows (
     key TEXT PRIMARY KEY,
@@ -129,6 +130,7 @@ pub(crate) fn migrate(c: &Connection) -> rusqlite::Result<()> {
         ("sessions", "exec", "TEXT"),
         ("sessions", "stale_at", "INTEGER"),
         ("integrations", "org_grant", "TEXT"),
+        ("tickets", "payload", "TEXT"),
     ] {
         let present: bool = c.query_row(
             "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",

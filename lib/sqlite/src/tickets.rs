@@ -15,9 +15,15 @@ impl TicketStore for SqliteStore {
     async fn put_ticket(&self, hash: &str, ticket: &Ticket) -> StoreResult<()> {
         let (h, t) = (hash.to_owned(), ticket.clone());
         self.write(move |tx| {
-            let insert =
-                "INSERT INTO tickets (hash, user_id, org_id, expires_at) VALUES (?1, ?2, ?3, ?4)";
-            let row = params![h, t.user.as_str(), t.org.as_str(), t.expires_at.millis()];
+            let insert = "INSERT INTO tickets (hash, user_id, org_id, expires_at, payload)
+                          VALUES (?1, ?2, ?3, ?4, ?5)";
+            let row = params![
+                h,
+                t.user.as_str(),
+                t.org.as_str(),
+                t.expires_at.millis(),
+                t.payload
+            ];
             unique(tx.execute(insert, row)).map(|_| ())
         })
         .await
@@ -27,13 +33,14 @@ impl TicketStore for SqliteStore {
         let h = hash.to_owned();
         self.write(move |tx| {
             tx.query_row(
-                "DELETE FROM tickets WHERE hash = ?1 RETURNING user_id, org_id, expires_at",
+                "DELETE FROM tickets WHERE hash = ?1 RETURNING user_id, org_id, expires_at, payload",
                 [h],
                 |r| {
                     Ok(Ticket {
                         user: UserId::parse(&r.get::<_, String>(0)?).map_err(conversion)?,
                         org: OrgId::parse(&r.get::<_, String>(1)?).map_err(conversion)?,
                         expires_at: Timestamp(r.get(2)?),
+                        payload: r.get(3)?,
                     })
                 },
             )

@@ -13,6 +13,15 @@ fn ticket() -> Ticket {
         user: UserId::generate(),
         org: OrgId::generate(),
         expires_at: NOW.plus_millis(60_000),
+        payload: None,
+    }
+}
+
+/// A ticket that keeps its flow's data.
+fn with_payload() -> Ticket {
+    Ticket {
+        payload: Some("v1.sealed".into()),
+        ..ticket()
     }
 }
 
@@ -32,6 +41,13 @@ pub async fn a_ticket_is_taken_once_and_a_hash_is_stored_once(store: Arc<dyn Tes
     assert_eq!(store.take_ticket(&h).await.unwrap(), Some(t));
     assert_eq!(store.take_ticket(&h).await.unwrap(), None);
     assert_eq!(store.take_ticket(&hash()).await.unwrap(), None);
+    let (h, t) = (hash(), with_payload());
+    store.put_ticket(&h, &t).await.unwrap();
+    assert_eq!(
+        store.take_ticket(&h).await.unwrap(),
+        Some(t),
+        "its payload reads back"
+    );
 }
 
 pub async fn of_concurrent_takes_of_one_ticket_exactly_one_gets_it(store: Arc<dyn Tested>) {

@@ -26,6 +26,8 @@ async fn the_service_serves_the_committed_document() {
 fn filled(path: &str) -> String {
     path.replace("{id}", "usr_0123456789abcdef0123456789abcdef")
         .replace("{org}", "org_default")
+        .replace("{name}", "wiki")
+        .replace("{file}", "wiki.json")
 }
 
 #[tokio::test]
@@ -38,8 +40,9 @@ async fn every_documented_operation_is_routed_to_its_handler_not_to_the_unknown_
         for method in item.as_object().unwrap().keys() {
             let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
             // Without credentials: a routed request meets its guard (401) or, for the
-            // document and single sign-on (which asks for its query), its handler; an
-            // unrouted one would be 404 or 405.
+            // document, single sign-on and the OAuth callback (which ask for their query),
+            // and the client metadata (of no such integration, 404), its handler; an unrouted
+            // one would be 404 or 405.
             let reply = api
                 .send(
                     api.http
@@ -49,6 +52,8 @@ async fn every_documented_operation_is_routed_to_its_handler_not_to_the_unknown_
             let expected = match path.as_str() {
                 "/api/openapi.json" => 200,
                 "/api/auth/login" | "/api/auth/callback" | "/api/auth/callback/{org}" => 400,
+                "/api/oauth/callback/{org}/{name}" => 400,
+                "/api/oauth/clients/{org}/{file}" => 404,
                 _ => 401,
             };
             assert_eq!(reply.status, expected, "{method} {path}: {}", reply.body);

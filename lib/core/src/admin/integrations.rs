@@ -18,6 +18,25 @@ pub struct IntegrationSettings {
     pub name: String,
     pub url: String,
     pub auth: IntegrationAuth,
+    /// For the OAuth kinds: a client registered by hand at the authorization server, used
+    /// rather than a registration of the service's own.
+    pub client: Option<PreRegisteredClient>,
+}
+
+/// A client an admin registered at an integration's authorization server.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PreRegisteredClient {
+    pub client_id: String,
+    /// `None` for a public client.
+    pub client_secret: Option<String>,
+}
+
+impl std::fmt::Debug for PreRegisteredClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreRegisteredClient")
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A member holding a credential for an integration (never the credential).
@@ -47,9 +66,12 @@ impl Administration {
     }
 
     /// Connects the MCP server at `settings.url` as `settings.name`, or changes the one of that
-    /// name (keeping when it was connected). Members' credentials for it stay, but are sealed
-    /// for its URL: a new URL makes them unusable until replaced. Errors: `InvalidInput`
-    /// (name, URL, or the organisation is at [`INTEGRATION_LIMIT`]), `NotFound`.
+    /// name (keeping when it was connected). Members' credentials and grants for it stay, but
+    /// are sealed for its URL: a new URL makes them unusable until replaced. An OAuth kind
+    /// first discovers the server's authorization and settles the service's client there
+    /// (see [`Administration::oauth_server`]). Errors: `InvalidInput` (name, URL, or the
+    /// organisation is at [`INTEGRATION_LIMIT`]; for OAuth, what discovery refused),
+    /// `NotFound`, `DestinationRefused`.
     pub async fn connect_integration(
         &self, admin: &Admin, settings: &IntegrationSettings,
     ) -> Result<IntegrationConfig, CoreError> {
@@ -73,12 +95,16 @@ impl Administration {
                 format!("an organisation connects {INTEGRATION_LIMIT} integrations at most"),
             ));
         }
+        let oauth = match settings.auth.is_oauth() {
+            true => Some(self.oauth_server(admin, settings, previous).await?),
+            false => None,
+        };
         let integration = IntegrationConfig {
             name: name.to_owned(),
             url: settings.url.clone(),
             auth: settings.auth,
             created_at: previous.map_or_else(|| self.now(), |p| p.created_at),
-            oauth: None,
+            oauth,
             org_grant_sealed: None,
         };
         let audit = admin.audit(self.now(), AuditAction::IntegrationConnected, name);

@@ -8,6 +8,7 @@
 //! keeper changed meanwhile (see [`crate::ports::DirectoryStore::update_member_keeping`]).
 
 mod integrations;
+mod oauth;
 mod settings;
 
 use std::sync::Arc;
@@ -20,13 +21,13 @@ use crate::error::{Chain, CoreError};
 use crate::ids::{OrgId, UserId};
 use crate::policy::limits::{self, Action, Admission};
 use crate::ports::{
-    DirectoryStore, IdentityDiscovery, Integrations, LimitStore, OrgStore, SessionStore, Store,
-    StoreError, Workflow,
+    AuthorizationServers, DirectoryStore, IdentityDiscovery, Integrations, LimitStore, OrgStore,
+    SessionStore, Store, StoreError, Workflow,
 };
 use crate::seal::Sealer;
 use crate::service::cancel_member_turns;
 
-pub use integrations::{CredentialHolder, IntegrationSettings};
+pub use integrations::{CredentialHolder, IntegrationSettings, PreRegisteredClient};
 pub use settings::{AuditPage, AuditQuery, ScimStatus, UsageReport};
 
 /// Members read from the store per request at most while searching, so that a search of a
@@ -122,6 +123,9 @@ pub struct Administration {
     workflow: Option<Arc<dyn Workflow>>,
     identity: Option<Arc<dyn IdentityDiscovery>>,
     integrations: Option<Arc<dyn Integrations>>,
+    /// The authorization servers of OAuth integrations, and the application's origin their
+    /// redirect URIs and client ids are built on.
+    oauth: Option<(Arc<dyn AuthorizationServers>, String)>,
 }
 
 impl Administration {
@@ -133,6 +137,7 @@ impl Administration {
             workflow: None,
             identity: None,
             integrations: None,
+            oauth: None,
         }
     }
 
@@ -164,6 +169,15 @@ impl Administration {
     /// Tests integrations through `integrations`.
     pub fn with_integrations(mut self, integrations: Arc<dyn Integrations>) -> Self {
         self.integrations = Some(integrations);
+        self
+    }
+
+    /// Adds OAuth integrations through `servers` (discovery, registration), building their
+    /// redirect URIs and client ids on `origin`, the application's.
+    pub fn with_authorization_servers(
+        mut self, servers: Arc<dyn AuthorizationServers>, origin: &str,
+    ) -> Self {
+        self.oauth = Some((servers, origin.trim_end_matches('/').to_owned()));
         self
     }
 

@@ -352,11 +352,16 @@ impl AuditEntry {
     }
 }
 
-/// A single-use sign-in ticket: who it signs in, where, and until when.
+/// A single-use ticket: who it is for, where, until when, and what its flow keeps (a sign-in
+/// link's, or an OAuth connect in progress).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Ticket {
     pub user: UserId,
     pub org: OrgId,
     pub expires_at: Timestamp,
+    /// What the flow that issued it keeps until it is taken, sealed (an OAuth connect's
+    /// state); sign-in tickets hold none, and a ticket that holds some never signs anyone in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<String>,
 }

@@ -22,7 +22,10 @@ pub use identity::{
 pub use integration::{
     CancelSignal, Integration, IntegrationError, IntegrationReach, Integrations, ToolSpec,
 };
-pub use oauth::{IssuedTokens, TokenEndpoint, TokenError};
+pub use oauth::{
+    AuthorizationRequest, AuthorizationServers, DiscoveryFailure, FoundServer, IssuedTokens,
+    TokenEndpoint, TokenError,
+};
 #[cfg(feature = "testing")]
 pub use store::StoredRows;
 pub use store::{

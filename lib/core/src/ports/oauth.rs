@@ -59,3 +59,85 @@ pub trait TokenEndpoint: Send + Sync {
         &self, server: &OAuthServer, client_secret: Option<&str>, token: &str,
     ) -> Result<(), TokenError>;
 }
+
+/// Where to send the browser to authorize, and what its callback must be checked and
+/// completed with.
+#[derive(Clone)]
+pub struct AuthorizationRequest {
+    pub url: String,
+    /// The `state` the callback must bring back.
+    pub state: String,
+    /// The PKCE verifier the code exchange proves possession with.
+    pub pkce_verifier: String,
+}
+
+/// What discovery found about an OAuth-protected MCP server, before the service has a client
+/// at its authorization server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundServer {
+    pub resource: String,
+    pub issuer: String,
+    pub authorization_endpoint: String,
+    pub token_endpoint: String,
+    pub registration_endpoint: Option<String>,
+    pub revocation_endpoint: Option<String>,
+    pub scopes: Vec<String>,
+    pub iss_parameter_supported: bool,
+    /// Whether the server takes a Client ID Metadata Document's URL as a client id.
+    pub client_id_metadata_document_supported: bool,
+}
+
+impl FoundServer {
+    /// The server, reached as `client`.
+    pub fn with_client(self, client: crate::domain::OAuthClient) -> OAuthServer {
+        OAuthServer {
+            resource: self.resource,
+            issuer: self.issuer,
+            authorization_endpoint: self.authorization_endpoint,
+            token_endpoint: self.token_endpoint,
+            registration_endpoint: self.registration_endpoint,
+            revocation_endpoint: self.revocation_endpoint,
+            scopes: self.scopes,
+            iss_parameter_supported: self.iss_parameter_supported,
+            client,
+        }
+    }
+}
+
+/// Why discovery or registration failed; the text is for the admin and holds no secret.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoveryFailure {
+    /// The server answers without asking for authorization.
+    #[error("the server needs no authorization")]
+    NotProtected,
+    /// An address on the way is one the deployment never connects to.
+    #[error("{0}")]
+    Refused(super::DestinationRefused),
+    /// The server or its authorization server answered what the specifications do not allow,
+    /// or could not be reached.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// The authorization servers of OAuth-protected MCP servers, as connecting needs them:
+/// discovery, registration, the authorization request and the code exchange.
+#[async_trait]
+pub trait AuthorizationServers: TokenEndpoint {
+    /// How the MCP server at `url` is authorized (RFC 9728, then RFC 8414 or OpenID discovery).
+    async fn discover(&self, url: &str) -> Result<FoundServer, DiscoveryFailure>;
+    /// Registers the service (RFC 7591) for the one `redirect_uri`, for the authorization code
+    /// and refresh token grants: the client id, and its secret when one was issued.
+    async fn register(
+        &self, server: &FoundServer, redirect_uri: &str, client_name: &str,
+    ) -> Result<(String, Option<String>), DiscoveryFailure>;
+    /// The authorization request for `server`'s scopes and resource, with PKCE S256 and a
+    /// fresh `state`, coming back to `redirect_uri`.
+    fn authorization(
+        &self, server: &OAuthServer, redirect_uri: &str,
+    ) -> Result<AuthorizationRequest, TokenError>;
+    /// Exchanges the callback's `code` for tokens, proving `verifier`, naming the resource.
+    async fn exchange_code(
+        &self, server: &OAuthServer, client_secret: Option<&str>, redirect_uri: &str, code: &str,
+        verifier: &str,
+    ) -> Result<IssuedTokens, TokenError>;
+}

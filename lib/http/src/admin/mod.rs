@@ -12,7 +12,9 @@ use axum::extract::{FromRequestParts, Path, RawQuery};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use knowledge_core::CoreError;
-use knowledge_core::admin::{Admin, Administration, IntegrationSettings};
+use knowledge_core::admin::{Admin, Administration, IntegrationSettings, PreRegisteredClient};
+use knowledge_core::connections::ConnectionKind;
+use knowledge_core::domain::IntegrationConfig;
 use knowledge_core::policy::limits::Action;
 use knowledge_core::sso::{SsoChange, SsoSettings};
 use utoipa::IntoResponses;
@@ -86,6 +88,11 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// How an admin sees `integration`.
+    fn view(&self, integration: &IntegrationConfig) -> IntegrationView {
+        IntegrationView::of(integration, &self.app.config.app_origin, &self.admin.org)
+    }
+
     fn administration(&self) -> Result<&Administration, ApiError> {
         let admin = self.app.admin.as_ref();
         Ok(admin.ok_or_else(|| CoreError::internal("the admin routes are not assembled here"))?)
@@ -270,7 +277,7 @@ pub async fn generate_scim_token(c: Caller) -> Result<Json<ScimToken>, ApiError>
 pub async fn list_integrations(c: Caller) -> Result<Json<IntegrationList>, ApiError> {
     let list = c.administration()?.integrations(&c.admin).await?;
     Ok(Json(IntegrationList {
-        integrations: list.iter().map(IntegrationView::from).collect(),
+        integrations: list.iter().map(|i| c.view(i)).collect(),
     }))
 }
 
@@ -284,13 +291,59 @@ pub async fn connect_integration(
     c: Caller, Path(name): Path<String>, JsonBody(body): JsonBody<IntegrationRequest>,
 ) -> Result<Json<IntegrationView>, ApiError> {
     let uc = c.admitted(Action::AdminWrite).await?;
+    let client = match (body.client_id, body.client_secret) {
+        (Some(client_id), client_secret) => Some(PreRegisteredClient {
+            client_id,
+            client_secret,
+        }),
+        (None, Some(_)) => {
+            let message = "a clientSecret needs its clientId";
+            return Err(CoreError::invalid("invalid_field", message).into());
+        }
+        (None, None) => None,
+    };
     let settings = IntegrationSettings {
         name,
         url: body.url,
         auth: body.auth,
+        client,
     };
     let integration = uc.connect_integration(&c.admin, &settings).await?;
-    Ok(Json((&integration).into()))
+    Ok(Json(c.view(&integration)))
+}
+
+/// Connect the organisation's own account to an integration an admin connects for everyone
+/// (`oauth_organisation`): answers where to send the browser, and sets the cookie that binds
+/// the connect to this browser. 409 `wrong_kind` for one each member connects.
+#[utoipa::path(post, path = "/integrations/{name}/connect", operation_id = "adminConnectOrganisation",
+    params(("name" = String, Path, description = "The integration's name")),
+    responses((status = 200, description = "Go to `authorizationUrl`.",
+        body = crate::connections::ConnectStarted), AdminErrors))]
+pub async fn connect_organisation(
+    c: Caller, Path(name): Path<String>,
+) -> Result<axum::response::Response, ApiError> {
+    c.admitted(Action::AdminWrite).await?;
+    let user = c.admin.by.clone().ok_or(CoreError::AdminOnly)?;
+    let started = crate::connections::connections(&c.app)?
+        .start(&c.admin.org, &user, &name, ConnectionKind::Organisation)
+        .await?;
+    crate::connections::started_response(&c.app, started)
+}
+
+/// Disconnect the organisation's account: its tokens are deleted, and revoked at the
+/// authorization server where it offers revocation. 404 when it is not connected.
+#[utoipa::path(delete, path = "/integrations/{name}/connection", operation_id = "adminDisconnectOrganisation",
+    params(("name" = String, Path, description = "The integration's name")),
+    responses((status = 200, description = "Disconnected.", body = Done), AdminErrors))]
+pub async fn disconnect_organisation(
+    c: Caller, Path(name): Path<String>,
+) -> Result<Json<Done>, ApiError> {
+    c.admitted(Action::AdminWrite).await?;
+    let user = c.admin.by.clone().ok_or(CoreError::AdminOnly)?;
+    crate::connections::connections(&c.app)?
+        .disconnect(&c.admin.org, &user, &name, ConnectionKind::Organisation)
+        .await?;
+    Ok(Json(Done::OK))
 }
 
 /// Disconnect an integration.

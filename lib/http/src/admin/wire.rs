@@ -4,11 +4,12 @@
 
 use knowledge_core::CoreError;
 use knowledge_core::admin::{AuditPage, MemberPage, ScimStatus, UsageReport};
+use knowledge_core::connections::redirect_uri;
 use knowledge_core::domain::{
-    AuditAction, AuditCursor, AuditEntry, COST_CAP_MAX_USD, IntegrationAuth, IntegrationConfig,
-    Member, QUOTA_MAX, Role, SsoConfig, micros_to_usd,
+    AuditAction, AuditCursor, AuditEntry, COST_CAP_MAX_USD, ClientRegistration, IntegrationAuth,
+    IntegrationConfig, Member, QUOTA_MAX, Role, SsoConfig, micros_to_usd,
 };
-use knowledge_core::ids::UserId;
+use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::ToolSpec;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -259,18 +260,54 @@ pub struct ScimToken {
 pub struct IntegrationView {
     pub name: String,
     pub url: String,
-    /// `none` or `per_user`.
+    /// `none`, `per_user`, `oauth_member` or `oauth_organisation`.
     pub auth: String,
     pub created_at: String,
+    /// For the OAuth kinds: what discovery found, and the service's client there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuthView>,
 }
 
-impl From<&IntegrationConfig> for IntegrationView {
-    fn from(i: &IntegrationConfig) -> Self {
+/// An OAuth integration's authorization, as an admin checks it (never a secret).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OAuthView {
+    pub issuer: String,
+    pub authorization_endpoint: String,
+    pub scopes: Vec<String>,
+    /// How the service came by its client: `pre_registered`, `metadata_document` or
+    /// `dynamic`.
+    pub registration: String,
+    pub client_id: String,
+    /// The redirect URI to register at the authorization server: the organisation's and
+    /// integration's own.
+    pub redirect_uri: String,
+    /// Whether the server revokes tokens on disconnect (RFC 7009).
+    pub revocation: bool,
+}
+
+impl IntegrationView {
+    /// `i` of `org`, whose redirect URI is on `origin`.
+    pub fn of(i: &IntegrationConfig, origin: &str, org: &OrgId) -> Self {
         Self {
             name: i.name.clone(),
             url: i.url.clone(),
             auth: i.auth.as_str().to_owned(),
             created_at: i.created_at.to_iso8601(),
+            oauth: i.oauth.as_ref().map(|o| OAuthView {
+                issuer: o.issuer.clone(),
+                authorization_endpoint: o.authorization_endpoint.clone(),
+                scopes: o.scopes.clone(),
+                registration: match o.client.registration {
+                    ClientRegistration::PreRegistered => "pre_registered",
+                    ClientRegistration::MetadataDocument => "metadata_document",
+                    ClientRegistration::Dynamic => "dynamic",
+                }
+                .to_owned(),
+                client_id: o.client.client_id.clone(),
+                redirect_uri: redirect_uri(origin, org, &i.name),
+                revocation: o.revocation_endpoint.is_some(),
+            }),
         }
     }
 }
@@ -286,10 +323,20 @@ pub struct IntegrationRequest {
     /// The MCP server's endpoint, `http://` or `https://`.
     #[schema(max_length = 2048)]
     pub url: String,
-    /// `none` (the default) or `per_user`.
+    /// `none` (the default), `per_user`, `oauth_member` (each member connects their own
+    /// account) or `oauth_organisation` (an admin connects the organisation's).
     #[serde(default = "no_auth")]
-    #[schema(value_type = Option<String>, pattern = "^(none|per_user)$")]
+    #[schema(value_type = Option<String>, pattern = "^(none|per_user|oauth_member|oauth_organisation)$")]
     pub auth: IntegrationAuth,
+    /// For the OAuth kinds: a client registered by hand at the authorization server (with
+    /// the redirect URI the integration shows); without one the service registers itself.
+    #[serde(default, rename = "clientId")]
+    #[schema(max_length = 2048)]
+    pub client_id: Option<String>,
+    /// That client's secret; none for a public client. Sealed at rest, never shown again.
+    #[serde(default, rename = "clientSecret")]
+    #[schema(max_length = 2048)]
+    pub client_secret: Option<String>,
 }
 
 fn no_auth() -> IntegrationAuth {
