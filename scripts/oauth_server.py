@@ -7,7 +7,13 @@ refresh tokens that rotate on every use, with reuse detection: presenting a refr
 was already used revokes the whole grant. It checks that a code's `resource` is the one
 `--resource` names, and counts the refresh requests it serves at `GET /stats`.
 
-Usage: oauth_server.py --port 0 --resource http://127.0.0.1:9/mcp [--access-ttl 60]
+With `--mcp` it is also the protected MCP server itself (the SDK's `MCPServer` with the
+provider as its token verifier): `<issuer>/mcp` is the resource, its protected resource metadata
+is served, an unauthenticated request gets the SDK's 401 challenge, and a tool `whoami` answers
+which client's token called it. `POST /expire` ends every access token at once (as a server
+that revokes them early does), so the next MCP request is refused with 401.
+
+Usage: oauth_server.py --port 0 (--resource http://127.0.0.1:9/mcp | --mcp) [--access-ttl 60]
 Prints `ready <issuer>` once it listens.
 """
 
@@ -50,6 +56,7 @@ class RotatingProvider:
         self.revoked_grants: set[str] = set()
         self.refreshes = 0
         self.reuses = 0
+        self.revocations = 0
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         return self.clients.get(client_id)
@@ -124,6 +131,7 @@ class RotatingProvider:
         return found
 
     async def revoke_token(self, token) -> None:
+        self.revocations += 1
         if isinstance(token, RefreshToken) and token.token in self.refresh:
             self.revoked_grants.add(self.refresh[token.token][0])
         self.access.pop(getattr(token, "token", ""), None)
@@ -132,29 +140,43 @@ class RotatingProvider:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--resource", required=True)
+    parser.add_argument("--resource")
+    parser.add_argument("--mcp", action="store_true")
     parser.add_argument("--access-ttl", type=int, default=60)
     args = parser.parse_args()
+    if bool(args.resource) == args.mcp:
+        parser.error("give exactly one of --resource and --mcp")
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", args.port))
+    sock.listen(128)
     issuer = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    provider = RotatingProvider(args.resource, args.access_ttl)
+    resource = f"{issuer}/mcp" if args.mcp else args.resource
+    provider = RotatingProvider(resource, args.access_ttl)
 
     async def stats(_request):
         return JSONResponse({
             "refreshes": provider.refreshes,
             "reuses": provider.reuses,
             "revokedGrants": len(provider.revoked_grants),
+            "revocations": provider.revocations,
         })
 
-    routes = create_auth_routes(
-        provider,
-        AnyHttpUrl(issuer),
-        client_registration_options=ClientRegistrationOptions(enabled=True),
-        revocation_options=RevocationOptions(enabled=True),
-    )
-    app = Starlette(routes=routes + [Route("/stats", stats)])
+    async def expire(_request):
+        provider.access.clear()
+        return JSONResponse({"ok": True})
+
+    extra = [Route("/stats", stats), Route("/expire", expire, methods=["POST"])]
+    if args.mcp:
+        app = mcp_app(provider, issuer, extra)
+    else:
+        routes = create_auth_routes(
+            provider,
+            AnyHttpUrl(issuer),
+            client_registration_options=ClientRegistrationOptions(enabled=True),
+            revocation_options=RevocationOptions(enabled=True),
+        )
+        app = Starlette(routes=routes + extra)
     config = uvicorn.Config(app, log_level="warning")
     server = uvicorn.Server(config)
 
@@ -166,6 +188,37 @@ def main() -> None:
         await task
 
     asyncio.run(serve())
+
+
+def mcp_app(provider: RotatingProvider, issuer: str, extra: list[Route]):
+    """The MCP server at `<issuer>/mcp`, protected by `provider`'s tokens, with its
+    authorization server's routes beside it."""
+    from mcp.server.auth.middleware.auth_context import get_access_token
+    from mcp.server.auth.settings import AuthSettings
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer(
+        "oauth-test",
+        log_level="WARNING",
+        auth_server_provider=provider,
+        auth=AuthSettings(
+            issuer_url=AnyHttpUrl(issuer),
+            resource_server_url=AnyHttpUrl(f"{issuer}/mcp"),
+            validate_token_resource=True,
+            client_registration_options=ClientRegistrationOptions(enabled=True),
+            revocation_options=RevocationOptions(enabled=True),
+        ),
+    )
+
+    @server.tool()
+    def whoami() -> dict:
+        """Which client's token called this tool."""
+        token = get_access_token()
+        return {"client": token.client_id if token else None}
+
+    for route in extra:
+        server.custom_route(route.path, methods=list(route.methods or ["GET"]))(route.endpoint)
+    return server.streamable_http_app()
 
 
 if __name__ == "__main__":

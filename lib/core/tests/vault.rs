@@ -34,6 +34,8 @@ enum Mode {
 /// replaced; one sent again revokes every token of the grant.
 struct Server {
     delay: Duration,
+    /// How long refreshed access tokens last.
+    lasting: Mutex<Duration>,
     mode: Mutex<Mode>,
     live: Mutex<HashSet<String>>,
     spent: Mutex<HashSet<String>>,
@@ -47,6 +49,7 @@ impl Server {
     fn new(delay: Duration) -> Arc<Self> {
         Arc::new(Self {
             delay,
+            lasting: Mutex::new(Duration::from_secs(3600)),
             mode: Mutex::new(Mode::Serve),
             live: Mutex::default(),
             spent: Mutex::default(),
@@ -74,6 +77,10 @@ impl Server {
         *self.mode.lock().unwrap() = mode;
     }
 
+    fn set_lasting(&self, lasting: Duration) {
+        *self.lasting.lock().unwrap() = lasting;
+    }
+
     fn refreshes(&self) -> usize {
         self.refreshes.load(Ordering::SeqCst)
     }
@@ -99,7 +106,8 @@ impl TokenEndpoint for Server {
             return Err(TokenError::Refused("unknown refresh token".into()));
         }
         self.spent.lock().unwrap().insert(refresh_token.to_owned());
-        let tokens = self.issue(Duration::from_secs(3600));
+        let lasting = *self.lasting.lock().unwrap();
+        let tokens = self.issue(lasting);
         match mode {
             Mode::LoseAnswer => Err(TokenError::Uncertain("the answer stalled".into())),
             _ => Ok(tokens),
@@ -295,6 +303,21 @@ async fn twenty_callers_of_an_expiring_grant_cause_one_refresh_and_all_use_its_t
         grant.refresh_token.as_deref(),
         Some("rt-1"),
         "the rotated token is kept"
+    );
+}
+
+#[tokio::test]
+async fn tokens_shorter_than_the_margin_are_refreshed_once_per_generation_not_once_per_caller() {
+    let rig = Rig::new(Duration::from_millis(100)).await;
+    rig.connect(Duration::from_secs(5)).await;
+    let vault = rig.vault();
+    // The refreshed tokens last 5 s too, under the 60 s margin: due again at once.
+    rig.server.set_lasting(Duration::from_secs(5));
+    let answers = callers(&rig, &[vault.clone(), vault], 20).await;
+    assert_eq!(rig.server.refreshes(), 1);
+    assert!(
+        answers.iter().all(|a| a.as_deref() == Ok("at-1")),
+        "{answers:?}"
     );
 }
 

@@ -4,70 +4,25 @@
 //! loopback ports for the test. Discovery, Dynamic Client Registration, the authorization URL
 //! with PKCE and `state`, the code exchange, and an MCP call with the token.
 
-use std::process::Stdio;
-use std::time::Duration;
-
 use knowledge_egress::Egress;
 use knowledge_oauth::{BoundedHttp, OAuthError, authorization, discover, exchange_code, register};
+use knowledge_test_support::oauth::SdkExampleServer;
 use reqwest::Url;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
-/// The example server in a child process, stopped when dropped.
+/// The example server, its MCP endpoint parsed.
 struct ExampleServer {
-    /// Its MCP endpoint, `http://localhost:<port>/mcp`.
     url: Url,
-    /// Its authorization server's issuer.
     issuer: String,
-    _child: tokio::process::Child,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    _server: SdkExampleServer,
 }
 
 impl ExampleServer {
     async fn start() -> Self {
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/mcp-oauth");
-        let script = format!(
-            "{root}/node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js"
-        );
-        assert!(
-            std::path::Path::new(&script).is_file(),
-            "the example server is not installed: run `npm ci --prefix scripts/mcp-oauth` \
-             (scripts/test does)"
-        );
-        let (port, auth_port) = (free_port(), free_port());
-        let mut child = tokio::process::Command::new("node")
-            .arg(&script)
-            .args(["--oauth", "--oauth-strict"])
-            .env("MCP_PORT", port.to_string())
-            .env("MCP_AUTH_PORT", auth_port.to_string())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("node runs");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let listening = async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if line.contains("MCP Streamable HTTP Server listening") {
-                    return;
-                }
-            }
-            panic!("the example server stopped before it listened");
-        };
-        tokio::time::timeout(Duration::from_secs(20), listening)
-            .await
-            .expect("the example server listens within 20 s");
-        // Keep draining its output so that it never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let server = SdkExampleServer::start().await;
         Self {
-            url: Url::parse(&format!("http://localhost:{port}/mcp")).unwrap(),
-            issuer: format!("http://localhost:{auth_port}/"),
-            _child: child,
+            url: Url::parse(&server.url).unwrap(),
+            issuer: server.issuer.clone(),
+            _server: server,
         }
     }
 }

@@ -3,97 +3,55 @@
 //! environment `scripts/test` makes), with a provider that rotates refresh tokens and revokes the
 //! whole grant when a used one comes back.
 
-use std::process::Stdio;
-use std::time::Duration;
-
 use knowledge_egress::Egress;
 use knowledge_oauth::{
     BoundedHttp, ClientIdentity, Discovered, OAuthError, Tokens, authorization, exchange_code,
     refresh, register, revoke,
 };
+use knowledge_test_support::oauth::RotatingServer;
 use reqwest::Url;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 const RESOURCE: &str = "http://127.0.0.1:9/mcp";
 const REDIRECT_URI: &str = "http://127.0.0.1:9/api/oauth/callback/org_a/wiki";
 
-/// The server in a child process, stopped when dropped.
-struct RotatingServer {
-    issuer: String,
-    _child: tokio::process::Child,
+/// The server, for tokens of `RESOURCE`.
+async fn start() -> RotatingServer {
+    RotatingServer::start(RESOURCE, 60).await
 }
 
-impl RotatingServer {
-    async fn start() -> Self {
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-        let python = format!("{root}/.venv/bin/python");
-        assert!(
-            std::path::Path::new(&python).is_file(),
-            "no Python environment: scripts/test makes .venv with scripts/requirements.txt"
-        );
-        let mut child = tokio::process::Command::new(python)
-            .arg(format!("{root}/scripts/oauth_server.py"))
-            .args(["--port", "0", "--resource", RESOURCE])
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("python runs");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let ready = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
-            .await
-            .expect("the server starts within 20 s")
-            .unwrap()
-            .expect("the server prints its issuer");
-        let issuer = ready
-            .strip_prefix("ready ")
-            .expect("ready <issuer>")
-            .to_owned();
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Self {
-            issuer,
-            _child: child,
-        }
+/// What discovery would find of `server`, for the resource `resource`.
+async fn discovered(server: &RotatingServer, resource: &str) -> Discovered {
+    let metadata: Value = reqwest::get(format!(
+        "{}/.well-known/oauth-authorization-server",
+        server.issuer
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let text = |name: &str| metadata[name].as_str().map(str::to_owned);
+    Discovered {
+        resource: resource.into(),
+        issuer: text("issuer").unwrap(),
+        authorization_endpoint: text("authorization_endpoint").unwrap(),
+        token_endpoint: text("token_endpoint").unwrap(),
+        registration_endpoint: text("registration_endpoint"),
+        revocation_endpoint: text("revocation_endpoint"),
+        scopes: vec![],
+        client_id_metadata_document_supported: false,
+        iss_parameter_supported: false,
     }
+}
 
-    /// What discovery would find of it, for the resource `resource`.
-    async fn discovered(&self, resource: &str) -> Discovered {
-        let metadata: Value = reqwest::get(format!(
-            "{}/.well-known/oauth-authorization-server",
-            self.issuer
-        ))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-        let text = |name: &str| metadata[name].as_str().map(str::to_owned);
-        Discovered {
-            resource: resource.into(),
-            issuer: text("issuer").unwrap(),
-            authorization_endpoint: text("authorization_endpoint").unwrap(),
-            token_endpoint: text("token_endpoint").unwrap(),
-            registration_endpoint: text("registration_endpoint"),
-            revocation_endpoint: text("revocation_endpoint"),
-            scopes: vec![],
-            client_id_metadata_document_supported: false,
-            iss_parameter_supported: false,
-        }
-    }
-
-    /// How many refresh requests it served, and reuses it detected.
-    async fn stats(&self) -> (u64, u64) {
-        let stats: Value = reqwest::get(format!("{}/stats", self.issuer))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        (
-            stats["refreshes"].as_u64().unwrap(),
-            stats["reuses"].as_u64().unwrap(),
-        )
-    }
+/// How many refresh requests `server` served, and reuses it detected.
+async fn counts(server: &RotatingServer) -> (u64, u64) {
+    let stats = server.stats().await;
+    (
+        stats["refreshes"].as_u64().unwrap(),
+        stats["reuses"].as_u64().unwrap(),
+    )
 }
 
 fn http() -> BoundedHttp {
@@ -136,8 +94,8 @@ async fn connect(found: &Discovered) -> (ClientIdentity, Result<Tokens, OAuthErr
 
 #[tokio::test]
 async fn a_refresh_rotates_the_token_and_a_reused_one_revokes_the_whole_grant() {
-    let server = RotatingServer::start().await;
-    let found = server.discovered(RESOURCE).await;
+    let server = start().await;
+    let found = discovered(&server, RESOURCE).await;
     let (client, tokens) = connect(&found).await;
     let first = tokens.unwrap();
     let r1 = first.refresh_token.clone().expect("a refresh token");
@@ -148,7 +106,7 @@ async fn a_refresh_rotates_the_token_and_a_reused_one_revokes_the_whole_grant() 
         .expect("a rotated refresh token");
     assert_ne!(r2, r1);
     assert_ne!(second.access_token, first.access_token);
-    assert_eq!(server.stats().await, (1, 0));
+    assert_eq!(counts(&server).await, (1, 0));
     // Sending the used token again is what single-flight refresh must never do: the server
     // takes it as a theft and revokes the grant, the new token included.
     let reused = refresh(&http(), &found, &client, &r1, &[])
@@ -159,13 +117,13 @@ async fn a_refresh_rotates_the_token_and_a_reused_one_revokes_the_whole_grant() 
         .await
         .unwrap_err();
     assert!(matches!(after, OAuthError::InvalidGrant(_)), "{after:?}");
-    assert_eq!(server.stats().await, (1, 1));
+    assert_eq!(counts(&server).await, (1, 1));
 }
 
 #[tokio::test]
 async fn a_revoked_refresh_token_no_longer_refreshes() {
-    let server = RotatingServer::start().await;
-    let found = server.discovered(RESOURCE).await;
+    let server = start().await;
+    let found = discovered(&server, RESOURCE).await;
     let (client, tokens) = connect(&found).await;
     let r1 = tokens.unwrap().refresh_token.unwrap();
     revoke(&http(), &found, &client, &r1).await.unwrap();
@@ -177,8 +135,8 @@ async fn a_revoked_refresh_token_no_longer_refreshes() {
 
 #[tokio::test]
 async fn a_code_is_redeemed_only_for_the_resource_it_was_asked_for() {
-    let server = RotatingServer::start().await;
-    let found = server.discovered("http://127.0.0.1:9/another-mcp").await;
+    let server = start().await;
+    let found = discovered(&server, "http://127.0.0.1:9/another-mcp").await;
     let (_, tokens) = connect(&found).await;
     match tokens {
         Err(OAuthError::Refused(text)) => assert!(text.contains("invalid_target"), "{text}"),

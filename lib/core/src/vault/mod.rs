@@ -190,7 +190,13 @@ impl Vault {
         if !grant.due(self.now(), margin) {
             return Ok(Access::from(&grant));
         }
-        self.refresh(at, |g, now| g.due(now, margin)).await
+        // Due at the generation read; a newer one (another caller's refresh) serves until it
+        // has actually expired, however short the server makes its tokens.
+        let seen = grant.generation;
+        (self.refresh(at, |g, now| {
+            (g.generation == seen && g.due(now, margin)) || g.due(now, 0)
+        }))
+        .await
     }
 
     /// A new access token after the server refused the one of `rejected` generation: that
