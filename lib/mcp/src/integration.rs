@@ -13,7 +13,9 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
     ClientRequest, ContentBlock, Implementation, JsonObject, ServerResult, Tool,
 };
-use rmcp::service::{PeerRequestOptions, RoleClient, RunningService, ServiceError};
+use rmcp::service::{
+    ClientInitializeError, PeerRequestOptions, RoleClient, RunningService, ServiceError,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::{
     AuthRequiredError, StreamableHttpClientTransportConfig,
@@ -135,10 +137,14 @@ enum NotOpened {
     Failed(IntegrationError),
 }
 
-/// Whether the server refused the session for want of a valid token (a 401), somewhere in
-/// the error's chain of causes.
-fn unauthorized(error: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cause = Some(error);
+/// Whether the server refused the session for want of a valid token (a 401): the transport's
+/// error (which rmcp keeps beside the initialize error, not as its source) or a cause of it is
+/// rmcp's `AuthRequiredError`.
+fn unauthorized(error: &ClientInitializeError) -> bool {
+    let ClientInitializeError::TransportError { error, .. } = error else {
+        return false;
+    };
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
     while let Some(e) = cause {
         if e.is::<AuthRequiredError>() {
             return true;

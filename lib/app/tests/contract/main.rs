@@ -15,6 +15,7 @@ mod egress;
 mod lifecycle;
 mod limits;
 mod mcp;
+mod oauth;
 mod openapi;
 mod providers;
 mod requests;

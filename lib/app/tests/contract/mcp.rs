@@ -37,7 +37,7 @@ async fn service(agent: Arc<dyn Agent>) -> (Api, Arc<Sealer>) {
 
 /// An agent that calls the tools it is given in order, one per step, then answers with the
 /// names of the tools it was offered.
-struct ScriptedAgent {
+pub(crate) struct ScriptedAgent {
     calls: Vec<ToolCall>,
     offered: mpsc::UnboundedSender<Vec<String>>,
 }
@@ -64,12 +64,14 @@ impl Agent for ScriptedAgent {
     }
 }
 
-fn scripted(calls: Vec<ToolCall>) -> (Arc<ScriptedAgent>, mpsc::UnboundedReceiver<Vec<String>>) {
+pub(crate) fn scripted(
+    calls: Vec<ToolCall>,
+) -> (Arc<ScriptedAgent>, mpsc::UnboundedReceiver<Vec<String>>) {
     let (offered, rx) = mpsc::unbounded_channel();
     (Arc::new(ScriptedAgent { calls, offered }), rx)
 }
 
-fn call(tool: &str, input: Value) -> ToolCall {
+pub(crate) fn call(tool: &str, input: Value) -> ToolCall {
     ToolCall {
         tool: tool.into(),
         input,

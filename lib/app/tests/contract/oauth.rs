@@ -1,0 +1,335 @@
+//! OAuth-protected MCP servers end to end, against servers nobody here wrote: an admin adds
+//! one by its URL (discovery and Dynamic Client Registration), a member connects through the
+//! authorization code flow as a browser would, and turns call its tools with the member's
+//! grant; grants refresh once however many callers need them, and leave with a disconnect.
+
+use std::sync::Arc;
+
+use knowledge_core::clock::SystemClock;
+use knowledge_core::domain::GrantOwner;
+use knowledge_core::ports::Integrations;
+use knowledge_core::vault::{Vault, VaultTiming};
+use knowledge_egress::Egress;
+use knowledge_mcp::{StoredIntegrations, Timeouts};
+use knowledge_oauth::{BoundedHttp, HttpAuthorizationServers};
+use knowledge_test_support::oauth::{RotatingServer, SdkExampleServer};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::mcp::{call, scripted};
+use crate::support::{Api, BASE, Reply, Setup, User, open_store};
+
+/// A request as the app sends it: `user`'s cookie (and `extra` cookies), the application's
+/// Origin, a JSON body.
+async fn request(
+    api: &Api, user: &User, method: Method, path: &str, body: Option<Value>, extra: &[&str],
+) -> Reply {
+    let cookies = std::iter::once(user.cookie.as_str())
+        .chain(extra.iter().copied())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let mut req = (api.http)
+        .request(method, format!("{BASE}{path}"))
+        .header("cookie", cookies)
+        .header("origin", &api.origin);
+    if let Some(body) = body {
+        req = req.json(&body);
+    }
+    api.send(req).await
+}
+
+/// The admin adds the MCP server at `url` as `wiki`, authorized as `auth`.
+async fn add(api: &Api, url: &str, auth: &str) -> Reply {
+    let body = json!({ "url": url, "auth": auth });
+    let path = "/api/admin/integrations/wiki";
+    request(api, &api.user, Method::PUT, path, Some(body), &[]).await
+}
+
+/// The `name=value` of the cookie `reply` sets under `name`.
+fn set_cookie(reply: &Reply, name: &str) -> String {
+    let header = (reply.headers.get_all("set-cookie").iter())
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with(&format!("{name}=")))
+        .unwrap_or_else(|| panic!("no {name} cookie in {:?}", reply.headers));
+    header.split(';').next().unwrap().to_owned()
+}
+
+/// Connects `user`'s own account to `wiki` as a browser does: begins the connect, follows the
+/// authorization URL (the servers approve at once) and brings the redirect back to the
+/// service with the connect's cookie. Returns the callback's reply.
+async fn connect(api: &Api, user: &User) -> Reply {
+    let started = request(
+        api,
+        user,
+        Method::POST,
+        "/api/integrations/wiki/connect",
+        None,
+        &[],
+    );
+    let started = started.await;
+    assert_eq!(started.status, 200, "{}", started.body);
+    let cookie = set_cookie(&started, "ks_connect");
+    let url = started.body["authorizationUrl"].as_str().unwrap();
+    let back = authorize(url).await;
+    let path = back.strip_prefix(BASE).expect("back to the service");
+    request(api, user, Method::GET, path, None, &[&cookie]).await
+}
+
+/// Follows `url` at the authorization server up to its redirect back; returns where to.
+async fn authorize(url: &str) -> String {
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let answer = browser.get(url).send().await.unwrap();
+    assert_eq!(
+        answer.status().as_u16(),
+        302,
+        "{}",
+        answer.text().await.unwrap()
+    );
+    answer.headers()["location"].to_str().unwrap().to_owned()
+}
+
+/// `user`'s view of `wiki` in their connections.
+async fn connection(api: &Api, user: &User) -> Value {
+    let list = request(api, user, Method::GET, "/api/integrations", None, &[]).await;
+    assert_eq!(list.status, 200, "{}", list.body);
+    let found = list.body["connections"].as_array().unwrap().iter();
+    found
+        .clone()
+        .find(|c| c["integration"] == "wiki")
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn an_admin_adds_the_sdk_example_server_by_url_and_a_member_connects_and_asks_through_it() {
+    let server = SdkExampleServer::start().await;
+    let (agent, _offered) = scripted(vec![call("wiki_greet", json!({ "name": "Ann" }))]);
+    let api = Api::start_setup(Setup::new(agent)).await;
+
+    let added = add(&api, &server.url, "oauth_member").await;
+    assert_eq!(added.status, 200, "{}", added.body);
+    let oauth = &added.body["oauth"];
+    assert_eq!(oauth["issuer"], server.issuer.as_str());
+    assert_eq!(oauth["registration"], "dynamic");
+    let redirect = format!("{BASE}/api/oauth/callback/{}/wiki", api.user.org);
+    assert_eq!(oauth["redirectUri"], redirect.as_str());
+    assert_eq!(connection(&api, &api.user).await["state"], "not_connected");
+
+    let back = connect(&api, &api.user).await;
+    assert_eq!((back.status, &back.body), (200, &json!({ "ok": true })));
+    let view = connection(&api, &api.user).await;
+    assert_eq!(view["state"], "connected", "{view}");
+    assert_eq!(view["connectedBy"], api.user.id.as_str());
+
+    let session = api.create("Greet Ann through the wiki").await;
+    api.settle().await;
+    let events = api.all_events(&session).await;
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "tool_result")
+        .unwrap_or_else(|| panic!("no tool result in {events:?}"));
+    assert!(result.to_string().contains("Hello, Ann!"), "{result}");
+}
+
+#[tokio::test]
+async fn an_admin_adding_the_same_server_again_keeps_its_registration() {
+    let server = SdkExampleServer::start().await;
+    let api = Api::start().await;
+    let first = add(&api, &server.url, "oauth_member").await;
+    let again = add(&api, &server.url, "oauth_organisation").await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(
+        again.body["oauth"]["clientId"],
+        first.body["oauth"]["clientId"]
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_needs_no_authorization_is_refused_as_oauth_and_nothing_is_stored() {
+    let open = knowledge_mcp::test_server::start(&[]).await;
+    let api = Api::start().await;
+    let refused = add(&api, &open.url, "oauth_member").await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (400, "not_oauth_protected")
+    );
+    let listed = request(
+        &api,
+        &api.user,
+        Method::GET,
+        "/api/admin/integrations",
+        None,
+        &[],
+    );
+    assert_eq!(listed.await.body["integrations"], json!([]));
+}
+
+/// The organisation's integrations as a RunTool step of another process reaches them: its own
+/// store handle and vault over the same data.
+async fn another_process(api: &Api) -> StoredIntegrations {
+    let store = open_store(api.dir.path()).await;
+    let http = BoundedHttp::new(Egress::ANYWHERE).unwrap();
+    let vault = Vault::new(
+        store.clone(),
+        Arc::new(HttpAuthorizationServers::new(http)),
+        api.sealer.clone(),
+        Arc::new(SystemClock),
+        VaultTiming::default(),
+    );
+    let fixed = Arc::new(knowledge_core::adapters::integrations::FixedIntegrations::new());
+    StoredIntegrations::new(
+        store,
+        api.sealer.clone(),
+        fixed,
+        Timeouts::default(),
+        Egress::ANYWHERE,
+    )
+    .with_vault(Arc::new(vault))
+}
+
+#[tokio::test]
+async fn twenty_tool_calls_in_two_processes_when_the_token_expires_cause_one_refresh() {
+    // Access tokens last 30 s, under the vault's 60 s margin: due at once.
+    let server = RotatingServer::with_mcp(30).await;
+    let api = Api::start().await;
+    assert_eq!(
+        add(&api, &server.mcp_url(), "oauth_member").await.status,
+        200
+    );
+    assert_eq!(connect(&api, &api.user).await.status, 200);
+    let processes = [
+        Arc::new(another_process(&api).await),
+        Arc::new(another_process(&api).await),
+    ];
+    let (org, user) = (api.user.org.clone(), api.user.id.clone());
+    let calls: Vec<_> = (0..20)
+        .map(|i| {
+            let (integrations, org, user) = (processes[i % 2].clone(), org.clone(), user.clone());
+            tokio::spawn(async move {
+                let reached = integrations.connected(&org, &user).await.unwrap();
+                let wiki = reached
+                    .iter()
+                    .find(|i| i.name() == "wiki")
+                    .expect("reached");
+                let never = std::pin::pin!(std::future::pending::<()>());
+                wiki.call("wiki_whoami", &json!({}), never).await
+            })
+        })
+        .collect();
+    for call in calls {
+        let answer = call.await.unwrap().expect("the call succeeds");
+        assert!(answer.to_string().contains("client"), "{answer}");
+    }
+    let stats = server.stats().await;
+    assert_eq!(stats["refreshes"], 1, "{stats}");
+    assert_eq!(stats["reuses"], 0, "{stats}");
+}
+
+#[tokio::test]
+async fn a_token_the_server_stops_taking_is_refreshed_once_and_the_call_retried() {
+    let server = RotatingServer::with_mcp(3600).await;
+    let api = Api::start().await;
+    assert_eq!(
+        add(&api, &server.mcp_url(), "oauth_member").await.status,
+        200
+    );
+    assert_eq!(connect(&api, &api.user).await.status, 200);
+    server.expire_access_tokens().await;
+    let integrations = another_process(&api).await;
+    let reached = integrations
+        .connected(&api.user.org, &api.user.id)
+        .await
+        .unwrap();
+    let wiki = reached
+        .iter()
+        .find(|i| i.name() == "wiki")
+        .expect("reached");
+    let never = std::pin::pin!(std::future::pending::<()>());
+    let answer = wiki.call("wiki_whoami", &json!({}), never).await.unwrap();
+    assert!(answer.to_string().contains("client"), "{answer}");
+    assert_eq!(server.stats().await["refreshes"], 1);
+}
+
+#[tokio::test]
+async fn disconnecting_deletes_the_grant_revokes_it_and_the_tools_are_no_longer_offered() {
+    let server = RotatingServer::with_mcp(3600).await;
+    let api = Api::start().await;
+    assert_eq!(
+        add(&api, &server.mcp_url(), "oauth_member").await.status,
+        200
+    );
+    assert_eq!(connect(&api, &api.user).await.status, 200);
+    let path = "/api/integrations/wiki/connection";
+    let gone = request(&api, &api.user, Method::DELETE, path, None, &[]).await;
+    assert_eq!((gone.status, &gone.body), (200, &json!({ "ok": true })));
+    let owner = GrantOwner::Member(api.user.id.clone());
+    let stored = api
+        .svc
+        .store
+        .get_grant(&api.user.org, &owner, "wiki")
+        .await
+        .unwrap();
+    assert_eq!(stored, None);
+    assert_eq!(server.stats().await["revocations"], 1);
+    assert_eq!(connection(&api, &api.user).await["state"], "not_connected");
+    let integrations = another_process(&api).await;
+    let reached = integrations
+        .connected(&api.user.org, &api.user.id)
+        .await
+        .unwrap();
+    assert!(reached.iter().all(|i| i.name() != "wiki"));
+    let again = request(&api, &api.user, Method::DELETE, path, None, &[]).await;
+    assert_eq!(again.status, 404);
+}
+
+#[tokio::test]
+async fn the_organisations_account_is_connected_by_an_admin_and_used_by_every_member() {
+    let server = RotatingServer::with_mcp(3600).await;
+    let api = Api::start().await;
+    assert_eq!(
+        add(&api, &server.mcp_url(), "oauth_organisation")
+            .await
+            .status,
+        200
+    );
+    let viewer = api.new_user(&api.user.org).await;
+    // A member cannot connect the organisation's account.
+    let own = request(
+        &api,
+        &viewer,
+        Method::POST,
+        "/api/integrations/wiki/connect",
+        None,
+        &[],
+    );
+    assert_eq!(own.await.code(), "wrong_kind");
+    let path = "/api/admin/integrations/wiki/connect";
+    let denied = request(&api, &viewer, Method::POST, path, None, &[]).await;
+    assert_eq!(denied.status, 403);
+    let started = request(&api, &api.user, Method::POST, path, None, &[]).await;
+    assert_eq!(started.status, 200, "{}", started.body);
+    let cookie = set_cookie(&started, "ks_connect");
+    let back = authorize(started.body["authorizationUrl"].as_str().unwrap()).await;
+    let path = back.strip_prefix(BASE).unwrap();
+    let back = request(&api, &api.user, Method::GET, path, None, &[&cookie]).await;
+    assert_eq!(back.status, 200);
+    let view = connection(&api, &viewer).await;
+    assert_eq!(
+        (view["kind"].as_str(), view["state"].as_str()),
+        (Some("organisation"), Some("connected"))
+    );
+    let integrations = another_process(&api).await;
+    let reached = integrations
+        .connected(&viewer.org, &viewer.id)
+        .await
+        .unwrap();
+    let wiki = reached
+        .iter()
+        .find(|i| i.name() == "wiki")
+        .expect("the viewer reaches it");
+    let never = std::pin::pin!(std::future::pending::<()>());
+    assert!(wiki.call("wiki_whoami", &json!({}), never).await.is_ok());
+}
