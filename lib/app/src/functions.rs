@@ -76,6 +76,9 @@ pub enum Integrations {
     Reach,
     /// Their tools, through the MCP client.
     Tools,
+    /// The members' OAuth grants alone: connecting, disconnecting and revoking them at their
+    /// authorization servers, with no MCP client.
+    Grants,
 }
 
 /// The secrets a function's cold start reads.
@@ -169,6 +172,10 @@ pub const SSO_CALLBACK: Function = Function {
 /// A member's connections to OAuth integrations: grants are sealed, and disconnecting revokes
 /// them at the authorization server.
 pub const INTEGRATIONS: Function = Function {
+    parts: Uses {
+        integrations: Integrations::Grants,
+        ..Uses::NOTHING
+    },
     secrets: Secrets {
         sealing_key: true,
         ..Secrets::COOKIE
@@ -196,12 +203,16 @@ pub const ADMIN: Function = Function {
     },
     ..Function::routes("admin", endpoints::ADMIN)
 };
-/// SCIM authenticates by the organisation's bearer token: no cookie, no secret.
+/// SCIM authenticates by the organisation's bearer token: no cookie. Deprovisioning opens a
+/// member's OAuth grants to revoke them.
 pub const SCIM: Function = Function {
     name: "scim",
     serves: Serves::Scim,
-    parts: Uses::NOTHING,
-    secrets: Secrets::NONE,
+    parts: Uses {
+        integrations: Integrations::Grants,
+        ..Uses::NOTHING
+    },
+    secrets: Secrets::SEALING,
 };
 pub const OPENAPI: Function = Function {
     name: "openapi",

@@ -295,7 +295,9 @@ impl App {
             admin = admin.with_integrations(integrations.clone());
         }
         if let Some(oauth) = self.oauth() {
-            admin = admin.with_authorization_servers(oauth.servers.clone(), &s.app_origin);
+            admin = admin
+                .with_authorization_servers(oauth.servers.clone(), &s.app_origin)
+                .with_vault(oauth.vault.clone());
         }
         Ok(admin)
     }
@@ -317,7 +319,10 @@ impl App {
     }
 
     fn scim_api(&self, service: Service) -> ScimApi {
-        let directory = Directory::new(self.store.clone(), self.store.clone(), service);
+        let mut directory = Directory::new(self.store.clone(), self.store.clone(), service);
+        if let Some(oauth) = self.oauth() {
+            directory = directory.with_vault(oauth.vault.clone());
+        }
         ScimApi::new(directory, self.settings.http())
     }
 

@@ -63,7 +63,8 @@ impl Parts {
             integrations: match uses.integrations {
                 Integrations::Reach => Some(App::with_integration_reach),
                 Integrations::Tools => Some(App::with_stored_integrations),
-                Integrations::None => None,
+                // Grants need only the sealer, which the row's secrets give.
+                Integrations::None | Integrations::Grants => None,
             },
             files: match function.serves {
                 Serves::Document => Some(openapi),

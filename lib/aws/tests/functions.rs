@@ -698,11 +698,8 @@ async fn only_the_functions_that_use_a_key_read_its_secret() {
             d.counter.clone(),
         )
     };
-    // SCIM authenticates by bearer token, and LoadTurn asks no agent and reaches no
-    // integration: neither needs a key.
-    for function in [functions::SCIM, functions::LOAD_TURN] {
-        assert!(load(function).await.is_ok(), "{}", function.name);
-    }
+    // LoadTurn asks no agent and reaches no integration: it needs no key.
+    assert!(load(functions::LOAD_TURN).await.is_ok());
     let missing = |r: Result<ColdStart, ConfigError>| match r {
         Err(ConfigError::Missing(var)) => var,
         Err(e) => panic!("{e}"),
@@ -712,17 +709,27 @@ async fn only_the_functions_that_use_a_key_read_its_secret() {
     assert_eq!(missing(message), "SIGNING_KEY_SECRET_ARN");
     let tool = load(functions::RUN_TOOL).await;
     assert_eq!(missing(tool), "SEALING_KEY_SECRET_ARN");
-    let scim = load(functions::SCIM).await.unwrap();
-    let (status, _, _) = {
-        let response = scim
-            .router()
-            .unwrap()
-            .oneshot(d.event(functions::SCIM))
-            .await
-            .unwrap();
-        (response.status().as_u16(), (), ())
+    // SCIM authenticates by bearer token, never a cookie, but opens a removed member's OAuth
+    // grants to revoke them.
+    assert_eq!(
+        missing(load(functions::SCIM).await),
+        "SEALING_KEY_SECRET_ARN"
+    );
+    let scim_keys = Env {
+        sealing_key_secret: d.env.sealing_key_secret.clone(),
+        ..without_keys.clone()
     };
-    assert_eq!(status, 201);
+    let scim = ColdStart::load(
+        Parts::of(functions::SCIM),
+        &d.shared,
+        &scim_keys,
+        d.counter.clone(),
+    );
+    let response = (scim.await.unwrap().router().unwrap())
+        .oneshot(d.event(functions::SCIM))
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 201);
 }
 
 #[tokio::test]

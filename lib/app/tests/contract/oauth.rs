@@ -333,3 +333,62 @@ async fn the_organisations_account_is_connected_by_an_admin_and_used_by_every_me
     let never = std::pin::pin!(std::future::pending::<()>());
     assert!(wiki.call("wiki_whoami", &json!({}), never).await.is_ok());
 }
+
+#[tokio::test]
+async fn deprovisioning_a_member_deletes_their_grant_and_revokes_it_at_the_server() {
+    let server = RotatingServer::with_mcp(3600).await;
+    let api = Api::start().await;
+    let org = api.user.org.clone();
+    api.set_sso(&org, true).await;
+    let token = api.admin().generate_scim_token(&org).await.unwrap();
+    let scim = |method: Method, path: &str, body: Option<Value>| {
+        let mut req = (api.http)
+            .request(method, format!("{BASE}/api/scim/v2{path}"))
+            .bearer_auth(&token);
+        if let Some(body) = body {
+            req = req
+                .header("content-type", "application/scim+json")
+                .body(body.to_string());
+        }
+        api.send(req)
+    };
+    let core = "urn:ietf:params:scim:schemas:core:2.0:User";
+    let body = json!({ "schemas": [core], "userName": "ann@example.com", "active": true });
+    let created = scim(Method::POST, "/Users", Some(body)).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = knowledge_core::ids::UserId::parse(created.body["id"].as_str().unwrap()).unwrap();
+    let ann = User {
+        cookie: api.cookie(&id, &org),
+        id: id.clone(),
+        org: org.clone(),
+    };
+    assert_eq!(
+        add(&api, &server.mcp_url(), "oauth_member").await.status,
+        200
+    );
+    assert_eq!(connect(&api, &ann).await.status, 200);
+    let owner = GrantOwner::Member(id.clone());
+    assert!(
+        api.svc
+            .store
+            .get_grant(&org, &owner, "wiki")
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    let removed = scim(Method::DELETE, &format!("/Users/{id}"), None).await;
+    assert_eq!(removed.status, 204, "{}", removed.body);
+    assert_eq!(
+        api.svc.store.get_grant(&org, &owner, "wiki").await.unwrap(),
+        None
+    );
+    let stats = server.stats().await;
+    assert_eq!(
+        (
+            stats["revocations"].as_u64(),
+            stats["revokedGrants"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
+}

@@ -26,6 +26,7 @@ use crate::ports::{
 };
 use crate::seal::Sealer;
 use crate::service::cancel_member_turns;
+use crate::vault::Vault;
 
 pub use integrations::{CredentialHolder, IntegrationSettings, PreRegisteredClient};
 pub use settings::{AuditPage, AuditQuery, ScimStatus, UsageReport};
@@ -126,6 +127,8 @@ pub struct Administration {
     /// The authorization servers of OAuth integrations, and the application's origin their
     /// redirect URIs and client ids are built on.
     oauth: Option<(Arc<dyn AuthorizationServers>, String)>,
+    /// Revokes a removed member's OAuth grants at their servers.
+    vault: Option<Arc<Vault>>,
 }
 
 impl Administration {
@@ -138,7 +141,14 @@ impl Administration {
             identity: None,
             integrations: None,
             oauth: None,
+            vault: None,
         }
+    }
+
+    /// Revokes a removed member's OAuth grants through `vault`.
+    pub fn with_vault(mut self, vault: Arc<Vault>) -> Self {
+        self.vault = Some(vault);
+        self
     }
 
     /// Seals the secrets an admin stores (the SSO client secret, members' credentials) with
@@ -320,12 +330,21 @@ impl Administration {
             .ok_or(CoreError::LastAdmin)
     }
 
-    /// Removes `user` with their profile, credentials and agent memory in one transaction, as
-    /// SCIM deprovisioning does: their cookies for the organisation stop working at once.
-    /// Then cancels their turns in flight and tells the workflow; returns how many. A failure
+    /// Removes `user` with their profile, credentials, OAuth grants and agent memory in one
+    /// transaction, as SCIM deprovisioning does: their cookies for the organisation stop
+    /// working at once. Then revokes the grants at their servers (best effort) and cancels
+    /// their turns in flight and tells the workflow; returns how many. A failure
     /// to cancel is logged, not returned: the member is gone either way, and each run sees
     /// the removal at its next step. Errors: `NotFound`, `LastAdmin`.
     pub async fn remove_member(&self, admin: &Admin, user: &UserId) -> Result<usize, CoreError> {
+        let grants = match &self.vault {
+            Some(vault) => {
+                vault
+                    .grants_of(self.stores.directory.as_ref(), &admin.org, user)
+                    .await
+            }
+            None => Vec::new(),
+        };
         let mut removed = false;
         for _ in 0..ATTEMPTS {
             let current = self.member(admin, user).await?;
@@ -355,6 +374,9 @@ impl Administration {
         }
         if !removed {
             return Err(CoreError::internal("the member stayed contended"));
+        }
+        if let Some(vault) = &self.vault {
+            vault.revoke_all(grants).await;
         }
         let store = self.stores.sessions.as_ref();
         match cancel_member_turns(store, self.clock.as_ref(), user, &admin.org).await {

@@ -19,6 +19,7 @@ use crate::error::{Chain, CoreError};
 use crate::ids::{OrgId, UserId};
 use crate::ports::{BackendError, DirectoryStore, OrgStore, StoreError};
 use crate::service::Service;
+use crate::vault::Vault;
 use filter::Filter;
 use validate::UserInput;
 
@@ -114,6 +115,8 @@ pub struct Directory {
     members: Arc<dyn DirectoryStore>,
     clock: Arc<dyn Clock>,
     sessions: Service,
+    /// Revokes a removed member's OAuth grants at their servers, where configured.
+    vault: Option<Arc<Vault>>,
 }
 
 impl Directory {
@@ -127,7 +130,14 @@ impl Directory {
             members,
             clock: sessions.clock().clone(),
             sessions,
+            vault: None,
         }
+    }
+
+    /// The same, revoking a removed member's OAuth grants through `vault`.
+    pub fn with_vault(mut self, vault: Arc<Vault>) -> Self {
+        self.vault = Some(vault);
+        self
     }
 
     fn audit(&self, org: &OrgId, action: AuditAction, target: &str) -> AuditEntry {
@@ -303,16 +313,24 @@ impl Directory {
     }
 
     /// Deprovisions: one transaction removes the membership, profile, `userName` claim and
-    /// member data and writes the audit entry (the member's cookies fail from then on, as every
-    /// request re-checks membership); then their running turns are cancelled. A failure to
-    /// cancel is logged, not returned: the member is gone either way, and a retried request
+    /// member data (OAuth grants included) and writes the audit entry (the member's cookies
+    /// fail from then on, as every request re-checks membership); then the grants read just
+    /// before are revoked at their servers and the running turns cancelled. Failures of
+    /// either are logged, not returned: the member is gone either way, and a retried request
     /// would only find nothing to remove.
     async fn remove(
         &self, org: &OrgId, user: &UserId, action: AuditAction,
     ) -> Result<(), ScimError> {
         let audit = self.audit(org, action, user.as_str());
+        let grants = match &self.vault {
+            Some(vault) => vault.grants_of(self.members.as_ref(), org, user).await,
+            None => Vec::new(),
+        };
         if !self.members.remove_member(org, user, &audit).await? {
             return Err(ScimError::NotFound("user"));
+        }
+        if let Some(vault) = &self.vault {
+            vault.revoke_all(grants).await;
         }
         if let Err(e) = self.sessions.cancel_all_runs(user, org).await {
             tracing::error!(error = %Chain(&e), "could not cancel a removed member's running turns");

@@ -14,10 +14,11 @@ use std::time::Duration;
 
 use crate::clock::{Clock, Timestamp};
 use crate::domain::{
-    AuditEntry, Grant, GrantOwner, GrantStatus, IntegrationConfig, OAuthServer, ReconnectReason,
+    AuditEntry, Grant, GrantOwner, GrantStatus, IntegrationConfig, MemberDataKind, OAuthServer,
+    ReconnectReason,
 };
 use crate::ids::{OrgId, UserId};
-use crate::ports::{GrantStore, IssuedTokens, StoreError, TokenEndpoint};
+use crate::ports::{DirectoryStore, GrantStore, IssuedTokens, StoreError, TokenEndpoint};
 use crate::seal::{Sealer, grant_context, oauth_client_context};
 
 /// How the vault times refreshes.
@@ -305,6 +306,43 @@ impl Vault {
                 Err(StoreError::Conflict) if attempts < 8 => attempts += 1,
                 Err(e) => return Err(unavailable(e)),
             }
+        }
+    }
+
+    /// `user`'s grants in `org`, opened, read from `directory` (one read of the member's data,
+    /// one of the integrations) before the member is removed, so that they can be revoked
+    /// after ([`Vault::revoke_all`]). Empty, logged, when the reads fail.
+    pub async fn grants_of(
+        &self, directory: &dyn DirectoryStore, org: &OrgId, user: &UserId,
+    ) -> Vec<(GrantAt, Grant)> {
+        let read = async {
+            let data = directory.list_member_data(org, user).await?;
+            if !data.iter().any(|d| d.kind == MemberDataKind::OAuthGrant) {
+                return Ok(Vec::new());
+            }
+            let integrations = directory.list_integrations(org).await?;
+            Ok::<_, StoreError>(
+                (data.iter())
+                    .filter(|d| d.kind == MemberDataKind::OAuthGrant)
+                    .filter_map(|d| {
+                        let integration = integrations.iter().find(|i| i.name == d.name)?;
+                        let at = GrantAt::new(org, GrantOwner::Member(user.clone()), integration);
+                        let grant = self.open(&at, &d.value)?;
+                        Some((at, grant))
+                    })
+                    .collect(),
+            )
+        };
+        read.await.unwrap_or_else(|e| {
+            tracing::warn!(org = %org, error = %e, "a removed member's grants are not revoked");
+            Vec::new()
+        })
+    }
+
+    /// Revokes each of `grants` at its authorization server, one after another, best effort.
+    pub async fn revoke_all(&self, grants: Vec<(GrantAt, Grant)>) {
+        for (at, grant) in grants {
+            self.revoke(&at, &grant).await;
         }
     }
 
