@@ -11,18 +11,26 @@ use knowledge_aws::{
 };
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{
-    Actor, AuditAction, AuditEntry, EventKind, Member, NewEvent, Org, Plan, Role, Session,
+    Actor, AuditAction, AuditEntry, ClientRegistration, EventKind, GrantOwner, IntegrationAuth,
+    IntegrationConfig, Member, NewEvent, OAuthClient, Org, Plan, Role, Session,
 };
 use knowledge_core::domain::{LEASE_MS, MAX_REVIVALS};
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
-use knowledge_core::ports::{DirectoryStore, OrgStore, SessionStore, StoredRows, Workflow};
-use knowledge_core::seal::Sealer;
+use knowledge_core::ports::{
+    AuthorizationServers, DirectoryStore, OrgStore, SessionStore, StoredRows, Workflow,
+};
+use knowledge_core::seal::{Sealer, oauth_client_context};
 use knowledge_core::signin;
 use knowledge_core::sso::{self, SsoChange, SsoSettings};
+use knowledge_core::vault::{GrantAt, Vault, VaultTiming};
 use knowledge_dynamo::{DynamoStore, RequestCounter};
+use knowledge_egress::Egress;
 use knowledge_http::cookie::{CookieSigner, SECURE_COOKIE_NAME as COOKIE_NAME};
+use knowledge_oauth::{BoundedHttp, HttpAuthorizationServers};
+use knowledge_test_support::oauth::RotatingServer;
 use lambda_runtime::{Context, LambdaEvent};
 use serde_json::{Value, json};
+use std::sync::Arc;
 use tower::ServiceExt;
 
 const KEY_HEX: &str = "2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a";
@@ -760,11 +768,10 @@ async fn task(
         .await
 }
 
-#[tokio::test]
-async fn task_events_drive_a_turn_through_the_task_functions() {
-    let d = Deployment::new().await;
-    // A follow-up whose run `RUN` owns the session, with the claim naming its first
-    // execution, as the message endpoint leaves it.
+/// Commits a follow-up whose run `RUN` owns the sample session, with the claim naming its
+/// first execution, as the message endpoint leaves it; returns the message's `seq` and when
+/// the execution the sample events name started.
+async fn follow_up(d: &Deployment) -> (u64, String) {
     let mut s = d.store.get_session(&d.key).await.unwrap().unwrap();
     let expected = s.version;
     s.version += 1;
@@ -778,24 +785,30 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
         .commit_session(&s, expected, &placed, None, None)
         .await
         .unwrap();
-    // The sample events name the first message of a fresh session; aim them at this one.
-    let user_seq = placed[0].seq;
+    (placed[0].seq, SystemClock.now().to_iso8601())
+}
 
-    // The execution the sample events name started just now.
-    let started_at = SystemClock.now().to_iso8601();
-    let run = |h: Handler| {
-        let (d, started_at) = (&d, &started_at);
-        async move {
-            let mut payload = sample_input(h);
-            if payload.get("turn").is_some() {
-                payload["turn"]["userSeq"] = json!(user_seq);
-            }
-            payload["execution"]["startedAt"] = json!(started_at);
-            d.counter.take();
-            let output = task(d, h, payload).await.unwrap();
-            (output, d.take_checked(row(h).name))
-        }
-    };
+/// Feeds `h`'s sample event, aimed at the follow-up `user_seq` of the execution started at
+/// `started_at`, to its task function; its output and DynamoDB requests.
+async fn step(
+    d: &Deployment, h: Handler, (user_seq, started_at): &(u64, String),
+) -> (Value, BTreeMap<String, u64>) {
+    let mut payload = sample_input(h);
+    if payload.get("turn").is_some() {
+        payload["turn"]["userSeq"] = json!(user_seq);
+    }
+    payload["execution"]["startedAt"] = json!(started_at);
+    d.counter.take();
+    let output = task(d, h, payload).await.unwrap();
+    (output, d.take_checked(row(h).name))
+}
+
+#[tokio::test]
+async fn task_events_drive_a_turn_through_the_task_functions() {
+    let d = Deployment::new().await;
+    let follow_up = follow_up(&d).await;
+    let (user_seq, started_at) = follow_up.clone();
+    let run = |h: Handler| step(&d, h, &follow_up);
     // Each step's DynamoDB requests: the cost model in docs/deploy.md adds these up.
     // The first LoadTurn binds the run's claim to its execution: the session record alone.
     let (loaded, made) = run(Handler::LoadTurn).await;
@@ -844,6 +857,126 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
     assert_eq!(kinds, ["user_message", "agent_message", "status_idle"]);
     let s = d.store.get_session(&d.key).await.unwrap().unwrap();
     assert_eq!(s.run_id, None);
+}
+
+/// Connects the sample user's own account to `wiki`, an `oauth_member` integration of the
+/// sample organisation on `server`, as the connect routes do: discovery, one registration,
+/// the authorization (approved at once) and the code exchange, the grant stored by a vault.
+async fn connect_oauth(d: &Deployment, server: &RotatingServer) {
+    let servers = Arc::new(HttpAuthorizationServers::new(
+        BoundedHttp::new(Egress::ANYWHERE).unwrap(),
+    ));
+    let redirect = format!("{ORIGIN}/api/oauth/callback/{ORG}/wiki");
+    let found = servers.discover(&server.mcp_url()).await.unwrap();
+    let (client_id, secret) = servers.register(&found, &redirect, "test").await.unwrap();
+    let sealer = Arc::new(Sealer::from_hex(KEY_HEX).unwrap());
+    let context = oauth_client_context(ORG, "wiki", &client_id);
+    let oauth = found.with_client(OAuthClient {
+        client_id,
+        secret_sealed: secret.as_deref().map(|s| sealer.seal(&context, s)),
+        registration: ClientRegistration::Dynamic,
+    });
+    let now = SystemClock.now();
+    let integration = IntegrationConfig {
+        name: "wiki".into(),
+        url: server.mcp_url(),
+        auth: IntegrationAuth::OauthMember,
+        created_at: now,
+        oauth: Some(oauth.clone()),
+        org_grant_sealed: None,
+    };
+    let org = OrgId::parse(ORG).unwrap();
+    let added = AuditEntry::new(
+        &org,
+        now,
+        Actor::Admin,
+        AuditAction::IntegrationConnected,
+        "wiki",
+    );
+    d.store
+        .put_integration(&org, &integration, &added)
+        .await
+        .unwrap();
+    let asked = servers.authorization(&oauth, &redirect).unwrap();
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let back = browser.get(&asked.url).send().await.unwrap();
+    let back = reqwest::Url::parse(back.headers()["location"].to_str().unwrap()).unwrap();
+    let code = back
+        .query_pairs()
+        .find(|(k, _)| k == "code")
+        .unwrap()
+        .1
+        .into_owned();
+    let tokens = servers
+        .exchange_code(
+            &oauth,
+            secret.as_deref(),
+            &redirect,
+            &code,
+            &asked.pkce_verifier,
+        )
+        .await
+        .unwrap();
+    let client = knowledge_dynamo::connect(Some(&endpoint()), RequestCounter::default()).await;
+    let store = Arc::new(DynamoStore::new(client, &d.env.table));
+    let vault = Vault::new(
+        store,
+        servers,
+        sealer,
+        Arc::new(SystemClock),
+        VaultTiming::default(),
+    );
+    let user = UserId::parse(USER).unwrap();
+    let at = GrantAt::new(&org, GrantOwner::Member(user.clone()), &integration);
+    let connected = AuditEntry::new(
+        &org,
+        now,
+        Actor::Member,
+        AuditAction::AccountConnected,
+        "wiki",
+    );
+    vault.connect(&at, tokens, &user, &connected).await.unwrap();
+}
+
+/// The sample deployment, reaching loopback (the MCP and authorization servers of the test).
+async fn on_loopback() -> Deployment {
+    let mut d = Deployment::new().await;
+    d.env.egress = Egress::ANYWHERE;
+    d
+}
+
+#[tokio::test]
+async fn call_agent_reads_an_oauth_grant_with_the_members_data_and_a_refresh_costs_three_requests()
+{
+    // Tokens that last an hour: no refresh is due.
+    let server = RotatingServer::with_mcp(3600).await;
+    let d = on_loopback().await;
+    connect_oauth(&d, &server).await;
+    let turn = follow_up(&d).await;
+    step(&d, Handler::LoadTurn, &turn).await;
+    let (answered, made) = step(&d, Handler::CallAgent, &turn).await;
+    assert_eq!(answered["next"], "finish", "{answered}");
+    // As with no integration (see the task test), and one Query more for the member's data,
+    // which a per-user credential costs as well: the grant comes in it.
+    let step_cost = requests(&[("GetItem", 2), ("Query", 3), ("TransactWriteItems", 1)]);
+    assert_eq!(made, step_cost);
+    assert_eq!(server.stats().await["refreshes"], 0);
+
+    // Tokens that last 30 s, under the 60 s margin: a refresh is due at once. It costs the
+    // grant read again under the flight lock, the lease claimed, and the new tokens stored.
+    let server = RotatingServer::with_mcp(30).await;
+    let d = on_loopback().await;
+    connect_oauth(&d, &server).await;
+    let turn = follow_up(&d).await;
+    step(&d, Handler::LoadTurn, &turn).await;
+    let (answered, made) = step(&d, Handler::CallAgent, &turn).await;
+    assert_eq!(answered["next"], "finish", "{answered}");
+    let refreshed = requests(&[("GetItem", 3), ("Query", 3), ("TransactWriteItems", 3)]);
+    assert_eq!(made, refreshed);
+    assert_eq!(server.stats().await["refreshes"], 1);
 }
 
 #[tokio::test]
