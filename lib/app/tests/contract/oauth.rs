@@ -392,3 +392,162 @@ async fn deprovisioning_a_member_deletes_their_grant_and_revokes_it_at_the_serve
         (Some(1), Some(1))
     );
 }
+
+/// A connect begun by `user` for `wiki`, up to the authorization server's redirect back:
+/// the path and query it sends the browser to, and the connect's cookie.
+async fn begun(api: &Api, user: &User) -> (String, String) {
+    let started = request(
+        api,
+        user,
+        Method::POST,
+        "/api/integrations/wiki/connect",
+        None,
+        &[],
+    );
+    let started = started.await;
+    assert_eq!(started.status, 200, "{}", started.body);
+    let cookie = set_cookie(&started, "ks_connect");
+    let back = authorize(started.body["authorizationUrl"].as_str().unwrap()).await;
+    (back.strip_prefix(BASE).unwrap().to_owned(), cookie)
+}
+
+/// Whether `user` holds a grant for `wiki`.
+async fn holds_grant(api: &Api, user: &User) -> bool {
+    let owner = GrantOwner::Member(user.id.clone());
+    let grant = api
+        .svc
+        .store
+        .get_grant(&user.org, &owner, "wiki")
+        .await
+        .unwrap();
+    grant.is_some()
+}
+
+#[tokio::test]
+async fn a_callback_refused_for_any_of_the_attacks_on_the_flow_connects_nothing_and_uses_the_state_up()
+ {
+    let server = RotatingServer::with_mcp(3600).await;
+    let api = Api::start().await;
+    assert_eq!(
+        add(&api, &server.mcp_url(), "oauth_member").await.status,
+        200
+    );
+    let user = api.user.clone();
+    let get = |path: String, cookies: Vec<String>| {
+        let (api, user) = (&api, &user);
+        async move {
+            let cookies: Vec<&str> = cookies.iter().map(String::as_str).collect();
+            request(api, user, Method::GET, &path, None, &cookies).await
+        }
+    };
+    // Each attack on a fresh connect; after each, the genuine callback finds its state used.
+    let attacks: Vec<(&str, Box<dyn Fn(&str, &str) -> (String, Vec<String>)>)> = vec![
+        (
+            "another browser (no connect cookie)",
+            Box::new(|path, _| (path.into(), vec![])),
+        ),
+        (
+            "another browser's connect cookie",
+            Box::new(|path, _| (path.into(), vec!["ks_connect=00ff".into()])),
+        ),
+        (
+            "an issuer that is not the server's (a mix-up)",
+            Box::new(|path, cookie| {
+                (
+                    format!("{path}&iss=https%3A%2F%2Fevil.example%2F"),
+                    vec![cookie.into()],
+                )
+            }),
+        ),
+        (
+            "another integration's callback",
+            Box::new(|path, cookie| (path.replacen("/wiki?", "/crm?", 1), vec![cookie.into()])),
+        ),
+        (
+            "another organisation's callback",
+            Box::new(|path, cookie| {
+                (
+                    path.replacen("org_default", "org_0123456789abcdef0123456789abcdef", 1),
+                    vec![cookie.into()],
+                )
+            }),
+        ),
+        (
+            "the server's refusal",
+            Box::new(|path, cookie| {
+                let state = path
+                    .split("state=")
+                    .nth(1)
+                    .unwrap()
+                    .split('&')
+                    .next()
+                    .unwrap();
+                (
+                    format!(
+                        "/api/oauth/callback/org_default/wiki?error=access_denied&state={state}"
+                    ),
+                    vec![cookie.into()],
+                )
+            }),
+        ),
+    ];
+    for (attack, tamper) in attacks {
+        let (path, cookie) = begun(&api, &user).await;
+        let (bad_path, cookies) = tamper(&path, &cookie);
+        let refused = get(bad_path, cookies).await;
+        assert_eq!(
+            (refused.status, refused.code()),
+            (400, "connect_failed"),
+            "{attack}"
+        );
+        assert!(!holds_grant(&api, &user).await, "{attack}");
+        let genuine = get(path, vec![cookie]).await;
+        assert_eq!(
+            genuine.code(),
+            "connect_failed",
+            "{attack}: the state is used up"
+        );
+        assert!(!holds_grant(&api, &user).await, "{attack}");
+    }
+    // A state never issued, and a genuine callback replayed.
+    let unknown = "/api/oauth/callback/org_default/wiki?code=x&state=never-issued";
+    assert_eq!(get(unknown.into(), vec![]).await.code(), "connect_failed");
+    let (path, cookie) = begun(&api, &user).await;
+    assert_eq!(get(path.clone(), vec![cookie.clone()]).await.status, 200);
+    assert!(holds_grant(&api, &user).await);
+    let replayed = get(path, vec![cookie]).await;
+    assert_eq!(replayed.code(), "connect_failed");
+}
+
+#[tokio::test]
+async fn a_browser_coming_back_is_sent_to_the_connections_page_never_elsewhere() {
+    let server = RotatingServer::with_mcp(3600).await;
+    let api = Api::start().await;
+    assert_eq!(
+        add(&api, &server.mcp_url(), "oauth_member").await.status,
+        200
+    );
+    let (path, cookie) = begun(&api, &api.user).await;
+    let page = (api.http)
+        .get(format!("{BASE}{path}"))
+        .header("cookie", format!("{}; {cookie}", api.user.cookie))
+        .header("accept", "text/html");
+    let back = api.send(page).await;
+    assert_eq!(back.status, 303);
+    assert_eq!(back.headers["location"], "/connections?connected=wiki");
+    let cleared = back.headers["set-cookie"].to_str().unwrap();
+    assert!(
+        cleared.starts_with("ks_connect=;") && cleared.contains("Max-Age=0"),
+        "{cleared}"
+    );
+    let failed = (api.http)
+        .get(format!(
+            "{BASE}/api/oauth/callback/org_default/wiki?state=forged&code=x"
+        ))
+        .header("accept", "text/html");
+    let failed = api.send(failed).await;
+    assert_eq!(
+        failed.headers["location"],
+        "/connections?connect_error=connect_failed"
+    );
+}
