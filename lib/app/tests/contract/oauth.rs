@@ -332,6 +332,11 @@ async fn the_organisations_account_is_connected_by_an_admin_and_used_by_every_me
         .expect("the viewer reaches it");
     let never = std::pin::pin!(std::future::pending::<()>());
     assert!(wiki.call("wiki_whoami", &json!({}), never).await.is_ok());
+    // Removing the integration removes the organisation's grant and revokes it.
+    let path = "/api/admin/integrations/wiki";
+    let removed = request(&api, &api.user, Method::DELETE, path, None, &[]).await;
+    assert_eq!(removed.status, 200, "{}", removed.body);
+    assert_eq!(server.stats().await["revocations"], 1);
 }
 
 #[tokio::test]

@@ -2,13 +2,14 @@
 //! listing its tools, see who holds a per-user credential, and store a member's credential.
 
 use crate::domain::{
-    AuditAction, INTEGRATION_LIMIT, IntegrationAuth, IntegrationConfig, MEMBER_DATA_LIMIT, Member,
-    MemberData, MemberDataKind,
+    AuditAction, GrantOwner, INTEGRATION_LIMIT, IntegrationAuth, IntegrationConfig,
+    MEMBER_DATA_LIMIT, Member, MemberData, MemberDataKind,
 };
 use crate::error::CoreError;
 use crate::ids::UserId;
 use crate::ports::{IntegrationError, StoreError, ToolSpec};
 use crate::seal::credential_context;
+use crate::vault::GrantAt;
 
 use super::{Admin, Administration};
 
@@ -115,17 +116,32 @@ impl Administration {
         Ok(integration)
     }
 
-    /// Disconnects an integration. Members' credentials for it stay until they are replaced
-    /// or the member is removed. Errors: `NotFound`.
+    /// Disconnects an integration, with the organisation's OAuth grant for it, which is then
+    /// revoked at its server (best effort). Members' credentials and grants for it stay until
+    /// they are replaced or the member is removed. Errors: `NotFound`.
     pub async fn disconnect_integration(&self, admin: &Admin, name: &str) -> Result<(), CoreError> {
+        let org_grant = match &self.vault {
+            Some(vault) => {
+                let integration = self.integration(admin, name).await.ok();
+                integration.and_then(|i| {
+                    let at = GrantAt::new(&admin.org, GrantOwner::Organisation, &i);
+                    let grant = vault.open(&at, i.org_grant_sealed.as_deref()?)?;
+                    Some((at, grant))
+                })
+            }
+            None => None,
+        };
         let audit = admin.audit(self.now(), AuditAction::IntegrationDisconnected, name);
-        match (self.stores.directory)
+        let removed = (self.stores.directory)
             .remove_integration(&admin.org, name, &audit)
-            .await?
-        {
-            true => Ok(()),
-            false => Err(CoreError::NotFound("integration")),
+            .await?;
+        if !removed {
+            return Err(CoreError::NotFound("integration"));
         }
+        if let (Some(vault), Some(grant)) = (&self.vault, org_grant) {
+            vault.revoke_all(vec![grant]).await;
+        }
+        Ok(())
     }
 
     /// The tools the integration offers, listed now as the agent would list them, with the
