@@ -416,6 +416,10 @@ async fn begun(api: &Api, user: &User) -> (String, String) {
     (back.strip_prefix(BASE).unwrap().to_owned(), cookie)
 }
 
+/// What an attacker makes of a genuine callback (its path and the connect's cookie): the
+/// path and cookies sent instead.
+type Tamper = dyn Fn(&str, &str) -> (String, Vec<String>);
+
 /// Whether `user` holds a grant for `wiki`.
 async fn holds_grant(api: &Api, user: &User) -> bool {
     let owner = GrantOwner::Member(user.id.clone());
@@ -446,7 +450,7 @@ async fn a_callback_refused_for_any_of_the_attacks_on_the_flow_connects_nothing_
         }
     };
     // Each attack on a fresh connect; after each, the genuine callback finds its state used.
-    let attacks: Vec<(&str, Box<dyn Fn(&str, &str) -> (String, Vec<String>)>)> = vec![
+    let attacks: Vec<(&str, Box<Tamper>)> = vec![
         (
             "another browser (no connect cookie)",
             Box::new(|path, _| (path.into(), vec![])),
