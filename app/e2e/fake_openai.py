@@ -1,15 +1,34 @@
 """A fake OpenAI Chat Completions server on loopback whose answers wait for the test: each
 completion is held until the test releases one (or 30 s pass), so a turn stays in flight for
 exactly as long as a test needs it to. It speaks the real wire format (`GET /v1/models` for the
-health check, `POST /v1/chat/completions`) and answers "Answer to: <the last question>"."""
+health check, `POST /v1/chat/completions`) and answers "Answer to: <the last question>".
+
+Made with `hold=False` it answers at once, and calls tools the way a model does: asked to
+"Greet <name>" while a tool named `<integration>_greet` is offered, it calls that tool with the
+name; given the tool's result, it answers "The tool said: <result>"."""
 
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+def tool_step(request: dict, last_question: str):
+    """The reply of a model that calls a greet tool, or None to answer plainly."""
+    messages = request["messages"]
+    if messages and messages[-1]["role"] == "tool":
+        return {"role": "assistant", "content": f"The tool said: {messages[-1]['content']}"}
+    offered = [t["function"]["name"] for t in request.get("tools", [])]
+    greet = next((name for name in offered if name.endswith("_greet")), None)
+    words = last_question.split()
+    if greet and len(words) >= 2 and words[0].lower() == "greet":
+        call = {"id": "call_1", "type": "function",
+                "function": {"name": greet, "arguments": json.dumps({"name": words[1]})}}
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+    return None
+
+
 class FakeOpenAi:
-    def __init__(self):
+    def __init__(self, hold: bool = True):
         self.gate = threading.Semaphore(0)
         # Off: the health check (GET /v1/models) answers 503, as a provider that is down.
         self.healthy = True
@@ -41,11 +60,16 @@ class FakeOpenAi:
                 if isinstance(last, list):
                     last = " ".join(part.get("text", "") for part in last)
                 fake.waiting.release()
-                fake.gate.acquire(timeout=30)
+                if hold:
+                    fake.gate.acquire(timeout=30)
+                    message = None
+                else:
+                    message = tool_step(request, last)
+                message = message or {"role": "assistant", "content": f"Answer to: {last}"}
+                finish = "tool_calls" if message.get("tool_calls") else "stop"
                 self.send_json(200, {
                     "id": "chatcmpl-fake", "object": "chat.completion", "model": request["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": f"Answer to: {last}"}}],
+                    "choices": [{"index": 0, "finish_reason": finish, "message": message}],
                     "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
                 })
 

@@ -43,8 +43,18 @@ export interface Scim {
 export interface Integration {
   name: string;
   url: string;
-  auth: 'none' | 'per_user';
+  auth: 'none' | 'per_user' | 'oauth_member' | 'oauth_organisation';
   createdAt: string;
+  /** For the OAuth kinds: what discovery found, and the service's client there. */
+  oauth?: {
+    issuer: string;
+    authorizationEndpoint: string;
+    scopes: string[];
+    registration: 'pre_registered' | 'metadata_document' | 'dynamic';
+    clientId: string;
+    redirectUri: string;
+    revocation: boolean;
+  };
 }
 
 export interface Usage {
@@ -108,8 +118,10 @@ export const admin = {
   scim: () => call<Scim>('GET', `${ADMIN}/scim`),
   newScimToken: () => call<{ token: string; createdAt: string; baseUrl: string }>('POST', `${ADMIN}/scim/token`),
   integrations: () => call<{ integrations: Integration[] }>('GET', `${ADMIN}/integrations`),
-  connect: (name: string, url: string, auth: Integration['auth']) =>
-    call<Integration>('PUT', integration(name), { url, auth }),
+  connect: (name: string, url: string, auth: Integration['auth'], client?: { clientId: string; clientSecret?: string }) =>
+    call<Integration>('PUT', integration(name), { url, auth, ...client }),
+  connectOrganisation: (name: string) => call<{ authorizationUrl: string }>('POST', `${integration(name)}/connect`),
+  disconnectOrganisation: (name: string) => call<{ ok: boolean }>('DELETE', `${integration(name)}/connection`),
   disconnect: (name: string) => call<{ ok: boolean }>('DELETE', integration(name)),
   test: (name: string) =>
     call<{ tools: { name: string; description: string }[] }>('POST', `${integration(name)}/test`),

@@ -1,7 +1,7 @@
 // Calls to the service's public API, same origin, with the session cookie. Failures become an
 // ApiFailure a person can read: the status, the service's code and message, and what to do.
 
-import type { Account, ErrorBody, SessionSummary, TranscriptPage } from './wire';
+import type { Account, Connection, ErrorBody, SessionSummary, TranscriptPage } from './wire';
 
 export class ApiFailure extends Error {
   constructor(
@@ -102,6 +102,9 @@ const SESSIONS = '/api/managed-agents';
 
 export const api = {
   me: () => call<Account>('GET', '/api/auth/me'),
+  connections: () => call<{ connections: Connection[] }>('GET', '/api/integrations'),
+  connect: (name: string) => call<{ authorizationUrl: string }>('POST', `/api/integrations/${encodeURIComponent(name)}/connect`),
+  disconnect: (name: string) => call<{ ok: boolean }>('DELETE', `/api/integrations/${encodeURIComponent(name)}/connection`),
   logout: () => call<{ ok: boolean }>('POST', '/api/auth/logout'),
   switchOrg: (orgId: string) => call<{ ok: boolean; orgId: string }>('POST', '/api/auth/switch-org', { orgId }),
   sessions: () => call<{ sessions: SessionSummary[] }>('GET', `${SESSIONS}/sessions`),

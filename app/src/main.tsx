@@ -6,6 +6,7 @@ import { useCallback, useEffect, useState } from 'preact/hooks';
 
 import { ApiFailure, api, explain } from './api';
 import { Chat } from './views/Chat';
+import { Connections } from './views/Connections';
 import { Sidebar } from './views/Sidebar';
 import { Admin, type Section, sectionFromPath } from './views/admin/Admin';
 import { SignIn } from './views/SignIn';
@@ -16,11 +17,16 @@ function sessionFromPath(): string | null {
   return m ? decodeURIComponent(m[1]) : null;
 }
 
+function onConnectionsPage(): boolean {
+  return location.pathname === '/connections';
+}
+
 function App() {
   const [account, setAccount] = useState<Account | null | 'signed-out'>(null);
   const [sessions, setSessions] = useState<SessionSummary[]>([]);
   const [current, setCurrent] = useState<string | null>(sessionFromPath());
   const [section, setSection] = useState<Section | null>(sectionFromPath(location.pathname));
+  const [connections, setConnections] = useState(onConnectionsPage());
   const [problem, setProblem] = useState<string | null>(null);
 
   useEffect(() => {
@@ -31,6 +37,7 @@ function App() {
     const onPop = () => {
       setCurrent(sessionFromPath());
       setSection(sectionFromPath(location.pathname));
+      setConnections(onConnectionsPage());
     };
     window.addEventListener('popstate', onPop);
     return () => window.removeEventListener('popstate', onPop);
@@ -60,11 +67,13 @@ function App() {
     history.pushState(null, '', id ? `/c/${encodeURIComponent(id)}` : '/');
     setCurrent(id);
     setSection(null);
+    setConnections(false);
   };
   const go = (path: string) => {
     history.pushState(null, '', path);
     setSection(sectionFromPath(path));
     setCurrent(sessionFromPath());
+    setConnections(onConnectionsPage());
   };
 
   if (account === 'signed-out') return <SignIn />;
@@ -79,7 +88,7 @@ function App() {
             {problem}
           </p>
         )}
-        <Chat sessionId={current} onCreated={(id) => open(id)} onChanged={refresh} />
+        {connections ? <Connections /> : <Chat sessionId={current} onCreated={(id) => open(id)} onChanged={refresh} />}
       </main>
     </div>
   );

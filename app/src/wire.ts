@@ -48,3 +48,15 @@ export interface ErrorBody {
   monthToDateUsd?: number;
   capUsd?: number;
 }
+
+/** One OAuth integration of the organisation as the member sees it (never a token). */
+export interface Connection {
+  integration: string;
+  kind: 'member' | 'organisation';
+  issuer: string;
+  state: 'not_connected' | 'connected' | 'needs_reconnect';
+  reason?: string;
+  connectedBy?: string;
+  connectedAt?: string;
+  scope?: string;
+}

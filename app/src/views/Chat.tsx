@@ -1,11 +1,33 @@
 // One conversation: the transcript, polled by cursor while a turn runs (see polling.ts), and the
-// composer. The first message of a new chat creates the session.
+// composer. The first message of a new chat creates the session. Integrations the member must
+// connect (or connect again) before the assistant can use them are named above the composer.
 import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { ApiFailure, api, explain } from '../api';
 import { nextDelay } from '../polling';
 import { applyPage, busy, empty, type Transcript } from '../transcript';
+import type { Connection } from '../wire';
 import { Conversation } from './Conversation';
+
+/** The member's own connections that the assistant cannot use: not connected, or to reconnect. */
+function Unconnected({ sessionId }: { sessionId: string | null }) {
+  const [missing, setMissing] = useState<Connection[]>([]);
+  useEffect(() => {
+    api
+      .connections()
+      .then((r) => setMissing(r.connections.filter((c) => c.kind === 'member' && c.state !== 'connected')))
+      // Only a hint: a failure to read it hides it.
+      .catch(() => setMissing([]));
+  }, [sessionId]);
+  if (missing.length === 0) return null;
+  const names = missing.map((c) => c.integration).join(', ');
+  const reconnect = missing.every((c) => c.state === 'needs_reconnect');
+  return (
+    <p class="hint connect-hint">
+      {missing.length === 1 ? `${names} is` : `${names} are`} {reconnect ? 'to be connected again' : 'not connected'}: the assistant cannot use {missing.length === 1 ? 'it' : 'them'} for you. <a href="/connections">{reconnect ? 'Reconnect' : 'Connect'}</a>
+    </p>
+  );
+}
 
 const EXAMPLES = ['What is our refund policy?', 'How do I cancel a running answer?', 'Summarise the onboarding guide.'];
 
@@ -150,6 +172,7 @@ export function Chat(props: { sessionId: string | null; onCreated: (id: string) 
           {problem}
         </p>
       )}
+      <Unconnected sessionId={sessionId} />
       <form
         class="composer"
         onSubmit={(e) => {

@@ -1,5 +1,6 @@
 // The sessions of the active organisation, newest first: open, start a new chat, delete (with
-// confirmation); the organisation switcher, the admin area for admins, and sign-out.
+// confirmation); the organisation switcher, the member's connections, the admin area for admins,
+// and sign-out.
 import { ApiFailure, api, explain } from '../api';
 import type { Account, SessionSummary } from '../wire';
 
@@ -69,6 +70,16 @@ export function Sidebar(props: {
           ))}
         </ul>
       </nav>
+      <a
+        href="/connections"
+        class="connections-link"
+        onClick={(e) => {
+          e.preventDefault();
+          props.go('/connections');
+        }}
+      >
+        Connections
+      </a>
       {account.org.role === 'admin' && (
         <a
           href="/admin"

@@ -1,6 +1,6 @@
 //! The browser app's files, served by the service itself: the page at `/`, at each
-//! conversation's address (`/c/<session>`) and at the admin area's (`/admin`,
-//! `/admin/<section>`), and the hashed assets under `/assets/`. The page is
+//! conversation's address (`/c/<session>`), at the member's connections (`/connections`) and
+//! at the admin area's (`/admin`, `/admin/<section>`), and the hashed assets under `/assets/`. The page is
 //! `no-cache` (a deploy shows at once), the assets are immutable for a year (their names change
 //! with their content). Everything is served under a strict Content-Security-Policy: scripts,
 //! styles and requests only from this origin, no inline script, no frames.
@@ -43,6 +43,7 @@ pub fn routes(files: Files) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/c/{session}", get(page))
+        .route("/connections", get(page))
         .route("/admin", get(page))
         .route("/admin/{section}", get(page))
         .route("/assets/{name}", get(asset))

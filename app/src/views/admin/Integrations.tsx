@@ -1,15 +1,53 @@
-// Integrations (remote MCP servers): connect, test by listing the tools, see who holds a
-// per-user credential (never the credential) and store one, disconnect (confirmed).
+// Integrations (remote MCP servers): connect (an OAuth-protected one by its URL alone, showing
+// what discovery found and the redirect URI), test by listing the tools, see who holds a
+// per-user credential (never the credential) and store one, connect the organisation's own
+// account to an OAuth one, disconnect (confirmed).
 import { useEffect, useState } from 'preact/hooks';
 
 import { type AdminMember, type Integration, admin, memberName } from '../../admin';
-import { NoticeLine, useNotice } from './common';
+import { NoticeLine, type Notice, useNotice } from './common';
+
+function isOAuth(auth: Integration['auth']): boolean {
+  return auth === 'oauth_member' || auth === 'oauth_organisation';
+}
+
+const REGISTRATIONS: Record<string, string> = {
+  dynamic: 'registered dynamically',
+  pre_registered: 'a client registered by hand',
+  metadata_document: 'a client metadata document',
+};
+
+/** Whose credentials an integration uses, and for OAuth where and how the client is registered. */
+function credentials(i: Integration): string {
+  if (i.auth === 'per_user') return "Each member's own token";
+  if (!i.oauth) return 'None';
+  const at = hostOf(i.oauth.issuer);
+  const whose = i.auth === 'oauth_member' ? "Each member's own account" : "The organisation's account";
+  return `${whose} at ${at} (${REGISTRATIONS[i.oauth.registration] ?? i.oauth.registration})`;
+}
+
+function hostOf(issuer: string): string {
+  try {
+    return new URL(issuer).host;
+  } catch {
+    return issuer;
+  }
+}
+
+/** How the organisation's connect went, from the URL the callback sent the browser to. */
+function arrival(): Notice {
+  const connected = new URLSearchParams(location.search).get('connected');
+  return connected && /^[a-z][a-z0-9-]{0,23}$/.test(connected) ? { kind: 'done', text: `The organisation's account is connected to ${connected}.` } : null;
+}
 
 export function Integrations({ me }: { me: string }) {
   const [list, setList] = useState<Integration[]>([]);
   const [name, setName] = useState('');
   const [url, setUrl] = useState('');
   const [auth, setAuth] = useState<Integration['auth']>('none');
+  const [clientId, setClientId] = useState('');
+  const [clientSecret, setClientSecret] = useState('');
+  const [arrived] = useState(arrival);
   const [tools, setTools] = useState<{ of: string; names: string[] } | null>(null);
   const [holders, setHolders] = useState<{ of: string; members: AdminMember[] } | null>(null);
   const [credentialFor, setCredentialFor] = useState('');
@@ -22,10 +60,13 @@ export function Integrations({ me }: { me: string }) {
 
   const connect = () =>
     run(async () => {
-      const i = await admin.connect(name.trim(), url.trim(), auth);
+      const client = isOAuth(auth) && clientId.trim() ? { clientId: clientId.trim(), clientSecret: clientSecret || undefined } : undefined;
+      const i = await admin.connect(name.trim(), url.trim(), auth, client);
       await reload();
       setName('');
       setUrl('');
+      setClientId('');
+      setClientSecret('');
       return `${i.name} is connected.`;
     });
   const test = (i: Integration) =>
@@ -45,6 +86,19 @@ export function Integrations({ me }: { me: string }) {
       return `The token for ${credentialFor} is stored, sealed; it is not shown again.`;
     });
   const perUser = list.filter((i) => i.auth === 'per_user');
+  const oauth = list.filter((i) => i.oauth);
+  const connectAccount = (i: Integration) =>
+    run(async () => {
+      const started = await admin.connectOrganisation(i.name);
+      location.assign(started.authorizationUrl);
+    });
+  const disconnectAccount = (i: Integration) => {
+    if (!confirm(`Disconnect the organisation's account from ${i.name}? Members' questions stop using it.`)) return;
+    void run(async () => {
+      await admin.disconnectOrganisation(i.name);
+      return `The organisation's account is disconnected from ${i.name}.`;
+    });
+  };
   const disconnect = (i: Integration) => {
     if (!confirm(`Disconnect ${i.name}? The agent stops using its tools.`)) return;
     void run(async () => {
@@ -72,7 +126,7 @@ export function Integrations({ me }: { me: string }) {
             <tr key={i.name}>
               <th scope="row">{i.name}</th>
               <td class="url">{i.url}</td>
-              <td>{i.auth === 'per_user' ? "Each member's own" : 'None'}</td>
+              <td>{credentials(i)}</td>
               <td class="actions">
                 <button type="button" disabled={busy} onClick={() => void test(i)} aria-label={`Test: ${i.name}`}>
                   Test
@@ -81,6 +135,16 @@ export function Integrations({ me }: { me: string }) {
                   <button type="button" disabled={busy} onClick={() => void showHolders(i)} aria-label={`Holders: ${i.name}`}>
                     Holders
                   </button>
+                )}
+                {i.auth === 'oauth_organisation' && (
+                  <>
+                    <button type="button" disabled={busy} onClick={() => void connectAccount(i)} aria-label={`Connect the organisation's account: ${i.name}`}>
+                      Connect account
+                    </button>
+                    <button type="button" disabled={busy} onClick={() => disconnectAccount(i)} aria-label={`Disconnect the organisation's account: ${i.name}`}>
+                      Disconnect account
+                    </button>
+                  </>
                 )}
                 <button type="button" class="danger" disabled={busy} onClick={() => disconnect(i)} aria-label={`Disconnect: ${i.name}`}>
                   Disconnect
@@ -91,7 +155,23 @@ export function Integrations({ me }: { me: string }) {
         </tbody>
       </table>
       {list.length === 0 && <p class="hint">No integration is connected.</p>}
-      <NoticeLine notice={notice} />
+      <NoticeLine notice={notice ?? arrived} />
+      {oauth.length > 0 && (
+        <div>
+          <h3>Redirect URIs</h3>
+          <p class="hint">Register these at the authorization server when you register a client there by hand.</p>
+          <dl>
+            {oauth.map((i) => (
+              <div key={i.name}>
+                <dt>{i.name}</dt>
+                <dd>
+                  <code>{i.oauth!.redirectUri}</code>
+                </dd>
+              </div>
+            ))}
+          </dl>
+        </div>
+      )}
       {tools && (
         <div>
           <h3>Tools of {tools.of}</h3>
@@ -173,8 +253,23 @@ export function Integrations({ me }: { me: string }) {
           <select id="integration-auth" value={auth} onChange={(e) => setAuth((e.target as HTMLSelectElement).value as Integration['auth'])}>
             <option value="none">None</option>
             <option value="per_user">Each member's own token</option>
+            <option value="oauth_member">Each member's own account (OAuth)</option>
+            <option value="oauth_organisation">The organisation's account (OAuth)</option>
           </select>
         </div>
+        {isOAuth(auth) && (
+          <>
+            <p class="hint">The server's sign-in is found from its URL, and the service registers itself there. Only if you registered a client by hand, enter it:</p>
+            <div class="field">
+              <label for="integration-client-id">Client id (optional)</label>
+              <input id="integration-client-id" autocomplete="off" value={clientId} onInput={(e) => setClientId((e.target as HTMLInputElement).value)} />
+            </div>
+            <div class="field">
+              <label for="integration-client-secret">Client secret (optional)</label>
+              <input id="integration-client-secret" type="password" autocomplete="off" value={clientSecret} onInput={(e) => setClientSecret((e.target as HTMLInputElement).value)} />
+            </div>
+          </>
+        )}
         <button type="submit" disabled={busy}>
           Connect
         </button>

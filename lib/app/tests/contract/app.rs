@@ -21,6 +21,7 @@ async fn the_page_is_served_at_the_root_and_at_a_conversation_never_cached_under
     for path in [
         "/",
         "/c/ses_0123456789abcdef0123456789abcdef",
+        "/connections",
         "/admin",
         "/admin/members",
     ] {

@@ -1,0 +1,124 @@
+"""OAuth-protected integrations in Chromium, against the real binary and a server nobody here
+wrote: the MCP TypeScript SDK's example server with its OAuth authorization server
+(`scripts/mcp-oauth`, strict about `resource`). An admin adds it by its URL alone and sees what
+discovery found; a member connects through the app (the browser goes to the server's page and
+comes back); a question then calls the server's tool with the member's grant; the member
+disconnects."""
+
+import re
+import subprocess
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from conftest import ROOT, Service, free_port
+from fake_openai import FakeOpenAi
+
+EXAMPLE = ROOT / "scripts/mcp-oauth/node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js"
+
+
+@pytest.fixture
+def example_server():
+    """The SDK's example server in strict OAuth mode on free ports; yields its MCP URL."""
+    port, auth_port = free_port(), free_port()
+    proc = subprocess.Popen(
+        ["node", str(EXAMPLE), "--oauth", "--oauth-strict"],
+        env={"MCP_PORT": str(port), "MCP_AUTH_PORT": str(auth_port), "PATH": "/usr/bin:/bin:/usr/local/bin"},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    deadline = time.monotonic() + 20
+    for line in proc.stdout:
+        if "MCP Streamable HTTP Server listening" in line:
+            break
+        assert time.monotonic() < deadline, "the example server did not start in 20 s"
+    yield f"http://localhost:{port}/mcp", f"http://localhost:{auth_port}/"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture
+def greeting():
+    """A service whose agent (a fake OpenAI server answering at once) calls a greet tool."""
+    fake = FakeOpenAi(hold=False)
+    s = Service(env=fake.env())
+    yield s
+    fake.stop()
+    s.stop()
+
+
+def test_an_admin_adds_a_server_by_url_a_member_connects_in_the_app_and_asks_through_it(greeting, example_server, page):
+    service = greeting
+    url, issuer = example_server
+    page.goto(service.first_link())
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+
+    # The admin adds the server by its URL alone, as each member's own account.
+    page.goto(f"{service.base}/admin/integrations")
+    page.get_by_label("Name").fill("wiki")
+    page.get_by_label("MCP endpoint URL").fill(url)
+    page.get_by_label("Credentials").select_option("oauth_member")
+    page.get_by_role("button", name="Connect", exact=True).click()
+    expect(page.get_by_role("status")).to_have_text("wiki is connected.")
+    row = page.get_by_role("row").filter(has_text="wiki")
+    expect(row).to_contain_text(issuer.rstrip("/").removeprefix("http://"))
+    expect(row).to_contain_text("registered dynamically")
+    expect(page.get_by_text(f"{service.base}/api/oauth/callback/org_default/wiki")).to_be_visible()
+
+    # The chat says the member has not connected it, and links to where they can.
+    page.get_by_role("link", name="Back to the chat").click()
+    expect(page.get_by_text("wiki is not connected")).to_be_visible()
+    page.get_by_role("link", name="Connect", exact=True).click()
+    expect(page).to_have_url(f"{service.base}/connections")
+    expect(page.get_by_role("row").filter(has_text="wiki")).to_contain_text("Not connected")
+    page.get_by_role("button", name="Connect: wiki").click()
+    expect(page).to_have_url(f"{service.base}/connections")
+    expect(page.get_by_role("status")).to_have_text("wiki is connected.")
+    expect(page.get_by_role("row").filter(has_text="wiki")).to_contain_text("Connected since")
+
+    # A question calls the server's tool with the member's grant.
+    page.get_by_role("button", name="New chat").click()
+    expect(page.get_by_text("wiki is not connected")).to_have_count(0)
+    page.get_by_label("Message").fill("Greet Ann please")
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_text(re.compile(r"^The tool said: .*Hello, Ann!"))).to_be_visible(timeout=20_000)
+
+    # Disconnecting, after confirmation, ends the connection.
+    page.get_by_role("link", name="Connections").click()
+    page.once("dialog", lambda d: d.accept())
+    page.get_by_role("button", name="Disconnect: wiki").click()
+    expect(page.get_by_role("status")).to_have_text("wiki is disconnected.")
+    expect(page.get_by_role("row").filter(has_text="wiki")).to_contain_text("Not connected")
+
+
+def test_a_connect_that_does_not_complete_says_so_on_the_connections_page(greeting, page):
+    service = greeting
+    page.goto(service.first_link())
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    page.goto(f"{service.base}/api/oauth/callback/org_default/wiki?state=forged&code=x")
+    expect(page).to_have_url(f"{service.base}/connections")
+    expect(page.get_by_role("alert")).to_have_text("Connecting did not complete; start it again.")
+
+
+def test_an_accessibility_scan_of_the_connections_page_finds_nothing_serious(greeting, example_server, browser):
+    from test_app import axe_violations
+
+    service = greeting
+    url, _ = example_server
+    # The scanner is injected as an inline script, which the page's policy rightly refuses:
+    # this context alone sets the policy aside.
+    context = browser.new_context(bypass_csp=True)
+    page = context.new_page()
+    page.goto(service.first_link())
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    page.goto(f"{service.base}/admin/integrations")
+    page.get_by_label("Name").fill("wiki")
+    page.get_by_label("MCP endpoint URL").fill(url)
+    page.get_by_label("Credentials").select_option("oauth_member")
+    page.get_by_role("button", name="Connect", exact=True).click()
+    expect(page.get_by_role("status")).to_have_text("wiki is connected.")
+    assert axe_violations(page) == []
+    page.goto(f"{service.base}/connections")
+    expect(page.get_by_role("row").filter(has_text="wiki")).to_contain_text("Not connected")
+    assert axe_violations(page) == []
+    context.close()
