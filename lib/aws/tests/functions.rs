@@ -980,6 +980,44 @@ async fn call_agent_reads_an_oauth_grant_with_the_members_data_and_a_refresh_cos
 }
 
 #[tokio::test]
+async fn two_call_agent_functions_needing_one_expired_grant_at_once_refresh_it_once() {
+    // Tokens that last 30 s, under the 60 s margin: due at once.
+    let server = RotatingServer::with_mcp(30).await;
+    let d = on_loopback().await;
+    connect_oauth(&d, &server).await;
+    let turn = follow_up(&d).await;
+    step(&d, Handler::LoadTurn, &turn).await;
+    // Two function instances (two cold starts, two vaults), as two Lambda invocations of a
+    // step delivered twice are, each given the step's input four times at once.
+    let instances = [
+        d.cold_start(row(Handler::CallAgent)).await,
+        d.cold_start(row(Handler::CallAgent)).await,
+    ];
+    let mut payload = sample_input(Handler::CallAgent);
+    payload["turn"]["userSeq"] = json!(turn.0);
+    payload["execution"]["startedAt"] = json!(turn.1);
+    let calls = (0..8).map(|i| {
+        let handler = instances[i % 2].task().unwrap();
+        let payload = payload.clone();
+        async move {
+            handler
+                .handle(LambdaEvent::new(payload, Context::default()))
+                .await
+        }
+    });
+    for output in futures_util::future::join_all(calls).await {
+        let output = output.unwrap();
+        assert!(output.get("next").is_some(), "{output}");
+    }
+    let stats = server.stats().await;
+    assert_eq!(
+        (stats["refreshes"].as_u64(), stats["reuses"].as_u64()),
+        (Some(1), Some(0)),
+        "{stats}"
+    );
+}
+
+#[tokio::test]
 async fn a_task_given_malformed_input_fails_with_the_error_name_the_state_machine_matches() {
     let d = Deployment::new().await;
     let error = task(&d, Handler::LoadTurn, json!({ "session": 7 }))

@@ -560,3 +560,29 @@ async fn a_browser_coming_back_is_sent_to_the_connections_page_never_elsewhere()
         "/connections?connect_error=connect_failed"
     );
 }
+
+#[tokio::test]
+async fn a_deployment_refusing_private_destinations_never_discovers_a_server_on_one() {
+    let server = RotatingServer::with_mcp(3600).await;
+    let api = Api::start_setup(Setup {
+        egress: Egress::PUBLIC_ONLY,
+        ..Setup::new(Arc::new(knowledge_core::adapters::agent::BuiltinAgent))
+    })
+    .await;
+    let refused = add(&api, &server.mcp_url(), "oauth_member").await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (400, "destination_refused"),
+        "{}",
+        refused.body
+    );
+    let listed = request(
+        &api,
+        &api.user,
+        Method::GET,
+        "/api/admin/integrations",
+        None,
+        &[],
+    );
+    assert_eq!(listed.await.body["integrations"], json!([]));
+}
