@@ -586,3 +586,69 @@ async fn a_deployment_refusing_private_destinations_never_discovers_a_server_on_
     );
     assert_eq!(listed.await.body["integrations"], json!([]));
 }
+
+#[tokio::test]
+async fn the_client_metadata_document_is_served_only_for_an_integration_whose_client_it_is() {
+    use knowledge_core::domain::{
+        Actor, AuditAction, AuditEntry, ClientRegistration, IntegrationAuth, IntegrationConfig,
+        OAuthClient, OAuthServer,
+    };
+    let api = Api::start().await;
+    let org = api.user.org.clone();
+    let document = format!("{BASE}/api/oauth/clients/{org}/wiki.json");
+    let config = |name: &str, registration| IntegrationConfig {
+        name: name.into(),
+        url: format!("https://{name}.example/mcp"),
+        auth: IntegrationAuth::OauthMember,
+        created_at: api.clock_now(),
+        oauth: Some(OAuthServer {
+            resource: format!("https://{name}.example/mcp"),
+            issuer: "https://auth.example".into(),
+            authorization_endpoint: "https://auth.example/authorize".into(),
+            token_endpoint: "https://auth.example/token".into(),
+            registration_endpoint: None,
+            revocation_endpoint: None,
+            scopes: vec![],
+            iss_parameter_supported: false,
+            client: OAuthClient {
+                client_id: document.clone(),
+                secret_sealed: None,
+                registration,
+            },
+        }),
+        org_grant_sealed: None,
+    };
+    for (name, registration) in [
+        ("wiki", ClientRegistration::MetadataDocument),
+        ("crm", ClientRegistration::Dynamic),
+    ] {
+        let audit = AuditEntry::new(
+            &org,
+            api.clock_now(),
+            Actor::Admin,
+            AuditAction::IntegrationConnected,
+            name,
+        );
+        api.svc
+            .store
+            .put_integration(&org, &config(name, registration), &audit)
+            .await
+            .unwrap();
+    }
+    let served = api
+        .get(&format!("/api/oauth/clients/{org}/wiki.json"))
+        .await;
+    assert_eq!(served.status, 200, "{}", served.body);
+    assert_eq!(served.body["client_id"], document.as_str());
+    let redirect = format!("{BASE}/api/oauth/callback/{org}/wiki");
+    assert_eq!(served.body["redirect_uris"], json!([redirect]));
+    assert_eq!(served.body["token_endpoint_auth_method"], "none");
+    for path in [
+        format!("/api/oauth/clients/{org}/crm.json"),
+        format!("/api/oauth/clients/{org}/none.json"),
+        format!("/api/oauth/clients/{org}/wiki"),
+        "/api/oauth/clients/org_0123456789abcdef0123456789abcdef/wiki.json".to_owned(),
+    ] {
+        assert_eq!(api.get(&path).await.status, 404, "{path}");
+    }
+}
