@@ -13,7 +13,12 @@ is served, an unauthenticated request gets the SDK's 401 challenge, and a tool `
 which client's token called it. `POST /expire` ends every access token at once (as a server
 that revokes them early does), so the next MCP request is refused with 401.
 
+Access tokens from a code last `--access-ttl` seconds; those from a refresh `--refreshed-ttl`
+(the same by default): a test can have the first token expire and the refreshed one last.
+`--refresh-delay` holds each refresh that many seconds, so that other callers arrive meanwhile.
+
 Usage: oauth_server.py --port 0 (--resource http://127.0.0.1:9/mcp | --mcp) [--access-ttl 60]
+       [--refreshed-ttl 3600]
 Prints `ready <issuer>` once it listens.
 """
 
@@ -44,9 +49,11 @@ from starlette.routing import Route
 class RotatingProvider:
     """Clients, codes and tokens in memory; one grant per code, its refresh token rotated."""
 
-    def __init__(self, resource: str, access_ttl: int):
+    def __init__(self, resource: str, access_ttl: int, refreshed_ttl: int, refresh_delay: float = 0):
         self.resource = resource
+        self.refresh_delay = refresh_delay
         self.access_ttl = access_ttl
+        self.refreshed_ttl = refreshed_ttl
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
         self.access: dict[str, AccessToken] = {}
@@ -81,10 +88,10 @@ class RotatingProvider:
     async def load_authorization_code(self, client, authorization_code: str):
         return self.codes.get(authorization_code)
 
-    def issue(self, client_id: str, scopes: list[str], grant: str) -> OAuthToken:
+    def issue(self, client_id: str, scopes: list[str], grant: str, ttl: int) -> OAuthToken:
         access = secrets.token_urlsafe(16)
         refresh = secrets.token_urlsafe(16)
-        expires = int(time.time()) + self.access_ttl
+        expires = int(time.time()) + ttl
         self.access[access] = AccessToken(
             token=access, client_id=client_id, scopes=scopes, expires_at=expires,
             resource=self.resource,
@@ -93,7 +100,7 @@ class RotatingProvider:
             token=refresh, client_id=client_id, scopes=scopes, resource=self.resource,
         ))
         return OAuthToken(
-            access_token=access, expires_in=self.access_ttl, scope=" ".join(scopes),
+            access_token=access, expires_in=ttl, scope=" ".join(scopes),
             refresh_token=refresh,
         )
 
@@ -102,7 +109,9 @@ class RotatingProvider:
         self.codes.pop(authorization_code.code, None)
         if authorization_code.resource != self.resource:
             raise TokenError("invalid_target", "the code was not issued for this resource")
-        return self.issue(client.client_id, authorization_code.scopes, secrets.token_hex(8))
+        return self.issue(
+            client.client_id, authorization_code.scopes, secrets.token_hex(8), self.access_ttl
+        )
 
     async def load_refresh_token(self, client, refresh_token: str):
         found = self.refresh.get(refresh_token)
@@ -120,9 +129,13 @@ class RotatingProvider:
 
     async def exchange_refresh_token(self, client, refresh_token: RefreshToken, scopes: list[str]):
         self.refreshes += 1
+        # A slow token endpoint keeps a refresh in flight while other callers arrive.
+        await asyncio.sleep(self.refresh_delay)
         grant, _ = self.refresh[refresh_token.token]
         self.used.add(refresh_token.token)
-        return self.issue(client.client_id, scopes or refresh_token.scopes, grant)
+        return self.issue(
+            client.client_id, scopes or refresh_token.scopes, grant, self.refreshed_ttl
+        )
 
     async def load_access_token(self, token: str) -> AccessToken | None:
         found = self.access.get(token)
@@ -143,6 +156,8 @@ def main() -> None:
     parser.add_argument("--resource")
     parser.add_argument("--mcp", action="store_true")
     parser.add_argument("--access-ttl", type=int, default=60)
+    parser.add_argument("--refreshed-ttl", type=int)
+    parser.add_argument("--refresh-delay", type=float, default=0)
     args = parser.parse_args()
     if bool(args.resource) == args.mcp:
         parser.error("give exactly one of --resource and --mcp")
@@ -152,7 +167,9 @@ def main() -> None:
     sock.listen(128)
     issuer = f"http://127.0.0.1:{sock.getsockname()[1]}"
     resource = f"{issuer}/mcp" if args.mcp else args.resource
-    provider = RotatingProvider(resource, args.access_ttl)
+    provider = RotatingProvider(
+        resource, args.access_ttl, args.refreshed_ttl or args.access_ttl, args.refresh_delay
+    )
 
     async def stats(_request):
         return JSONResponse({

@@ -981,8 +981,9 @@ async fn call_agent_reads_an_oauth_grant_with_the_members_data_and_a_refresh_cos
 
 #[tokio::test]
 async fn two_call_agent_functions_needing_one_expired_grant_at_once_refresh_it_once() {
-    // Tokens that last 30 s, under the 60 s margin: due at once.
-    let server = RotatingServer::with_mcp(30).await;
+    // The first token lasts 30 s, under the 60 s margin: due at once; the refreshed one an
+    // hour; each refresh takes a second, so the other invocations meet it in flight.
+    let server = RotatingServer::expiring(30).await;
     let d = on_loopback().await;
     connect_oauth(&d, &server).await;
     let turn = follow_up(&d).await;

@@ -109,6 +109,14 @@ impl RotatingServer {
         Self::spawn(&["--mcp"], access_ttl).await
     }
 
+    /// The same, whose first access tokens last `access_ttl` seconds and refreshed ones an
+    /// hour (once refreshed, a grant is no longer due, whoever reads it next), and whose
+    /// refreshes each take a second (callers elsewhere arrive while one is in flight).
+    pub async fn expiring(access_ttl: u32) -> Self {
+        let args = ["--mcp", "--refreshed-ttl", "3600", "--refresh-delay", "1"];
+        Self::spawn(&args, access_ttl).await
+    }
+
     async fn spawn(args: &[&str], access_ttl: u32) -> Self {
         let python = root().join(".venv/bin/python");
         assert!(

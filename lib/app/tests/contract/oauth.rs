@@ -652,3 +652,98 @@ async fn the_client_metadata_document_is_served_only_for_an_integration_whose_cl
         assert_eq!(api.get(&path).await.status, 404, "{path}");
     }
 }
+
+/// Set in a child process of the test below: the data directory, the organisation and the user
+/// whose grant it uses, and the MCP URL, one per line.
+const CHILD: &str = "KNOWLEDGE_TEST_GRANT_CHILD";
+
+/// Ten tool calls at once from this process, as a RunTool step of each would make them, on
+/// the SQLite file in `spec`'s directory. Panics (a failed exit) unless all succeed.
+async fn child_calls(spec: &str) {
+    let lines: Vec<&str> = spec.lines().collect();
+    let store =
+        Arc::new(knowledge_sqlite::SqliteStore::open(std::path::Path::new(lines[0])).unwrap());
+    let org = knowledge_core::ids::OrgId::parse(lines[1]).unwrap();
+    let user = knowledge_core::ids::UserId::parse(lines[2]).unwrap();
+    let http = BoundedHttp::new(Egress::ANYWHERE).unwrap();
+    let sealer = Arc::new(knowledge_core::seal::Sealer::new(&[9; 32]).unwrap());
+    let vault = Vault::new(
+        store.clone(),
+        Arc::new(HttpAuthorizationServers::new(http)),
+        sealer.clone(),
+        Arc::new(SystemClock),
+        VaultTiming::default(),
+    );
+    let fixed = Arc::new(knowledge_core::adapters::integrations::FixedIntegrations::new());
+    let integrations = Arc::new(
+        StoredIntegrations::new(store, sealer, fixed, Timeouts::default(), Egress::ANYWHERE)
+            .with_vault(Arc::new(vault)),
+    );
+    let calls: Vec<_> = (0..10)
+        .map(|_| {
+            let (integrations, org, user) = (integrations.clone(), org.clone(), user.clone());
+            tokio::spawn(async move {
+                let reached = integrations.connected(&org, &user).await.unwrap();
+                let wiki = reached
+                    .iter()
+                    .find(|i| i.name() == "wiki")
+                    .expect("reached");
+                let never = std::pin::pin!(std::future::pending::<()>());
+                wiki.call("wiki_whoami", &json!({}), never).await.unwrap()
+            })
+        })
+        .collect();
+    for call in calls {
+        let answer = call.await.unwrap();
+        assert!(answer.to_string().contains("client"), "{answer}");
+    }
+}
+
+#[tokio::test]
+async fn tool_calls_in_two_processes_on_one_sqlite_file_when_the_token_expires_cause_one_refresh() {
+    if let Ok(spec) = std::env::var(CHILD) {
+        return child_calls(&spec).await;
+    }
+    // The first access token lasts 30 s, under the vault's 60 s margin: due at once. The
+    // refreshed one lasts an hour: a process that reads the grant after the refresh uses it.
+    let server = RotatingServer::expiring(30).await;
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let store = Arc::new(knowledge_sqlite::SqliteStore::open(dir.path()).unwrap());
+    let api = Api::start_setup(Setup {
+        dir: Some(dir.clone()),
+        store: Some(store),
+        ..Setup::new(Arc::new(knowledge_core::adapters::agent::BuiltinAgent))
+    })
+    .await;
+    assert_eq!(
+        add(&api, &server.mcp_url(), "oauth_member").await.status,
+        200
+    );
+    assert_eq!(connect(&api, &api.user).await.status, 200);
+    let spec = format!(
+        "{}\n{}\n{}",
+        dir.path().display(),
+        api.user.org,
+        api.user.id
+    );
+    let this = "oauth::tool_calls_in_two_processes_on_one_sqlite_file_when_the_token_expires_cause_one_refresh";
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            tokio::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", this, "--test-threads=1"])
+                .env(CHILD, &spec)
+                .stdout(std::process::Stdio::null())
+                .kill_on_drop(true)
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        let done = tokio::time::timeout(std::time::Duration::from_secs(90), child.wait());
+        let status = done.await.expect("the process finishes").unwrap();
+        assert!(status.success(), "a process's calls failed: {status}");
+    }
+    let stats = server.stats().await;
+    assert_eq!(stats["refreshes"], 1, "{stats}");
+    assert_eq!(stats["reuses"], 0, "{stats}");
+}

@@ -126,6 +126,9 @@ pub struct Setup {
     pub origin: Option<String>,
     /// Where requests to addresses admins name may go: anywhere, as locally by default.
     pub egress: Egress,
+    /// A store to use instead of the one [`STORE_ENV`] selects (SQLite for a test of several
+    /// processes on one file, say).
+    pub store: Option<Arc<dyn TestStore>>,
 }
 
 impl Setup {
@@ -137,6 +140,7 @@ impl Setup {
             dir: None,
             origin: None,
             egress: Egress::ANYWHERE,
+            store: None,
         }
     }
 }
@@ -189,7 +193,10 @@ impl Api {
         let dir = setup
             .dir
             .unwrap_or_else(|| Arc::new(tempfile::tempdir().unwrap()));
-        let store = open_store(dir.path()).await;
+        let store = match setup.store {
+            Some(store) => store,
+            None => open_store(dir.path()).await,
+        };
         let origin = setup.origin.unwrap_or_else(|| BASE.to_owned());
         let clock = Arc::new(ShiftedClock::default());
         let settings = Settings {
