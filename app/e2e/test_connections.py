@@ -47,19 +47,24 @@ def greeting():
     s.stop()
 
 
-def test_an_admin_adds_a_server_by_url_a_member_connects_in_the_app_and_asks_through_it(greeting, example_server, page):
-    service = greeting
-    url, issuer = example_server
+def sign_in_and_add(service, page, url: str):
+    """Signs in with the one-time link (the default admin) and adds the MCP server at `url` as
+    `wiki`, each member's own account, in the admin Integrations page."""
     page.goto(service.first_link())
     expect(page.get_by_role("button", name="Sign out")).to_be_visible()
-
-    # The admin adds the server by its URL alone, as each member's own account.
     page.goto(f"{service.base}/admin/integrations")
     page.get_by_label("Name").fill("wiki")
     page.get_by_label("MCP endpoint URL").fill(url)
     page.get_by_label("Credentials").select_option("oauth_member")
     page.get_by_role("button", name="Connect", exact=True).click()
     expect(page.get_by_role("status")).to_have_text("wiki is connected.")
+
+
+def test_an_admin_adds_a_server_by_url_a_member_connects_in_the_app_and_asks_through_it(greeting, example_server, page):
+    service = greeting
+    url, issuer = example_server
+    # The admin adds the server by its URL alone, as each member's own account.
+    sign_in_and_add(service, page, url)
     row = page.get_by_role("row").filter(has_text="wiki")
     expect(row).to_contain_text(issuer.rstrip("/").removeprefix("http://"))
     expect(row).to_contain_text("registered dynamically")
@@ -109,14 +114,7 @@ def test_an_accessibility_scan_of_the_connections_page_finds_nothing_serious(gre
     # this context alone sets the policy aside.
     context = browser.new_context(bypass_csp=True)
     page = context.new_page()
-    page.goto(service.first_link())
-    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
-    page.goto(f"{service.base}/admin/integrations")
-    page.get_by_label("Name").fill("wiki")
-    page.get_by_label("MCP endpoint URL").fill(url)
-    page.get_by_label("Credentials").select_option("oauth_member")
-    page.get_by_role("button", name="Connect", exact=True).click()
-    expect(page.get_by_role("status")).to_have_text("wiki is connected.")
+    sign_in_and_add(service, page, url)
     assert axe_violations(page) == []
     page.goto(f"{service.base}/connections")
     expect(page.get_by_role("row").filter(has_text="wiki")).to_contain_text("Not connected")

@@ -5,6 +5,7 @@
 import { useEffect, useState } from 'preact/hooks';
 
 import { api } from '../api';
+import { hostOf } from '../url';
 import type { Connection } from '../wire';
 import { NoticeLine, type Notice, useNotice } from './admin/common';
 
@@ -27,14 +28,6 @@ function arrival(): Notice {
 
 function since(at?: string): string {
   return at ? new Date(at).toLocaleDateString() : '';
-}
-
-function host(issuer: string): string {
-  try {
-    return new URL(issuer).host;
-  } catch {
-    return issuer;
-  }
 }
 
 function state(c: Connection): string {
@@ -90,7 +83,7 @@ export function Connections() {
             {list.map((c) => (
               <tr key={c.integration} data-state={c.state}>
                 <th scope="row">{c.integration}</th>
-                <td>{host(c.issuer)}</td>
+                <td>{hostOf(c.issuer)}</td>
                 <td>{state(c)}</td>
                 <td class="actions">
                   {c.kind === 'member' && c.state !== 'connected' && (

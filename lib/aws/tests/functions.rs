@@ -27,7 +27,7 @@ use knowledge_dynamo::{DynamoStore, RequestCounter};
 use knowledge_egress::Egress;
 use knowledge_http::cookie::{CookieSigner, SECURE_COOKIE_NAME as COOKIE_NAME};
 use knowledge_oauth::{BoundedHttp, HttpAuthorizationServers};
-use knowledge_test_support::oauth::RotatingServer;
+use knowledge_test_support::oauth::{RotatingServer, authorize};
 use lambda_runtime::{Context, LambdaEvent};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -898,12 +898,7 @@ async fn connect_oauth(d: &Deployment, server: &RotatingServer) {
         .await
         .unwrap();
     let asked = servers.authorization(&oauth, &redirect).unwrap();
-    let browser = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let back = browser.get(&asked.url).send().await.unwrap();
-    let back = reqwest::Url::parse(back.headers()["location"].to_str().unwrap()).unwrap();
+    let back = reqwest::Url::parse(&authorize(&asked.url).await).unwrap();
     let code = back
         .query_pairs()
         .find(|(k, _)| k == "code")

@@ -147,21 +147,11 @@ impl DirectoryStore for DynamoStore {
     async fn put_member_data(
         &self, org: &OrgId, user: &UserId, data: &MemberData, audit: &AuditEntry,
     ) -> StoreResult<()> {
-        let bump = Update::builder()
-            .table_name(&self.table)
-            .set_key(Some(key_item(keys::member(org, user))))
-            .update_expression("ADD #v :one")
-            .condition_expression("attribute_exists(#pk)")
-            .expression_attribute_names("#v", "version")
-            .expression_attribute_names("#pk", keys::PK)
-            .expression_attribute_values(":one", n(1));
         let mut item = key_item(keys::member_data(org, user, data.kind.as_str(), &data.name));
         item.insert("value".into(), s(&data.value));
         let put = Put::builder().table_name(&self.table).set_item(Some(item));
         let writes = vec![
-            TransactWriteItem::builder()
-                .update(built(bump.build())?)
-                .build(),
+            self.member_version_bump(org, user)?,
             TransactWriteItem::builder()
                 .put(built(put.build())?)
                 .build(),
@@ -303,6 +293,25 @@ impl DirectoryStore for DynamoStore {
 }
 
 impl DynamoStore {
+    /// The transaction item that moves the member's version (`ADD version 1`), on the condition
+    /// that the member exists: a write to their data with it makes a removal that listed the
+    /// data before fail and read again.
+    pub(crate) fn member_version_bump(
+        &self, org: &OrgId, user: &UserId,
+    ) -> StoreResult<TransactWriteItem> {
+        let bump = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_item(keys::member(org, user))))
+            .update_expression("ADD #v :one")
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#v", "version")
+            .expression_attribute_names("#pk", keys::PK)
+            .expression_attribute_values(":one", n(1));
+        Ok(TransactWriteItem::builder()
+            .update(built(bump.build())?)
+            .build())
+    }
+
     /// The transaction that removes `member` at its version with its claims and data, and
     /// writes `audit`; the member's delete is first.
     async fn member_removal(

@@ -51,21 +51,8 @@ impl GrantStore for DynamoStore {
                 let key = keys::member_data(org, user, KIND, integration);
                 let mut writes = Vec::new();
                 if previous.is_none() {
-                    // A new item in the member's data: the member's version moves, so that a
-                    // removal that listed the data before it fails and reads again.
-                    let bump = Update::builder()
-                        .table_name(&self.table)
-                        .set_key(Some(key_item(keys::member(org, user))))
-                        .update_expression("ADD #v :one")
-                        .condition_expression("attribute_exists(#pk)")
-                        .expression_attribute_names("#v", "version")
-                        .expression_attribute_names("#pk", keys::PK)
-                        .expression_attribute_values(":one", n(1));
-                    writes.push(
-                        TransactWriteItem::builder()
-                            .update(built(bump.build())?)
-                            .build(),
-                    );
+                    // A new item in the member's data moves the member's version.
+                    writes.push(self.member_version_bump(org, user)?);
                 }
                 let mut values = Vec::new();
                 if let Some(p) = previous {

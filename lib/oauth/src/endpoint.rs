@@ -120,6 +120,21 @@ fn found(d: Discovered) -> FoundServer {
     }
 }
 
+/// The inverse of [`found`], for the requests of [`crate::client`].
+fn unfound(s: &FoundServer) -> Discovered {
+    Discovered {
+        resource: s.resource.clone(),
+        issuer: s.issuer.clone(),
+        authorization_endpoint: s.authorization_endpoint.clone(),
+        token_endpoint: s.token_endpoint.clone(),
+        registration_endpoint: s.registration_endpoint.clone(),
+        revocation_endpoint: s.revocation_endpoint.clone(),
+        scopes: s.scopes.clone(),
+        client_id_metadata_document_supported: s.client_id_metadata_document_supported,
+        iss_parameter_supported: s.iss_parameter_supported,
+    }
+}
+
 fn discovery_failure(e: DiscoveryError) -> DiscoveryFailure {
     match e {
         DiscoveryError::NotProtected => DiscoveryFailure::NotProtected,
@@ -145,18 +160,7 @@ impl AuthorizationServers for HttpAuthorizationServers {
     async fn register(
         &self, server: &FoundServer, redirect_uri: &str, client_name: &str,
     ) -> Result<(String, Option<String>), DiscoveryFailure> {
-        let found = Discovered {
-            resource: server.resource.clone(),
-            issuer: server.issuer.clone(),
-            authorization_endpoint: server.authorization_endpoint.clone(),
-            token_endpoint: server.token_endpoint.clone(),
-            registration_endpoint: server.registration_endpoint.clone(),
-            revocation_endpoint: server.revocation_endpoint.clone(),
-            scopes: server.scopes.clone(),
-            client_id_metadata_document_supported: server.client_id_metadata_document_supported,
-            iss_parameter_supported: server.iss_parameter_supported,
-        };
-        let client = client::register(&self.http, &found, redirect_uri, client_name)
+        let client = client::register(&self.http, &unfound(server), redirect_uri, client_name)
             .await
             .map_err(|e| match e {
                 OAuthError::Unreachable(HttpError::Refused(refused)) => {

@@ -65,18 +65,7 @@ const REDIRECT_URI: &str = "http://127.0.0.1:9/api/oauth/callback/org_a/greeter"
 /// Follows the authorization URL as a browser would up to the redirect back; returns the
 /// `code` and `state` it carries. The example server approves at once.
 async fn authorize(url: &str) -> (String, String) {
-    let browser = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let answer = browser.get(url).send().await.unwrap();
-    assert_eq!(
-        answer.status().as_u16(),
-        302,
-        "{}",
-        answer.text().await.unwrap()
-    );
-    let back = Url::parse(answer.headers()["location"].to_str().unwrap()).unwrap();
+    let back = Url::parse(&knowledge_test_support::oauth::authorize(url).await).unwrap();
     assert!(back.as_str().starts_with(REDIRECT_URI), "{back}");
     let param = |name| {
         back.query_pairs()

@@ -163,3 +163,16 @@ impl RotatingServer {
         assert!(answer.status().is_success());
     }
 }
+
+/// Follows an authorization URL as a browser would, up to the authorization server's redirect
+/// back (the servers here approve at once): where it sends the browser.
+pub async fn authorize(url: &str) -> String {
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let answer = browser.get(url).send().await.unwrap();
+    let status = answer.status().as_u16();
+    assert_eq!(status, 302, "{}", answer.text().await.unwrap());
+    answer.headers()["location"].to_str().unwrap().to_owned()
+}

@@ -5,6 +5,7 @@
 import { useEffect, useState } from 'preact/hooks';
 
 import { type AdminMember, type Integration, admin, memberName } from '../../admin';
+import { hostOf } from '../../url';
 import { NoticeLine, type Notice, useNotice } from './common';
 
 function isOAuth(auth: Integration['auth']): boolean {
@@ -24,14 +25,6 @@ function credentials(i: Integration): string {
   const at = hostOf(i.oauth.issuer);
   const whose = i.auth === 'oauth_member' ? "Each member's own account" : "The organisation's account";
   return `${whose} at ${at} (${REGISTRATIONS[i.oauth.registration] ?? i.oauth.registration})`;
-}
-
-function hostOf(issuer: string): string {
-  try {
-    return new URL(issuer).host;
-  } catch {
-    return issuer;
-  }
 }
 
 /** How the organisation's connect went, from the URL the callback sent the browser to. */

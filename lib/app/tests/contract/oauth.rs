@@ -7,12 +7,14 @@ use std::sync::Arc;
 
 use knowledge_core::clock::SystemClock;
 use knowledge_core::domain::GrantOwner;
-use knowledge_core::ports::Integrations;
+use knowledge_core::ids::{OrgId, UserId};
+use knowledge_core::ports::{IntegrationError, Integrations, Store};
+use knowledge_core::seal::Sealer;
 use knowledge_core::vault::{Vault, VaultTiming};
 use knowledge_egress::Egress;
 use knowledge_mcp::{StoredIntegrations, Timeouts};
 use knowledge_oauth::{BoundedHttp, HttpAuthorizationServers};
-use knowledge_test_support::oauth::{RotatingServer, SdkExampleServer};
+use knowledge_test_support::oauth::{RotatingServer, SdkExampleServer, authorize};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -54,41 +56,25 @@ fn set_cookie(reply: &Reply, name: &str) -> String {
     header.split(';').next().unwrap().to_owned()
 }
 
-/// Connects `user`'s own account to `wiki` as a browser does: begins the connect, follows the
-/// authorization URL (the servers approve at once) and brings the redirect back to the
-/// service with the connect's cookie. Returns the callback's reply.
-async fn connect(api: &Api, user: &User) -> Reply {
-    let started = request(
-        api,
-        user,
-        Method::POST,
-        "/api/integrations/wiki/connect",
-        None,
-        &[],
-    );
-    let started = started.await;
+/// A connect begun by `user` for `wiki`, up to the authorization server's redirect back (the
+/// servers approve at once): the path and query it sends the browser to, and the connect's
+/// cookie.
+async fn begun(api: &Api, user: &User) -> (String, String) {
+    let path = "/api/integrations/wiki/connect";
+    let started = request(api, user, Method::POST, path, None, &[]).await;
     assert_eq!(started.status, 200, "{}", started.body);
     let cookie = set_cookie(&started, "ks_connect");
-    let url = started.body["authorizationUrl"].as_str().unwrap();
-    let back = authorize(url).await;
-    let path = back.strip_prefix(BASE).expect("back to the service");
-    request(api, user, Method::GET, path, None, &[&cookie]).await
+    let back = authorize(started.body["authorizationUrl"].as_str().unwrap()).await;
+    let back = back.strip_prefix(BASE).expect("back to the service");
+    (back.to_owned(), cookie)
 }
 
-/// Follows `url` at the authorization server up to its redirect back; returns where to.
-async fn authorize(url: &str) -> String {
-    let browser = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let answer = browser.get(url).send().await.unwrap();
-    assert_eq!(
-        answer.status().as_u16(),
-        302,
-        "{}",
-        answer.text().await.unwrap()
-    );
-    answer.headers()["location"].to_str().unwrap().to_owned()
+/// Connects `user`'s own account to `wiki` as a browser does: begins the connect, follows the
+/// authorization URL and brings the redirect back to the service with the connect's cookie.
+/// Returns the callback's reply.
+async fn connect(api: &Api, user: &User) -> Reply {
+    let (path, cookie) = begun(api, user).await;
+    request(api, user, Method::GET, &path, None, &[&cookie]).await
 }
 
 /// `user`'s view of `wiki` in their connections.
@@ -167,33 +153,49 @@ async fn a_server_that_needs_no_authorization_is_refused_as_oauth_and_nothing_is
     assert_eq!(listed.await.body["integrations"], json!([]));
 }
 
-/// The organisation's integrations as a RunTool step of another process reaches them: its own
-/// store handle and vault over the same data.
-async fn another_process(api: &Api) -> StoredIntegrations {
-    let store = open_store(api.dir.path()).await;
+/// The organisations' integrations over `store`, with a vault of their own: what a RunTool
+/// step of a process builds.
+fn integrations_over(store: Arc<dyn Store>, sealer: Arc<Sealer>) -> StoredIntegrations {
     let http = BoundedHttp::new(Egress::ANYWHERE).unwrap();
+    let servers = Arc::new(HttpAuthorizationServers::new(http));
+    let clock = Arc::new(SystemClock);
     let vault = Vault::new(
         store.clone(),
-        Arc::new(HttpAuthorizationServers::new(http)),
-        api.sealer.clone(),
-        Arc::new(SystemClock),
+        servers,
+        sealer.clone(),
+        clock,
         VaultTiming::default(),
     );
     let fixed = Arc::new(knowledge_core::adapters::integrations::FixedIntegrations::new());
-    StoredIntegrations::new(
-        store,
-        api.sealer.clone(),
-        fixed,
-        Timeouts::default(),
-        Egress::ANYWHERE,
-    )
-    .with_vault(Arc::new(vault))
+    StoredIntegrations::new(store, sealer, fixed, Timeouts::default(), Egress::ANYWHERE)
+        .with_vault(Arc::new(vault))
+}
+
+/// The organisation's integrations as a RunTool step of another process reaches them: its own
+/// store handle and vault over the same data.
+async fn another_process(api: &Api) -> StoredIntegrations {
+    integrations_over(open_store(api.dir.path()).await, api.sealer.clone())
+}
+
+/// `wiki`'s tool `whoami`, called as `user` of `org` through `integrations` (which must reach
+/// it).
+async fn whoami(
+    integrations: &StoredIntegrations, org: &OrgId, user: &UserId,
+) -> Result<Value, IntegrationError> {
+    let reached = integrations.connected(org, user).await.unwrap();
+    let wiki = reached
+        .iter()
+        .find(|i| i.name() == "wiki")
+        .expect("reached");
+    let never = std::pin::pin!(std::future::pending::<()>());
+    wiki.call("wiki_whoami", &json!({}), never).await
 }
 
 #[tokio::test]
 async fn twenty_tool_calls_in_two_processes_when_the_token_expires_cause_one_refresh() {
-    // Access tokens last 30 s, under the vault's 60 s margin: due at once.
-    let server = RotatingServer::with_mcp(30).await;
+    // The first access token lasts 30 s, under the vault's 60 s margin: due at once; the
+    // refreshed one an hour; each refresh takes a second, so the callers meet it in flight.
+    let server = RotatingServer::expiring(30).await;
     let api = Api::start().await;
     assert_eq!(
         add(&api, &server.mcp_url(), "oauth_member").await.status,
@@ -204,19 +206,10 @@ async fn twenty_tool_calls_in_two_processes_when_the_token_expires_cause_one_ref
         Arc::new(another_process(&api).await),
         Arc::new(another_process(&api).await),
     ];
-    let (org, user) = (api.user.org.clone(), api.user.id.clone());
     let calls: Vec<_> = (0..20)
         .map(|i| {
-            let (integrations, org, user) = (processes[i % 2].clone(), org.clone(), user.clone());
-            tokio::spawn(async move {
-                let reached = integrations.connected(&org, &user).await.unwrap();
-                let wiki = reached
-                    .iter()
-                    .find(|i| i.name() == "wiki")
-                    .expect("reached");
-                let never = std::pin::pin!(std::future::pending::<()>());
-                wiki.call("wiki_whoami", &json!({}), never).await
-            })
+            let (integrations, user) = (processes[i % 2].clone(), api.user.clone());
+            tokio::spawn(async move { whoami(&integrations, &user.org, &user.id).await })
         })
         .collect();
     for call in calls {
@@ -239,16 +232,9 @@ async fn a_token_the_server_stops_taking_is_refreshed_once_and_the_call_retried(
     assert_eq!(connect(&api, &api.user).await.status, 200);
     server.expire_access_tokens().await;
     let integrations = another_process(&api).await;
-    let reached = integrations
-        .connected(&api.user.org, &api.user.id)
+    let answer = whoami(&integrations, &api.user.org, &api.user.id)
         .await
         .unwrap();
-    let wiki = reached
-        .iter()
-        .find(|i| i.name() == "wiki")
-        .expect("reached");
-    let never = std::pin::pin!(std::future::pending::<()>());
-    let answer = wiki.call("wiki_whoami", &json!({}), never).await.unwrap();
     assert!(answer.to_string().contains("client"), "{answer}");
     assert_eq!(server.stats().await["refreshes"], 1);
 }
@@ -322,16 +308,11 @@ async fn the_organisations_account_is_connected_by_an_admin_and_used_by_every_me
         (Some("organisation"), Some("connected"))
     );
     let integrations = another_process(&api).await;
-    let reached = integrations
-        .connected(&viewer.org, &viewer.id)
-        .await
-        .unwrap();
-    let wiki = reached
-        .iter()
-        .find(|i| i.name() == "wiki")
-        .expect("the viewer reaches it");
-    let never = std::pin::pin!(std::future::pending::<()>());
-    assert!(wiki.call("wiki_whoami", &json!({}), never).await.is_ok());
+    let answer = whoami(&integrations, &viewer.org, &viewer.id).await;
+    assert!(
+        answer.is_ok(),
+        "the viewer reaches it with the organisation's account: {answer:?}"
+    );
     // Removing the integration removes the organisation's grant and revokes it.
     let path = "/api/admin/integrations/wiki";
     let removed = request(&api, &api.user, Method::DELETE, path, None, &[]).await;
@@ -361,7 +342,7 @@ async fn deprovisioning_a_member_deletes_their_grant_and_revokes_it_at_the_serve
     let body = json!({ "schemas": [core], "userName": "ann@example.com", "active": true });
     let created = scim(Method::POST, "/Users", Some(body)).await;
     assert_eq!(created.status, 201, "{}", created.body);
-    let id = knowledge_core::ids::UserId::parse(created.body["id"].as_str().unwrap()).unwrap();
+    let id = UserId::parse(created.body["id"].as_str().unwrap()).unwrap();
     let ann = User {
         cookie: api.cookie(&id, &org),
         id: id.clone(),
@@ -396,24 +377,6 @@ async fn deprovisioning_a_member_deletes_their_grant_and_revokes_it_at_the_serve
         ),
         (Some(1), Some(1))
     );
-}
-
-/// A connect begun by `user` for `wiki`, up to the authorization server's redirect back:
-/// the path and query it sends the browser to, and the connect's cookie.
-async fn begun(api: &Api, user: &User) -> (String, String) {
-    let started = request(
-        api,
-        user,
-        Method::POST,
-        "/api/integrations/wiki/connect",
-        None,
-        &[],
-    );
-    let started = started.await;
-    assert_eq!(started.status, 200, "{}", started.body);
-    let cookie = set_cookie(&started, "ks_connect");
-    let back = authorize(started.body["authorizationUrl"].as_str().unwrap()).await;
-    (back.strip_prefix(BASE).unwrap().to_owned(), cookie)
 }
 
 /// What an attacker makes of a genuine callback (its path and the connect's cookie): the
@@ -653,8 +616,8 @@ async fn the_client_metadata_document_is_served_only_for_an_integration_whose_cl
     }
 }
 
-/// Set in a child process of the test below: the data directory, the organisation and the user
-/// whose grant it uses, and the MCP URL, one per line.
+/// Set in a child process of the test below: the data directory, and the organisation and the
+/// user whose grant it uses, one per line.
 const CHILD: &str = "KNOWLEDGE_TEST_GRANT_CHILD";
 
 /// Ten tool calls at once from this process, as a RunTool step of each would make them, on
@@ -663,34 +626,14 @@ async fn child_calls(spec: &str) {
     let lines: Vec<&str> = spec.lines().collect();
     let store =
         Arc::new(knowledge_sqlite::SqliteStore::open(std::path::Path::new(lines[0])).unwrap());
-    let org = knowledge_core::ids::OrgId::parse(lines[1]).unwrap();
-    let user = knowledge_core::ids::UserId::parse(lines[2]).unwrap();
-    let http = BoundedHttp::new(Egress::ANYWHERE).unwrap();
-    let sealer = Arc::new(knowledge_core::seal::Sealer::new(&[9; 32]).unwrap());
-    let vault = Vault::new(
-        store.clone(),
-        Arc::new(HttpAuthorizationServers::new(http)),
-        sealer.clone(),
-        Arc::new(SystemClock),
-        VaultTiming::default(),
-    );
-    let fixed = Arc::new(knowledge_core::adapters::integrations::FixedIntegrations::new());
-    let integrations = Arc::new(
-        StoredIntegrations::new(store, sealer, fixed, Timeouts::default(), Egress::ANYWHERE)
-            .with_vault(Arc::new(vault)),
-    );
+    let org = OrgId::parse(lines[1]).unwrap();
+    let user = UserId::parse(lines[2]).unwrap();
+    let sealer = Arc::new(Sealer::new(&[9; 32]).unwrap());
+    let integrations = Arc::new(integrations_over(store, sealer));
     let calls: Vec<_> = (0..10)
         .map(|_| {
             let (integrations, org, user) = (integrations.clone(), org.clone(), user.clone());
-            tokio::spawn(async move {
-                let reached = integrations.connected(&org, &user).await.unwrap();
-                let wiki = reached
-                    .iter()
-                    .find(|i| i.name() == "wiki")
-                    .expect("reached");
-                let never = std::pin::pin!(std::future::pending::<()>());
-                wiki.call("wiki_whoami", &json!({}), never).await.unwrap()
-            })
+            tokio::spawn(async move { whoami(&integrations, &org, &user).await.unwrap() })
         })
         .collect();
     for call in calls {
