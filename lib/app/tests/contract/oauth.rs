@@ -690,3 +690,39 @@ async fn tool_calls_in_two_processes_on_one_sqlite_file_when_the_token_expires_c
     assert_eq!(stats["refreshes"], 1, "{stats}");
     assert_eq!(stats["reuses"], 0, "{stats}");
 }
+
+#[tokio::test]
+async fn an_admin_demoted_while_connecting_the_organisations_account_connects_nothing() {
+    use knowledge_core::domain::Role;
+    let server = RotatingServer::with_mcp(3600).await;
+    let api = Api::start().await;
+    assert_eq!(
+        add(&api, &server.mcp_url(), "oauth_organisation")
+            .await
+            .status,
+        200
+    );
+    let second = api.new_user(&api.user.org).await;
+    let admins = api.admin();
+    admins
+        .add_member(&second.org, Some(second.id.clone()), Role::Admin)
+        .await
+        .unwrap();
+    let path = "/api/admin/integrations/wiki/connect";
+    let started = request(&api, &second, Method::POST, path, None, &[]).await;
+    assert_eq!(started.status, 200, "{}", started.body);
+    let cookie = set_cookie(&started, "ks_connect");
+    let back = authorize(started.body["authorizationUrl"].as_str().unwrap()).await;
+    admins
+        .add_member(&second.org, Some(second.id.clone()), Role::Viewer)
+        .await
+        .unwrap();
+    let path = back.strip_prefix(BASE).unwrap();
+    let refused = request(&api, &second, Method::GET, path, None, &[&cookie]).await;
+    assert_eq!((refused.status, refused.code()), (400, "connect_failed"));
+    let grant = api
+        .svc
+        .store
+        .get_grant(&api.user.org, &GrantOwner::Organisation, "wiki");
+    assert_eq!(grant.await.unwrap(), None);
+}

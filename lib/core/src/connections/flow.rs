@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::{ConnectionKind, Connections, vault_error};
-use crate::domain::{Actor, AuditAction, AuditEntry, GrantOwner, Ticket};
+use crate::domain::{Actor, AuditAction, AuditEntry, GrantOwner, Role, Ticket};
 use crate::error::CoreError;
 use crate::ids::{OrgId, UserId};
 use crate::ports::TokenError;
@@ -119,8 +119,9 @@ impl Connections {
     /// the outcome. Refused as `ConnectFailed` (the cause logged): an unknown, used or expired
     /// `state`; another organisation's or integration's flow; another browser; the server's
     /// refusal; an `iss` that is not the server's, or none where the server promised one; a
-    /// code the server does not exchange. Returns the integration's name and whose account it
-    /// connected. Errors also: `NotFound` (the integration or member is gone),
+    /// code the server does not exchange; an organisation's connect whose admin is no longer
+    /// one; a member or integration gone meanwhile. Returns whose account it connected.
+    /// Errors also: `NotFound` (the integration is no longer an OAuth one of that kind),
     /// `AuthorizationServerUnavailable`.
     pub async fn finish(
         &self, org: &str, name: &str, params: &CallbackParams<'_>, browser_secret: Option<&str>,
@@ -170,6 +171,12 @@ impl Connections {
             Some(_) => ConnectionKind::Member,
             None => ConnectionKind::Organisation,
         };
+        if kind == ConnectionKind::Organisation {
+            let member = self.directory.get_member(&ticket.org, &ticket.user).await?;
+            if member.is_none_or(|m| m.role != Role::Admin) {
+                return Err(failed("the admin who began the connect is no longer one"));
+            }
+        }
         let integration = self.integration(&ticket.org, name, kind).await?;
         let server = integration
             .oauth

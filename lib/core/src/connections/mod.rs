@@ -11,8 +11,6 @@ mod flow;
 
 use std::sync::Arc;
 
-use serde::Serialize;
-
 use crate::clock::{Clock, Timestamp};
 use crate::domain::{
     Actor, AuditAction, AuditEntry, GrantOwner, GrantStatus, IntegrationAuth, IntegrationConfig,
@@ -30,8 +28,7 @@ pub use flow::{CallbackParams, Started};
 pub const CONNECT_TTL_MS: i64 = 10 * 60 * 1000;
 
 /// Whose account a connection is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnectionKind {
     /// Each member connects their own.
     Member,
@@ -218,7 +215,10 @@ pub fn client_document_url(origin: &str, org: &OrgId, name: &str) -> String {
 
 fn vault_error(e: VaultError) -> CoreError {
     match e {
-        VaultError::NotConnected => CoreError::NotFound("member"),
+        VaultError::NotConnected => {
+            tracing::warn!("a connect's member or integration is gone");
+            CoreError::ConnectFailed
+        }
         VaultError::NeedsReconnect(_) => CoreError::ConnectFailed,
         VaultError::Unavailable(why) => CoreError::internal(why),
     }
