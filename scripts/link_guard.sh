@@ -18,12 +18,15 @@ target="${CARGO_TARGET_DIR:-target}/debug"
 #   knowledge_providers::openai: the agent's provider (only create-session and CallAgent)
 #   knowledge_http::admin: the admin API's handlers (only the admin function's routes)
 #   knowledge_http::scim: SCIM's handlers (only the SCIM function)
+#   knowledge_oauth: the integrations' authorization servers' client (only the functions that
+#     connect, use or revoke OAuth grants: admin, integrations, oauth-callback, scim, the agent
+#     and tool steps; sso's sign-in reaches its providers through knowledge_oidc)
 declare -A forbidden=(
-  [message]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::admin knowledge_http::scim::users"
-  [transcript]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::admin knowledge_http::scim::users"
-  [load-turn]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai"
-  [sweep]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai"
-  [create-session]="openidconnect rmcp tantivy rusqlite"
+  [message]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::admin knowledge_http::scim::users knowledge_oauth::endpoint"
+  [transcript]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::admin knowledge_http::scim::users knowledge_oauth::endpoint"
+  [load-turn]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_oauth::endpoint"
+  [sweep]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_oauth::endpoint"
+  [create-session]="openidconnect rmcp tantivy rusqlite knowledge_oauth::endpoint"
   [sso-callback]="rmcp tantivy rusqlite knowledge_providers::openai"
   [call-agent]="openidconnect tantivy rusqlite"
 )

@@ -20,7 +20,8 @@ use knowledge_core::admin::{AdminStores, Administration};
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::connections::Connections;
 use knowledge_core::ports::{
-    Agent, IdentityDiscovery, IdentityProvider, IntegrationReach, Integrations, Store, Workflow,
+    Agent, AuthorizationServers, IdentityDiscovery, IdentityProvider, IntegrationReach,
+    Integrations, Store, Workflow,
 };
 use knowledge_core::scim::Directory;
 use knowledge_core::seal::Sealer;
@@ -32,7 +33,6 @@ use knowledge_egress::Egress;
 use knowledge_http::cookie::{CookieSigner, Lifetime};
 use knowledge_http::{HttpConfig, Routes, ScimApi, SessionApi};
 use knowledge_mcp::{StoredIntegrations, Timeouts};
-use knowledge_oauth::{BoundedHttp, HttpAuthorizationServers};
 use knowledge_web::Files;
 
 /// A setting the requested part of the application needs was not given.
@@ -67,6 +67,11 @@ pub struct Settings {
     /// provider is given (the admin function, which signs nobody in); the identity provider
     /// serves for it otherwise.
     pub identity_discovery: Option<Arc<dyn IdentityDiscovery>>,
+    /// The authorization servers of OAuth integrations (discovery, registration, the code
+    /// exchange, refresh, revocation); connecting, using and revoking OAuth grants need it
+    /// (and the sealer). Built by the runtime where a function's row uses grants, so that the
+    /// others link no OAuth client.
+    pub authorization_servers: Option<Arc<dyn AuthorizationServers>>,
     /// How long a sign-in lasts.
     pub lifetime: Lifetime,
     /// Where the browser app's files come from: built in, or a folder (development).
@@ -89,6 +94,7 @@ impl Settings {
             egress: Egress::PUBLIC_ONLY,
             identity_provider: None,
             identity_discovery: None,
+            authorization_servers: None,
             lifetime: Lifetime::default(),
             app_files: Files::Embedded,
             clock: Arc::new(SystemClock),
@@ -124,7 +130,7 @@ pub struct App {
 /// What OAuth integrations are connected and used through.
 #[derive(Clone)]
 struct OAuthParts {
-    servers: Arc<HttpAuthorizationServers>,
+    servers: Arc<dyn AuthorizationServers>,
     vault: Arc<Vault>,
 }
 
@@ -148,18 +154,11 @@ impl App {
             .as_ref()
     }
 
-    /// The authorization servers and the vault; `None` without a sealer, or (logged) when the
-    /// HTTP client cannot be built.
+    /// The authorization servers and the vault; `None` without either the servers or a
+    /// sealer.
     fn oauth_parts(settings: &Settings, store: &Arc<dyn Store>) -> Option<OAuthParts> {
         let sealer = settings.sealer.clone()?;
-        let http = match BoundedHttp::new(settings.egress) {
-            Ok(http) => http,
-            Err(e) => {
-                tracing::error!(error = %e, "no HTTP client for authorization servers");
-                return None;
-            }
-        };
-        let servers = Arc::new(HttpAuthorizationServers::new(http));
+        let servers = settings.authorization_servers.clone()?;
         let vault = Arc::new(Vault::new(
             store.clone(),
             servers.clone(),
@@ -305,7 +304,7 @@ impl App {
     /// The connections to OAuth integrations. Errors: no sealer.
     fn connections(&self) -> Result<Connections, AssemblyError> {
         let s = &self.settings;
-        let oauth = self.oauth().ok_or(AssemblyError("the sealing key"))?;
+        let oauth = (self.oauth()).ok_or(AssemblyError("the authorization servers' client"))?;
         let sealer = s.sealer.clone().ok_or(AssemblyError("the sealing key"))?;
         Ok(Connections::new(
             self.store.clone(),

@@ -54,6 +54,9 @@ pub enum ConfigError {
     /// The HTTP client of the identity providers could not be built.
     #[error("the identity providers' client")]
     IdentityProvider(#[source] BackendError),
+    /// The HTTP client of the integrations' authorization servers could not be built.
+    #[error("the authorization servers' client")]
+    AuthorizationServers(#[source] BackendError),
     #[error(transparent)]
     Assembly(#[from] AssemblyError),
 }

@@ -58,6 +58,9 @@ pub async fn settings(
     if let Some(identity_discovery) = parts.identity_discovery {
         settings.identity_discovery = Some(identity_discovery(env.egress)?);
     }
+    if let Some(authorization_servers) = parts.authorization_servers {
+        settings.authorization_servers = Some(authorization_servers(env.egress)?);
+    }
     if let Some(agent) = parts.agent {
         let api_key = match &env.provider_key_secret {
             Some(id) if function.secrets.provider_key => {

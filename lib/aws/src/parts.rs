@@ -1,5 +1,5 @@
 //! The optional parts of a function's binary: the identity providers' client, the agent's
-//! provider, the MCP client, the built-in files (the app's, the OpenAPI document), and how the
+//! provider, the integrations' authorization servers' client, the MCP client, the built-in files (the app's, the OpenAPI document), and how the
 //! function runs. Each function links only those its row uses: its `main` ([`crate::main!`])
 //! evaluates [`Parts::of`] its row at compile time, so the constant it passes on holds
 //! pointers to the parts that function needs and nothing names the others, which the linker
@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use knowledge_app::App;
 use knowledge_app::functions::{Function, Identity, Integrations, Serves};
-use knowledge_core::ports::{Agent, IdentityDiscovery, IdentityProvider};
+use knowledge_core::ports::{Agent, AuthorizationServers, IdentityDiscovery, IdentityProvider};
 use knowledge_egress::Egress;
 
 use crate::ConfigError;
@@ -25,6 +25,10 @@ pub type MakeIdentityProvider = fn(Egress) -> Result<Arc<dyn IdentityProvider>, 
 /// Builds the same client for their discovery alone (no sign-in linked).
 pub type MakeIdentityDiscovery = fn(Egress) -> Result<Arc<dyn IdentityDiscovery>, ConfigError>;
 
+/// Builds the client of the integrations' authorization servers, under the egress guard.
+pub type MakeAuthorizationServers =
+    fn(Egress) -> Result<Arc<dyn AuthorizationServers>, ConfigError>;
+
 /// How a function runs once started: serving HTTP, a Task or the sweep.
 pub type Entry = fn(Parts) -> Pin<Box<dyn Future<Output = Result<(), lambda_runtime::Error>>>>;
 
@@ -36,6 +40,8 @@ pub struct Parts {
     pub function: Function,
     pub identity_provider: Option<MakeIdentityProvider>,
     pub identity_discovery: Option<MakeIdentityDiscovery>,
+    /// For the functions that connect, use or revoke OAuth grants.
+    pub authorization_servers: Option<MakeAuthorizationServers>,
     pub agent: Option<MakeAgent>,
     pub integrations: Option<fn(App) -> App>,
     /// The whole router of a function that serves files built into the binary.
@@ -58,6 +64,10 @@ impl Parts {
             identity_discovery: match uses.identity {
                 Identity::Discovery => Some(identity_discovery),
                 _ => None,
+            },
+            authorization_servers: match uses.integrations {
+                Integrations::Tools | Integrations::Grants => Some(authorization_servers),
+                Integrations::None | Integrations::Reach => None,
             },
             agent: if uses.agent { Some(agent) } else { None },
             integrations: match uses.integrations {
@@ -92,6 +102,14 @@ fn identity_discovery(egress: Egress) -> Result<Arc<dyn IdentityDiscovery>, Conf
 
 fn open_id_connect(egress: Egress) -> Result<knowledge_oidc::OpenIdConnect, ConfigError> {
     knowledge_oidc::OpenIdConnect::new(egress).map_err(|e| ConfigError::IdentityProvider(e.into()))
+}
+
+fn authorization_servers(egress: Egress) -> Result<Arc<dyn AuthorizationServers>, ConfigError> {
+    let http = knowledge_oauth::BoundedHttp::new(egress)
+        .map_err(|e| ConfigError::AuthorizationServers(e.into()))?;
+    Ok(Arc::new(knowledge_oauth::HttpAuthorizationServers::new(
+        http,
+    )))
 }
 
 fn agent(var: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn Agent>, ConfigError> {

@@ -24,6 +24,7 @@ use knowledge_http::HttpConfig;
 use knowledge_http::cookie::Lifetime;
 use knowledge_local::admin::{audit_json, integration_json, org_json};
 use knowledge_local::{LocalService, LocalStore, ServerLimits, cookie_signer, sealer};
+use knowledge_oauth::{BoundedHttp, HttpAuthorizationServers};
 use knowledge_oidc::OpenIdConnect;
 use knowledge_providers::agent_from_env;
 use knowledge_web::Files;
@@ -274,6 +275,9 @@ async fn serve(
         agent: Some(agent.agent),
         fixed_integrations: Arc::new(integrations),
         identity_provider: Some(Arc::new(OpenIdConnect::new(egress)?)),
+        authorization_servers: Some(Arc::new(HttpAuthorizationServers::new(BoundedHttp::new(
+            egress,
+        )?))),
         egress,
         lifetime,
         app_files,

@@ -22,6 +22,7 @@ use knowledge_core::sso::SsoChange;
 use knowledge_core::testing::{MemoryStore, ShiftedClock};
 use knowledge_egress::Egress;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
+use knowledge_oauth::{BoundedHttp, HttpAuthorizationServers};
 use knowledge_oidc::OpenIdConnect;
 use knowledge_sqlite::SqliteStore;
 use tower::ServiceExt;
@@ -205,6 +206,9 @@ impl Api {
             agent: Some(setup.agent),
             fixed_integrations: setup.integrations,
             identity_provider: Some(Arc::new(OpenIdConnect::new(setup.egress).unwrap())),
+            authorization_servers: Some(Arc::new(HttpAuthorizationServers::new(
+                BoundedHttp::new(setup.egress).unwrap(),
+            ))),
             egress: setup.egress,
             clock: clock.clone(),
             ..Settings::new(&origin)

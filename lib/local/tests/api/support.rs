@@ -147,6 +147,9 @@ impl Api {
             agent: Some(setup.agent),
             fixed_integrations: setup.integrations,
             identity_provider: Some(Arc::new(OpenIdConnect::new(setup.egress).unwrap())),
+            authorization_servers: Some(Arc::new(knowledge_oauth::HttpAuthorizationServers::new(
+                knowledge_oauth::BoundedHttp::new(setup.egress).unwrap(),
+            ))),
             egress: setup.egress,
             clock: clock.clone(),
             ..Settings::new(&origin)
