@@ -63,6 +63,12 @@ function App() {
     return () => window.removeEventListener('online', refresh);
   }, [account, refresh, section]);
 
+  // The tab is titled after what it shows: the open conversation, or the page.
+  useEffect(() => {
+    const title = section ? 'Admin' : connections ? 'Connections' : sessions.find((s) => s.id === current)?.title;
+    document.title = title ? `${title} – Knowledge` : 'Knowledge';
+  }, [current, sessions, section, connections]);
+
   const open = (id: string | null) => {
     history.pushState(null, '', id ? `/c/${encodeURIComponent(id)}` : '/');
     setCurrent(id);
