@@ -943,16 +943,22 @@ async fn on_loopback() -> Deployment {
     d
 }
 
+/// A fresh deployment on loopback with the sample user's grant on `server`, and a follow-up
+/// whose run is bound to its execution (LoadTurn done): CallAgent's output and requests.
+async fn call_agent_with_grant(server: &RotatingServer) -> (Value, BTreeMap<String, u64>) {
+    let d = on_loopback().await;
+    connect_oauth(&d, server).await;
+    let turn = follow_up(&d).await;
+    step(&d, Handler::LoadTurn, &turn).await;
+    step(&d, Handler::CallAgent, &turn).await
+}
+
 #[tokio::test]
 async fn call_agent_reads_an_oauth_grant_with_the_members_data_and_a_refresh_costs_three_requests()
 {
     // Tokens that last an hour: no refresh is due.
     let server = RotatingServer::with_mcp(3600).await;
-    let d = on_loopback().await;
-    connect_oauth(&d, &server).await;
-    let turn = follow_up(&d).await;
-    step(&d, Handler::LoadTurn, &turn).await;
-    let (answered, made) = step(&d, Handler::CallAgent, &turn).await;
+    let (answered, made) = call_agent_with_grant(&server).await;
     assert_eq!(answered["next"], "finish", "{answered}");
     // As with no integration (see the task test), and one Query more for the member's data,
     // which a per-user credential costs as well: the grant comes in it.
@@ -963,11 +969,7 @@ async fn call_agent_reads_an_oauth_grant_with_the_members_data_and_a_refresh_cos
     // Tokens that last 30 s, under the 60 s margin: a refresh is due at once. It costs the
     // grant read again under the flight lock, the lease claimed, and the new tokens stored.
     let server = RotatingServer::with_mcp(30).await;
-    let d = on_loopback().await;
-    connect_oauth(&d, &server).await;
-    let turn = follow_up(&d).await;
-    step(&d, Handler::LoadTurn, &turn).await;
-    let (answered, made) = step(&d, Handler::CallAgent, &turn).await;
+    let (answered, made) = call_agent_with_grant(&server).await;
     assert_eq!(answered["next"], "finish", "{answered}");
     let refreshed = requests(&[("GetItem", 3), ("Query", 3), ("TransactWriteItems", 3)]);
     assert_eq!(made, refreshed);

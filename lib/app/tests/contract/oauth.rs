@@ -47,6 +47,21 @@ async fn add(api: &Api, url: &str, auth: &str) -> Reply {
     request(api, &api.user, Method::PUT, path, Some(body), &[]).await
 }
 
+/// A service whose admin added `server`'s MCP endpoint as `wiki`, authorized as `auth`.
+async fn service_with(server: &RotatingServer, auth: &str) -> Api {
+    let api = Api::start().await;
+    let added = add(&api, &server.mcp_url(), auth).await;
+    assert_eq!(added.status, 200, "{}", added.body);
+    api
+}
+
+/// The same for each member's own account, with the admin's connected.
+async fn connected_service(server: &RotatingServer) -> Api {
+    let api = service_with(server, "oauth_member").await;
+    assert_eq!(connect(&api, &api.user).await.status, 200);
+    api
+}
+
 /// The `name=value` of the cookie `reply` sets under `name`.
 fn set_cookie(reply: &Reply, name: &str) -> String {
     let header = (reply.headers.get_all("set-cookie").iter())
@@ -196,12 +211,7 @@ async fn twenty_tool_calls_in_two_processes_when_the_token_expires_cause_one_ref
     // The first access token lasts 30 s, under the vault's 60 s margin: due at once; the
     // refreshed one an hour; each refresh takes a second, so the callers meet it in flight.
     let server = RotatingServer::expiring(30).await;
-    let api = Api::start().await;
-    assert_eq!(
-        add(&api, &server.mcp_url(), "oauth_member").await.status,
-        200
-    );
-    assert_eq!(connect(&api, &api.user).await.status, 200);
+    let api = connected_service(&server).await;
     let processes = [
         Arc::new(another_process(&api).await),
         Arc::new(another_process(&api).await),
@@ -224,12 +234,7 @@ async fn twenty_tool_calls_in_two_processes_when_the_token_expires_cause_one_ref
 #[tokio::test]
 async fn a_token_the_server_stops_taking_is_refreshed_once_and_the_call_retried() {
     let server = RotatingServer::with_mcp(3600).await;
-    let api = Api::start().await;
-    assert_eq!(
-        add(&api, &server.mcp_url(), "oauth_member").await.status,
-        200
-    );
-    assert_eq!(connect(&api, &api.user).await.status, 200);
+    let api = connected_service(&server).await;
     server.expire_access_tokens().await;
     let integrations = another_process(&api).await;
     let answer = whoami(&integrations, &api.user.org, &api.user.id)
@@ -242,12 +247,7 @@ async fn a_token_the_server_stops_taking_is_refreshed_once_and_the_call_retried(
 #[tokio::test]
 async fn disconnecting_deletes_the_grant_revokes_it_and_the_tools_are_no_longer_offered() {
     let server = RotatingServer::with_mcp(3600).await;
-    let api = Api::start().await;
-    assert_eq!(
-        add(&api, &server.mcp_url(), "oauth_member").await.status,
-        200
-    );
-    assert_eq!(connect(&api, &api.user).await.status, 200);
+    let api = connected_service(&server).await;
     let path = "/api/integrations/wiki/connection";
     let gone = request(&api, &api.user, Method::DELETE, path, None, &[]).await;
     assert_eq!((gone.status, &gone.body), (200, &json!({ "ok": true })));
@@ -274,13 +274,7 @@ async fn disconnecting_deletes_the_grant_revokes_it_and_the_tools_are_no_longer_
 #[tokio::test]
 async fn the_organisations_account_is_connected_by_an_admin_and_used_by_every_member() {
     let server = RotatingServer::with_mcp(3600).await;
-    let api = Api::start().await;
-    assert_eq!(
-        add(&api, &server.mcp_url(), "oauth_organisation")
-            .await
-            .status,
-        200
-    );
+    let api = service_with(&server, "oauth_organisation").await;
     let viewer = api.new_user(&api.user.org).await;
     // A member cannot connect the organisation's account.
     let own = request(
@@ -399,11 +393,7 @@ async fn holds_grant(api: &Api, user: &User) -> bool {
 async fn a_callback_refused_for_any_of_the_attacks_on_the_flow_connects_nothing_and_uses_the_state_up()
  {
     let server = RotatingServer::with_mcp(3600).await;
-    let api = Api::start().await;
-    assert_eq!(
-        add(&api, &server.mcp_url(), "oauth_member").await.status,
-        200
-    );
+    let api = service_with(&server, "oauth_member").await;
     let user = api.user.clone();
     let get = |path: String, cookies: Vec<String>| {
         let (api, user) = (&api, &user);
@@ -494,11 +484,7 @@ async fn a_callback_refused_for_any_of_the_attacks_on_the_flow_connects_nothing_
 #[tokio::test]
 async fn a_browser_coming_back_is_sent_to_the_connections_page_never_elsewhere() {
     let server = RotatingServer::with_mcp(3600).await;
-    let api = Api::start().await;
-    assert_eq!(
-        add(&api, &server.mcp_url(), "oauth_member").await.status,
-        200
-    );
+    let api = service_with(&server, "oauth_member").await;
     let (path, cookie) = begun(&api, &api.user).await;
     let page = (api.http)
         .get(format!("{BASE}{path}"))
@@ -695,13 +681,7 @@ async fn tool_calls_in_two_processes_on_one_sqlite_file_when_the_token_expires_c
 async fn an_admin_demoted_while_connecting_the_organisations_account_connects_nothing() {
     use knowledge_core::domain::Role;
     let server = RotatingServer::with_mcp(3600).await;
-    let api = Api::start().await;
-    assert_eq!(
-        add(&api, &server.mcp_url(), "oauth_organisation")
-            .await
-            .status,
-        200
-    );
+    let api = service_with(&server, "oauth_organisation").await;
     let second = api.new_user(&api.user.org).await;
     let admins = api.admin();
     admins
