@@ -17,7 +17,8 @@
 # docs/openapi.json; me signs the sample member in; create-session opens a session and starts
 # its execution on moto; the workflow's Tasks are invoked in the order the state machine would,
 # each with its sample event aimed at that session and run: load-turn (agent), call-agent (the
-# built-in agent answers), finish-turn, load-turn again (done); and transcript reads the answer.
+# built-in agent answers), finish-turn, load-turn again (done); transcript reads the answer; and
+# titles renames the session.
 # Every wait is bounded; the emulator, moto and the functions are stopped on exit. On a failure
 # it prints the function's log and stops (the later steps build on the earlier ones).
 # Ends with "N passed, M failed"; exits non-zero on any failure.
@@ -36,7 +37,7 @@ INVOKE_TIMEOUT=60
 ORIGIN=https://app.example.com
 ORG=org_sample
 USER_ID=usr_sample
-FUNCTIONS=(openapi me create-session load-turn call-agent finish-turn transcript)
+FUNCTIONS=(openapi me create-session load-turn call-agent finish-turn transcript titles)
 
 bin="${CARGO_TARGET_DIR:-target}/debug"
 work=$(mktemp -d)
@@ -229,5 +230,8 @@ invoke call-agent call-agent "$work/call-agent.json"
 invoke finish-turn finish-turn "$work/finish-turn.json"
 invoke load-turn load-turn-done "$work/load-turn.json"
 invoke transcript transcript "$work/transcript.json"
+# Renamed, beside the interface's endpoints.
+event titles "$signed_in" "${aimed[0]}"
+invoke titles titles "$work/titles.json"
 
 echo "${passed} passed, 0 failed"

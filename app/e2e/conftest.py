@@ -2,7 +2,8 @@
 `executable_path`; no browser is downloaded) against the real `knowledge` binary on loopback.
 
 `KNOWLEDGE_BIN` names the binary (scripts/test passes the one its cargo build made) and
-`CHROMIUM` the browser (default /usr/bin/chromium)."""
+`CHROMIUM` the browser (default /usr/bin/chromium). `KNOWLEDGE_APP_DIR`, when set, serves the app
+from that folder instead of the embedded copy (to try a test on another build of the app)."""
 
 import json
 import os
@@ -35,8 +36,9 @@ class Service:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = open(Path(self.dir.name) / "serve.log", "w+")
+        app_dir = ["--app-dir", os.environ["KNOWLEDGE_APP_DIR"]] if os.environ.get("KNOWLEDGE_APP_DIR") else []
         self.proc = subprocess.Popen(
-            [BIN, "--data-dir", self.dir.name, "serve", "--addr", f"127.0.0.1:{self.port}"],
+            [BIN, "--data-dir", self.dir.name, "serve", "--addr", f"127.0.0.1:{self.port}", *app_dir],
             stdout=self.log,
             stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})},

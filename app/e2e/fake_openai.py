@@ -32,6 +32,8 @@ class FakeOpenAi:
         self.gate = threading.Semaphore(0)
         # Off: the health check (GET /v1/models) answers 503, as a provider that is down.
         self.healthy = True
+        # On: every completion answers 500 at once, as a provider failing mid-turn.
+        self.failing = False
         self.waiting = threading.Semaphore(0)
         fake = self
 
@@ -59,6 +61,9 @@ class FakeOpenAi:
                 last = questions[-1]["content"] if questions else ""
                 if isinstance(last, list):
                     last = " ".join(part.get("text", "") for part in last)
+                if fake.failing:
+                    self.send_json(500, {"error": {"message": "overloaded", "type": "server_error"}})
+                    return
                 fake.waiting.release()
                 if hold:
                     fake.gate.acquire(timeout=30)

@@ -1,7 +1,8 @@
 """What a person does in the app, in Chromium: sign in (one-time link, single sign-on), ask and
 read the answer with its tool call and sources, come back to it after a reload (also mid-answer),
-follow up while a turn runs, stop, delete, switch organisation, meet a rate limit, and use it at
-phone width. The slow cases run on a fake OpenAI server whose answers wait for the test."""
+follow up while a turn runs, stop, delete, switch organisation, and use it at phone width (a
+rate limit is in test_features). The slow cases run on a fake OpenAI server whose answers wait
+for the test."""
 
 import re
 
@@ -107,23 +108,6 @@ def test_without_a_sign_in_the_page_asks_for_a_work_email_and_sso_leads_to_the_p
         provider.stop()
 
 
-def test_a_rate_limit_is_shown_with_the_time_to_wait(service, page):
-    page.goto(service.first_link())
-    # Ten sessions a minute are allowed: use them up with the page's own cookie.
-    for i in range(10):
-        r = page.request.post(
-            f"{service.base}/api/managed-agents/session",
-            data={"text": f"question {i}"},
-            headers={"origin": service.base},
-        )
-        assert r.status == 200, r.text()
-    ask(page, "One more")
-    alert = page.get_by_role("alert")
-    expect(alert).to_contain_text(re.compile(r"Too many requests\. Try again in \d+ s\."))
-    # Nothing was created, and the question stays in the box to send again.
-    expect(page.get_by_label("Message")).to_have_value("One more")
-
-
 def test_the_organisation_switcher_shows_the_other_organisations_conversations(service, page):
     service.admin("org", "create", "--id", "org_second", "--name", "Second Org")
     service.admin("member", "add", "--org", "org_second", "--user", "usr_default", "--role", "viewer")
@@ -151,7 +135,7 @@ def test_an_answer_in_progress_survives_a_reload_and_arrives_after_it(held, page
     expect(page.locator("article.user")).to_have_text(["Slow question"])
     expect(page.locator(".thinking")).to_be_visible()
     agent.release()
-    expect(page.locator("article.agent")).to_have_text(["Answer to: Slow question"], timeout=15_000)
+    expect(page.locator("article.agent .markdown")).to_have_text(["Answer to: Slow question"], timeout=15_000)
     expect(page.locator(".thinking")).to_have_count(0, timeout=15_000)
 
 
@@ -166,11 +150,11 @@ def test_a_follow_up_sent_while_a_turn_runs_is_queued_then_answered(held, page):
     second = page.locator("article.user").filter(has_text="Second")
     expect(second.locator(".badge")).to_have_text("Queued", timeout=10_000)
     agent.release()
-    expect(page.locator("article.agent").first).to_have_text("Answer to: First", timeout=15_000)
+    expect(page.locator("article.agent .markdown").first).to_have_text("Answer to: First", timeout=15_000)
     agent.asked()
     expect(second.locator(".badge")).to_have_count(0, timeout=10_000)
     agent.release()
-    expect(page.locator("article.agent")).to_have_text(["Answer to: First", "Answer to: Second"], timeout=15_000)
+    expect(page.locator("article.agent .markdown")).to_have_text(["Answer to: First", "Answer to: Second"], timeout=15_000)
 
 
 def test_escape_stops_a_running_turn_and_the_stop_is_shown_plainly(held, page):
@@ -206,7 +190,7 @@ def test_html_in_an_answer_never_runs_and_code_blocks_can_be_copied(held, page):
     hrefs = answer.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
     assert not any(h and h.startswith("javascript:") for h in hrefs), hrefs
     expect(answer.locator('a[href="https://example.com/doc"]')).to_have_attribute("rel", "noopener noreferrer")
-    expect(answer.get_by_role("button", name="Copy")).to_be_visible()
+    expect(answer.get_by_role("button", name="Copy", exact=True)).to_be_visible()
 
 
 def test_signing_out_ends_the_cookie_and_shows_the_sign_in_page(service, page):
@@ -230,7 +214,7 @@ def test_a_lost_network_is_said_and_the_answer_arrives_when_it_returns(held, pag
     expect(conversation.get_by_role("alert")).to_contain_text("cannot be reached", timeout=15_000)
     agent.release()
     page.context.set_offline(False)
-    expect(page.locator("article.agent")).to_have_text(["Answer to: Through a tunnel"], timeout=30_000)
+    expect(page.locator("article.agent .markdown")).to_have_text(["Answer to: Through a tunnel"], timeout=30_000)
     # No alert is left, in the conversation or above it (which one, if the check fails).
     alerts = page.get_by_role("alert")
     try:
@@ -269,23 +253,6 @@ def axe_violations(page) -> list:
     page.add_script_tag(path=str(AXE))
     found = page.evaluate("axe.run(document, {resultTypes: ['violations']}).then(r => r.violations)")
     return [(v["id"], v["impact"], [n["target"] for n in v["nodes"]]) for v in found if v["impact"] in ("serious", "critical")]
-
-
-def test_an_accessibility_scan_finds_nothing_serious_signed_out_and_in_a_conversation(service, browser):
-    # Playwright injects the scanner as an inline script, which the page's policy rightly
-    # refuses: this context alone sets the policy aside.
-    for scheme in ("light", "dark"):
-        context = browser.new_context(bypass_csp=True, color_scheme=scheme)
-        page = context.new_page()
-        page.goto(f"{service.base}/")
-        expect(page.get_by_label("Work e-mail")).to_be_visible()
-        assert axe_violations(page) == [], scheme
-        page.goto(service.link())
-        ask(page, "How do I cancel a running answer?")
-        wait_answered(page)
-        page.locator("details.tool summary").click()
-        assert axe_violations(page) == [], scheme
-        context.close()
 
 
 def test_a_failed_single_sign_on_lands_on_the_sign_in_page_with_words_not_json(service, page):

@@ -1,6 +1,7 @@
 // Calls to the service's public API, same origin, with the session cookie. Failures become an
 // ApiFailure a person can read: the status, the service's code and message, and what to do.
 
+import { rateLimitWords, waitWords } from './limits';
 import type { Account, Connection, ErrorBody, SessionSummary, TranscriptPage } from './wire';
 
 export class ApiFailure extends Error {
@@ -28,7 +29,9 @@ export function explain(f: ApiFailure): string {
     case 'network':
       return 'The service cannot be reached. Retrying…';
     case 'rate_limited':
-      return `Too many requests. Try again in ${f.retryAfter ?? '?'} s.`;
+      return f.retryAfter === undefined ? 'Too many requests for now: wait a little and try again.' : rateLimitWords(f.retryAfter, false);
+    case 'payload_too_large':
+      return 'This is too long to send: keep a message under 256 KB (about 250,000 characters).';
     case 'quota_exhausted':
       return `Your organisation has used this month's questions. They renew in ${days(f.retryAfter)}.`;
     case 'cost_cap_reached': {
@@ -57,8 +60,7 @@ export function explain(f: ApiFailure): string {
 
 function days(secs?: number): string {
   if (secs === undefined) return 'a while';
-  if (secs < 3600) return `${Math.ceil(secs / 60)} min`;
-  if (secs < 86_400) return `${Math.ceil(secs / 3600)} h`;
+  if (secs < 86_400) return waitWords(secs);
   return `${Math.ceil(secs / 86_400)} days`;
 }
 
@@ -108,6 +110,8 @@ export const api = {
   logout: () => call<{ ok: boolean }>('POST', '/api/auth/logout'),
   switchOrg: (orgId: string) => call<{ ok: boolean; orgId: string }>('POST', '/api/auth/switch-org', { orgId }),
   sessions: () => call<{ sessions: SessionSummary[] }>('GET', `${SESSIONS}/sessions`),
+  find: (q: string) => call<{ sessions: SessionSummary[]; complete: boolean }>('GET', `${SESSIONS}/find?${new URLSearchParams({ q })}`),
+  rename: (sessionId: string, title: string) => call<{ ok: boolean; title: string }>('POST', `${SESSIONS}/rename`, { sessionId, title }),
   create: (text: string) => call<{ id: string; runId: string; noConnectors: boolean }>('POST', `${SESSIONS}/session`, { text }),
   message: (sessionId: string, text: string) => call<{ ok: boolean }>('POST', `${SESSIONS}/message`, { sessionId, text }),
   cancel: (sessionId: string) => call<{ ok: boolean }>('POST', `${SESSIONS}/cancel`, { sessionId }),

@@ -6,10 +6,12 @@ import { useCallback, useEffect, useState } from 'preact/hooks';
 
 import { ApiFailure, api, explain } from './api';
 import { Chat } from './views/Chat';
+import { ChatLayout } from './views/ChatLayout';
 import { Connections } from './views/Connections';
 import { Sidebar } from './views/Sidebar';
 import { Admin, type Section, sectionFromPath } from './views/admin/Admin';
 import { SignIn } from './views/SignIn';
+import { listedTitle } from './transcript';
 import type { Account, SessionSummary } from './wire';
 
 function sessionFromPath(): string | null {
@@ -65,7 +67,8 @@ function App() {
 
   // The tab is titled after what it shows: the open conversation, or the page.
   useEffect(() => {
-    const title = section ? 'Admin' : connections ? 'Connections' : sessions.find((s) => s.id === current)?.title;
+    const listed = sessions.find((s) => s.id === current)?.title;
+    const title = section ? 'Admin' : connections ? 'Connections' : listed && listedTitle(listed);
     document.title = title ? `${title} – Knowledge` : 'Knowledge';
   }, [current, sessions, section, connections]);
 
@@ -85,18 +88,38 @@ function App() {
   if (account === 'signed-out') return <SignIn />;
   if (account === null) return <main class="loading">{problem ?? 'Loading…'}</main>;
   if (section) return <Admin account={account} section={section} go={go} />;
+  const listed = sessions.find((s) => s.id === current)?.title;
+  const heading = connections ? 'Connections' : listed ? listedTitle(listed) : 'New chat';
   return (
-    <div class="layout">
-      <Sidebar account={account} sessions={sessions} current={current} open={open} go={go} changed={refresh} problem={setProblem} />
-      <main>
-        {problem && (
-          <p class="problem" role="alert">
-            {problem}
-          </p>
-        )}
-        {connections ? <Connections /> : <Chat sessionId={current} onCreated={(id) => open(id)} onChanged={refresh} />}
-      </main>
-    </div>
+    <ChatLayout heading={heading}>
+      {(close) => (
+        <>
+          <Sidebar
+            account={account}
+            sessions={sessions}
+            current={current}
+            open={(id) => {
+              close();
+              open(id);
+            }}
+            go={(path) => {
+              close();
+              go(path);
+            }}
+            changed={refresh}
+            problem={setProblem}
+          />
+          <main id="main">
+            {problem && (
+              <p class="problem" role="alert">
+                {problem}
+              </p>
+            )}
+            {connections ? <Connections /> : <Chat sessionId={current} onCreated={(id) => open(id)} onChanged={refresh} />}
+          </main>
+        </>
+      )}
+    </ChatLayout>
   );
 }
 

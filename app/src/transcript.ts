@@ -140,3 +140,28 @@ export function applyPage(t: Transcript, page: TranscriptPage): Transcript {
 export function busy(t: Transcript): boolean {
   return !t.terminated && (t.running || t.openTurns > 0);
 }
+
+/** The question a failed or stopped turn asked, when the conversation ends on that failure (its
+ *  last item is an error or a stop): Retry sends it again as a new message. */
+export function retryable(t: Transcript): { itemId: string; question: string } | null {
+  const last = t.items[t.items.length - 1];
+  if (!last || (last.kind !== 'error' && last.kind !== 'terminated') || busy(t)) return null;
+  const asked = [...t.items].reverse().find((it) => it.kind === 'user' && !it.unanswered);
+  return asked?.kind === 'user' ? { itemId: last.id, question: asked.text } : null;
+}
+
+/** Titles are the first 60 characters of the first message (the interface's rule). */
+export const TITLE_CHARS = 60;
+
+/** A title as shown: with an ellipsis when it is cut from a longer first message. */
+export function shownTitle(t: Transcript): string {
+  const first = t.items.find((it) => it.kind === 'user');
+  const cut = first?.kind === 'user' && first.text.length > t.title.length && first.text.startsWith(t.title);
+  return cut ? `${t.title}…` : t.title;
+}
+
+/** A title from the sessions' list, which has no first message: one of the full 60 characters
+ *  is taken as cut. */
+export function listedTitle(title: string): string {
+  return [...title].length >= TITLE_CHARS ? `${title}…` : title;
+}

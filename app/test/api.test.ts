@@ -4,8 +4,15 @@ import assert from 'node:assert/strict';
 
 import { ApiFailure, explain } from '../src/api';
 
-test('a rate limit says how long to wait', () => {
-  assert.equal(explain(new ApiFailure(429, 'rate_limited', 'x', 17)), 'Too many requests. Try again in 17 s.');
+test('a rate limit says how long to wait in words', () => {
+  assert.equal(explain(new ApiFailure(429, 'rate_limited', 'x', 17)), 'You have sent the most messages allowed for now. You can send again in 17 seconds.');
+  assert.equal(explain(new ApiFailure(429, 'rate_limited', 'x', 3539)), 'You have sent the most messages allowed for now. You can send again in about an hour.');
+});
+
+test('a message too long to send says the limit in words, not in bytes', () => {
+  const told = explain(new ApiFailure(413, 'payload_too_large', 'the request body is larger than 262144 bytes'));
+  assert.match(told, /too long to send/);
+  assert.doesNotMatch(told, /262144|bytes/);
 });
 
 test('the cost cap says the figures and when it renews', () => {
@@ -15,7 +22,7 @@ test('the cost cap says the figures and when it renews', () => {
 });
 
 test('the quota says when it renews', () => {
-  assert.match(explain(new ApiFailure(429, 'quota_exhausted', 'x', 5400)), /renew in 2 h\.$/);
+  assert.match(explain(new ApiFailure(429, 'quota_exhausted', 'x', 5400)), /renew in about 2 hours\.$/);
 });
 
 test('the network and the provider are told apart, and only they are worth retrying', () => {

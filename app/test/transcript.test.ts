@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { applyPage, busy, empty, sourcesOf, type Transcript } from '../src/transcript';
+import { applyPage, busy, empty, listedTitle, retryable, shownTitle, sourcesOf, type Transcript } from '../src/transcript';
 import type { EventBody, TranscriptPage, WireEvent } from '../src/wire';
 
 let seq = 0;
@@ -112,4 +112,32 @@ test('sources come from objects with a URL or path, nothing else', () => {
   assert.deepEqual(sourcesOf('text'), []);
   assert.deepEqual(sourcesOf({ path: 'a.md' }), [{ locator: 'a.md', label: 'a.md' }]);
   assert.deepEqual(sourcesOf([{ link: 'https://x', name: 'X' }]), [{ locator: 'https://x', label: 'X (https://x)' }]);
+});
+
+test('a failed turn can be retried with its own question, and only while nothing runs', () => {
+  const failed = ev({ type: 'error', payload: { code: 'agent_failed', message: 'x' } });
+  const stop = ev({ type: 'status_terminated', payload: { reason: 'failed' } });
+  const t = applyPage(empty, page([user('first'), agent('one'), idle(), user('second'), failed, stop]));
+  assert.deepEqual(retryable(t), { itemId: stop.id, question: 'second' });
+  // Answered since: nothing to retry.
+  const answered = applyPage(t, page([user('third'), agent('three'), idle()]));
+  assert.equal(retryable(answered), null);
+  // A run in flight: not yet.
+  assert.equal(retryable(applyPage(empty, page([user('q'), failed], true))), null);
+});
+
+test('a stopped turn retries its own question, not the ones queued behind it', () => {
+  const stop = ev({ type: 'status_terminated', payload: { reason: 'cancelled' } });
+  const t = applyPage(empty, page([user('asked'), user('queued'), stop]));
+  assert.equal(retryable(t)?.question, 'asked');
+});
+
+test('a title cut from a longer first message ends with an ellipsis, a whole one does not', () => {
+  const long = 'x'.repeat(70);
+  const cut = applyPage(empty, { ...page([user(long)]), title: long.slice(0, 60) });
+  assert.equal(shownTitle(cut), `${'x'.repeat(60)}…`);
+  const whole = applyPage(empty, { ...page([user('short')]), title: 'short' });
+  assert.equal(shownTitle(whole), 'short');
+  assert.equal(listedTitle('é'.repeat(60)), `${'é'.repeat(60)}…`);
+  assert.equal(listedTitle('é'.repeat(59)), 'é'.repeat(59));
 });

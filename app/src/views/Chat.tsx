@@ -1,9 +1,11 @@
 // One conversation: the transcript, polled by cursor while a turn runs (see polling.ts), and the
 // composer. The first message of a new chat creates the session. Integrations the member must
 // connect (or connect again) before the assistant can use them are named above the composer.
+// Focus comes back to the composer after Send, Stop and Retry; Escape anywhere stops a turn.
 import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { ApiFailure, api, explain } from '../api';
+import { rateLimitWords } from '../limits';
 import { nextDelay } from '../polling';
 import { applyPage, busy, empty, type Transcript } from '../transcript';
 import type { Connection } from '../wire';
@@ -29,14 +31,44 @@ function Unconnected({ sessionId }: { sessionId: string | null }) {
   );
 }
 
-const EXAMPLES = ['What is our refund policy?', 'How do I cancel a running answer?', 'Summarise the onboarding guide.'];
+/** Questions the sample guide answers (lib/docs/sample), so a newcomer's first try finds something. */
+export const EXAMPLES = ['How do I cancel a running answer?', 'What are the rate limits?', 'How do I rename a conversation?'];
+
+/** A problem to show: in words, or a rate limit counted down to the moment it lifts. */
+type Problem = { text: string } | { until: number; creating: boolean };
+
+function problemOf(e: unknown, creating: boolean): Problem {
+  if (e instanceof ApiFailure && e.code === 'rate_limited' && e.retryAfter !== undefined) {
+    return { until: Date.now() + e.retryAfter * 1000, creating };
+  }
+  return { text: e instanceof ApiFailure ? explain(e) : String(e) };
+}
+
+/** The problem in words; a rate limit's wait is counted down each second. */
+function ProblemLine({ problem }: { problem: Problem }) {
+  const [, tick] = useState(0);
+  const limit = 'until' in problem ? problem : null;
+  useEffect(() => {
+    if (!limit) return;
+    const timer = window.setInterval(() => tick((n) => n + 1), 1000);
+    return () => clearInterval(timer);
+  }, [limit?.until]);
+  const text = limit ? rateLimitWords((limit.until - Date.now()) / 1000, limit.creating) : (problem as { text: string }).text;
+  return (
+    <p class="problem" role="alert">
+      {text}
+    </p>
+  );
+}
 
 export function Chat(props: { sessionId: string | null; onCreated: (id: string) => void; onChanged: () => void }) {
   const { sessionId } = props;
   // The poller folds pages into `state.current.t` and shows each result.
   const [t, setT] = useState<Transcript>(empty);
-  const [problem, setProblem] = useState<string | null>(null);
+  const [problem, setProblemState] = useState<Problem | null>(null);
+  const setProblem = (text: string | null) => setProblemState(text === null ? null : { text });
   const [draft, setDraft] = useState('');
+  const composer = useRef<HTMLTextAreaElement>(null);
   const [sending, setSending] = useState(false);
   const state = useRef({ t, failures: 0, busySince: 0, timer: 0 as number | undefined, poll: () => {} });
   // The sidebar's order follows the sessions' updates: told when a turn ends.
@@ -116,9 +148,15 @@ export function Chat(props: { sessionId: string | null; onCreated: (id: string) 
     };
   }, [sessionId]);
 
+  // A new chat opened at load is ready for typing.
+  useEffect(() => {
+    if (!sessionId) composer.current?.focus();
+  }, []);
+
   const send = async (text: string) => {
     if (!text.trim() || sending) return;
     setSending(true);
+    const creating = !sessionId;
     try {
       if (sessionId) {
         await api.message(sessionId, text);
@@ -132,14 +170,16 @@ export function Chat(props: { sessionId: string | null; onCreated: (id: string) 
       setProblem(null);
       props.onChanged();
     } catch (e) {
-      setProblem(e instanceof ApiFailure ? explain(e) : String(e));
+      setProblemState(problemOf(e, creating));
     } finally {
       setSending(false);
+      composer.current?.focus();
     }
   };
 
   const stop = async () => {
     if (!sessionId) return;
+    composer.current?.focus();
     try {
       await api.cancel(sessionId);
       state.current.poll();
@@ -149,10 +189,28 @@ export function Chat(props: { sessionId: string | null; onCreated: (id: string) 
   };
 
   const running = busy(t);
+  // Escape stops the turn wherever focus is (a dialog or the drawer takes it first).
+  useEffect(() => {
+    if (!running) return;
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== 'Escape' || e.defaultPrevented || e.isComposing) return;
+      e.preventDefault();
+      void stop();
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, [running, sessionId]);
+
+  const rename = async (title: string) => {
+    if (!sessionId) return;
+    await api.rename(sessionId, title);
+    state.current.poll();
+    props.onChanged();
+  };
   return (
     <section class="chat" aria-label="Conversation">
       {sessionId ? (
-        <Conversation transcript={t} />
+        <Conversation transcript={t} retry={running || sending ? undefined : (q) => void send(q)} rename={rename} />
       ) : (
         <div class="empty">
           <h2>Ask your organisation's knowledge</h2>
@@ -167,11 +225,7 @@ export function Chat(props: { sessionId: string | null; onCreated: (id: string) 
           </ul>
         </div>
       )}
-      {problem && (
-        <p class="problem" role="alert">
-          {problem}
-        </p>
-      )}
+      {problem && <ProblemLine problem={problem} />}
       <Unconnected sessionId={sessionId} />
       <form
         class="composer"
@@ -185,6 +239,7 @@ export function Chat(props: { sessionId: string | null; onCreated: (id: string) 
         </label>
         <textarea
           id="message"
+          ref={composer}
           rows={2}
           placeholder={running ? 'Ask a follow-up; it is answered after the current one' : 'Ask a question'}
           value={draft}
@@ -193,9 +248,6 @@ export function Chat(props: { sessionId: string | null; onCreated: (id: string) 
             if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
               e.preventDefault();
               void send(draft);
-            } else if (e.key === 'Escape' && running) {
-              e.preventDefault();
-              void stop();
             }
           }}
         />

@@ -69,7 +69,7 @@ export function Connections() {
       <NoticeLine notice={notice ?? arrived} />
       {list && list.length === 0 && <p class="hint">Your organisation has no integration to connect.</p>}
       {list && list.length > 0 && (
-        <table>
+        <table class="stack">
           <caption class="visually-hidden">Your connections</caption>
           <thead>
             <tr>
@@ -83,8 +83,8 @@ export function Connections() {
             {list.map((c) => (
               <tr key={c.integration} data-state={c.state}>
                 <th scope="row">{c.integration}</th>
-                <td>{hostOf(c.issuer)}</td>
-                <td>{state(c)}</td>
+                <td data-label="Account at">{hostOf(c.issuer)}</td>
+                <td data-label="State">{state(c)}</td>
                 <td class="actions">
                   {c.kind === 'member' && c.state !== 'connected' && (
                     <button type="button" disabled={busy} onClick={() => void connect(c)} aria-label={`${c.state === 'needs_reconnect' ? 'Reconnect' : 'Connect'}: ${c.integration}`}>

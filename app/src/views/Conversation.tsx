@@ -1,10 +1,11 @@
-// The conversation's items: questions, answers in sanitised Markdown with their sources and a
-// copy button on code, tool calls folded with their input and output, errors and stops. New
+// The conversation's items: questions, answers in sanitised Markdown with their sources, a copy
+// button on code and one for the whole answer as Markdown, tool calls folded with their input
+// and output, errors and stops with Retry on the last one. The title can be renamed. New
 // answers are announced to screen readers.
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { renderMarkdown } from '../markdown';
-import { busy, type Item, type Transcript } from '../transcript';
+import { busy, type Item, retryable, shownTitle, type Transcript } from '../transcript';
 
 function json(value: unknown): string {
   return JSON.stringify(value, null, 2) ?? '';
@@ -29,6 +30,7 @@ function Answer({ item }: { item: Extract<Item, { kind: 'agent' }> }) {
       pre.prepend(button);
     }
   }, [item.text]);
+  const [copied, setCopied] = useState(false);
   return (
     <article class="agent">
       <div class="markdown" ref={body} dangerouslySetInnerHTML={{ __html: renderMarkdown(item.text) }} />
@@ -50,11 +52,43 @@ function Answer({ item }: { item: Extract<Item, { kind: 'agent' }> }) {
           </ul>
         </div>
       )}
+      <div class="answer-actions">
+        <button
+          type="button"
+          class="quiet"
+          onClick={() => void navigator.clipboard?.writeText(item.text).then(() => setCopied(true), () => setCopied(false))}
+        >
+          {copied ? 'Copied' : 'Copy as Markdown'}
+        </button>
+      </div>
     </article>
   );
 }
 
-function Entry({ item }: { item: Item }) {
+/** What an error event's code means to the person reading; the service's message otherwise. */
+function failureWords(item: Extract<Item, { kind: 'error' }>): string {
+  switch (item.code) {
+    case 'agent_failed':
+    case 'step_failed':
+      return 'The assistant could not finish this answer.';
+    case 'step_timeout':
+      return 'The answer took too long and was given up.';
+    case 'tool_unavailable':
+      return 'A tool the assistant needed could not be reached.';
+    default:
+      return item.message;
+  }
+}
+
+function RetryButton({ retry }: { retry: () => void }) {
+  return (
+    <button type="button" class="retry" onClick={retry}>
+      Retry
+    </button>
+  );
+}
+
+function Entry({ item, retry }: { item: Item; retry?: () => void }) {
   switch (item.kind) {
     case 'user':
       return (
@@ -84,24 +118,110 @@ function Entry({ item }: { item: Item }) {
       );
     case 'error':
       return (
-        <p class="error" role="alert">
-          {item.message} <code>{item.code}</code>
-        </p>
+        <div class="turn-end">
+          <p class="error" role="alert" data-code={item.code}>
+            {failureWords(item)}
+          </p>
+          {retry && <RetryButton retry={retry} />}
+        </div>
       );
     case 'terminated':
-      return <p class="terminated">{item.reason === 'cancelled' ? 'Stopped.' : 'This answer failed and was stopped.'}</p>;
+      return (
+        <div class="turn-end">
+          <p class="terminated">{item.reason === 'cancelled' ? 'Stopped.' : 'This answer failed and was stopped.'}</p>
+          {retry && <RetryButton retry={retry} />}
+        </div>
+      );
   }
 }
 
-export function Conversation({ transcript }: { transcript: Transcript }) {
+/** The title, and renaming it in place (Enter saves, Escape cancels). */
+function Title({ transcript, rename }: { transcript: Transcript; rename: (title: string) => Promise<void> }) {
+  const [editing, setEditing] = useState<string | null>(null);
+  const [failed, setFailed] = useState<string | null>(null);
+  const renameButton = useRef<HTMLButtonElement>(null);
+  const input = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    if (editing !== null) input.current?.focus();
+  }, [editing !== null]);
+  const finish = () => {
+    setEditing(null);
+    setTimeout(() => renameButton.current?.focus());
+  };
+  const save = async () => {
+    const title = editing?.trim() ?? '';
+    if (!title) return setFailed('A title cannot be empty.');
+    try {
+      await rename(title);
+      setFailed(null);
+      finish();
+    } catch (e) {
+      setFailed(e instanceof Error ? e.message : String(e));
+    }
+  };
+  if (editing === null) {
+    return (
+      <div class="title-row">
+        <h2 class="title">{shownTitle(transcript)}</h2>
+        <button type="button" class="quiet" ref={renameButton} onClick={() => setEditing(transcript.title)} aria-label="Rename this conversation">
+          Rename
+        </button>
+      </div>
+    );
+  }
+  return (
+    <form
+      class="title-row"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void save();
+      }}
+    >
+      <label for="rename" class="visually-hidden">
+        Title
+      </label>
+      <input
+        id="rename"
+        ref={input}
+        maxLength={60}
+        value={editing}
+        onInput={(e) => setEditing((e.target as HTMLInputElement).value)}
+        onKeyDown={(e) => {
+          if (e.key === 'Escape') {
+            e.preventDefault();
+            e.stopPropagation();
+            finish();
+          }
+        }}
+      />
+      <button type="submit">Save</button>
+      {failed && (
+        <span class="problem" role="alert">
+          {failed}
+        </span>
+      )}
+    </form>
+  );
+}
+
+export function Conversation(props: { transcript: Transcript; retry?: (question: string) => void; rename: (title: string) => Promise<void> }) {
+  const { transcript } = props;
   const last = [...transcript.items].reverse().find((i) => i.kind === 'agent');
   const end = useRef<HTMLDivElement>(null);
-  useEffect(() => end.current?.scrollIntoView({ block: 'end' }), [transcript.items.length]);
+  // To the end of the pane the transcript scrolls in, past the composer that sticks to its
+  // bottom, so that nothing of the last answer hides behind it.
+  useEffect(() => {
+    const pane = end.current?.closest('main');
+    if (pane) pane.scrollTop = pane.scrollHeight;
+  }, [transcript.items.length]);
+  // Retry sends the failed or stopped turn's question again; offered on the last item only.
+  const again = retryable(transcript);
+  const retry = again && props.retry ? () => props.retry?.(again.question) : undefined;
   return (
     <div class="conversation">
-      <h2 class="title">{transcript.title}</h2>
+      <Title transcript={transcript} rename={props.rename} />
       {transcript.items.map((item) => (
-        <Entry key={item.id} item={item} />
+        <Entry key={item.id} item={item} retry={again?.itemId === item.id ? retry : undefined} />
       ))}
       {busy(transcript) && <p class="thinking">Answering…</p>}
       <div ref={end} />

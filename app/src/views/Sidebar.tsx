@@ -1,8 +1,12 @@
-// The sessions of the active organisation, newest first: open, start a new chat, delete (with
-// confirmation); the organisation switcher, the member's connections, the admin area for admins,
-// and sign-out.
+// The sessions of the active organisation, newest first: open, start a new chat, find by title,
+// delete (with confirmation; focus moves to the conversation that takes its place); the
+// organisation switcher, the member's connections, the admin area for admins, and sign-out.
+import { useEffect, useRef, useState } from 'preact/hooks';
+
 import { ApiFailure, api, explain } from '../api';
+import { listedTitle } from '../transcript';
 import type { Account, SessionSummary } from '../wire';
+import { focusComposer } from './ChatLayout';
 
 export function Sidebar(props: {
   account: Account;
@@ -13,11 +17,50 @@ export function Sidebar(props: {
   changed: () => void;
   problem: (text: string) => void;
 }) {
-  const { account, sessions, current } = props;
+  const { account, current } = props;
+  const [query, setQuery] = useState('');
+  const [found, setFound] = useState<{ sessions: SessionSummary[]; complete: boolean } | null>(null);
+  const sessions = found?.sessions ?? props.sessions;
+  // After a delete, the conversation now in its place (or New chat) takes the focus.
+  const focusAfter = useRef<string | null | undefined>(undefined);
+  const list = useRef<HTMLUListElement>(null);
+  const newChat = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    const id = focusAfter.current;
+    if (id === undefined) return;
+    const link = id && list.current?.querySelector<HTMLAnchorElement>(`a[data-id="${CSS.escape(id)}"]`);
+    focusAfter.current = undefined;
+    (link || newChat.current)?.focus();
+  }, [sessions]);
+
+  // Find: the member's conversations whose titles hold every word typed, asked of the service a
+  // quarter of a second after typing stops.
+  useEffect(() => {
+    const words = query.trim();
+    if (!words) {
+      setFound(null);
+      return;
+    }
+    let stale = false;
+    const timer = window.setTimeout(() => {
+      api
+        .find(words)
+        .then((r) => !stale && setFound(r))
+        .catch((e) => !stale && props.problem(e instanceof ApiFailure ? explain(e) : String(e)));
+    }, 250);
+    return () => {
+      stale = true;
+      clearTimeout(timer);
+    };
+  }, [query, props.sessions]);
+
   const remove = async (s: SessionSummary) => {
     if (!confirm(`Delete “${s.title}”? This cannot be undone.`)) return;
+    const at = sessions.findIndex((x) => x.id === s.id);
+    const neighbour = sessions[at + 1] ?? sessions[at - 1];
     try {
       await api.remove(s.id);
+      focusAfter.current = neighbour?.id ?? null;
       if (s.id === current) props.open(null);
       props.changed();
     } catch (e) {
@@ -33,12 +76,20 @@ export function Sidebar(props: {
     }
   };
   return (
-    <aside class="sidebar">
-      <button type="button" class="new" onClick={() => props.open(null)}>
+    <aside class="sidebar" id="sidebar">
+      <button
+        type="button"
+        class="new"
+        ref={newChat}
+        onClick={() => {
+          props.open(null);
+          focusComposer();
+        }}
+      >
         New chat
       </button>
       {account.orgs.length > 1 && (
-        <>
+        <div class="org">
           <label for="org">Organisation</label>
           <select id="org" value={account.org.id} onChange={(e) => void switchOrg((e.target as HTMLSelectElement).value)}>
             {account.orgs.map((o) => (
@@ -47,21 +98,34 @@ export function Sidebar(props: {
               </option>
             ))}
           </select>
-        </>
+        </div>
       )}
+      <div class="find" role="search">
+        <label for="find" class="visually-hidden">
+          Find a conversation
+        </label>
+        <input id="find" type="search" placeholder="Find a conversation" value={query} onInput={(e) => setQuery((e.target as HTMLInputElement).value)} />
+      </div>
       <nav class="conversations" aria-label="Conversations">
-        <ul class="sessions">
+        {found && (
+          <p class="hint" role="status">
+            {found.sessions.length === 0 ? 'No conversation has these words in its title' : `${found.sessions.length} found`}
+            {found.complete ? '.' : ' among your most recent conversations.'}
+          </p>
+        )}
+        <ul class="sessions" ref={list}>
           {sessions.map((s) => (
             <li key={s.id} class={s.id === current ? 'current' : ''}>
               <a
                 href={`/c/${encodeURIComponent(s.id)}`}
+                data-id={s.id}
                 aria-current={s.id === current ? 'page' : undefined}
                 onClick={(e) => {
                   e.preventDefault();
                   props.open(s.id);
                 }}
               >
-                {s.title}
+                {listedTitle(s.title)}
               </a>
               <button type="button" class="delete" aria-label={`Delete ${s.title}`} onClick={() => void remove(s)}>
                 ×

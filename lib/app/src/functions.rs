@@ -147,6 +147,8 @@ pub const MESSAGE: Function = Function::routes("message", endpoints::MESSAGE);
 pub const TRANSCRIPT: Function = Function::routes("transcript", endpoints::TRANSCRIPT);
 pub const LIST_SESSIONS: Function = Function::routes("list-sessions", endpoints::LIST_SESSIONS);
 pub const CANCEL: Function = Function::routes("cancel", endpoints::CANCEL);
+/// Renaming a session and finding sessions by title, beside the interface's endpoints.
+pub const TITLES: Function = Function::routes("titles", endpoints::TITLES);
 pub const DELETE_SESSION: Function = Function::routes("delete-session", endpoints::DELETE_SESSION);
 pub const SWITCH_ORG: Function = Function::routes("switch-org", endpoints::SWITCH_ORG);
 pub const ME: Function = Function::routes("me", endpoints::ME);
@@ -265,13 +267,14 @@ impl Function {
 }
 
 /// Every function, as `template.yaml` lists them.
-pub const ALL: [Function; 24] = [
+pub const ALL: [Function; 25] = [
     CREATE_SESSION,
     MESSAGE,
     TRANSCRIPT,
     LIST_SESSIONS,
     CANCEL,
     DELETE_SESSION,
+    TITLES,
     SWITCH_ORG,
     ME,
     LOGOUT,

@@ -390,6 +390,49 @@ async fn list_sessions_event_lists_the_session() {
 }
 
 #[tokio::test]
+async fn titles_event_renames_the_session_in_one_transaction_with_its_rate_window() {
+    let d = Deployment::new().await;
+    let before = d.store.get_session(&d.key).await.unwrap().unwrap();
+    d.counter.take();
+    let (status, body, made) = d.invoke(functions::TITLES).await;
+    assert_eq!(
+        (status, &body),
+        (200, &json!({ "ok": true, "title": "Refunds, renamed" }))
+    );
+    let after = d.store.get_session(&d.key).await.unwrap().unwrap();
+    assert_eq!(after.title, "Refunds, renamed");
+    assert_eq!(after.updated_at, before.updated_at);
+    assert_eq!(
+        made,
+        requests(&[("BatchGetItem", 1), ("TransactWriteItems", 1)])
+    );
+}
+
+#[tokio::test]
+async fn finding_sessions_by_title_is_the_membership_and_one_query_of_the_index() {
+    let d = Deployment::new().await;
+    let mut request = d.event(functions::TITLES);
+    *request.method_mut() = axum::http::Method::GET;
+    *request.uri_mut() = "/api/managed-agents/find?q=REFUND".parse().unwrap();
+    *request.body_mut() = lambda_http::Body::Empty;
+    let response = d
+        .router(functions::TITLES)
+        .await
+        .oneshot(request)
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let body: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(body["sessions"][0]["id"], SESSION);
+    assert_eq!(body["complete"], true);
+    let made = d.take_checked(functions::TITLES.name);
+    assert_eq!(made, requests(&[("GetItem", 1), ("Query", 1)]));
+}
+
+#[tokio::test]
 async fn cancel_event_on_an_idle_session_changes_nothing() {
     let d = Deployment::new().await;
     let before = d.store.get_session(&d.key).await.unwrap();
@@ -592,6 +635,42 @@ async fn web_event_gets_the_apps_page_under_its_policy_without_reading_anything(
         .unwrap();
     assert!(String::from_utf8_lossy(&bytes).contains(r#"<div id="app">"#));
     assert!(d.counter.take().is_empty());
+}
+
+#[tokio::test]
+async fn web_function_sends_the_script_in_brotli_or_gzip_as_the_browser_accepts() {
+    let d = Deployment::new().await;
+    let files = Parts::of(functions::WEB).files.unwrap();
+    let script = knowledge_web::embedded_assets()
+        .find(|name| name.ends_with(".js"))
+        .unwrap();
+    let fetch = |accept: &'static str| {
+        let mut request = d.event(functions::WEB);
+        *request.uri_mut() = format!("/assets/{script}").parse().unwrap();
+        request
+            .headers_mut()
+            .insert("accept-encoding", accept.parse().unwrap());
+        files().oneshot(request)
+    };
+    let plain = fetch("identity").await.unwrap();
+    assert!(plain.headers().get("content-encoding").is_none());
+    let raw = axum::body::to_bytes(plain.into_body(), 1 << 22)
+        .await
+        .unwrap();
+    for (accept, coding) in [("gzip, deflate, br, zstd", "br"), ("gzip", "gzip")] {
+        let response = fetch(accept).await.unwrap();
+        assert_eq!(response.headers()["content-encoding"], coding, "{accept}");
+        assert_eq!(response.headers()["vary"], "accept-encoding");
+        let sent = axum::body::to_bytes(response.into_body(), 1 << 22)
+            .await
+            .unwrap();
+        assert!(
+            sent.len() * 3 < raw.len(),
+            "{coding}: {} of {}",
+            sent.len(),
+            raw.len()
+        );
+    }
 }
 
 #[tokio::test]

@@ -49,11 +49,24 @@ impl DynamoStore {
     }
 }
 
-/// The row counts the conformance suite checks deletes by.
+/// The row counts the conformance suite checks deletes by, and the search's page bound made
+/// small enough to test.
 #[cfg(feature = "testing")]
 mod testing {
-    use knowledge_core::ids::SessionKey;
+    use knowledge_core::domain::{FoundSessions, TitleQuery};
+    use knowledge_core::ids::{OrgId, SessionKey, UserId};
     use knowledge_core::ports::{StoreResult, StoredRows};
+
+    impl DynamoStore {
+        /// `find_sessions` with `pages` Queries of `page` index entries at most.
+        pub async fn find_sessions_in_pages(
+            &self, user: &UserId, org: &OrgId, query: &TitleQuery, limit: usize, page: usize,
+            pages: usize,
+        ) -> StoreResult<FoundSessions> {
+            self.find_in_pages(user, org, query, limit, page, pages)
+                .await
+        }
+    }
 
     use crate::codec::{backend, get_s, s};
     use crate::{DynamoStore, keys};

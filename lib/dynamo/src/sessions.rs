@@ -5,7 +5,9 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 use knowledge_core::clock::Timestamp;
-use knowledge_core::domain::{Event, Session, SessionSummary};
+use knowledge_core::domain::{
+    Event, FIND_SCAN, FoundSessions, Session, SessionSummary, TitleQuery,
+};
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, Gate, StoreError, StoreResult};
 
@@ -14,6 +16,26 @@ use crate::gate::Gated;
 use crate::transact::TransactError;
 use crate::{DynamoStore, keys};
 use knowledge_core::ports::SessionStore;
+
+/// GSI1 entries a search reads per Query, and the Queries it makes at most: together
+/// [`FIND_SCAN`] entries (of about 150 bytes each, so a page stays far under 1 MB).
+const FIND_PAGE: usize = 2_000;
+const FIND_PAGES: usize = FIND_SCAN / FIND_PAGE;
+
+/// A GSI1 entry as a session summary.
+fn summary(item: &Item) -> StoreResult<SessionSummary> {
+    let listing = get_s(item, keys::GSI1SK)?;
+    let id = listing
+        .rsplit('#')
+        .next()
+        .and_then(|id| SessionId::parse(id).ok())
+        .ok_or_else(|| corrupt(keys::GSI1SK))?;
+    Ok(SessionSummary {
+        id,
+        title: get_s(item, "title")?.to_owned(),
+        updated_at: Timestamp(get_n(item, "updatedAt")?),
+    })
+}
 
 /// Event keys a delete reads per page: four batches, so memory stays bounded however long the
 /// log is.
@@ -153,22 +175,14 @@ impl SessionStore for DynamoStore {
             .send()
             .await
             .map_err(backend)?;
-        out.items()
-            .iter()
-            .map(|item| {
-                let listing = get_s(item, keys::GSI1SK)?;
-                let id = listing
-                    .rsplit('#')
-                    .next()
-                    .and_then(|id| SessionId::parse(id).ok())
-                    .ok_or_else(|| corrupt(keys::GSI1SK))?;
-                Ok(SessionSummary {
-                    id,
-                    title: get_s(item, "title")?.to_owned(),
-                    updated_at: Timestamp(get_n(item, "updatedAt")?),
-                })
-            })
-            .collect()
+        out.items().iter().map(summary).collect()
+    }
+
+    async fn find_sessions(
+        &self, user: &UserId, org: &OrgId, query: &TitleQuery, limit: usize,
+    ) -> StoreResult<FoundSessions> {
+        self.find_in_pages(user, org, query, limit, FIND_PAGE, FIND_PAGES)
+            .await
     }
 
     async fn delete_session(&self, key: &SessionKey) -> StoreResult<bool> {
@@ -238,5 +252,50 @@ impl SessionStore for DynamoStore {
             }));
         }
         Ok(found)
+    }
+}
+
+impl DynamoStore {
+    /// [`SessionStore::find_sessions`] reading at most `pages` Queries of `page` GSI1 entries,
+    /// newest first, and matching here (Unicode case folding): the read capacity is the same as
+    /// a filter expression's would be.
+    pub(crate) async fn find_in_pages(
+        &self, user: &UserId, org: &OrgId, query: &TitleQuery, limit: usize, page: usize,
+        pages: usize,
+    ) -> StoreResult<FoundSessions> {
+        let mut sessions = vec![];
+        let mut start = None;
+        for _ in 0..pages {
+            let out = self
+                .index_query(keys::user_org(user, org), page)
+                .scan_index_forward(false)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(backend)?;
+            for item in out.items() {
+                let found = summary(item)?;
+                if query.matches(&found.title) {
+                    sessions.push(found);
+                    if sessions.len() == limit {
+                        return Ok(FoundSessions {
+                            sessions,
+                            complete: true,
+                        });
+                    }
+                }
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(FoundSessions {
+                    sessions,
+                    complete: true,
+                });
+            }
+        }
+        Ok(FoundSessions {
+            sessions,
+            complete: false,
+        })
     }
 }

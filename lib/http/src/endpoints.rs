@@ -7,15 +7,15 @@
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
-use crate::{AuthGuard, SessionApi, admin, auth, connections, routes, sso};
+use crate::{AuthGuard, SessionApi, admin, auth, connections, routes, sso, titles};
 
 type Route = fn() -> UtoipaMethodRouter<SessionApi>;
 
 /// The routes of one endpoint, before their guards.
 #[derive(Clone, Copy)]
 pub struct Routes {
-    /// The route under `/api/managed-agents`, for the session endpoints.
-    pub(crate) session: Option<Route>,
+    /// The routes under `/api/managed-agents`, for the session endpoints.
+    pub(crate) session: &'static [Route],
     /// The routes under [`admin::PREFIX`], for the admin endpoint.
     pub(crate) admin: Option<fn() -> OpenApiRouter<SessionApi>>,
     /// The routes under `/api/auth`, each with the guard it passes.
@@ -29,16 +29,16 @@ pub struct Routes {
 
 impl Routes {
     const NONE: Self = Self {
-        session: None,
+        session: &[],
         admin: None,
         auth: &[],
         sso: false,
         connects: false,
     };
 
-    const fn session(route: Route) -> Self {
+    const fn session(routes: &'static [Route]) -> Self {
         Self {
-            session: Some(route),
+            session: routes,
             ..Self::NONE
         }
     }
@@ -66,12 +66,17 @@ impl Routes {
     }
 }
 
-pub const CREATE_SESSION: Routes = Routes::session(|| routes!(routes::create_session));
-pub const DELETE_SESSION: Routes = Routes::session(|| routes!(routes::delete_session));
-pub const MESSAGE: Routes = Routes::session(|| routes!(routes::post_message));
-pub const TRANSCRIPT: Routes = Routes::session(|| routes!(routes::transcript));
-pub const LIST_SESSIONS: Routes = Routes::session(|| routes!(routes::list_sessions));
-pub const CANCEL: Routes = Routes::session(|| routes!(routes::cancel));
+pub const CREATE_SESSION: Routes = Routes::session(&[|| routes!(routes::create_session)]);
+pub const DELETE_SESSION: Routes = Routes::session(&[|| routes!(routes::delete_session)]);
+pub const MESSAGE: Routes = Routes::session(&[|| routes!(routes::post_message)]);
+pub const TRANSCRIPT: Routes = Routes::session(&[|| routes!(routes::transcript)]);
+pub const LIST_SESSIONS: Routes = Routes::session(&[|| routes!(routes::list_sessions)]);
+pub const CANCEL: Routes = Routes::session(&[|| routes!(routes::cancel)]);
+/// Beside the interface's own: renaming a session and finding sessions by title.
+pub const TITLES: Routes = Routes::session(&[
+    || routes!(titles::rename_session),
+    || routes!(titles::find_sessions),
+]);
 /// Who is signed in: a current member of the cookie's organisation.
 pub const ME: Routes = Routes::auth(&[(|| routes!(auth::me), AuthGuard::Member)]);
 /// A valid cookie, of any organisation the user belongs to.

@@ -20,6 +20,7 @@ pub mod routes;
 pub mod scim;
 pub mod sso;
 mod state;
+pub mod titles;
 pub mod wire;
 
 use axum::Router;
@@ -106,7 +107,8 @@ struct SessionParts {
 fn session_parts(endpoints: &[Routes]) -> SessionParts {
     let (under_prefix, prefixed) = endpoints
         .iter()
-        .filter_map(|r| r.session.map(|route| route()))
+        .flat_map(|r| r.session)
+        .map(|route| route())
         .fold(OpenApiRouter::new(), OpenApiRouter::routes)
         .split_for_parts();
     let mut doc = utoipa::openapi::OpenApi::default().nest(SESSION_PREFIX, prefixed);
@@ -174,11 +176,12 @@ fn session_routes(state: SessionApi, endpoints: &[Routes]) -> Router {
     app.with_state(state)
 }
 
-/// What every request passes, whatever its route: the head limits and the request log; and the
-/// answers to unknown routes outside the guarded prefixes.
+/// What every request passes, whatever its route: the head limits, compression and the request
+/// log; and the answers to unknown routes outside the guarded prefixes.
 fn edge(app: Router) -> Router {
     app.fallback(routes::route_not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)
         .layer(axum::middleware::from_fn(edge::limit_head))
+        .layer(edge::compression())
         .layer(axum::middleware::from_fn(guard::log))
 }

@@ -14,7 +14,7 @@ use crate::error::ApiError;
 use crate::extract::QueryParams;
 
 /// A `sessionId` as a client sent it. Errors: missing, empty, or not of the session-id form.
-fn session_id(value: Option<&str>) -> Result<SessionId, ApiError> {
+pub(crate) fn session_id(value: Option<&str>) -> Result<SessionId, ApiError> {
     match value {
         None => Err(ApiError::MissingField("sessionId is required".into())),
         Some("") => Err(CoreError::invalid("empty_field", "sessionId must not be empty").into()),

@@ -6,7 +6,9 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 
 use crate::{SqliteStore, backend, conversion, text_parse};
-use knowledge_core::domain::{Event, EventBody, EventKind, Session, SessionSummary, Usage};
+use knowledge_core::domain::{
+    Event, EventBody, EventKind, FoundSessions, Session, SessionSummary, TitleQuery, Usage,
+};
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, Gate, SessionStore, StoreError, StoreResult};
 
@@ -216,6 +218,39 @@ impl SessionStore for SqliteStore {
                 })
             })?;
             rows.collect()
+        })
+        .await
+    }
+
+    async fn find_sessions(
+        &self, user: &UserId, org: &OrgId, query: &TitleQuery, limit: usize,
+    ) -> StoreResult<FoundSessions> {
+        // Every session of the member, newest first, read until `limit` match: the titles are
+        // folded and matched in Rust, so that case folding is Unicode's, as on every store.
+        let (u, o, query) = (user.clone(), org.clone(), query.clone());
+        self.read(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT session_id, title, updated_at FROM sessions
+                 WHERE user_id = ?1 AND org_id = ?2 AND deleting = 0
+                 ORDER BY updated_at DESC, session_id DESC",
+            )?;
+            let mut rows = stmt.query(params![u.as_str(), o.as_str()])?;
+            let mut sessions = vec![];
+            while sessions.len() < limit {
+                let Some(r) = rows.next()? else { break };
+                let title: String = r.get(1)?;
+                if query.matches(&title) {
+                    sessions.push(SessionSummary {
+                        id: SessionId::parse(&r.get::<_, String>(0)?).map_err(conversion)?,
+                        title,
+                        updated_at: Timestamp(r.get(2)?),
+                    });
+                }
+            }
+            Ok(FoundSessions {
+                sessions,
+                complete: true,
+            })
         })
         .await
     }

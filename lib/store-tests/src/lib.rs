@@ -11,6 +11,7 @@ pub mod limits;
 pub mod orgs;
 pub mod sessions;
 pub mod tickets;
+pub mod titles;
 
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{
@@ -207,6 +208,9 @@ macro_rules! conformance {
                 a_commit_of_the_record_alone_lands_once_at_its_version_and_never_revives_a_deleted_session,
                 sessions_list_newest_first_within_one_user_and_organisation,
                 runs_are_found_by_when_they_go_stale_and_leave_the_index_when_they_end;
+            titles:
+                sessions_are_found_by_every_word_of_their_titles_newest_first_within_one_member,
+                a_renamed_title_is_listed_and_found_and_the_session_keeps_its_place;
             limits:
                 a_rate_window_is_replaced_only_at_the_version_it_was_read_at,
                 concurrent_gated_creates_never_pass_the_monthly_quota_together,

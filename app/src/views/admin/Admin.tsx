@@ -116,7 +116,7 @@ function AuditPage() {
         </select>
       </div>
       <NoticeLine notice={notice} />
-      <table>
+      <table class="stack">
         <caption class="visually-hidden">Changes to the organisation, newest first</caption>
         <thead>
           <tr>
@@ -165,7 +165,7 @@ export function Admin(props: { account: Account; section: Section; go: (path: st
     );
   }
   return (
-    <div class="layout">
+    <div class="layout admin-layout">
       <nav class="sidebar" aria-label="Admin">
         <a
           href="/"

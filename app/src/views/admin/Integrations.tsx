@@ -104,7 +104,7 @@ export function Integrations({ me }: { me: string }) {
   return (
     <section aria-labelledby="integrations-title">
       <h2 id="integrations-title">Integrations</h2>
-      <table>
+      <table class="stack">
         <caption class="visually-hidden">Connected MCP servers</caption>
         <thead>
           <tr>
@@ -118,8 +118,8 @@ export function Integrations({ me }: { me: string }) {
           {list.map((i) => (
             <tr key={i.name}>
               <th scope="row">{i.name}</th>
-              <td class="url">{i.url}</td>
-              <td>{credentials(i)}</td>
+              <td class="url" data-label="URL">{i.url}</td>
+              <td data-label="Credentials">{credentials(i)}</td>
               <td class="actions">
                 <button type="button" disabled={busy} onClick={() => void test(i)} aria-label={`Test: ${i.name}`}>
                   Test

@@ -63,7 +63,7 @@ export function Members({ me }: { me: string }) {
         </button>
       </form>
       <NoticeLine notice={notice} />
-      <table>
+      <table class="stack">
         <caption class="visually-hidden">Members and their roles</caption>
         <thead>
           <tr>
@@ -81,8 +81,8 @@ export function Members({ me }: { me: string }) {
                 {m.userName && m.displayName && <div class="hint">{m.userName}</div>}
                 {m.userId === me && <span class="badge"> (you)</span>}
               </th>
-              <td>{m.role}</td>
-              <td>{when(m.createdAt)}</td>
+              <td data-label="Role">{m.role}</td>
+              <td data-label="Since">{when(m.createdAt)}</td>
               <td class="actions">
                 {m.role === 'viewer' ? (
                   <button type="button" disabled={busy} onClick={() => void setRole(m, 'admin')} aria-label={`Make admin: ${memberName(m)}`}>

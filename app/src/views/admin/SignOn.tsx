@@ -14,7 +14,9 @@ export function SingleSignOn() {
   const [claim, setClaim] = useState('');
   const [domains, setDomains] = useState('');
   const [justInTime, setJustInTime] = useState(false);
-  const { notice, busy, run } = useNotice();
+  // The issuer whose Test failed last: saving it anyway is allowed, and warned about.
+  const [failedIssuer, setFailedIssuer] = useState<string | null>(null);
+  const { notice, setNotice, busy, run } = useNotice();
 
   const show = (s: Sso) => {
     setSso(s);
@@ -29,22 +31,34 @@ export function SingleSignOn() {
 
   const save = () =>
     run(async () => {
-      show(
-        await admin.setSso({
+      const saved = await admin.setSso({
           issuer,
           clientId,
           clientSecret: secret || undefined,
           userNameClaim: claim || undefined,
           emailDomains: domains.split(/[\s,]+/).filter(Boolean),
           justInTime,
-        }),
-      );
-      return 'Single sign-on is saved.';
+        });
+      show(saved);
+      const state = saved.enabled
+        ? 'Single sign-on is saved, and on.'
+        : 'Single sign-on is saved, and off: members sign in with it once you turn it on.';
+      if (failedIssuer !== null && failedIssuer === issuer.trim()) {
+        setNotice({ kind: 'failed', text: `${state} Warning: this issuer failed its test just now, so signing in through it will fail until it answers.` });
+        return;
+      }
+      return state;
     });
   const test = () =>
     run(async () => {
-      const r = await admin.testSso(issuer);
-      return `${r.issuer} answered with its discovery document and keys.`;
+      try {
+        const r = await admin.testSso(issuer);
+        setFailedIssuer(null);
+        return `${r.issuer} answered with its discovery document and keys.`;
+      } catch (e) {
+        setFailedIssuer(issuer.trim());
+        throw e;
+      }
     });
   const toggle = (on: boolean) => {
     if (!on && !confirm('Turn single sign-on off? Members cannot sign in with it, and SCIM stops, until it is on again.')) return;

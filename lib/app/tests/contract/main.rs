@@ -23,3 +23,4 @@ mod scim;
 mod sso;
 mod sso_attacks;
 mod support;
+mod titles;

@@ -1,7 +1,8 @@
 //! The built-in agent: deterministic, offline, no LLM. It searches every connected search tool
-//! with the question, then answers in Markdown with the best passages and their sources; with
-//! nothing connected it says so plainly. Same input, same answer, so the service can be tried
-//! and tested without a provider.
+//! with the question, then answers in Markdown with the best passages, each under its heading
+//! and source (the app lists the sources once more from the tool results, so the answer does
+//! not); with nothing connected it says so plainly. It never repeats the question back. Same
+//! input, same answer, so the service can be tried and tested without a provider.
 
 use std::fmt::Write as _;
 
@@ -52,13 +53,13 @@ impl Agent for BuiltinAgent {
                     .collect(),
             )
         } else if !searched {
-            AgentAction::Answer(format!(
-                "{}No integrations are connected to your organisation, so I have nothing to \
-                 search. Connect one (the local service takes `--docs DIR`) and ask again.",
-                quote(question)
-            ))
+            AgentAction::Answer(
+                "No integrations are connected to your organisation, so I have nothing to \
+                 search. Connect one (the local service takes `--docs DIR`) and ask again."
+                    .to_owned(),
+            )
         } else {
-            AgentAction::Answer(answer(question, &request))
+            AgentAction::Answer(answer(&request))
         };
         Ok(AgentReply {
             action,
@@ -66,11 +67,6 @@ impl Agent for BuiltinAgent {
             cost_micros: 0,
         })
     }
-}
-
-fn quote(question: &str) -> String {
-    let quoted: String = question.lines().map(|l| format!("> {l}\n")).collect();
-    format!("You asked:\n\n{quoted}\n")
 }
 
 /// A passage a search tool returned, in the shape the docs integration uses.
@@ -93,8 +89,8 @@ fn passages(output: &Value) -> impl Iterator<Item = Passage<'_>> {
 }
 
 /// The Markdown answer from the turn's tool results: the best passages over all tools, each
-/// quoted with its source.
-fn answer(question: &str, request: &AgentRequest) -> String {
+/// quoted under its heading and source.
+fn answer(request: &AgentRequest) -> String {
     let mut found: Vec<Passage<'_>> = request
         .steps
         .iter()
@@ -105,15 +101,12 @@ fn answer(question: &str, request: &AgentRequest) -> String {
         .flat_map(passages)
         .collect();
     found.sort_by(|a, b| b.score.total_cmp(&a.score));
-    let mut text = quote(question);
     if found.is_empty() {
-        text.push_str(
-            "I searched the connected documents and found nothing that matches. Try other \
-             words, or check that the documents you need are in the connected folder.",
-        );
-        return text;
+        return "I searched the connected documents and found nothing that matches. Try other \
+                words, or check that the documents you need are in the connected folder."
+            .to_owned();
     }
-    text.push_str("Here is what I found in your documents:\n");
+    let mut text = String::from("Here is what I found in your documents:\n");
     for p in found.iter().take(PASSAGES) {
         let title = if p.heading.is_empty() {
             p.source
@@ -129,16 +122,6 @@ fn answer(question: &str, request: &AgentRequest) -> String {
             let _ = writeln!(text, "> {line}");
         }
     }
-    text.push_str("\nSources: ");
-    let mut sources: Vec<&str> = vec![];
-    for p in found.iter().take(PASSAGES) {
-        if !sources.contains(&p.source) {
-            sources.push(p.source);
-        }
-    }
-    let listed: Vec<String> = sources.iter().map(|s| format!("`{s}`")).collect();
-    text.push_str(&listed.join(", "));
-    text.push('\n');
     text
 }
 
@@ -195,7 +178,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn after_searching_it_quotes_the_best_passages_with_their_sources() {
+    async fn after_searching_it_quotes_the_best_passages_with_their_sources_once() {
         let steps = vec![
             event(
                 2,
@@ -224,7 +207,9 @@ mod tests {
         let weak = text.find("**Low** (`low.md`)").expect("second passage");
         assert!(best < weak, "{text}");
         assert!(text.contains("> POST cancel"), "{text}");
-        assert!(text.ends_with("Sources: `cancel.md`, `low.md`\n"), "{text}");
+        // Each source once, under its passage; the question is not repeated back.
+        assert_eq!(text.matches("cancel.md").count(), 1, "{text}");
+        assert!(!text.contains("How to cancel?"), "{text}");
     }
 
     #[tokio::test]

@@ -74,12 +74,14 @@ mod member;
 mod oauth;
 mod session;
 mod sso;
+mod title;
 
 pub use claim::*;
 pub use member::*;
 pub use oauth::*;
 pub use session::*;
 pub use sso::*;
+pub use title::*;
 
 /// An organisation (tenant) and its limits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -20,6 +20,8 @@ pub enum Action {
     CreateSession,
     Message,
     Cancel,
+    /// A member renaming one of their conversations.
+    Rename,
     /// A change in the admin API.
     AdminWrite,
     /// An admin's test of an identity provider or an integration: a request to a server the
@@ -44,7 +46,7 @@ impl Action {
                 window_ms: MINUTE,
                 max: 60,
             }],
-            Action::Cancel => &[Rule {
+            Action::Cancel | Action::Rename => &[Rule {
                 window_ms: MINUTE,
                 max: 30,
             }],
@@ -64,6 +66,7 @@ impl Action {
             Action::CreateSession => "create",
             Action::Message => "message",
             Action::Cancel => "cancel",
+            Action::Rename => "rename",
             Action::AdminWrite => "admin",
             Action::AdminProbe => "probe",
         }

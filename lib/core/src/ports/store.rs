@@ -10,8 +10,8 @@ use async_trait::async_trait;
 
 use crate::clock::Timestamp;
 use crate::domain::{
-    AuditCursor, AuditEntry, Event, GrantOwner, IntegrationConfig, Member, MemberData, Org,
-    Session, SessionSummary, SsoConfig, Ticket, Usage,
+    AuditCursor, AuditEntry, Event, FoundSessions, GrantOwner, IntegrationConfig, Member,
+    MemberData, Org, Session, SessionSummary, SsoConfig, Ticket, TitleQuery, Usage,
 };
 use crate::ids::{OrgId, SessionKey, UserId};
 
@@ -175,6 +175,14 @@ pub trait SessionStore: Send + Sync {
     async fn list_sessions(
         &self, user: &UserId, org: &OrgId, limit: usize,
     ) -> StoreResult<Vec<SessionSummary>>;
+    /// The user's sessions in an organisation whose titles `query` matches, most recently
+    /// updated first, at most `limit`; sessions being deleted are never found. An adapter may
+    /// search only the [`crate::domain::FIND_SCAN`] most recently updated sessions, and then
+    /// says so with `complete: false` when older ones were left unsearched (DynamoDB: 3 Query
+    /// requests of 2,000 index entries at most).
+    async fn find_sessions(
+        &self, user: &UserId, org: &OrgId, query: &TitleQuery, limit: usize,
+    ) -> StoreResult<FoundSessions>;
     /// Removes the session and every event of it; `Ok(false)` when it did not exist. The DynamoDB
     /// adapter pages through the events, so callers first commit the session as `deleting`,
     /// which every writer treats as gone, and the adapter removes the record last. Idempotent:

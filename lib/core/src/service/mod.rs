@@ -1,11 +1,12 @@
-//! Use cases of the session endpoints: create, message, transcript, list, cancel, delete, and
-//! the organisation switch. They speak only to ports. Admission (plan, rate limit, quota and
+//! Use cases of the session endpoints: create, message, transcript, list, cancel, delete,
+//! rename and find (`titles`), and the organisation switch. They speak only to ports. Admission (plan, rate limit, quota and
 //! cost cap) is in `admission`, cancelling and deleting in `stop`.
 
 mod account;
 mod admission;
 mod resume;
 mod stop;
+mod titles;
 
 use std::sync::Arc;
 

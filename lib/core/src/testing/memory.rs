@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 
 use crate::domain::{
-    AuditCursor, AuditEntry, Event, GrantOwner, IntegrationConfig, Member, MemberData,
-    MemberDataKind, Org, Session, SessionSummary, SsoConfig, Ticket, Usage,
+    AuditCursor, AuditEntry, Event, FoundSessions, GrantOwner, IntegrationConfig, Member,
+    MemberData, MemberDataKind, Org, Session, SessionSummary, SsoConfig, Ticket, TitleQuery, Usage,
 };
 use crate::ids::{OrgId, SessionKey, UserId};
 use crate::ports::{
@@ -537,6 +537,19 @@ impl SessionStore for MemoryStore {
                 updated_at: v.updated_at,
             })
             .collect())
+    }
+
+    async fn find_sessions(
+        &self, user: &UserId, org: &OrgId, query: &TitleQuery, limit: usize,
+    ) -> StoreResult<FoundSessions> {
+        let all = self.list_sessions(user, org, usize::MAX).await?;
+        Ok(FoundSessions {
+            sessions: (all.into_iter())
+                .filter(|s| query.matches(&s.title))
+                .take(limit)
+                .collect(),
+            complete: true,
+        })
     }
 
     async fn delete_session(&self, key: &SessionKey) -> StoreResult<bool> {
