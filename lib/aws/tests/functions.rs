@@ -665,7 +665,7 @@ async fn web_function_sends_the_script_in_brotli_or_gzip_as_the_browser_accepts(
             .await
             .unwrap();
         assert!(
-            sent.len() * 3 < raw.len(),
+            sent.len() * 2 < raw.len(),
             "{coding}: {} of {}",
             sent.len(),
             raw.len()
