@@ -5,10 +5,17 @@ health check, `POST /v1/chat/completions`) and answers "Answer to: <the last que
 
 Made with `hold=False` it answers at once, and calls tools the way a model does: asked to
 "Greet <name>" while a tool named `<integration>_greet` is offered, it calls that tool with the
-name; given the tool's result, it answers "The tool said: <result>"."""
+name; given the tool's result, it answers "The tool said: <result>".
+
+Made with `pace=<seconds>` (and `hold=False`), a request that asks for a stream gets its answer
+("Answer to: <question>" and twenty words more) as server-sent events, one word every `pace`
+seconds, and the instant of each first word is kept in `first_words` (`time.time()`); with
+`stream=False` it answers such a request whole, after as long, as a server that does not
+stream (the app's figure before drafts)."""
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -28,7 +35,8 @@ def tool_step(request: dict, last_question: str):
 
 
 class FakeOpenAi:
-    def __init__(self, hold: bool = True):
+    def __init__(self, hold: bool = True, pace: float | None = None, stream: bool = True):
+        self.first_words = []
         self.gate = threading.Semaphore(0)
         # Off: the health check (GET /v1/models) answers 503, as a provider that is down.
         self.healthy = True
@@ -48,6 +56,36 @@ class FakeOpenAi:
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            def send_paced(self, model, words, streaming):
+                """The answer `words`, one every `pace` seconds: as events, or whole at the end."""
+                if not streaming:
+                    # The model's first word is ready now; the server sends it with the rest.
+                    fake.first_words.append(time.time())
+                    time.sleep(pace * len(words))
+                    return self.send_json(200, {
+                        "id": "chatcmpl-fake", "object": "chat.completion", "model": model,
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": " ".join(words)}}],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": len(words), "total_tokens": 30},
+                    })
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                for i, word in enumerate(words):
+                    if i > 0:
+                        time.sleep(pace)
+                    piece = word if i == 0 else " " + word
+                    chunk = {"choices": [{"index": 0, "delta": {"content": piece}}]}
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                    if i == 0:
+                        fake.first_words.append(time.time())
+                end = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+                usage = {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": len(words), "total_tokens": 30}}
+                self.wfile.write(f"data: {json.dumps(end)}\n\ndata: {json.dumps(usage)}\n\ndata: [DONE]\n\n".encode())
+                self.wfile.flush()
+                self.close_connection = True
 
             def do_GET(self):
                 if not fake.healthy:
@@ -71,6 +109,9 @@ class FakeOpenAi:
                 else:
                     message = tool_step(request, last)
                 message = message or {"role": "assistant", "content": f"Answer to: {last}"}
+                if pace is not None and not message.get("tool_calls"):
+                    words = f"Answer to: {last} " + " ".join(f"word{i}" for i in range(1, 21))
+                    return self.send_paced(request["model"], words.split(" "), request.get("stream") and stream)
                 finish = "tool_calls" if message.get("tool_calls") else "stop"
                 self.send_json(200, {
                     "id": "chatcmpl-fake", "object": "chat.completion", "model": request["model"],

@@ -15,10 +15,12 @@ export interface PollState {
   busyFor: number;
 }
 
-/** While a turn runs: every 2.5 s for its first 30 s, then every 5 s, as the interface says. */
-export const BUSY_FAST_MS = 2_500;
+/** While a turn runs: every second for its first minute, so that the answer's draft (written
+ *  at most once a second) shows as it grows; then every 5 s, the interface's slowest. A poll
+ *  costs about $0.0000020 on AWS (docs/deploy.md), so a 10 s answer's ten polls cost $0.00002. */
+export const BUSY_FAST_MS = 1_000;
 export const BUSY_SLOW_MS = 5_000;
-const BUSY_FAST_FOR_MS = 30_000;
+const BUSY_FAST_FOR_MS = 60_000;
 /** Idle, in view: another tab or device may have sent a message. */
 export const IDLE_MS = 30_000;
 /** Hidden tabs poll a quarter as often, a busy one at most every 20 s. */
@@ -33,6 +35,8 @@ export function nextDelay(s: PollState): number {
     return Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** Math.min(s.failures - 1, 16));
   }
   if (s.hasMore) return 0;
-  const base = s.busy ? (s.busyFor < BUSY_FAST_FOR_MS ? BUSY_FAST_MS : BUSY_SLOW_MS) : IDLE_MS;
+  // A hidden tab has no draft to show: it never polls fast.
+  const fast = !s.hidden && s.busyFor < BUSY_FAST_FOR_MS;
+  const base = s.busy ? (fast ? BUSY_FAST_MS : BUSY_SLOW_MS) : IDLE_MS;
   return s.hidden ? base * HIDDEN_FACTOR : base;
 }

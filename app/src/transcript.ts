@@ -32,6 +32,8 @@ export interface Transcript {
   /** Questions asked and not yet answered to the end (`status_idle`): the one being answered
    *  and those queued behind it. */
   openTurns: number;
+  /** The answer being written now (the last page's `draft`), shown until it arrives whole. */
+  draft: string | null;
 }
 
 export const empty: Transcript = {
@@ -43,6 +45,7 @@ export const empty: Transcript = {
   terminated: false,
   pendingSources: [],
   openTurns: 0,
+  draft: null,
 };
 
 const LOCATORS = ['url', 'link', 'source', 'path'];
@@ -132,7 +135,8 @@ export function applyPage(t: Transcript, page: TranscriptPage): Transcript {
     next = fold(next, e);
     next.cursor = e.id;
   }
-  return { ...next, running: page.workflowRunId !== null, hasMore: page.hasMore };
+  const running = page.workflowRunId !== null;
+  return { ...next, running, hasMore: page.hasMore, draft: running ? (page.draft?.text ?? null) : null };
 }
 
 /** Whether the conversation waits on the service: a run is answering, or a message is not yet

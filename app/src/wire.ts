@@ -21,6 +21,8 @@ export interface TranscriptPage {
   events: WireEvent[];
   hasMore: boolean;
   backfillFailed?: boolean;
+  /** The answer being written now, while the turn waits on it (beside the interface's fields). */
+  draft?: { text: string; updatedAt: string };
 }
 
 export interface SessionSummary {

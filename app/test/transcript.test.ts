@@ -141,3 +141,14 @@ test('a title cut from a longer first message ends with an ellipsis, a whole one
   assert.equal(listedTitle('é'.repeat(60)), `${'é'.repeat(60)}…`);
   assert.equal(listedTitle('é'.repeat(59)), 'é'.repeat(59));
 });
+
+test('a running turn shows its draft until the answer arrives whole', () => {
+  const asked = applyPage(empty, { ...page([user('Tell me')], true), draft: { text: 'Half an', updatedAt: 'x' } });
+  assert.equal(asked.draft, 'Half an');
+  const grown = applyPage(asked, { ...page([], true), draft: { text: 'Half an answer', updatedAt: 'y' } });
+  assert.equal(grown.draft, 'Half an answer');
+  const done = applyPage(grown, page([agent('Half an answer, whole.'), idle()]));
+  assert.equal(done.draft, null);
+  // A page without a run never shows one.
+  assert.equal(applyPage(empty, { ...page([user('q')]), draft: { text: 'stale', updatedAt: 'z' } }).draft, null);
+});

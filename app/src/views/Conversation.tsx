@@ -223,7 +223,12 @@ export function Conversation(props: { transcript: Transcript; retry?: (question:
       {transcript.items.map((item) => (
         <Entry key={item.id} item={item} retry={again?.itemId === item.id ? retry : undefined} />
       ))}
-      {busy(transcript) && <p class="thinking">Answering…</p>}
+      {busy(transcript) && transcript.draft && (
+        <article class="agent draft" aria-busy="true">
+          <div class="markdown" dangerouslySetInnerHTML={{ __html: renderMarkdown(transcript.draft) }} />
+        </article>
+      )}
+      {busy(transcript) && <p class="thinking">{transcript.draft ? 'Writing…' : 'Answering…'}</p>}
       <div ref={end} />
       <div class="visually-hidden" aria-live="polite">
         {last?.kind === 'agent' ? `New answer: ${last.text.slice(0, 200)}` : ''}

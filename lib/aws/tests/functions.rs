@@ -1360,3 +1360,119 @@ async fn a_sweep_racing_a_message_to_the_dead_run_starts_exactly_one_execution()
         .unwrap();
     assert_eq!(claim.name, format!("{run}-1"));
 }
+
+/// CallAgent on a provider streaming its answer over about three seconds, while the
+/// transcript function is polled: the answer's draft is written beside the session at most
+/// once a second (one UpdateItem each, on top of the step's own requests), every poll reads
+/// what a poll reads without a draft, and the draft is gone with the answer's commit.
+#[tokio::test]
+async fn call_agent_writes_a_streamed_answers_draft_at_most_once_a_second_and_a_poll_reads_no_more()
+{
+    use knowledge_providers::fake::{AgentSetup, Fake, OpenAi, Reply, Wire};
+    use std::time::{Duration, Instant};
+
+    let d = Deployment::new().await;
+    let fake = Fake::start().await;
+    fake.pace(Duration::from_millis(150));
+    let words: Vec<String> = (1..=20).map(|n| format!("word{n}")).collect();
+    fake.script(Reply::json(200, OpenAi::answer(&words.join(" "))));
+    let turn = follow_up(&d).await;
+    step(&d, Handler::LoadTurn, &turn).await;
+
+    let parts = Parts::of(row(Handler::CallAgent));
+    let mut settings = knowledge_aws::settings(parts, &d.shared, &d.env)
+        .await
+        .unwrap();
+    settings.agent = Some(OpenAi::agent(&fake.base(), AgentSetup::default()));
+    let cold = ColdStart::new(&d.shared, &d.env, settings, parts, d.counter.clone());
+    let mut payload = sample_input(Handler::CallAgent);
+    payload["turn"]["userSeq"] = json!(turn.0);
+    payload["execution"]["startedAt"] = json!(turn.1);
+    let polls = RequestCounter::default();
+    let transcript = ColdStart::load(
+        Parts::of(functions::TRANSCRIPT),
+        &d.shared,
+        &d.env,
+        polls.clone(),
+    )
+    .await
+    .unwrap()
+    .router()
+    .unwrap();
+    d.counter.take();
+
+    let started = Instant::now();
+    let task = cold.task().unwrap();
+    let answering = task.handle(LambdaEvent::new(payload, Context::default()));
+    tokio::pin!(answering);
+    // Poll until a draft shows (bounded), then once more while it grows.
+    let mut drafts: Vec<String> = vec![];
+    let answered = loop {
+        tokio::select! {
+            answered = &mut answering => break answered.unwrap(),
+            () = tokio::time::sleep(Duration::from_millis(300)) => {
+                let response = transcript.clone().oneshot(d.event(functions::TRANSCRIPT)).await.unwrap();
+                let body: Value = serde_json::from_slice(
+                    &axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap(),
+                )
+                .unwrap();
+                if let Some(text) = body["draft"]["text"].as_str() {
+                    drafts.push(text.to_owned());
+                }
+                // The draft is never beside its own answer: after the question, no answer yet.
+                let answers_after = body["events"].as_array().unwrap().iter().filter(|e| {
+                    e["type"] == "agent_message"
+                        && e["id"].as_str().unwrap()[4..].parse::<u64>().unwrap() > turn.0
+                });
+                assert!(answers_after.count() == 0 || body.get("draft").is_none(), "{body}");
+                // A poll costs what it costs without a draft.
+                assert_eq!(polls.take(), requests(&[("BatchGetItem", 1), ("Query", 1)]));
+                assert!(started.elapsed() < Duration::from_secs(20), "the answer took too long");
+            }
+        }
+    };
+    let took = started.elapsed();
+    assert_eq!(answered["next"], "finish", "{answered}");
+    // Seen growing, word by word, never past the answer.
+    assert!(drafts.len() >= 3, "{drafts:?}");
+    assert!(
+        drafts.windows(2).all(|w| w[1].starts_with(&w[0])),
+        "{drafts:?}"
+    );
+    assert!(
+        drafts
+            .iter()
+            .all(|t| words.join(" ").starts_with(t.as_str()))
+    );
+    // The step's own requests, and one UpdateItem per draft: the first at once, then one a
+    // second at most.
+    let made = d.take_checked(functions::CALL_AGENT.name);
+    let writes = made.get("UpdateItem").copied().unwrap_or(0);
+    let most = took.as_secs() + 1;
+    assert!(
+        (2..=most).contains(&writes),
+        "{writes} draft writes in {took:?}"
+    );
+    // Beside them, the step's own: as for an answer at once, plus the cancel watch's read of
+    // the session each WATCH_INTERVAL (1 s) while the call is in flight.
+    let mut step = made.clone();
+    step.remove("UpdateItem");
+    let watched = step.remove("GetItem").unwrap_or(0) - 2;
+    assert!(
+        watched <= took.as_secs(),
+        "{watched} watch reads in {took:?}"
+    );
+    assert_eq!(step, requests(&[("Query", 2), ("TransactWriteItems", 1)]));
+    // The answer's commit took the draft with it.
+    let response = transcript
+        .oneshot(d.event(functions::TRANSCRIPT))
+        .await
+        .unwrap();
+    let body: Value = serde_json::from_slice(
+        &axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(body.get("draft").is_none(), "{body}");
+}

@@ -40,12 +40,15 @@ impl BatchStore for DynamoStore {
                 .map(|i| rate_window_from(&i))
                 .transpose()?
                 .unwrap_or_default(),
-            session: match (take(session), &session_key) {
-                (Some(item), Some(key)) => Some(session_from(key, &item)?),
-                _ => None,
-            },
+            session: None,
+            draft: None,
             events: Vec::new(),
         };
+        // The answer in progress is an attribute of the session's item.
+        if let (Some(item), Some(key)) = (take(session), &session_key) {
+            snapshot.session = Some(session_from(key, &item)?);
+            snapshot.draft = draft_from(&item)?;
+        }
         // The events after the session, and only for a member's session that exists.
         if let (Some(page), Some(session), Some(_)) =
             (reads.events, &snapshot.session, &snapshot.member)

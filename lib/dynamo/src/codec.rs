@@ -6,7 +6,7 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{
-    AuditEntry, Event, EventBody, EventKind, Member, Session, TurnProgress, Usage,
+    AuditEntry, Draft, Event, EventBody, EventKind, Member, Session, TurnProgress, Usage,
 };
 use knowledge_core::ids::{RunId, SessionKey};
 use knowledge_core::ports::{StoreError, StoreResult};
@@ -108,6 +108,17 @@ pub(crate) fn session_item(session: &Session) -> StoreResult<Item> {
         item.insert(keys::GSI2SK.into(), s(gsk));
     }
     Ok(item)
+}
+
+/// The attribute of a session's item holding its answer in progress (JSON), which no write of
+/// the session's record carries: each replaces the item, and so removes it.
+pub(crate) const DRAFT: &str = "draft";
+
+pub(crate) fn draft_from(item: &Item) -> StoreResult<Option<Draft>> {
+    match item.get(DRAFT) {
+        None => Ok(None),
+        Some(_) => Ok(Some(get_json(item, DRAFT)?)),
+    }
 }
 
 pub(crate) fn session_from(key: &SessionKey, item: &Item) -> StoreResult<Session> {

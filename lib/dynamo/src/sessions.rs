@@ -3,12 +3,13 @@
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{
-    Event, FIND_SCAN, FoundSessions, Session, SessionSummary, TitleQuery,
+    Draft, Event, FIND_SCAN, FoundSessions, Session, SessionSummary, TitleQuery,
 };
-use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
+use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, Gate, StoreError, StoreResult};
 
 use crate::codec::*;
@@ -176,6 +177,35 @@ impl SessionStore for DynamoStore {
             .await
             .map_err(backend)?;
         out.items().iter().map(summary).collect()
+    }
+
+    async fn put_draft(&self, key: &SessionKey, run: &RunId, draft: &Draft) -> StoreResult<bool> {
+        // One UpdateItem of the session's item, its version untouched: the next commit (a Put
+        // of the whole item) removes it. 1 WRU per KB of the item, draft included.
+        let written = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key_item(keys::session(key))))
+            .update_expression("SET #draft = :draft")
+            .condition_expression("#run = :run AND #deleting = :no")
+            .expression_attribute_names("#draft", DRAFT)
+            .expression_attribute_names("#run", "runId")
+            .expression_attribute_names("#deleting", "deleting")
+            .expression_attribute_values(":draft", s(to_json(draft)?))
+            .expression_attribute_values(":run", s(run.as_str()))
+            .expression_attribute_values(":no", AttributeValue::Bool(false))
+            .send()
+            .await;
+        match written {
+            Ok(_) => Ok(true),
+            Err(e) => match e.as_service_error() {
+                Some(UpdateItemError::ConditionalCheckFailedException(_)) => Ok(false),
+                // A commit's transaction on the item: it removes the draft anyway.
+                Some(UpdateItemError::TransactionConflictException(_)) => Ok(false),
+                _ => Err(backend(e)),
+            },
+        }
     }
 
     async fn find_sessions(

@@ -226,6 +226,21 @@ pub struct TranscriptView {
     pub has_more: bool,
     /// Always `false`: the log is read whole.
     pub backfill_failed: bool,
+    /// Beside the interface's fields: the answer the agent is writing now, while the turn
+    /// waits on it (absent otherwise). It is never an event: the answer arrives whole as an
+    /// `agent_message`, and the draft is gone from that page on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub draft: Option<DraftView>,
+}
+
+/// The answer in progress: the text so far (Markdown, possibly cut mid-word) and when it was
+/// written (at most about a second apart).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DraftView {
+    pub text: String,
+    /// RFC 3339, UTC.
+    pub updated_at: String,
 }
 
 impl From<Transcript> for TranscriptView {
@@ -236,6 +251,10 @@ impl From<Transcript> for TranscriptView {
             events: t.events.into_iter().map(EventView::from).collect(),
             has_more: t.has_more,
             backfill_failed: false,
+            draft: t.draft.map(|d| DraftView {
+                text: d.text,
+                updated_at: d.updated_at.to_iso8601(),
+            }),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The Anthropic adapter: the Messages API with tool use.
+//! The Anthropic adapter: the Messages API with tool use, streamed (server-sent events) so that
+//! the answer's text is told as it is written.
 
 use std::fmt;
 use std::time::Duration;
@@ -7,7 +8,7 @@ use async_trait::async_trait;
 use knowledge_core::conversation::Message;
 use knowledge_core::policy::pricing::Price;
 use knowledge_core::ports::{
-    Agent, AgentError, AgentReply, AgentRequest, TokenUsage, ToolCall, ToolSpec,
+    Agent, AgentError, AgentReply, AgentRequest, Drafts, NoDrafts, TokenUsage, ToolCall, ToolSpec,
 };
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
@@ -17,6 +18,7 @@ use crate::error::ConfigError;
 use crate::health::HealthPolicy;
 use crate::http::{self, ApiKey, Transport};
 use crate::render::{self, SYSTEM_PROMPT};
+use crate::sse::{Events, Streamed};
 
 /// Anthropic's API; requests go to `{base_url}/v1/messages`.
 pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
@@ -220,6 +222,109 @@ impl Usage {
     }
 }
 
+/// A block being streamed: text as it grows, or a tool call's input as JSON text in pieces.
+enum Streaming {
+    Text(String),
+    ToolUse { name: String, json: String },
+    Other,
+}
+
+/// Content blocks one streamed reply may hold at most (by their index).
+const MAX_STREAMED_BLOCKS: usize = 64;
+
+/// A reply gathered from its stream of events (`message_start`, the blocks' start, deltas and
+/// stop, `message_delta` with the output tokens, `message_stop`), telling `drafts` the text as
+/// it grows. Errors: `Failed` for an event that is not JSON of the format, an `error` event
+/// (overloaded, say), or a tool input that is not JSON.
+async fn gather(mut events: Events, drafts: &dyn Drafts) -> Result<Reply, AgentError> {
+    let malformed =
+        |e: serde_json::Error| AgentError::Failed(format!("a streamed event is malformed: {e}"));
+    let mut blocks: Vec<Streaming> = vec![];
+    let mut usage: Option<Usage> = None;
+    let mut text = String::new();
+    while let Some(event) = events.next().await? {
+        let value: Value = serde_json::from_str(&event.data).map_err(malformed)?;
+        match value["type"].as_str().unwrap_or_default() {
+            "message_start" => {
+                usage = Some(
+                    serde_json::from_value(value["message"]["usage"].clone()).map_err(malformed)?,
+                );
+            }
+            "content_block_start" => {
+                let index = value["index"].as_u64().unwrap_or(u64::MAX) as usize;
+                if index >= MAX_STREAMED_BLOCKS {
+                    return Err(AgentError::Failed("too many blocks in one reply".into()));
+                }
+                let block = &value["content_block"];
+                while blocks.len() <= index {
+                    blocks.push(Streaming::Other);
+                }
+                blocks[index] = match block["type"].as_str() {
+                    Some("text") => {
+                        Streaming::Text(block["text"].as_str().unwrap_or_default().to_owned())
+                    }
+                    Some("tool_use") => Streaming::ToolUse {
+                        name: block["name"].as_str().unwrap_or_default().to_owned(),
+                        json: String::new(),
+                    },
+                    _ => Streaming::Other,
+                };
+            }
+            "content_block_delta" => {
+                let index = value["index"].as_u64().unwrap_or(u64::MAX) as usize;
+                let delta = &value["delta"];
+                match (blocks.get_mut(index), delta["type"].as_str()) {
+                    (Some(Streaming::Text(t)), Some("text_delta")) => {
+                        let piece = delta["text"].as_str().unwrap_or_default();
+                        t.push_str(piece);
+                        text.push_str(piece);
+                        drafts.written(&text);
+                    }
+                    (Some(Streaming::ToolUse { json, .. }), Some("input_json_delta")) => {
+                        json.push_str(delta["partial_json"].as_str().unwrap_or_default());
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let (Some(u), Some(out)) =
+                    (usage.as_mut(), value["usage"]["output_tokens"].as_u64())
+                {
+                    u.output_tokens = out;
+                }
+            }
+            "message_stop" => break,
+            "error" => {
+                let kind = value["error"]["type"].as_str().unwrap_or("unknown");
+                return Err(AgentError::Failed(format!(
+                    "the provider sent a {kind} error mid-stream"
+                )));
+            }
+            _ => {}
+        }
+    }
+    let usage =
+        usage.ok_or_else(|| AgentError::Failed("the stream had no message_start".into()))?;
+    let content = blocks
+        .into_iter()
+        .map(|b| match b {
+            Streaming::Text(text) => Ok(Block::Text { text }),
+            Streaming::ToolUse { name, json } => {
+                let input = if json.trim().is_empty() {
+                    json!({})
+                } else {
+                    serde_json::from_str(&json).map_err(|_| {
+                        AgentError::Failed(format!("the input of a call of {name:?} is not JSON"))
+                    })?
+                };
+                Ok(Block::ToolUse { name, input })
+            }
+            Streaming::Other => Ok(Block::Other),
+        })
+        .collect::<Result<_, AgentError>>()?;
+    Ok(Reply { content, usage })
+}
+
 #[async_trait]
 impl Agent for AnthropicAgent {
     async fn health(&self) -> Result<(), AgentError> {
@@ -227,8 +332,21 @@ impl Agent for AnthropicAgent {
     }
 
     async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError> {
+        self.respond_streaming(request, &NoDrafts).await
+    }
+
+    /// Asks with `stream: true`; the answer's text is told as its `text_delta`s arrive.
+    async fn respond_streaming(
+        &self, request: AgentRequest, drafts: &dyn Drafts,
+    ) -> Result<AgentReply, AgentError> {
         let url = format!("{}/v1/messages", self.base_url);
-        let reply: Reply = self.transport.post(&url, &self.body(&request)).await?;
+        let mut body = self.body(&request);
+        body["stream"] = json!(true);
+        let reply: Reply = match self.transport.post_streaming(&url, &body).await? {
+            Streamed::Events(events) => gather(events, drafts).await?,
+            Streamed::Json(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| AgentError::Failed(format!("a reply with a malformed body: {e}")))?,
+        };
         let mut text = String::new();
         let mut calls = Vec::new();
         for block in reply.content {

@@ -17,6 +17,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use knowledge_core::policy::pricing::Price;
 use knowledge_core::ports::{Agent, TokenUsage};
 use serde_json::{Value, json};
@@ -64,6 +65,10 @@ pub enum Reply {
     Hold,
     /// Answers with the inner reply once the sender is used or dropped.
     After(oneshot::Receiver<()>, Box<Reply>),
+    /// Answers with the inner reply as it is, even to a request that asked for a stream (a
+    /// server that does not stream). Every other 200 answer of the request's format goes as
+    /// the events a provider streams it in.
+    Whole(Box<Reply>),
 }
 
 impl Reply {
@@ -116,6 +121,8 @@ struct Standing {
 
 struct Shared {
     script: Mutex<VecDeque<Reply>>,
+    /// The time between two events of a streamed answer.
+    pace: Mutex<Duration>,
     standing: Mutex<Vec<Standing>>,
     seen: Mutex<Vec<Seen>>,
     arrived: mpsc::UnboundedSender<Seen>,
@@ -159,6 +166,8 @@ async fn serve(
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
         at: Instant::now(),
     };
+    // A request that asked for a stream gets a 200 answer of its format as events.
+    let mut stream = (seen.body["stream"] == json!(true)).then(|| seen.path.clone());
     shared.seen.lock().unwrap().push(seen.clone());
     let standing = shared
         .standing
@@ -176,7 +185,16 @@ async fn serve(
                 status,
                 headers,
                 body,
-            } => return respond(status, headers, body),
+            } => {
+                if let Some(events) = stream
+                    .as_ref()
+                    .and_then(|path| events_of(path, status, &body))
+                {
+                    let pace = *shared.pace.lock().unwrap();
+                    return streaming(events, pace);
+                }
+                return respond(status, headers, body);
+            }
             Reply::Hold => {
                 let _report = DropReport(shared.aborted.clone());
                 std::future::pending::<()>().await;
@@ -185,17 +203,157 @@ async fn serve(
                 let _ = gate.await;
                 reply = *then;
             }
+            Reply::Whole(inner) => {
+                stream = None;
+                reply = *inner;
+            }
         }
     }
 }
 
+/// `text` in the pieces a model streams: words, each with the spaces after it.
+fn pieces(text: &str) -> Vec<String> {
+    text.split_inclusive(' ').map(str::to_owned).collect()
+}
+
+/// A 200 answer in the wire format of `path`, as the server-sent events a provider streams it
+/// in (each `(event, data)`); `None` when it is not a 200 answer of that format, which is then
+/// sent as it is.
+fn events_of(path: &str, status: u16, body: &str) -> Option<Vec<(Option<&'static str>, String)>> {
+    if status != 200 {
+        return None;
+    }
+    let body: Value = serde_json::from_str(body).ok()?;
+    if path.ends_with("/chat/completions") {
+        let message = body["choices"][0].get("message")?;
+        let delta = |d: Value| json!({"choices": [{"index": 0, "delta": d}]}).to_string();
+        let mut events = vec![];
+        for piece in pieces(message["content"].as_str().unwrap_or_default()) {
+            events.push((None, delta(json!({"content": piece}))));
+        }
+        let calls = message["tool_calls"].as_array().into_iter().flatten();
+        for (index, call) in calls.enumerate() {
+            let arguments = call["function"]["arguments"].as_str()?;
+            let (first, rest) = arguments.split_at(arguments.len() / 2);
+            events.push((
+                None,
+                delta(
+                    json!({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": first}}]}),
+                ),
+            ));
+            events.push((
+                None,
+                delta(json!({"tool_calls": [{"index": index, "function": {"arguments": rest}}]})),
+            ));
+        }
+        let finish = body["choices"][0]["finish_reason"].clone();
+        events.push((
+            None,
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}).to_string(),
+        ));
+        if !body["usage"].is_null() {
+            events.push((
+                None,
+                json!({"choices": [], "usage": body["usage"]}).to_string(),
+            ));
+        }
+        events.push((None, "[DONE]".into()));
+        return Some(events);
+    }
+    if path.ends_with("/v1/messages") {
+        let mut start = body.clone();
+        start["content"] = json!([]);
+        start["usage"]["output_tokens"] = json!(1);
+        let mut events = vec![(
+            Some("message_start"),
+            json!({"type": "message_start", "message": start}).to_string(),
+        )];
+        for (index, block) in body["content"].as_array()?.iter().enumerate() {
+            let event = |name: &'static str, data: Value| (Some(name), data.to_string());
+            match block["type"].as_str()? {
+                "text" => {
+                    events.push(event(
+                        "content_block_start",
+                        json!({"type": "content_block_start", "index": index,
+                        "content_block": {"type": "text", "text": ""}}),
+                    ));
+                    for piece in pieces(block["text"].as_str()?) {
+                        events.push(event(
+                            "content_block_delta",
+                            json!({"type": "content_block_delta", "index": index,
+                            "delta": {"type": "text_delta", "text": piece}}),
+                        ));
+                    }
+                }
+                "tool_use" => {
+                    events.push(event("content_block_start", json!({"type": "content_block_start", "index": index,
+                        "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}})));
+                    let input = block["input"].to_string();
+                    let (first, rest) = input.split_at(input.len() / 2);
+                    for partial in [first, rest] {
+                        events.push(event(
+                            "content_block_delta",
+                            json!({"type": "content_block_delta", "index": index,
+                            "delta": {"type": "input_json_delta", "partial_json": partial}}),
+                        ));
+                    }
+                }
+                _ => {}
+            }
+            events.push(event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": index}),
+            ));
+        }
+        events.push((Some("message_delta"), json!({"type": "message_delta",
+            "delta": {"stop_reason": body["stop_reason"]}, "usage": {"output_tokens": body["usage"]["output_tokens"]}}).to_string()));
+        events.push((
+            Some("message_stop"),
+            json!({"type": "message_stop"}).to_string(),
+        ));
+        return Some(events);
+    }
+    None
+}
+
+/// `events` as a `text/event-stream` body, one every `pace` (the first at once).
+fn streaming(events: Vec<(Option<&'static str>, String)>, pace: Duration) -> Response {
+    let frames = events.into_iter().enumerate().map(|(i, (name, data))| {
+        let frame = match name {
+            Some(name) => format!("event: {name}\ndata: {data}\n\n"),
+            None => format!("data: {data}\n\n"),
+        };
+        (i, frame)
+    });
+    let body = futures_util::stream::iter(frames).then(move |(i, frame)| async move {
+        if i > 0 && !pace.is_zero() {
+            tokio::time::sleep(pace).await;
+        }
+        Ok::<_, std::convert::Infallible>(Bytes::from(frame))
+    });
+    let mut response = axum::body::Body::from_stream(body).into_response();
+    response
+        .headers_mut()
+        .insert("content-type", "text/event-stream".parse().unwrap());
+    response
+}
+
 impl Fake {
+    /// Streamed answers send one event every `pace` (none between them by default): for
+    /// tests of what is seen while an answer is being written.
+    pub fn pace(&self, pace: Duration) -> &Self {
+        *self.shared.pace.lock().unwrap() = pace;
+        self
+    }
+
     /// A fake listening on an ephemeral port of 127.0.0.1, with an empty script.
     pub async fn start() -> Self {
         let (arrived_tx, arrived) = mpsc::unbounded_channel();
         let (aborted_tx, aborted) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             script: Mutex::default(),
+            pace: Mutex::default(),
             standing: Mutex::default(),
             seen: Mutex::default(),
             arrived: arrived_tx,
@@ -351,6 +509,8 @@ pub trait Wire {
     fn system_and_question(body: &Value) -> (String, String);
     /// The one tool call and result a request's history holds.
     fn exchange(body: &Value) -> Exchange;
+    /// A streamed answer cut by an error event after its first words (`text/event-stream`).
+    fn stream_error() -> String;
 }
 
 /// The OpenAI-compatible chat completions format.
@@ -436,6 +596,12 @@ impl Wire for OpenAi {
             messages[0]["content"].as_str().unwrap().to_owned(),
             question["content"].as_str().unwrap().to_owned(),
         )
+    }
+
+    fn stream_error() -> String {
+        let first = json!({"choices": [{"index": 0, "delta": {"content": "Partly "}}]});
+        let error = json!({"error": {"message": "overloaded", "type": "server_error"}});
+        format!("data: {first}\n\ndata: {error}\n\n")
     }
 
     fn exchange(body: &Value) -> Exchange {
@@ -574,6 +740,20 @@ impl Wire for Anthropic {
         (
             body["system"].as_str().unwrap().to_owned(),
             texts.last().unwrap()["text"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    fn stream_error() -> String {
+        let start = json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+            "role": "assistant", "content": [], "usage": {"input_tokens": 10, "output_tokens": 1}}});
+        let block = json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "text", "text": ""}});
+        let delta = json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "text_delta", "text": "Partly "}});
+        let error = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
+        format!(
+            "event: message_start\ndata: {start}\n\nevent: content_block_start\ndata: {block}\n\n\
+             event: content_block_delta\ndata: {delta}\n\nevent: error\ndata: {error}\n\n"
         )
     }
 

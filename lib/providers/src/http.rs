@@ -8,11 +8,11 @@ use knowledge_core::policy::pricing::Price;
 use knowledge_core::ports::{AgentError, TokenUsage};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Client, Response, StatusCode};
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::ConfigError;
 use crate::health::{HealthCache, HealthPolicy};
+use crate::sse::{self, Streamed};
 
 /// Time allowed to open a connection to the provider.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -112,12 +112,12 @@ impl Transport {
         self.price.cost_micros(usage)
     }
 
-    /// POSTs `body` as JSON to `url` and decodes a 2xx reply as `T`. Dropping the future
-    /// aborts the request. Errors: see [`classify`]; a reply that is not JSON, not `T`, or
-    /// over 4 MiB is `Failed`.
-    pub(crate) async fn post<T: DeserializeOwned>(
+    /// POSTs `body` (which asks for a stream) as JSON to `url`: the events of a 2xx reply, or
+    /// its JSON body when the server answered without streaming. Dropping the future, or the
+    /// events, aborts the request. Errors: see [`classify`].
+    pub(crate) async fn post_streaming(
         &self, url: &str, body: &Value,
-    ) -> Result<T, AgentError> {
+    ) -> Result<Streamed, AgentError> {
         let response = self
             .client
             .post(url)
@@ -125,13 +125,10 @@ impl Transport {
             .send()
             .await
             .map_err(unreachable)?;
-        let status = response.status();
-        if !status.is_success() {
+        if !response.status().is_success() {
             return Err(classify(response).await);
         }
-        let bytes = read_bounded(response, MAX_BODY).await?;
-        serde_json::from_slice(&bytes)
-            .map_err(|e| AgentError::Failed(format!("HTTP {status} with a malformed body: {e}")))
+        sse::streamed(response, MAX_BODY).await
     }
 
     /// Whether the provider answers on `health_url`, cached per the [`HealthPolicy`].
@@ -270,7 +267,9 @@ pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Durati
 
 /// The body, unless it exceeds `limit` bytes. Errors: `Unreachable` when the read times out,
 /// `Failed` when the body is too large or breaks off.
-async fn read_bounded(mut response: Response, limit: usize) -> Result<Vec<u8>, AgentError> {
+pub(crate) async fn read_bounded(
+    mut response: Response, limit: usize,
+) -> Result<Vec<u8>, AgentError> {
     let too_large = || AgentError::Failed(format!("the response exceeds {limit} bytes"));
     if response.content_length().is_some_and(|n| n > limit as u64) {
         return Err(too_large());
@@ -301,7 +300,7 @@ fn unreachable(e: reqwest::Error) -> AgentError {
 }
 
 /// The error with its sources, which say what actually went wrong (refused, reset, DNS).
-fn chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(cause) = source {

@@ -14,6 +14,7 @@ mod health;
 mod http;
 mod openai;
 mod render;
+mod sse;
 
 pub use anthropic::{
     AnthropicAgent, AnthropicConfig, DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_MAX_TOKENS,

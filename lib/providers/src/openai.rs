@@ -1,5 +1,6 @@
 //! The OpenAI-compatible adapter: Chat Completions with tool calling, as OpenAI serves it and
-//! as local servers (llama.cpp, vLLM, Ollama) imitate it.
+//! as local servers (llama.cpp, vLLM, Ollama) imitate it, streamed (server-sent events) so
+//! that the answer's text is told as it is written.
 
 use std::fmt;
 use std::time::Duration;
@@ -8,7 +9,7 @@ use async_trait::async_trait;
 use knowledge_core::conversation::Message;
 use knowledge_core::policy::pricing::Price;
 use knowledge_core::ports::{
-    Agent, AgentError, AgentReply, AgentRequest, TokenUsage, ToolCall, ToolSpec,
+    Agent, AgentError, AgentReply, AgentRequest, Drafts, NoDrafts, TokenUsage, ToolCall, ToolSpec,
 };
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde::Deserialize;
@@ -18,6 +19,7 @@ use crate::error::ConfigError;
 use crate::health::HealthPolicy;
 use crate::http::{self, ApiKey, Transport};
 use crate::render::{self, SYSTEM_PROMPT};
+use crate::sse::{Events, Streamed};
 
 /// OpenAI's own API; local servers are usually at `http://127.0.0.1:<port>/v1`.
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -202,6 +204,102 @@ fn tool_calls(calls: Vec<ReplyToolCall>) -> Result<Vec<ToolCall>, AgentError> {
         .collect()
 }
 
+/// One piece of a streamed completion (`stream: true`): text and tool-call fragments, and the
+/// usage in the last piece (`stream_options.include_usage`).
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<ChunkChoice>,
+    usage: Option<Usage>,
+}
+
+#[derive(Deserialize)]
+struct ChunkChoice {
+    #[serde(default)]
+    delta: Delta,
+}
+
+#[derive(Deserialize, Default)]
+struct Delta {
+    content: Option<String>,
+    tool_calls: Option<Vec<DeltaCall>>,
+}
+
+/// A fragment of the tool call at `index`: its name once, its arguments in pieces.
+#[derive(Deserialize)]
+struct DeltaCall {
+    index: usize,
+    function: Option<DeltaFunction>,
+}
+
+#[derive(Deserialize)]
+struct DeltaFunction {
+    name: Option<String>,
+    arguments: Option<String>,
+}
+
+/// A completion gathered from its stream, telling `drafts` the text as it grows. The stream
+/// ends at `[DONE]` (or when the server closes it). Errors: `Failed` for a piece that is not
+/// JSON of the format, or an `error` the server sent mid-stream.
+async fn gather(mut events: Events, drafts: &dyn Drafts) -> Result<Completion, AgentError> {
+    let mut text = String::new();
+    let mut calls: Vec<ReplyToolCall> = vec![];
+    let mut usage = None;
+    while let Some(event) = events.next().await? {
+        if event.data.trim() == "[DONE]" {
+            break;
+        }
+        let value: Value = serde_json::from_str(&event.data)
+            .map_err(|e| AgentError::Failed(format!("a streamed piece is not JSON: {e}")))?;
+        if value.get("error").is_some() {
+            return Err(AgentError::Failed(
+                "the provider sent an error mid-stream".into(),
+            ));
+        }
+        let chunk: Chunk = serde_json::from_value(value)
+            .map_err(|e| AgentError::Failed(format!("a streamed piece is malformed: {e}")))?;
+        for choice in chunk.choices {
+            if let Some(piece) = choice.delta.content.filter(|p| !p.is_empty()) {
+                text.push_str(&piece);
+                drafts.written(&text);
+            }
+            for fragment in choice.delta.tool_calls.unwrap_or_default() {
+                if fragment.index >= MAX_STREAMED_CALLS {
+                    return Err(AgentError::Failed(
+                        "too many tool calls in one reply".into(),
+                    ));
+                }
+                while calls.len() <= fragment.index {
+                    calls.push(ReplyToolCall {
+                        function: ReplyFunction {
+                            name: String::new(),
+                            arguments: String::new(),
+                        },
+                    });
+                }
+                let call = &mut calls[fragment.index].function;
+                if let Some(f) = fragment.function {
+                    call.name.push_str(&f.name.unwrap_or_default());
+                    call.arguments.push_str(&f.arguments.unwrap_or_default());
+                }
+            }
+        }
+        usage = chunk.usage.or(usage);
+    }
+    Ok(Completion {
+        choices: vec![Choice {
+            message: ReplyMessage {
+                content: Some(text),
+                tool_calls: Some(calls),
+            },
+        }],
+        usage,
+    })
+}
+
+/// Tool calls one streamed reply may hold at most (by their index).
+const MAX_STREAMED_CALLS: usize = 64;
+
 #[async_trait]
 impl Agent for OpenAiAgent {
     async fn health(&self) -> Result<(), AgentError> {
@@ -209,8 +307,23 @@ impl Agent for OpenAiAgent {
     }
 
     async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError> {
+        self.respond_streaming(request, &NoDrafts).await
+    }
+
+    /// Asks with `stream: true` (and the usage in the last piece); a server that answers one
+    /// JSON body instead is read as such.
+    async fn respond_streaming(
+        &self, request: AgentRequest, drafts: &dyn Drafts,
+    ) -> Result<AgentReply, AgentError> {
         let url = format!("{}/chat/completions", self.base_url);
-        let completion: Completion = self.transport.post(&url, &self.body(&request)).await?;
+        let mut body = self.body(&request);
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        let completion = match self.transport.post_streaming(&url, &body).await? {
+            Streamed::Events(events) => gather(events, drafts).await?,
+            Streamed::Json(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| AgentError::Failed(format!("a reply with a malformed body: {e}")))?,
+        };
         let Some(choice) = completion.choices.into_iter().next() else {
             return Err(AgentError::Failed("the reply has no choices".into()));
         };

@@ -9,7 +9,7 @@ use axum::http::Method;
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{Event, EventKind};
 use knowledge_core::ids::OrgId;
-use knowledge_core::ports::{AgentAction, AgentError, AgentRequest, ToolCall, ToolSpec};
+use knowledge_core::ports::{AgentAction, AgentError, AgentRequest, Drafts, ToolCall, ToolSpec};
 use knowledge_providers::HealthPolicy;
 use knowledge_providers::fake::{
     AgentSetup, Anthropic, COST, Exchange, Fake, KEY, OpenAi, Reply, USAGE, Wire, bounded, nowhere,
@@ -417,7 +417,102 @@ async fn must_answer_sends_tool_choice_none<W: Wire>() {
     assert_eq!(W::declared_tools(&body), ["search_docs"]);
 }
 
+/// What an agent call told of its answer as it streamed, in order.
+#[derive(Default)]
+struct Told(std::sync::Mutex<Vec<String>>);
+
+impl Drafts for Told {
+    fn written(&self, text: &str) {
+        self.0.lock().unwrap().push(text.to_owned());
+    }
+}
+
+async fn the_answer_is_told_as_it_streams_and_comes_back_whole<W: Wire>() {
+    let fake = Fake::start().await;
+    fake.pace(Duration::from_millis(10));
+    let text = "Send the cancel request, then ask again when you are ready.";
+    fake.script(Reply::json(200, W::answer(text)));
+    let agent = W::agent(&fake.base(), AgentSetup::default());
+    let told = Told::default();
+
+    let reply = agent
+        .respond_streaming(question("How do I cancel?"), &told)
+        .await
+        .unwrap();
+
+    assert_eq!(reply.action, AgentAction::Answer(text.into()));
+    assert_eq!((reply.usage, reply.cost_micros), (USAGE, COST));
+    assert_eq!(fake.last().body["stream"], true);
+    // Told piece by piece (the fake streams word by word): each time more of it, the last
+    // time all of it.
+    let told = told.0.into_inner().unwrap();
+    assert!(told.len() >= text.split(' ').count(), "{told:?}");
+    assert!(
+        told.windows(2)
+            .all(|w| w[1].starts_with(&w[0]) && w[1].len() > w[0].len())
+    );
+    assert_eq!(told.last().map(String::as_str), Some(text));
+}
+
+async fn a_streamed_tool_call_arrives_whole<W: Wire>() {
+    let fake = Fake::start().await;
+    fake.script(Reply::json(
+        200,
+        W::tool_call("id_1", "search_docs", json!({"query": "cancel"})),
+    ));
+    let agent = W::agent(&fake.base(), AgentSetup::default());
+    let reply = agent
+        .respond_streaming(with_search(question("How do I cancel?")), &Told::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        reply.action,
+        AgentAction::UseTools(vec![ToolCall {
+            tool: "search_docs".into(),
+            input: json!({"query": "cancel"}),
+        }])
+    );
+}
+
+async fn an_error_sent_mid_stream_and_an_endless_stream_fail_the_call<W: Wire>() {
+    let fake = Fake::start().await;
+    let agent = W::agent(&fake.base(), AgentSetup::default());
+    let endless = format!("data: {}\n\n", "x".repeat(8 * 1024 * 1024));
+    for (what, body) in [
+        ("an error event", W::stream_error()),
+        ("over 8 MiB", endless),
+    ] {
+        fake.script(Reply::raw(200, body).with_header("content-type", "text/event-stream"));
+        let result = agent.respond(question("Hello?")).await;
+        assert!(
+            matches!(result, Err(AgentError::Failed(_))),
+            "{what}: {result:?}"
+        );
+    }
+}
+
+async fn a_server_that_does_not_stream_is_read_whole<W: Wire>() {
+    let fake = Fake::start().await;
+    fake.script(Reply::Whole(Box::new(Reply::json(
+        200,
+        W::answer("All at once."),
+    ))));
+    let agent = W::agent(&fake.base(), AgentSetup::default());
+    let told = Told::default();
+    let reply = agent
+        .respond_streaming(question("Hello?"), &told)
+        .await
+        .unwrap();
+    assert_eq!(reply.action, AgentAction::Answer("All at once.".into()));
+    assert_eq!(reply.usage, USAGE);
+    assert!(told.0.into_inner().unwrap().is_empty());
+}
+
 knowledge_providers::for_each_provider!(
+    the_answer_is_told_as_it_streams_and_comes_back_whole,
+    a_streamed_tool_call_arrives_whole,
+    an_error_sent_mid_stream_and_an_endless_stream_fail_the_call,
+    a_server_that_does_not_stream_is_read_whole,
     a_plain_answer_comes_back_with_its_usage_priced,
     a_tool_call_round_trip_links_the_call_and_its_result_by_one_id,
     dropping_a_slow_answer_aborts_the_request_at_the_provider,

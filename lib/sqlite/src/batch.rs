@@ -9,7 +9,7 @@ use crate::SqliteStore;
 use crate::directory::read_member;
 use crate::limits::{read_rate_window, read_usage};
 use crate::orgs::read_org;
-use crate::sessions::{read_events, read_session};
+use crate::sessions::{read_events, read_session_and_draft};
 use crate::tail::Tails;
 
 #[async_trait]
@@ -40,10 +40,11 @@ impl SqliteStore {
         let page = reads.events;
         self.read(move |c| {
             let member = read_member(c, &org, &user)?;
-            let found = match &session {
-                Some(key) => read_session(c, key)?,
-                None => None,
+            let (found, draft) = match &session {
+                Some(key) => read_session_and_draft(c, key)?.unzip(),
+                None => (None, None),
             };
+            let draft = draft.flatten();
             let events = match (&session, &member, &found, page) {
                 (Some(key), Some(_), Some(_), Some(page)) => {
                     read_events(c, key, page.after, page.limit)?
@@ -62,6 +63,7 @@ impl SqliteStore {
                     None => RateWindow::default(),
                 },
                 session: found,
+                draft,
                 events,
             })
         })

@@ -72,6 +72,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     turn TEXT,
     exec TEXT,
     stale_at INTEGER,
+    draft TEXT,
     next_seq INTEGER NOT NULL,
     version INTEGER NOT NULL,
     PRIMARY KEY (user_id, org_id, session_id)
@@ -131,6 +132,7 @@ pub(crate) fn migrate(c: &Connection) -> rusqlite::Result<()> {
         ("sessions", "stale_at", "INTEGER"),
         ("integrations", "org_grant", "TEXT"),
         ("tickets", "payload", "TEXT"),
+        ("sessions", "draft", "TEXT"),
     ] {
         let present: bool = c.query_row(
             "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",

@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 
 use crate::{SqliteStore, backend, conversion, text_parse};
 use knowledge_core::domain::{
-    Event, EventBody, EventKind, FoundSessions, Session, SessionSummary, TitleQuery, Usage,
+    Draft, Event, EventBody, EventKind, FoundSessions, Session, SessionSummary, TitleQuery, Usage,
 };
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, Gate, SessionStore, StoreError, StoreResult};
@@ -165,7 +165,7 @@ impl SessionStore for SqliteStore {
                 .execute(
                     "UPDATE sessions SET title = ?4, updated_at = ?6, cancelled_at = ?7, run_id = ?8,
                      pending = ?9, next_seq = ?10, version = ?11, deleting = ?12, turn = ?13,
-                     exec = ?14, stale_at = ?15
+                     exec = ?14, stale_at = ?15, draft = NULL
                      WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3 AND version = ?16",
                     params_from_iter(row),
                 )
@@ -218,6 +218,29 @@ impl SessionStore for SqliteStore {
                 })
             })?;
             rows.collect()
+        })
+        .await
+    }
+
+    async fn put_draft(&self, key: &SessionKey, run: &RunId, draft: &Draft) -> StoreResult<bool> {
+        let (k, run) = (key.clone(), run.clone());
+        let json = serde_json::to_string(draft).map_err(backend)?;
+        self.write(move |tx| {
+            let written = tx
+                .execute(
+                    "UPDATE sessions SET draft = ?5
+                     WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3 AND run_id = ?4
+                       AND deleting = 0",
+                    params![
+                        k.user.as_str(),
+                        k.org.as_str(),
+                        k.session.as_str(),
+                        run.as_str(),
+                        json
+                    ],
+                )
+                .map_err(backend)?;
+            Ok(written == 1)
         })
         .await
     }
@@ -313,6 +336,28 @@ pub(crate) fn read_session(c: &Connection, key: &SessionKey) -> rusqlite::Result
     .query_row(
         [key.user.as_str(), key.org.as_str(), key.session.as_str()],
         |r| session_from(key.clone(), r),
+    )
+    .optional()
+}
+
+/// The session and the answer in progress kept beside it, in one statement (as a transcript
+/// poll reads them).
+pub(crate) fn read_session_and_draft(
+    c: &Connection, key: &SessionKey,
+) -> rusqlite::Result<Option<(Session, Option<Draft>)>> {
+    c.prepare_cached(
+        "SELECT title, created_at, updated_at, cancelled_at, run_id, pending, next_seq, version,
+         deleting, turn, exec, draft
+         FROM sessions WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3",
+    )?
+    .query_row(
+        [key.user.as_str(), key.org.as_str(), key.session.as_str()],
+        |r| {
+            let draft = (r.get::<_, Option<String>>(11)?)
+                .map(|j| serde_json::from_str(&j).map_err(conversion))
+                .transpose()?;
+            Ok((session_from(key.clone(), r)?, draft))
+        },
     )
     .optional()
 }

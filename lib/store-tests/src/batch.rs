@@ -56,6 +56,7 @@ pub async fn a_batch_reads_every_record_asked_for_as_its_own_getter_does(store: 
             },
             rate_window: store.get_rate_window(&window).await.unwrap(),
             session: store.get_session(&key).await.unwrap(),
+            draft: None,
             events: store.list_events(&key, 1, 1).await.unwrap(),
         }
     );

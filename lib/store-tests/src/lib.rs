@@ -6,6 +6,7 @@
 pub mod admin;
 pub mod batch;
 pub mod directory;
+pub mod drafts;
 pub mod grants;
 pub mod limits;
 pub mod orgs;
@@ -208,6 +209,10 @@ macro_rules! conformance {
                 a_commit_of_the_record_alone_lands_once_at_its_version_and_never_revives_a_deleted_session,
                 sessions_list_newest_first_within_one_user_and_organisation,
                 runs_are_found_by_when_they_go_stale_and_leave_the_index_when_they_end;
+            drafts:
+                a_draft_is_read_with_its_session_replaced_by_the_next_and_removed_by_a_commit,
+                a_draft_for_another_run_or_a_session_being_deleted_is_refused_and_read_by_no_one_else,
+                a_draft_reads_back_exactly_as_written;
             titles:
                 sessions_are_found_by_every_word_of_their_titles_newest_first_within_one_member,
                 a_renamed_title_is_listed_and_found_and_the_session_keeps_its_place;

@@ -70,6 +70,7 @@ text_enum!(OrgStatus { Active => "active", Suspended => "suspended" });
 text_enum!(Role { Admin => "admin", Viewer => "viewer" });
 
 mod claim;
+mod draft;
 mod member;
 mod oauth;
 mod session;
@@ -77,6 +78,7 @@ mod sso;
 mod title;
 
 pub use claim::*;
+pub use draft::*;
 pub use member::*;
 pub use oauth::*;
 pub use session::*;

@@ -93,6 +93,22 @@ pub enum AgentError {
     Rejected(String),
 }
 
+/// Where an agent call tells the answer's text as the provider writes it (the draft the
+/// transcript shows while the turn runs).
+pub trait Drafts: Send + Sync {
+    /// All the text of the answer written so far in this call, not a delta. Called often (at
+    /// each piece the provider streams): it must return at once.
+    fn written(&self, text: &str);
+}
+
+/// Drafts that go nowhere.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoDrafts;
+
+impl Drafts for NoDrafts {
+    fn written(&self, _text: &str) {}
+}
+
 /// The AI agent that answers questions.
 #[async_trait]
 pub trait Agent: Send + Sync {
@@ -102,4 +118,12 @@ pub trait Agent: Send + Sync {
     /// One step of a turn: one provider call. Side-effect free: the workflow may abandon it
     /// midway (dropping the future aborts the request) or repeat it.
     async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError>;
+    /// [`Agent::respond`], telling `drafts` the text of the answer as the provider streams it.
+    /// An agent that does not stream answers as `respond` does and tells nothing.
+    async fn respond_streaming(
+        &self, request: AgentRequest, drafts: &dyn Drafts,
+    ) -> Result<AgentReply, AgentError> {
+        let _ = drafts;
+        self.respond(request).await
+    }
 }

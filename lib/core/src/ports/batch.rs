@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 
 use crate::clock::Timestamp;
-use crate::domain::{Event, Member, Org, Session, Usage};
+use crate::domain::{Draft, Event, Member, Org, Session, Usage};
 use crate::ids::{OrgId, SessionId, SessionKey, UserId};
 
 use super::store_error::StoreResult;
@@ -75,6 +75,9 @@ pub struct Snapshot {
     pub usage: Usage,
     pub rate_window: RateWindow,
     pub session: Option<Session>,
+    /// The answer in progress kept beside the session ([`super::SessionStore::put_draft`]),
+    /// read with it; possibly a stale copy (see [`Session::current_draft`]).
+    pub draft: Option<Draft>,
     pub events: Vec<Event>,
 }
 

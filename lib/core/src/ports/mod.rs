@@ -11,7 +11,10 @@ mod store;
 mod store_error;
 mod workflow;
 
-pub use agent::{Agent, AgentAction, AgentError, AgentReply, AgentRequest, TokenUsage, ToolCall};
+pub use agent::{
+    Agent, AgentAction, AgentError, AgentReply, AgentRequest, Drafts, NoDrafts, TokenUsage,
+    ToolCall,
+};
 pub use batch::{
     BatchStore, EventsAfter, Gate, QueryCount, RateUpdate, RateWindow, Reads, Snapshot,
 };

@@ -10,10 +10,10 @@ use async_trait::async_trait;
 
 use crate::clock::Timestamp;
 use crate::domain::{
-    AuditCursor, AuditEntry, Event, FoundSessions, GrantOwner, IntegrationConfig, Member,
+    AuditCursor, AuditEntry, Draft, Event, FoundSessions, GrantOwner, IntegrationConfig, Member,
     MemberData, Org, Session, SessionSummary, SsoConfig, Ticket, TitleQuery, Usage,
 };
-use crate::ids::{OrgId, SessionKey, UserId};
+use crate::ids::{OrgId, RunId, SessionKey, UserId};
 
 use super::batch::{BatchStore, Gate, RateUpdate, RateWindow};
 pub use super::store_error::{BackendError, StoreError, StoreResult};
@@ -175,6 +175,12 @@ pub trait SessionStore: Send + Sync {
     async fn list_sessions(
         &self, user: &UserId, org: &OrgId, limit: usize,
     ) -> StoreResult<Vec<SessionSummary>>;
+    /// Keeps `draft` beside the session as the answer in progress of its run `run`, replacing
+    /// the one kept; it never moves the session's version, and every commit of the session
+    /// removes it. Best effort: `Ok(false)`, writing nothing, when the session is gone, being
+    /// deleted, or no longer run by `run`. [`BatchStore::read_batch`] reads it with the session
+    /// (no request more on DynamoDB: it is an attribute of the session's item).
+    async fn put_draft(&self, key: &SessionKey, run: &RunId, draft: &Draft) -> StoreResult<bool>;
     /// The user's sessions in an organisation whose titles `query` matches, most recently
     /// updated first, at most `limit`; sessions being deleted are never found. An adapter may
     /// search only the [`crate::domain::FIND_SCAN`] most recently updated sessions, and then

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::clock::{Clock, Timestamp};
 use crate::domain::{
-    Event, NewEvent, Role, SESSION_LIST_LIMIT, Session, SessionSummary, TRANSCRIPT_PAGE,
+    Draft, Event, NewEvent, Role, SESSION_LIST_LIMIT, Session, SessionSummary, TRANSCRIPT_PAGE,
 };
 use crate::error::CoreError;
 use crate::ids::{EventId, OrgId, RunId, SessionId, SessionKey, UserId};
@@ -54,6 +54,9 @@ pub struct Transcript {
     pub workflow_run_id: Option<RunId>,
     pub events: Vec<Event>,
     pub has_more: bool,
+    /// The answer the agent is writing now, while the turn waits on it; never one whose
+    /// `agent_message` is committed (that commit removed it, or moved the turn past it).
+    pub draft: Option<Draft>,
 }
 
 /// What creating a session checks before it writes anything: that the agent's provider can be
@@ -315,6 +318,7 @@ impl Service {
         };
         let read = self.read_as(who, reads).await?;
         let s = live(read.session)?;
+        let draft = s.current_draft(read.draft);
         let mut events = read.events;
         let has_more = events.len() > TRANSCRIPT_PAGE;
         events.truncate(TRANSCRIPT_PAGE);
@@ -323,6 +327,7 @@ impl Service {
             workflow_run_id: s.run_id,
             events,
             has_more,
+            draft,
         })
     }
 

@@ -5,10 +5,13 @@ use std::time::Duration;
 
 use crate::domain::{Awaiting, Event, EventKind, NewEvent, Session, TurnProgress};
 use crate::ids::{OrgId, SessionKey};
-use crate::ports::{AgentAction, AgentError, AgentReply, AgentRequest, Charge, ToolSpec};
+use crate::ports::{
+    AgentAction, AgentError, AgentReply, AgentRequest, Charge, Drafts, NoDrafts, ToolSpec,
+};
 
 use super::bounds::{bounded_input, bounded_text};
 use super::contract::{Next, StepError, StepInput, StepOutput, errors};
+use super::drafts::Latest;
 use super::record::Found;
 use super::{
     HISTORY_BYTES, HISTORY_WINDOW, Handler, MAX_AGENT_CALLS, MAX_TOOL_CALLS_PER_STEP,
@@ -45,7 +48,7 @@ impl Steps {
                 must_answer: agent_calls + 1 >= MAX_AGENT_CALLS || tools.is_empty(),
                 tools,
             };
-            let reply = self.ask(request.clone()).await?;
+            let reply = self.ask_with_drafts(&s, request.clone()).await?;
             let events = match &reply.action {
                 AgentAction::Answer(text) => vec![NewEvent::agent_message(&bounded_text(text))],
                 AgentAction::UseTools(calls) if !calls.is_empty() && !request.must_answer => calls
@@ -86,12 +89,35 @@ impl Steps {
         .await
     }
 
-    /// One provider call, waiting out short rate limits the provider announces. Errors:
-    /// `AgentRejected` when retrying cannot help, `AgentFailed` otherwise.
-    async fn ask(&self, request: AgentRequest) -> Result<AgentReply, StepError> {
+    /// [`Steps::ask`] while the answer's text is written beside `s` as the provider streams
+    /// it ([`Steps::keep_drafts`]), when `s` waits on this agent call.
+    async fn ask_with_drafts(
+        &self, s: &Session, request: AgentRequest,
+    ) -> Result<AgentReply, StepError> {
+        let (Some(mark), Some(run)) = (s.draft_mark(), &s.run_id) else {
+            return self.ask(request, &NoDrafts).await;
+        };
+        let (latest, written) = Latest::new();
+        tokio::select! {
+            biased;
+            reply = self.ask(request, &latest) => reply,
+            never = self.keep_drafts(&s.key, run, mark, written) => match never {},
+        }
+    }
+
+    /// One provider call, waiting out short rate limits the provider announces, telling
+    /// `drafts` the answer as it streams. Errors: `AgentRejected` when retrying cannot help,
+    /// `AgentFailed` otherwise.
+    async fn ask(
+        &self, request: AgentRequest, drafts: &dyn Drafts,
+    ) -> Result<AgentReply, StepError> {
         let mut waited = Duration::ZERO;
         loop {
-            match self.agent()?.respond(request.clone()).await {
+            match self
+                .agent()?
+                .respond_streaming(request.clone(), drafts)
+                .await
+            {
                 Ok(reply) => {
                     tracing::info!(
                         org = %request.org,

@@ -17,6 +17,7 @@
 mod agent;
 mod bounds;
 mod contract;
+mod drafts;
 mod finish;
 mod load;
 mod record;
@@ -34,6 +35,7 @@ use crate::ports::{Agent, Integrations, LimitStore, OrgStore, SessionStore};
 pub use contract::{
     ExecRef, Failure, Next, SessionRef, StepError, StepInput, StepOutput, TurnRef, errors,
 };
+pub use drafts::DRAFT_EVERY;
 
 /// Events before the answered message that the agent sees at most.
 pub const HISTORY_WINDOW: u64 = 50;

@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 
 use crate::domain::{
-    AuditCursor, AuditEntry, Event, FoundSessions, GrantOwner, IntegrationConfig, Member,
+    AuditCursor, AuditEntry, Draft, Event, FoundSessions, GrantOwner, IntegrationConfig, Member,
     MemberData, MemberDataKind, Org, Session, SessionSummary, SsoConfig, Ticket, TitleQuery, Usage,
 };
-use crate::ids::{OrgId, SessionKey, UserId};
+use crate::ids::{OrgId, RunId, SessionKey, UserId};
 use crate::ports::{
     BatchStore, Charge, DirectoryStore, Gate, GrantStore, LimitStore, OrgStore, RateUpdate,
     RateWindow, Reads, SessionStore, Snapshot, StoreError, StoreResult, StoredRows, TicketStore,
@@ -32,6 +32,8 @@ struct State {
     integrations: HashMap<OrgId, BTreeMap<String, IntegrationConfig>>,
     audit: HashMap<OrgId, Vec<AuditEntry>>,
     sessions: HashMap<SessionKey, Session>,
+    /// Answers in progress, beside their sessions; a commit removes the session's.
+    drafts: HashMap<SessionKey, Draft>,
     events: HashMap<SessionKey, BTreeMap<u64, Event>>,
     rate_windows: HashMap<String, RateWindow>,
     usage: HashMap<(OrgId, String), Usage>,
@@ -488,6 +490,8 @@ impl SessionStore for MemoryStore {
         }
         s.pass(&session.key.org, gate)?;
         s.sessions.insert(session.key.clone(), session.clone());
+        // Every commit writes the record whole, as DynamoDB's Put does: the draft goes.
+        s.drafts.remove(&session.key);
         let log = s.events.entry(session.key.clone()).or_default();
         log.extend(events.iter().map(|e| (e.seq, e.clone())));
         if let Some(charge) = charge {
@@ -552,9 +556,21 @@ impl SessionStore for MemoryStore {
         })
     }
 
+    async fn put_draft(&self, key: &SessionKey, run: &RunId, draft: &Draft) -> StoreResult<bool> {
+        let mut s = self.state();
+        match s.sessions.get(key) {
+            Some(stored) if !stored.deleting && stored.run_id.as_ref() == Some(run) => {
+                s.drafts.insert(key.clone(), draft.clone());
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
     async fn delete_session(&self, key: &SessionKey) -> StoreResult<bool> {
         let mut s = self.state();
         s.events.remove(key);
+        s.drafts.remove(key);
         Ok(s.sessions.remove(key).is_some())
     }
 
@@ -623,6 +639,8 @@ impl BatchStore for MemoryStore {
             .cloned();
         let key = reads.session_key();
         let session = key.as_ref().and_then(|k| s.sessions.get(k).cloned());
+        let draft =
+            (key.as_ref().filter(|_| session.is_some())).and_then(|k| s.drafts.get(k).cloned());
         let events = match (&key, &member, &session, reads.events) {
             (Some(key), Some(_), Some(_), Some(page)) => s
                 .events
@@ -651,6 +669,7 @@ impl BatchStore for MemoryStore {
                 .and_then(|k| s.rate_windows.get(k).cloned())
                 .unwrap_or_default(),
             session,
+            draft,
             events,
         })
     }
