@@ -1,8 +1,18 @@
 //! Embeds the built app (`app/dist`, committed; `npm run build` in `app/` makes it) into the
-//! crate: `index.html` and every file of `assets/`, by name.
+//! crate: `index.html` and every file of `assets/`, by name, each asset with its brotli
+//! compression (quality 11, made once here, so that no binary carries brotli's encoder).
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::Path;
+
+/// `bytes` compressed with brotli at its best quality, when that is smaller.
+fn brotli(bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut out = brotli::CompressorWriter::new(Vec::new(), 4096, 11, 22);
+    out.write_all(bytes).expect("writing to memory");
+    let compressed = out.into_inner();
+    (compressed.len() < bytes.len()).then_some(compressed)
+}
 
 fn main() {
     let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
@@ -34,19 +44,28 @@ fn main() {
         index.display().to_string()
     )
     .unwrap();
-    out.push_str("pub static ASSETS: &[(&str, &[u8])] = &[\n");
+    let out_dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    out.push_str("pub static ASSETS: &[Asset] = &[\n");
     for name in names {
         let path = dist.join("assets").join(&name);
         println!("cargo:rerun-if-changed={}", path.display());
+        let bytes = std::fs::read(&path).expect("a readable asset");
+        let br = match brotli(&bytes) {
+            Some(compressed) => {
+                let br_path = Path::new(&out_dir).join(format!("{name}.br"));
+                std::fs::write(&br_path, compressed).expect("OUT_DIR is writable");
+                format!("Some(include_bytes!({:?}))", br_path.display().to_string())
+            }
+            None => "None".to_owned(),
+        };
         writeln!(
             out,
-            "    ({name:?}, include_bytes!({:?})),",
+            "    Asset {{ name: {name:?}, bytes: include_bytes!({:?}), brotli: {br} }},",
             path.display().to_string()
         )
         .unwrap();
     }
     out.push_str("];\n");
-    let target =
-        Path::new(&std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("assets.rs");
+    let target = Path::new(&out_dir).join("assets.rs");
     std::fs::write(target, out).expect("OUT_DIR is writable");
 }

@@ -44,10 +44,11 @@ pub async fn limit_head(req: Request, next: Next) -> Response {
 /// what compression saves (a transcript tail poll with no new event is about 100 bytes).
 pub const COMPRESS_FROM_BYTES: u16 = 1024;
 
-/// Brotli or gzip, as the client's `Accept-Encoding` prefers (brotli first when both are
-/// accepted), for answers of [`COMPRESS_FROM_BYTES`] or more of any type but images, gRPC and
-/// event streams (tower-http's default predicate). Level 4 for both: brotli's own default (11)
-/// is far too slow for answers made per request; at 4 it is about as fast as gzip and smaller.
+/// Gzip, when the client's `Accept-Encoding` takes it, for answers of [`COMPRESS_FROM_BYTES`]
+/// or more of any type but images, gRPC and event streams (tower-http's default predicate), at
+/// level 4 (about as small as 6, and faster). An answer already compressed (the app's assets,
+/// in brotli since the build) is left as it is. Brotli is not used here: its encoder would add
+/// 1.1 MB to every function's binary.
 pub fn compression() -> CompressionLayer<impl Predicate> {
     CompressionLayer::new()
         .quality(CompressionLevel::Precise(4))

@@ -191,7 +191,7 @@ async fn serve(
                     .and_then(|path| events_of(path, status, &body))
                 {
                     let pace = *shared.pace.lock().unwrap();
-                    return streaming(events, pace);
+                    return streaming(events, pace, shared.aborted.clone());
                 }
                 return respond(status, headers, body);
             }
@@ -317,8 +317,25 @@ fn events_of(path: &str, status: u16, body: &str) -> Option<Vec<(Option<&'static
     None
 }
 
-/// `events` as a `text/event-stream` body, one every `pace` (the first at once).
-fn streaming(events: Vec<(Option<&'static str>, String)>, pace: Duration) -> Response {
+/// Reports to [`Fake::abort`] when a streamed body is dropped before its last event: the
+/// client went away mid-stream.
+struct Unfinished(Option<mpsc::UnboundedSender<()>>);
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if let Some(report) = self.0.take() {
+            let _ = report.send(());
+        }
+    }
+}
+
+/// `events` as a `text/event-stream` body, one every `pace` (the first at once); dropped
+/// before its last event, it reports to `aborted`.
+fn streaming(
+    events: Vec<(Option<&'static str>, String)>, pace: Duration, aborted: mpsc::UnboundedSender<()>,
+) -> Response {
+    let last = events.len().saturating_sub(1);
+    let unfinished = Arc::new(Mutex::new(Unfinished(Some(aborted))));
     let frames = events.into_iter().enumerate().map(|(i, (name, data))| {
         let frame = match name {
             Some(name) => format!("event: {name}\ndata: {data}\n\n"),
@@ -326,11 +343,17 @@ fn streaming(events: Vec<(Option<&'static str>, String)>, pace: Duration) -> Res
         };
         (i, frame)
     });
-    let body = futures_util::stream::iter(frames).then(move |(i, frame)| async move {
-        if i > 0 && !pace.is_zero() {
-            tokio::time::sleep(pace).await;
+    let body = futures_util::stream::iter(frames).then(move |(i, frame)| {
+        let unfinished = unfinished.clone();
+        async move {
+            if i > 0 && !pace.is_zero() {
+                tokio::time::sleep(pace).await;
+            }
+            if i == last {
+                unfinished.lock().unwrap().0 = None;
+            }
+            Ok::<_, std::convert::Infallible>(Bytes::from(frame))
         }
-        Ok::<_, std::convert::Infallible>(Bytes::from(frame))
     });
     let mut response = axum::body::Body::from_stream(body).into_response();
     response
@@ -434,8 +457,9 @@ impl Fake {
         .await
     }
 
-    /// Resolves when a held request has been dropped by the server, which happens when its
-    /// client goes away; panics after [`PATIENCE`].
+    /// Resolves when a held request, or a streamed answer before its last event, has been
+    /// dropped by the server, which happens when its client goes away; panics after
+    /// [`PATIENCE`].
     pub async fn abort(&self) {
         bounded(
             "the held request to be aborted",

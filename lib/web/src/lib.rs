@@ -2,8 +2,10 @@
 //! conversation's address (`/c/<session>`), at the member's connections (`/connections`) and
 //! at the admin area's (`/admin`, `/admin/<section>`), and the hashed assets under `/assets/`. The page is
 //! `no-cache` (a deploy shows at once), the assets are immutable for a year (their names change
-//! with their content). Everything is served under a strict Content-Security-Policy: scripts,
-//! styles and requests only from this origin, no inline script, no frames.
+//! with their content), in brotli when the browser accepts it (compressed at build time; the
+//! edge compresses the rest with gzip). Everything is served under a strict
+//! Content-Security-Policy: scripts, styles and requests only from this origin, no inline
+//! script, no frames.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,11 +13,18 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 mod embedded {
+    /// A file of `app/dist/assets`, and its brotli compression when that is smaller.
+    pub struct Asset {
+        pub name: &'static str,
+        pub bytes: &'static [u8],
+        pub brotli: Option<&'static [u8]>,
+    }
+
     include!(concat!(env!("OUT_DIR"), "/assets.rs"));
 }
 
@@ -89,14 +98,43 @@ fn plain_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
 }
 
+/// Whether `headers` accept the `br` content coding (listed, and not with `q=0`).
+fn accepts_brotli(headers: &HeaderMap) -> bool {
+    let accepted = headers.get_all(header::ACCEPT_ENCODING).iter();
+    accepted
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';').map(str::trim);
+            let name = parts.next().unwrap_or_default();
+            let refused = parts.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            name.eq_ignore_ascii_case("br") && !refused
+        })
+}
+
+/// The embedded asset `name` in brotli, when it has such a copy.
+fn brotli_copy(files: &Files, name: &str) -> Option<Bytes> {
+    match files {
+        Files::Embedded => embedded::ASSETS
+            .iter()
+            .find(|a| a.name == name)
+            .and_then(|a| a.brotli.map(Bytes::from_static)),
+        Files::Folder(_) => None,
+    }
+}
+
 /// The file at `relative` (`index.html` or `assets/<name>`, the name already checked).
 async fn read(files: &Files, relative: &str) -> Option<Bytes> {
     match files {
         Files::Embedded if relative == "index.html" => Some(Bytes::from_static(embedded::INDEX)),
         Files::Embedded => {
             let name = relative.strip_prefix("assets/")?;
-            let found = embedded::ASSETS.iter().find(|(n, _)| *n == name);
-            found.map(|(_, bytes)| Bytes::from_static(bytes))
+            let found = embedded::ASSETS.iter().find(|a| a.name == name);
+            found.map(|a| Bytes::from_static(a.bytes))
         }
         Files::Folder(dir) => match tokio::fs::read(dir.join(relative)).await {
             Ok(bytes) => Some(Bytes::from(bytes)),
@@ -122,9 +160,22 @@ async fn page(State(files): State<Arc<Files>>) -> Response {
     }
 }
 
-async fn asset(State(files): State<Arc<Files>>, Path(name): Path<String>) -> Response {
+async fn asset(
+    State(files): State<Arc<Files>>, Path(name): Path<String>, headers: HeaderMap,
+) -> Response {
     if !plain_name(&name) {
         return secured(not_found(), PAGE_CACHE);
+    }
+    if let Some(br) = brotli_copy(&files, &name).filter(|_| accepts_brotli(&headers)) {
+        let response = (
+            [
+                (header::CONTENT_TYPE, content_type(&name)),
+                (header::CONTENT_ENCODING, "br"),
+                (header::VARY, "accept-encoding"),
+            ],
+            br,
+        );
+        return secured(response.into_response(), ASSET_CACHE);
     }
     match read(&files, &format!("assets/{name}")).await {
         Some(bytes) => {
@@ -137,5 +188,5 @@ async fn asset(State(files): State<Arc<Files>>, Path(name): Path<String>) -> Res
 
 /// The names of the embedded assets, for tests and the start-up log.
 pub fn embedded_assets() -> impl Iterator<Item = &'static str> {
-    embedded::ASSETS.iter().map(|(name, _)| *name)
+    embedded::ASSETS.iter().map(|a| a.name)
 }

@@ -12,7 +12,9 @@ use knowledge_app::workflow::AGENT_DEFINITION;
 use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::ports::Integrations;
 use knowledge_core::steps::errors;
-use knowledge_providers::fake::{AgentSetup, COST, Fake, KEY, Reply, Seen, Wire, nowhere};
+use knowledge_providers::fake::{
+    AgentSetup, COST, Fake, KEY, PATIENCE, Reply, Seen, Wire, nowhere,
+};
 use serde_json::{Value, json};
 
 use crate::support::{Api, Setup, docs, kinds};
@@ -161,6 +163,37 @@ async fn cancelling_a_slow_answer_aborts_the_provider_request_and_terminates_the
     assert_eq!(usage.cost_micros, 0);
 }
 
+async fn cancelling_an_answer_mid_stream_drops_the_stream_at_once_and_leaves_no_draft<W: Wire>() {
+    let (api, fake) = service::<W>(no_integrations()).await;
+    fake.pace(Duration::from_millis(200));
+    let words: Vec<String> = (1..=50).map(|n| format!("word{n}")).collect();
+    fake.script(Reply::json(200, W::answer(&words.join(" "))));
+
+    let id = api.create("Go on").await;
+    // The draft shows while the answer streams (ten seconds of it in all).
+    let asked = std::time::Instant::now();
+    let shown = loop {
+        let t = api.transcript(&id).await.body;
+        if let Some(text) = t["draft"]["text"].as_str() {
+            break text.to_owned();
+        }
+        assert!(asked.elapsed() < PATIENCE, "no draft in time: {t}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(words.join(" ").starts_with(&shown), "{shown}");
+    assert_eq!(api.cancel(&id).await.status, 200);
+    // The provider's stream is dropped at once, long before its last word.
+    fake.abort().await;
+    assert!(
+        asked.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        asked.elapsed()
+    );
+    let events = settled(&api, &id).await;
+    assert_eq!(kinds(&events), ["user_message", "status_terminated"]);
+    assert!(api.transcript(&id).await.body.get("draft").is_none());
+}
+
 async fn a_server_error_is_retried_by_the_workflow_and_the_turn_is_answered<W: Wire>() {
     let (api, fake) = service::<W>(no_integrations()).await;
     fake.script(Reply::json(500, W::error("server_error")))
@@ -271,6 +304,7 @@ async fn a_refused_key_ends_the_turn_with_agent_rejected_after_one_provider_call
 }
 
 knowledge_providers::for_each_provider!(
+    cancelling_an_answer_mid_stream_drops_the_stream_at_once_and_leaves_no_draft,
     a_plain_answer_is_logged_and_its_priced_usage_is_charged_to_the_organisation,
     a_tool_call_round_trip_logs_the_search_and_sends_its_result_back_linked_by_id,
     cancelling_a_slow_answer_aborts_the_provider_request_and_terminates_the_run,
