@@ -4,8 +4,9 @@
 // answers are announced to screen readers.
 import { useEffect, useRef, useState } from 'preact/hooks';
 
+import { ApiFailure, explain } from '../api';
 import { renderMarkdown } from '../markdown';
-import { busy, type Item, retryable, shownTitle, type Transcript } from '../transcript';
+import { busy, type Item, retryable, shownTitle, TITLE_CHARS, type Transcript } from '../transcript';
 
 function json(value: unknown): string {
   return JSON.stringify(value, null, 2) ?? '';
@@ -156,7 +157,7 @@ function Title({ transcript, rename }: { transcript: Transcript; rename: (title:
       setFailed(null);
       finish();
     } catch (e) {
-      setFailed(e instanceof Error ? e.message : String(e));
+      setFailed(e instanceof ApiFailure ? explain(e) : String(e));
     }
   };
   if (editing === null) {
@@ -183,7 +184,7 @@ function Title({ transcript, rename }: { transcript: Transcript; rename: (title:
       <input
         id="rename"
         ref={input}
-        maxLength={60}
+        maxLength={TITLE_CHARS}
         value={editing}
         onInput={(e) => setEditing((e.target as HTMLInputElement).value)}
         onKeyDown={(e) => {

@@ -201,8 +201,8 @@ impl SessionStore for DynamoStore {
             Ok(_) => Ok(true),
             Err(e) => match e.as_service_error() {
                 Some(UpdateItemError::ConditionalCheckFailedException(_)) => Ok(false),
-                // A commit's transaction on the item: it removes the draft anyway.
-                Some(UpdateItemError::TransactionConflictException(_)) => Ok(false),
+                // A commit's transaction on the item: this draft is not written, the next may be.
+                Some(UpdateItemError::TransactionConflictException(_)) => Err(StoreError::Conflict),
                 _ => Err(backend(e)),
             },
         }
@@ -295,6 +295,8 @@ impl DynamoStore {
     ) -> StoreResult<FoundSessions> {
         let mut sessions = vec![];
         let mut start = None;
+        // Complete unless the pages ran out with entries left beyond them.
+        let mut complete = false;
         for _ in 0..pages {
             let out = self
                 .index_query(keys::user_org(user, org), page)
@@ -307,25 +309,15 @@ impl DynamoStore {
                 let found = summary(item)?;
                 if query.matches(&found.title) {
                     sessions.push(found);
-                    if sessions.len() == limit {
-                        return Ok(FoundSessions {
-                            sessions,
-                            complete: true,
-                        });
-                    }
                 }
             }
             start = out.last_evaluated_key;
-            if start.is_none() {
-                return Ok(FoundSessions {
-                    sessions,
-                    complete: true,
-                });
+            if start.is_none() || sessions.len() >= limit {
+                complete = true;
+                break;
             }
         }
-        Ok(FoundSessions {
-            sessions,
-            complete: false,
-        })
+        sessions.truncate(limit);
+        Ok(FoundSessions { sessions, complete })
     }
 }

@@ -59,13 +59,12 @@ pub struct FindQuery {
     pub q: Option<String>,
 }
 
-impl TryFrom<Option<&str>> for FindQuery {
-    type Error = ApiError;
-
-    fn try_from(raw: Option<&str>) -> Result<Self, ApiError> {
-        Ok(Self {
+impl FindQuery {
+    /// The parameters of a query string; the first `q` wins.
+    pub fn parse(raw: Option<&str>) -> Self {
+        Self {
             q: QueryParams::parse(raw).get("q").map(str::to_owned),
-        })
+        }
     }
 }
 
@@ -122,6 +121,6 @@ pub async fn rename_session(
 pub async fn find_sessions(
     Member { app, p }: Member, RawQuery(q): RawQuery,
 ) -> Result<Json<FoundView>, ApiError> {
-    let query = TitleQuery::try_from(FindQuery::try_from(q.as_deref())?)?;
+    let query = TitleQuery::try_from(FindQuery::parse(q.as_deref()))?;
     Ok(Json(app.service.find_sessions(&p, &query).await?.into()))
 }

@@ -275,19 +275,23 @@ pub(crate) async fn read_bounded(
         return Err(too_large());
     }
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| {
-        if e.is_timeout() {
-            unreachable(e)
-        } else {
-            AgentError::Failed(format!("reading the response: {}", chain(&e)))
-        }
-    })? {
+    while let Some(chunk) = response.chunk().await.map_err(read_failed)? {
         if body.len() + chunk.len() > limit {
             return Err(too_large());
         }
         body.extend_from_slice(&chunk);
     }
     Ok(body)
+}
+
+/// A body that could not be read to its end: `Unreachable` when it timed out, `Failed` when
+/// the connection broke off.
+pub(crate) fn read_failed(e: reqwest::Error) -> AgentError {
+    if e.is_timeout() {
+        unreachable(e)
+    } else {
+        AgentError::Failed(format!("reading the response: {}", chain(&e)))
+    }
 }
 
 /// A request that got no reply: the connection failed, broke off, or timed out.

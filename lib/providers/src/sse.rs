@@ -11,12 +11,10 @@ use knowledge_core::ports::AgentError;
 use reqwest::Response;
 use reqwest::header::CONTENT_TYPE;
 
-use crate::http::chain;
+use crate::http::read_failed;
 
 /// The most bytes a streamed answer may take, its events' framing included.
 pub(crate) const MAX_STREAM: usize = 8 * 1024 * 1024;
-
-type Bytes = Result<Vec<u8>, AgentError>;
 
 /// The events of a streamed answer, in order.
 pub(crate) struct Events {
@@ -46,22 +44,15 @@ pub(crate) async fn streamed(
     }
     let chunks =
         futures_util::stream::unfold((response, 0usize), |(mut response, read)| async move {
-            let item: Bytes = match response.chunk().await {
+            let item = match response.chunk().await {
                 Ok(None) => return None,
                 Ok(Some(chunk)) if read + chunk.len() > MAX_STREAM => Err(AgentError::Failed(
                     format!("the streamed answer exceeds {MAX_STREAM} bytes"),
                 )),
-                Ok(Some(chunk)) => Ok(chunk.to_vec()),
-                Err(e) if e.is_timeout() => Err(AgentError::Unreachable(format!(
-                    "timed out while streaming: {}",
-                    chain(&e)
-                ))),
-                Err(e) => Err(AgentError::Failed(format!(
-                    "reading the stream: {}",
-                    chain(&e)
-                ))),
+                Ok(Some(chunk)) => Ok(chunk),
+                Err(e) => Err(read_failed(e)),
             };
-            let read = read + item.as_ref().map_or(0, Vec::len);
+            let read = read + item.as_ref().map_or(0, |chunk| chunk.len());
             Some((item, (response, read)))
         });
     // A failed read ends the byte stream after it: the parser then ends too.

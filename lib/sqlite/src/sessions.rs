@@ -327,17 +327,20 @@ impl SessionStore for SqliteStore {
     }
 }
 
+/// A session's record ([`session_from`] reads its first eleven columns) and, twelfth, the
+/// answer in progress kept beside it.
+const SELECT_SESSION: &str = "SELECT title, created_at, updated_at, cancelled_at, run_id, pending,
+    next_seq, version, deleting, turn, exec, draft
+    FROM sessions WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3";
+
 /// The session under `key`.
 pub(crate) fn read_session(c: &Connection, key: &SessionKey) -> rusqlite::Result<Option<Session>> {
-    c.prepare_cached(
-        "SELECT title, created_at, updated_at, cancelled_at, run_id, pending, next_seq, version,
-         deleting, turn, exec FROM sessions WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3",
-    )?
-    .query_row(
-        [key.user.as_str(), key.org.as_str(), key.session.as_str()],
-        |r| session_from(key.clone(), r),
-    )
-    .optional()
+    c.prepare_cached(SELECT_SESSION)?
+        .query_row(
+            [key.user.as_str(), key.org.as_str(), key.session.as_str()],
+            |r| session_from(key.clone(), r),
+        )
+        .optional()
 }
 
 /// The session and the answer in progress kept beside it, in one statement (as a transcript
@@ -345,21 +348,17 @@ pub(crate) fn read_session(c: &Connection, key: &SessionKey) -> rusqlite::Result
 pub(crate) fn read_session_and_draft(
     c: &Connection, key: &SessionKey,
 ) -> rusqlite::Result<Option<(Session, Option<Draft>)>> {
-    c.prepare_cached(
-        "SELECT title, created_at, updated_at, cancelled_at, run_id, pending, next_seq, version,
-         deleting, turn, exec, draft
-         FROM sessions WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3",
-    )?
-    .query_row(
-        [key.user.as_str(), key.org.as_str(), key.session.as_str()],
-        |r| {
-            let draft = (r.get::<_, Option<String>>(11)?)
-                .map(|j| serde_json::from_str(&j).map_err(conversion))
-                .transpose()?;
-            Ok((session_from(key.clone(), r)?, draft))
-        },
-    )
-    .optional()
+    c.prepare_cached(SELECT_SESSION)?
+        .query_row(
+            [key.user.as_str(), key.org.as_str(), key.session.as_str()],
+            |r| {
+                let draft = (r.get::<_, Option<String>>(11)?)
+                    .map(|j| serde_json::from_str(&j).map_err(conversion))
+                    .transpose()?;
+                Ok((session_from(key.clone(), r)?, draft))
+            },
+        )
+        .optional()
 }
 
 /// The session's events with `seq > after`, ascending, at most `limit`.

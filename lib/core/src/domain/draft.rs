@@ -31,11 +31,19 @@ pub struct DraftMark {
     pub step: u32,
 }
 
+/// What a draft keeps of `text`: its first [`DRAFT_CHARS`] characters.
+pub fn draft_text(text: &str) -> &str {
+    match text.char_indices().nth(DRAFT_CHARS) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
+}
+
 impl Draft {
-    /// `text` (its first [`DRAFT_CHARS`] characters) as written at `at` by the call `mark`.
+    /// `text` ([`draft_text`] of it) as written at `at` by the call `mark`.
     pub fn new(text: &str, at: Timestamp, mark: DraftMark) -> Self {
         Self {
-            text: text.chars().take(DRAFT_CHARS).collect(),
+            text: draft_text(text).to_owned(),
             updated_at: at,
             mark,
         }

@@ -180,6 +180,8 @@ pub trait SessionStore: Send + Sync {
     /// removes it. Best effort: `Ok(false)`, writing nothing, when the session is gone, being
     /// deleted, or no longer run by `run`. [`BatchStore::read_batch`] reads it with the session
     /// (no request more on DynamoDB: it is an attribute of the session's item).
+    /// Errors: `Conflict` when a commit of the session was in flight (DynamoDB's transaction
+    /// conflict): nothing was written, and a later draft may be.
     async fn put_draft(&self, key: &SessionKey, run: &RunId, draft: &Draft) -> StoreResult<bool>;
     /// The user's sessions in an organisation whose titles `query` matches, most recently
     /// updated first, at most `limit`; sessions being deleted are never found. An adapter may

@@ -1,6 +1,7 @@
 //! Use cases of the session endpoints: create, message, transcript, list, cancel, delete,
-//! rename and find (`titles`), and the organisation switch. They speak only to ports. Admission (plan, rate limit, quota and
-//! cost cap) is in `admission`, cancelling and deleting in `stop`.
+//! rename and find (`titles`), and the organisation switch. They speak only to ports.
+//! Admission (plan, rate limit, quota and cost cap) is in `admission`, cancelling and deleting
+//! in `stop`.
 
 mod account;
 mod admission;

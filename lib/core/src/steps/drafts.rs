@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::domain::{DRAFT_CHARS, Draft, DraftMark};
+use crate::domain::{Draft, DraftMark, draft_text};
 use crate::ids::{RunId, SessionKey};
-use crate::ports::Drafts;
+use crate::ports::{Drafts, StoreError};
 
 use super::Steps;
 
@@ -30,10 +30,7 @@ impl Latest {
 impl Drafts for Latest {
     fn written(&self, text: &str) {
         // Only what a draft keeps, so that a long answer is not copied whole at each piece.
-        let kept = match text.char_indices().nth(DRAFT_CHARS) {
-            Some((end, _)) => &text[..end],
-            None => text,
-        };
+        let kept = draft_text(text);
         self.0.send_if_modified(|latest| {
             let changed = latest != kept;
             if changed {
@@ -48,8 +45,9 @@ impl Steps {
     /// Writes the drafts `latest` receives for the call `mark` of `run`, the first at once and
     /// then at most one every [`DRAFT_EVERY`]. Never returns: the caller drops it when the call
     /// ends (a write cut short then is harmless: its mark is the ended call's, never shown).
-    /// It stops writing once the session refuses drafts (gone, or another run's), and logs a
-    /// failed write without failing the step: a draft is only a preview.
+    /// It stops writing once the session refuses drafts (gone, or another run's), skips a
+    /// write that met a commit in flight, and logs a failed one without failing the step: a
+    /// draft is only a preview.
     pub(super) async fn keep_drafts(
         &self, key: &SessionKey, run: &RunId, mark: DraftMark, mut latest: watch::Receiver<String>,
     ) -> Infallible {
@@ -61,6 +59,7 @@ impl Steps {
             match self.sessions.put_draft(key, run, &draft).await {
                 Ok(true) => {}
                 Ok(false) => break,
+                Err(StoreError::Conflict) => {}
                 Err(e) => tracing::warn!(
                     session = %key.session,
                     error = %crate::error::Chain(&e),
