@@ -227,11 +227,29 @@ def test_limits_are_saved_and_the_audit_log_lists_changes_by_action(service, pag
     assert (shown["monthlyQueryQuota"], shown["costCapUsd"]) == (250, 12.5)
     page.get_by_role("navigation", name="Admin").get_by_role("link", name="Audit log").click()
     expect(page).to_have_url(f"{service.base}/admin/audit")
-    expect(page.locator("tbody tr").first).to_contain_text("org.limits_changed")
-    expect(page.locator("tbody tr").first).to_contain_text("usr_default")
+    newest = page.locator("tbody tr").first
+    expect(newest).to_contain_text("Set the usage limits")
+    expect(newest).to_contain_text("quota 250 questions, cap $12.50 a month")
+    expect(newest).to_contain_text("usr_default")
     page.get_by_label("Action").select_option("member.added")
     expect(page.locator("tbody tr")).to_have_count(1)
-    expect(page.locator("tbody tr")).to_contain_text("member.added")
+    expect(page.locator("tbody tr")).to_contain_text("Added a member")
+
+
+def test_the_audit_log_names_people_says_what_changed_and_calls_the_cli_the_command_line(service, page):
+    add_member(service, "usr_bob", "bob@example.org")
+    add_member(service, "usr_default", "ann@example.org", "admin")
+    sign_in_admin(service, page)
+    page.get_by_role("button", name="Make admin: bob@example.org").click()
+    expect(page.get_by_role("status")).to_have_text("bob@example.org is now an admin.")
+    page.goto(f"{service.base}/admin/audit")
+    role_change = page.get_by_role("row", name=re.compile("Changed a role"))
+    expect(role_change).to_contain_text("viewer → admin")
+    expect(role_change.get_by_role("cell").nth(2)).to_have_text("bob@example.orgusr_bob")
+    expect(role_change.get_by_role("cell").nth(3)).to_have_text("ann@example.orgusr_default")
+    added = page.get_by_role("row", name=re.compile("Added a member")).filter(has_text="usr_bob")
+    expect(added.get_by_role("cell").nth(3)).to_have_text("Command line")
+    expect(page.get_by_role("cell", name=re.compile("^admin$"))).to_have_count(0)
 
 
 def test_the_admin_area_works_from_the_keyboard(service, page):

@@ -67,10 +67,15 @@ export interface Usage {
 
 export interface AuditEntry {
   at: string;
+  /** `admin`, `command-line`, `scim` or `member`. */
   actor: string;
   actorId?: string | null;
+  actorName?: string;
   action: string;
   target: string;
+  targetName?: string;
+  from?: string;
+  to?: string;
 }
 
 /** The audit log's actions, for its filter. */

@@ -6,7 +6,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::clock::Timestamp;
-use crate::domain::{Role, Ticket};
+use crate::domain::{Member, Ticket};
 use crate::error::CoreError;
 use crate::ids::{OrgId, UserId};
 use crate::ports::{DirectoryStore, TicketStore};
@@ -46,13 +46,13 @@ pub async fn issue(
 /// removed since.
 pub async fn redeem(
     tickets: &dyn TicketStore, members: &dyn DirectoryStore, now: Timestamp, secret: &str,
-) -> Result<(UserId, OrgId, Role), CoreError> {
+) -> Result<Member, CoreError> {
     let ticket = tickets.take_ticket(&hash(secret)).await?;
     let Some(ticket) = ticket.filter(|t| now < t.expires_at && t.payload.is_none()) else {
         return Err(CoreError::Unauthenticated);
     };
     match members.get_member(&ticket.org, &ticket.user).await? {
-        Some(m) => Ok((ticket.user, ticket.org, m.role)),
+        Some(m) => Ok(m),
         None => Err(CoreError::Unauthenticated),
     }
 }

@@ -222,6 +222,9 @@ pub(crate) fn audit_item(a: &AuditEntry) -> Item {
     if let Some(by) = &a.by {
         item.insert("by".into(), s(by.as_str()));
     }
+    if let Some(detail) = a.detail.to_text() {
+        item.insert("detail".into(), s(&detail));
+    }
     item
 }
 

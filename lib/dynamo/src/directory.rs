@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::{
 };
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{
-    AuditCursor, AuditEntry, IntegrationConfig, MEMBER_DATA_LIMIT, Member, MemberData,
+    AuditCursor, AuditDetail, AuditEntry, IntegrationConfig, MEMBER_DATA_LIMIT, Member, MemberData,
 };
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{StoreError, StoreResult};
@@ -285,6 +285,11 @@ impl DirectoryStore for DynamoStore {
                         Some(_) => {
                             Some(UserId::parse(get_s(item, "by")?).map_err(|_| corrupt("by"))?)
                         }
+                    },
+                    detail: match item.get("detail") {
+                        None => AuditDetail::default(),
+                        Some(_) => AuditDetail::from_text(get_s(item, "detail")?)
+                            .map_err(|_| corrupt("detail"))?,
                     },
                 })
             })

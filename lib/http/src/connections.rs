@@ -120,7 +120,13 @@ pub async fn connect(
     Member { app, p }: Member, Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
     let started = connections(&app)?
-        .start(&p.org, &p.user, &name, ConnectionKind::Member)
+        .start(
+            &p.org,
+            &p.user,
+            p.user_name.as_deref(),
+            &name,
+            ConnectionKind::Member,
+        )
         .await?;
     started_response(&app, started)
 }
@@ -157,7 +163,13 @@ pub async fn disconnect(
     Member { app, p }: Member, Path(name): Path<String>,
 ) -> Result<Json<Done>, ApiError> {
     (connections(&app)?)
-        .disconnect(&p.org, &p.user, &name, ConnectionKind::Member)
+        .disconnect(
+            &p.org,
+            &p.user,
+            p.user_name.as_deref(),
+            &name,
+            ConnectionKind::Member,
+        )
         .await?;
     Ok(Json(Done::OK))
 }

@@ -5,7 +5,9 @@ use knowledge_core::clock::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::{SqliteStore, backend, conversion, text_parse};
-use knowledge_core::domain::{AuditCursor, AuditEntry, IntegrationConfig, Member, MemberData};
+use knowledge_core::domain::{
+    AuditCursor, AuditDetail, AuditEntry, IntegrationConfig, Member, MemberData,
+};
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{DirectoryStore, StoreError, StoreResult};
 
@@ -75,8 +77,8 @@ fn is_unique_violation(e: &rusqlite::Error) -> bool {
 
 pub(crate) fn insert_audit(tx: &rusqlite::Transaction<'_>, a: &AuditEntry) -> StoreResult<()> {
     tx.execute(
-        "INSERT INTO audit (org_id, at, id, actor, action, target, by_user)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO audit (org_id, at, id, actor, action, target, by_user, detail)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![
             a.org.as_str(),
             a.at.millis(),
@@ -85,6 +87,7 @@ pub(crate) fn insert_audit(tx: &rusqlite::Transaction<'_>, a: &AuditEntry) -> St
             a.action.as_str(),
             a.target,
             a.by.as_ref().map(UserId::as_str),
+            a.detail.to_text(),
         ],
     )
     .map_err(backend)?;
@@ -423,7 +426,7 @@ impl DirectoryStore for SqliteStore {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.read(move |c| {
             let mut stmt = c.prepare_cached(
-                "SELECT at, id, actor, action, target, by_user FROM audit
+                "SELECT at, id, actor, action, target, by_user, detail FROM audit
                  WHERE org_id = ?1 AND (at < ?2 OR (at = ?2 AND id < ?3))
                  ORDER BY at DESC, id DESC LIMIT ?4",
             )?;
@@ -440,6 +443,12 @@ impl DirectoryStore for SqliteStore {
                         .map(|u| UserId::parse(&u))
                         .transpose()
                         .map_err(conversion)?,
+                    detail: r
+                        .get::<_, Option<String>>(6)?
+                        .map(|d| AuditDetail::from_text(&d))
+                        .transpose()
+                        .map_err(conversion)?
+                        .unwrap_or_default(),
                 })
             })?;
             rows.collect()

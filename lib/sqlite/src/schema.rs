@@ -56,6 +56,7 @@ CREATE TABLE IF NOT EXISTS audit (
     action TEXT NOT NULL,
     target TEXT NOT NULL,
     by_user TEXT,
+    detail TEXT,
     PRIMARY KEY (org_id, at, id)
 ) STRICT, WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sessions (
@@ -133,6 +134,7 @@ pub(crate) fn migrate(c: &Connection) -> rusqlite::Result<()> {
         ("integrations", "org_grant", "TEXT"),
         ("tickets", "payload", "TEXT"),
         ("sessions", "draft", "TEXT"),
+        ("audit", "detail", "TEXT"),
     ] {
         let present: bool = c.query_row(
             "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",

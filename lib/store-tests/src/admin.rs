@@ -163,8 +163,13 @@ pub async fn the_audit_log_is_paged_newest_first_and_names_who_acted(store: Arc<
     let mut written = Vec::new();
     for i in 0..5 {
         let entry = audit(&org.id, AuditAction::IntegrationConnected, &format!("i{i}"));
+        // Entries written by an admin keep the admin's name and what changed.
         let entry = if i % 2 == 0 {
-            entry.by(&admin_user)
+            entry
+                .by(&admin_user)
+                .by_named(Some("ann@example.com"))
+                .target_named(Some(&format!("member{i}@example.com")))
+                .changed(Some("viewer"), "admin")
         } else {
             entry
         };
@@ -190,7 +195,10 @@ pub async fn the_audit_log_is_paged_newest_first_and_names_who_acted(store: Arc<
     assert_eq!(rest, written[2..]);
     // Entries 4, 2 and 0 were written by the admin.
     assert_eq!(rest[0].by.as_ref(), Some(&admin_user));
+    assert_eq!(rest[0].detail.by_name.as_deref(), Some("ann@example.com"));
+    assert_eq!(rest[0].detail.from.as_deref(), Some("viewer"));
     assert_eq!(rest[1].by, None);
+    assert_eq!(rest[1].detail, Default::default());
     let past_the_end = store
         .list_audit(&org.id, Some(&rest.last().unwrap().cursor()), 10)
         .await

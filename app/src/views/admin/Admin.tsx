@@ -4,6 +4,7 @@
 import { useEffect, useState } from 'preact/hooks';
 
 import { AUDIT_ACTIONS, type AuditEntry, type Usage, admin } from '../../admin';
+import { ACTIONS, type Named, readable } from '../../audit';
 import type { Account } from '../../wire';
 import { Integrations } from './Integrations';
 import { Members } from './Members';
@@ -89,6 +90,16 @@ function UsagePage() {
   );
 }
 
+/** A name, with its id in small type beneath when there is one. */
+function NamedCell({ named }: { named: Named }) {
+  return (
+    <>
+      {named.name}
+      {named.id && <span class="id">{named.id}</span>}
+    </>
+  );
+}
+
 function AuditPage() {
   const [entries, setEntries] = useState<AuditEntry[]>([]);
   const [next, setNext] = useState<string | null>(null);
@@ -110,7 +121,7 @@ function AuditPage() {
           <option value="">All actions</option>
           {AUDIT_ACTIONS.map((a) => (
             <option key={a} value={a}>
-              {a}
+              {ACTIONS[a] ?? a}
             </option>
           ))}
         </select>
@@ -127,14 +138,24 @@ function AuditPage() {
           </tr>
         </thead>
         <tbody>
-          {entries.map((e, i) => (
-            <tr key={`${e.at}-${i}`}>
-              <td>{when(e.at)}</td>
-              <td>{e.action}</td>
-              <td>{e.target}</td>
-              <td>{e.actorId ?? e.actor}</td>
-            </tr>
-          ))}
+          {entries.map((e, i) => {
+            const r = readable(e);
+            return (
+              <tr key={`${e.at}-${i}`}>
+                <td data-label="When">{when(e.at)}</td>
+                <td data-label="Action">
+                  {r.what}
+                  {r.change && <span class="change">{r.change}</span>}
+                </td>
+                <td data-label="Target">
+                  <NamedCell named={r.target} />
+                </td>
+                <td data-label="By">
+                  <NamedCell named={r.by} />
+                </td>
+              </tr>
+            );
+          })}
         </tbody>
       </table>
       {entries.length === 0 && !busy && <p class="hint">Nothing recorded.</p>}

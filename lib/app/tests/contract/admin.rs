@@ -807,3 +807,56 @@ async fn the_audit_log_reads_newest_first_in_pages_and_by_action() {
     assert_eq!(only.len(), 3);
     assert!(only.iter().all(|e| e["action"] == "org.limits_changed"));
 }
+
+#[tokio::test]
+async fn audit_entries_name_people_as_they_were_and_say_what_changed() {
+    let api = Api::start().await;
+    let operator = api.admin();
+    let org = &api.user.org;
+    operator
+        .name_member(org, &api.user.id, "ann@example.com")
+        .await
+        .unwrap();
+    let viewer = member(&api, Role::Viewer).await;
+    operator
+        .name_member(org, &viewer.id, "bob@example.com")
+        .await
+        .unwrap();
+    let patch = json!({ "role": "admin" });
+    let path = format!("/members/{}", viewer.id);
+    assert_eq!(
+        admin(&api, Method::PATCH, &path, Some(patch)).await.status,
+        200
+    );
+    // Renamed afterwards: the entry keeps the name Bob had when it was written.
+    operator
+        .name_member(org, &viewer.id, "robert@example.com")
+        .await
+        .unwrap();
+
+    let log = admin(&api, Method::GET, "/audit?limit=100", None).await;
+    let entries = log.body["entries"].as_array().unwrap();
+    let role_change = entries
+        .iter()
+        .find(|e| e["action"] == "member.role_changed")
+        .expect("the role change is recorded");
+    assert_eq!(role_change["actor"], "admin");
+    assert_eq!(role_change["actorId"], api.user.id.to_string());
+    assert_eq!(role_change["actorName"], "ann@example.com");
+    assert_eq!(role_change["target"], viewer.id.to_string());
+    assert_eq!(role_change["targetName"], "bob@example.com");
+    assert_eq!(
+        (&role_change["from"], &role_change["to"]),
+        (&json!("viewer"), &json!("admin"))
+    );
+
+    let renamed = &entries[0];
+    assert_eq!(renamed["action"], "user.updated");
+    assert_eq!(renamed["actor"], "command-line", "{renamed}");
+    assert!(renamed["actorId"].is_null());
+    assert_eq!(renamed["targetName"], "robert@example.com");
+    assert_eq!(
+        (&renamed["from"], &renamed["to"]),
+        (&json!("bob@example.com"), &json!("robert@example.com"))
+    );
+}

@@ -239,6 +239,10 @@ impl Administration {
             value: self.sealer()?.seal(&context, token),
         };
         let audit = admin.audit(self.now(), AuditAction::MemberDataStored, user.as_str());
+        let audit = match self.stores.directory.get_member(&admin.org, user).await? {
+            Some(member) => audit.target_named(member.user_name()),
+            None => audit,
+        };
         match self
             .stores
             .directory

@@ -25,7 +25,7 @@ use crate::ports::{
     SessionStore, Store, StoreError, Workflow,
 };
 use crate::seal::Sealer;
-use crate::service::cancel_member_turns;
+use crate::service::{Principal, cancel_member_turns};
 use crate::vault::Vault;
 
 pub use integrations::{CredentialHolder, IntegrationSettings, PreRegisteredClient};
@@ -45,31 +45,48 @@ const ATTEMPTS: usize = 16;
 pub struct Admin {
     pub org: OrgId,
     pub by: Option<UserId>,
+    /// The acting member's `userName`, for the audit log.
+    pub by_name: Option<String>,
 }
 
 impl Admin {
     /// The operator, at the command line.
     pub fn operator(org: OrgId) -> Self {
-        Self { org, by: None }
+        Self {
+            org,
+            by: None,
+            by_name: None,
+        }
     }
 
-    /// A member of `org`, who must be an admin there. Errors: `AdminOnly` for a viewer.
-    pub fn member(org: OrgId, user: UserId, role: Role) -> Result<Self, CoreError> {
-        match role {
+    /// The signed-in member `p`, who must be an admin of their organisation. Errors:
+    /// `AdminOnly` for a viewer.
+    pub fn member(p: Principal) -> Result<Self, CoreError> {
+        match p.role {
             Role::Admin => Ok(Self {
-                org,
-                by: Some(user),
+                org: p.org,
+                by: Some(p.user),
+                by_name: p.user_name,
             }),
             Role::Viewer => Err(CoreError::AdminOnly),
         }
     }
 
+    /// An entry of `action` on `target` by this admin, named.
     pub(crate) fn audit(&self, now: Timestamp, action: AuditAction, target: &str) -> AuditEntry {
         let entry = AuditEntry::new(&self.org, now, Actor::Admin, action, target);
         match &self.by {
-            Some(user) => entry.by(user),
+            Some(user) => entry.by(user).by_named(self.by_name.as_deref()),
             None => entry,
         }
+    }
+
+    /// The same, on the member `target`, named as they are now.
+    pub(crate) fn audit_member(
+        &self, now: Timestamp, action: AuditAction, target: &Member,
+    ) -> AuditEntry {
+        self.audit(now, action, target.user.as_str())
+            .target_named(target.user_name())
     }
 }
 
@@ -296,7 +313,9 @@ impl Administration {
             next.role = role;
             next.version += 1;
             next.updated_at = self.now().max(current.updated_at);
-            let audit = admin.audit(self.now(), AuditAction::MemberRoleChanged, user.as_str());
+            let audit = admin
+                .audit_member(self.now(), AuditAction::MemberRoleChanged, &current)
+                .changed(Some(current.role.as_str()), role.as_str());
             let written = match current.role {
                 Role::Admin => {
                     let keeper = self.keeper(admin, user).await?;
@@ -348,7 +367,7 @@ impl Administration {
         let mut removed = false;
         for _ in 0..ATTEMPTS {
             let current = self.member(admin, user).await?;
-            let audit = admin.audit(self.now(), AuditAction::MemberRemoved, user.as_str());
+            let audit = admin.audit_member(self.now(), AuditAction::MemberRemoved, &current);
             let written = match current.role {
                 Role::Admin => {
                     let keeper = self.keeper(admin, user).await?;
@@ -415,7 +434,9 @@ impl Administration {
                 }
             }
             let member = Member::new(admin.org.clone(), user.clone(), role, self.now());
-            let audit = admin.audit(self.now(), AuditAction::MemberAdded, user.as_str());
+            let audit = admin
+                .audit_member(self.now(), AuditAction::MemberAdded, &member)
+                .became(role.as_str());
             match self.stores.directory.create_member(&member, &audit).await {
                 Ok(()) => return Ok(member),
                 Err(StoreError::AlreadyExists | StoreError::Conflict) => continue,
@@ -440,7 +461,9 @@ impl Administration {
             external_id: None,
             attributes: Default::default(),
         });
-        let audit = admin.audit(self.now(), AuditAction::MemberAdded, member.user.as_str());
+        let audit = admin
+            .audit_member(self.now(), AuditAction::MemberAdded, &member)
+            .became(role.as_str());
         match self.stores.directory.create_member(&member, &audit).await {
             Ok(()) => Ok(member),
             Err(StoreError::AlreadyExists) => Err(CoreError::conflict(
@@ -469,7 +492,9 @@ impl Administration {
             profile.user_name = user_name.to_owned();
             next.version += 1;
             next.updated_at = self.now().max(current.updated_at);
-            let audit = admin.audit(self.now(), AuditAction::UserUpdated, user.as_str());
+            let audit = admin
+                .audit_member(self.now(), AuditAction::UserUpdated, &next)
+                .changed(current.user_name(), user_name);
             match self
                 .stores
                 .directory

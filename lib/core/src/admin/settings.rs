@@ -139,11 +139,13 @@ impl Administration {
     pub async fn set_limits(
         &self, admin: &Admin, quota: Option<u64>, cap_micros: Option<u64>,
     ) -> Result<UsageReport, CoreError> {
-        let audit = admin.audit(
-            self.now(),
-            AuditAction::OrgLimitsChanged,
-            admin.org.as_str(),
-        );
+        let audit = admin
+            .audit(
+                self.now(),
+                AuditAction::OrgLimitsChanged,
+                admin.org.as_str(),
+            )
+            .became(&limits_text(quota, cap_micros));
         match self
             .stores
             .orgs
@@ -198,4 +200,13 @@ impl Administration {
             next: before,
         })
     }
+}
+
+/// How the audit log says what limits were set: "quota 100 questions, cap $12.50 a month".
+fn limits_text(quota: Option<u64>, cap_micros: Option<u64>) -> String {
+    let quota = quota.map_or("no quota".to_owned(), |q| format!("quota {q} questions"));
+    let cap = cap_micros.map_or("no cost cap".to_owned(), |c| {
+        format!("cap ${}.{:02}", c / 1_000_000, c % 1_000_000 / 10_000)
+    });
+    format!("{quota}, {cap} a month")
 }

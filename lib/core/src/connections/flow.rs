@@ -46,6 +46,9 @@ struct InProgress {
     verifier: String,
     /// SHA-256 (hex) of the browser's secret.
     browser: String,
+    /// The `userName` of the member who started it, for the audit log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    by_name: Option<String>,
 }
 
 fn sha256(text: &str) -> String {
@@ -76,7 +79,8 @@ impl Connections {
     /// Errors: `NotFound` (no OAuth integration of that name), `Conflict` (`wrong_kind`),
     /// `AuthorizationServerUnavailable`.
     pub async fn start(
-        &self, org: &OrgId, user: &UserId, name: &str, kind: ConnectionKind,
+        &self, org: &OrgId, user: &UserId, user_name: Option<&str>, name: &str,
+        kind: ConnectionKind,
     ) -> Result<Started, CoreError> {
         let integration = self.integration(org, name, kind).await?;
         let server = integration
@@ -98,6 +102,7 @@ impl Connections {
             issuer: server.issuer.clone(),
             verifier: request.pkce_verifier,
             browser: sha256(&browser_secret),
+            by_name: user_name.map(str::to_owned),
         };
         let plain = serde_json::to_string(&progress).map_err(CoreError::internal)?;
         let context = pkce_context(org.as_str(), name, &key);
@@ -239,7 +244,8 @@ impl Connections {
             AuditAction::AccountConnected,
             name,
         )
-        .by(&ticket.user);
+        .by(&ticket.user)
+        .by_named(progress.by_name.as_deref());
         (self.vault)
             .connect(&at, tokens, &ticket.user, &audit)
             .await

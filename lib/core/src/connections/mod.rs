@@ -178,7 +178,8 @@ impl Connections {
     /// organisation, for an admin), and revokes its tokens at the server, best effort.
     /// Errors: as [`Connections::start`]'s lookup; `NotFound` (`connection`) when there is none.
     pub async fn disconnect(
-        &self, org: &OrgId, user: &UserId, name: &str, kind: ConnectionKind,
+        &self, org: &OrgId, user: &UserId, user_name: Option<&str>, name: &str,
+        kind: ConnectionKind,
     ) -> Result<(), CoreError> {
         let integration = self.integration(org, name, kind).await?;
         let owner = match kind {
@@ -193,7 +194,8 @@ impl Connections {
             AuditAction::AccountDisconnected,
             name,
         )
-        .by(user);
+        .by(user)
+        .by_named(user_name);
         match self.vault.disconnect(&at, &audit).await {
             Ok(Some(_)) => Ok(()),
             Ok(None) => Err(CoreError::NotFound("connection")),

@@ -1,5 +1,5 @@
-//! Members of an organisation, what the service holds for them, the integrations the
-//! organisation connected, and the audit log of changes to them.
+//! Members of an organisation, what the service holds for them, and the integrations the
+//! organisation connected.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -8,26 +8,6 @@ use super::{FederatedId, OAuthServer, Role};
 use crate::clock::Timestamp;
 use crate::ids::{OrgId, UserId};
 
-text_enum!(Actor { Scim => "scim", Admin => "admin", Member => "member" });
-text_enum!(AuditAction {
-    UserProvisioned => "user.provisioned",
-    UserUpdated => "user.updated",
-    UserDeactivated => "user.deactivated",
-    UserDeleted => "user.deleted",
-    MemberAdded => "member.added",
-    MemberRoleChanged => "member.role_changed",
-    MemberRemoved => "member.removed",
-    MemberSignedOut => "member.signed_out",
-    MemberIdentityBound => "member.identity_bound",
-    MemberDataStored => "member.data_stored",
-    SsoConfigured => "sso.configured",
-    ScimTokenGenerated => "scim_token.generated",
-    IntegrationConnected => "integration.connected",
-    IntegrationDisconnected => "integration.disconnected",
-    AccountConnected => "account.connected",
-    AccountDisconnected => "account.disconnected",
-    OrgLimitsChanged => "org.limits_changed",
-});
 text_enum!(MemberDataKind {
     IntegrationToken => "integration_token",
     AgentMemory => "agent_memory",
@@ -65,6 +45,11 @@ pub struct Member {
 }
 
 impl Member {
+    /// The member's `userName`, when they have a profile.
+    pub fn user_name(&self) -> Option<&str> {
+        self.profile.as_ref().map(|p| p.user_name.as_str())
+    }
+
     /// Whether a cookie issued at `issued_at` still signs this member in: not if the person
     /// signed out since.
     pub fn admits(&self, issued_at: Timestamp) -> bool {
@@ -229,128 +214,6 @@ impl IntegrationConfig {
 /// Member data items one member may hold at most, so that their removal, with the membership,
 /// the `userName` claim and the audit entry, fits one DynamoDB transaction (100 items).
 pub const MEMBER_DATA_LIMIT: usize = 64;
-
-/// Who did something recorded in the audit log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Actor {
-    /// The organisation's identity provider, through the SCIM interface.
-    Scim,
-    /// An operator, through the admin commands.
-    Admin,
-    /// The member themselves (signing out).
-    Member,
-}
-
-/// What an audit entry records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum AuditAction {
-    UserProvisioned,
-    UserUpdated,
-    UserDeactivated,
-    UserDeleted,
-    MemberAdded,
-    MemberRoleChanged,
-    MemberRemoved,
-    MemberSignedOut,
-    /// A provider identity was bound at the member's first single sign-on.
-    MemberIdentityBound,
-    /// A member's data item (a credential for an integration, say) was stored; the target is
-    /// the member, never the value.
-    MemberDataStored,
-    /// The organisation's single sign-on was configured, switched on or off.
-    SsoConfigured,
-    ScimTokenGenerated,
-    IntegrationConnected,
-    IntegrationDisconnected,
-    /// An account was connected to an OAuth integration: a member's own (the target is the
-    /// integration's name, `by` the member) or the organisation's (`by` the admin).
-    AccountConnected,
-    /// A connection to an OAuth integration was removed and its tokens revoked.
-    AccountDisconnected,
-    /// The organisation's monthly query quota or cost cap was set.
-    OrgLimitsChanged,
-}
-
-/// One entry of an organisation's audit log. Written in the same transaction as the change it
-/// records, so the log never misses a change nor records one that did not happen.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditEntry {
-    pub org: OrgId,
-    pub at: Timestamp,
-    /// Orders the entries one process writes in the same millisecond (a process-wide counter)
-    /// and keeps all entries' keys apart (random digits).
-    pub id: String,
-    pub actor: Actor,
-    pub action: AuditAction,
-    /// The member's user id, the integration's name, or the organisation's id for the
-    /// organisation's own settings.
-    pub target: String,
-    /// The member who acted, for changes an admin made in the admin API; `None` for the
-    /// identity provider, an operator at the command line, and a member's own sign-out.
-    pub by: Option<UserId>,
-}
-
-/// Where a page of the audit log ends: the next page holds the entries strictly older.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditCursor {
-    pub at: Timestamp,
-    pub id: String,
-}
-
-impl AuditCursor {
-    /// The text form clients send back: `<at millis>.<id>`.
-    pub fn encode(&self) -> String {
-        format!("{}.{}", self.at.millis(), self.id)
-    }
-
-    /// Reads [`AuditCursor::encode`]'s form; `None` for anything else.
-    pub fn decode(text: &str) -> Option<Self> {
-        let (at, id) = text.split_once('.')?;
-        let at = at.parse::<i64>().ok().filter(|at| *at >= 0)?;
-        let valid_id =
-            !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_hexdigit());
-        valid_id.then(|| Self {
-            at: Timestamp(at),
-            id: id.to_owned(),
-        })
-    }
-}
-
-impl AuditEntry {
-    pub fn new(
-        org: &OrgId, at: Timestamp, actor: Actor, action: AuditAction, target: &str,
-    ) -> Self {
-        Self {
-            org: org.clone(),
-            at,
-            id: {
-                static WRITTEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-                let n = WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let random = uuid::Uuid::new_v4().simple().to_string();
-                format!("{n:012x}{}", &random[..20])
-            },
-            actor,
-            action,
-            target: target.to_owned(),
-            by: None,
-        }
-    }
-
-    /// The same entry, naming the member who acted.
-    pub fn by(mut self, user: &UserId) -> Self {
-        self.by = Some(user.clone());
-        self
-    }
-
-    /// Where a page that ends with this entry ends.
-    pub fn cursor(&self) -> AuditCursor {
-        AuditCursor {
-            at: self.at,
-            id: self.id.clone(),
-        }
-    }
-}
 
 /// A single-use ticket: who it is for, where, until when, and what its flow keeps (a sign-in
 /// link's, or an OAuth connect in progress).

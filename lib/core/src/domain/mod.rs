@@ -1,5 +1,5 @@
-//! The domain: organisations and their usage here; members, their data, integrations and the
-//! audit log in `member`; sessions and their event log in `session`; single sign-on in `sso`.
+//! The domain: organisations and their usage here; members, their data and integrations in
+//! `member`; the audit log in `audit`; sessions and their event log in `session`; single sign-on in `sso`.
 
 use serde::{Deserialize, Serialize};
 
@@ -69,6 +69,7 @@ text_enum!(Plan { Free => "free", Pro => "pro", Business => "business" });
 text_enum!(OrgStatus { Active => "active", Suspended => "suspended" });
 text_enum!(Role { Admin => "admin", Viewer => "viewer" });
 
+mod audit;
 mod claim;
 mod draft;
 mod member;
@@ -77,6 +78,7 @@ mod session;
 mod sso;
 mod title;
 
+pub use audit::*;
 pub use claim::*;
 pub use draft::*;
 pub use member::*;

@@ -187,7 +187,9 @@ impl Directory {
             self.clock.now(),
         );
         member.profile = Some(input.profile);
-        let audit = self.audit(org, AuditAction::UserProvisioned, member.user.as_str());
+        let audit = self
+            .audit(org, AuditAction::UserProvisioned, member.user.as_str())
+            .target_named(member.user_name());
         for _ in 0..MAX_UPDATE_ATTEMPTS {
             match self.members.create_member(&member, &audit).await {
                 Ok(()) => return Ok(member),
@@ -252,8 +254,7 @@ impl Directory {
     /// Removes the member (DELETE). Errors: `NotFound`.
     pub async fn delete(&self, org: &OrgId, id: &str) -> Result<(), ScimError> {
         let member = self.get(org, id).await?;
-        self.remove(org, &member.user, AuditAction::UserDeleted)
-            .await
+        self.remove(&member, AuditAction::UserDeleted).await
     }
 
     /// The roles as groups, with their provisioned members.
@@ -285,8 +286,7 @@ impl Directory {
                 .expect("get returns provisioned members");
             let input = compute(profile)?;
             if !input.active {
-                self.remove(org, &current.user, AuditAction::UserDeactivated)
-                    .await?;
+                self.remove(&current, AuditAction::UserDeactivated).await?;
                 return Ok(Change::Removed);
             }
             if &input.profile == profile {
@@ -296,7 +296,13 @@ impl Directory {
             next.profile = Some(input.profile);
             next.version += 1;
             next.updated_at = self.clock.now().max(current.updated_at);
-            let audit = self.audit(org, AuditAction::UserUpdated, current.user.as_str());
+            let audit = self
+                .audit(org, AuditAction::UserUpdated, current.user.as_str())
+                .target_named(next.user_name());
+            let audit = match (current.user_name(), next.user_name()) {
+                (Some(from), Some(to)) if from != to => audit.changed(Some(from), to),
+                _ => audit,
+            };
             match self.members.update_member(&current, &next, &audit).await {
                 Ok(()) => return Ok(Change::Updated(Box::new(next))),
                 Err(StoreError::AlreadyExists) => {
@@ -318,10 +324,11 @@ impl Directory {
     /// before are revoked at their servers and the running turns cancelled. Failures of
     /// either are logged, not returned: the member is gone either way, and a retried request
     /// would only find nothing to remove.
-    async fn remove(
-        &self, org: &OrgId, user: &UserId, action: AuditAction,
-    ) -> Result<(), ScimError> {
-        let audit = self.audit(org, action, user.as_str());
+    async fn remove(&self, member: &Member, action: AuditAction) -> Result<(), ScimError> {
+        let (org, user) = (&member.org, &member.user);
+        let audit = self
+            .audit(org, action, user.as_str())
+            .target_named(member.user_name());
         let grants = match &self.vault {
             Some(vault) => vault.grants_of(self.members.as_ref(), org, user).await,
             None => Vec::new(),

@@ -89,7 +89,8 @@ impl Service {
                 Actor::Member,
                 AuditAction::MemberSignedOut,
                 user.as_str(),
-            );
+            )
+            .target_named(current.user_name());
             match store.update_member(&current, &next, &audit).await {
                 Ok(()) | Err(StoreError::Gone) => return Ok(()),
                 Err(StoreError::Conflict) => continue,
@@ -103,7 +104,7 @@ impl Service {
     /// Errors: `Unauthenticated` for a secret unknown, used or expired, or a member removed.
     pub async fn redeem_sign_in_link(&self, secret: &str) -> Result<Principal, CoreError> {
         let store = self.deps.store.as_ref();
-        let (user, org, role) = signin::redeem(store, store, self.now(), secret).await?;
-        Ok(Principal { user, org, role })
+        let member = signin::redeem(store, store, self.now(), secret).await?;
+        Ok(Principal::of(&member))
     }
 }

@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use crate::clock::{Clock, Timestamp};
 use crate::domain::{
-    Draft, Event, NewEvent, Role, SESSION_LIST_LIMIT, Session, SessionSummary, TRANSCRIPT_PAGE,
+    Draft, Event, Member, NewEvent, Role, SESSION_LIST_LIMIT, Session, SessionSummary,
+    TRANSCRIPT_PAGE,
 };
 use crate::error::CoreError;
 use crate::ids::{EventId, OrgId, RunId, SessionId, SessionKey, UserId};
@@ -34,9 +35,21 @@ pub struct Principal {
     pub user: UserId,
     pub org: OrgId,
     pub role: Role,
+    /// The member's `userName`, when they have one (to name them in the audit log).
+    pub user_name: Option<String>,
 }
 
 impl Principal {
+    /// The principal `member` is.
+    pub fn of(member: &Member) -> Self {
+        Self {
+            user: member.user.clone(),
+            org: member.org.clone(),
+            role: member.role,
+            user_name: member.user_name().map(str::to_owned),
+        }
+    }
+
     fn key(&self, session: &SessionId) -> SessionKey {
         SessionKey::new(&self.user, &self.org, session)
     }
@@ -130,11 +143,7 @@ impl Service {
         &self, user: UserId, org: OrgId, issued_at: Timestamp,
     ) -> Result<Principal, CoreError> {
         match self.deps.store.get_member(&org, &user).await? {
-            Some(m) if m.admits(issued_at) => Ok(Principal {
-                user,
-                org,
-                role: m.role,
-            }),
+            Some(m) if m.admits(issued_at) => Ok(Principal::of(&m)),
             _ => Err(CoreError::Unauthenticated),
         }
     }

@@ -206,7 +206,8 @@ impl SingleSignOn {
                             Actor::Member,
                             AuditAction::MemberIdentityBound,
                             member.user.as_str(),
-                        );
+                        )
+                        .target_named(member.user_name());
                         self.directory
                             .update_member(&member, &next, &audit)
                             .await
@@ -232,7 +233,9 @@ impl SingleSignOn {
                         Actor::Member,
                         AuditAction::MemberAdded,
                         member.user.as_str(),
-                    );
+                    )
+                    .target_named(member.user_name())
+                    .became(Role::Viewer.as_str());
                     self.directory
                         .create_member(&member, &audit)
                         .await
@@ -283,9 +286,5 @@ fn email_unverified(claims: &serde_json::Map<String, Value>) -> bool {
 }
 
 fn principal(member: Member) -> Principal {
-    Principal {
-        user: member.user,
-        org: member.org,
-        role: member.role,
-    }
+    Principal::of(&member)
 }

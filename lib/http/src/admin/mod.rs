@@ -113,7 +113,7 @@ impl FromRequestParts<SessionApi> for Caller {
         let Member { app, p } = Member::from_request_parts(parts, app).await?;
         Ok(Self {
             app,
-            admin: Admin::member(p.org, p.user, p.role)?,
+            admin: Admin::member(p)?,
         })
     }
 }
@@ -325,7 +325,13 @@ pub async fn connect_organisation(
     c.admitted(Action::AdminWrite).await?;
     let user = c.admin.by.clone().ok_or(CoreError::AdminOnly)?;
     let started = crate::connections::connections(&c.app)?
-        .start(&c.admin.org, &user, &name, ConnectionKind::Organisation)
+        .start(
+            &c.admin.org,
+            &user,
+            c.admin.by_name.as_deref(),
+            &name,
+            ConnectionKind::Organisation,
+        )
         .await?;
     crate::connections::started_response(&c.app, started)
 }
@@ -341,7 +347,13 @@ pub async fn disconnect_organisation(
     c.admitted(Action::AdminWrite).await?;
     let user = c.admin.by.clone().ok_or(CoreError::AdminOnly)?;
     crate::connections::connections(&c.app)?
-        .disconnect(&c.admin.org, &user, &name, ConnectionKind::Organisation)
+        .disconnect(
+            &c.admin.org,
+            &user,
+            c.admin.by_name.as_deref(),
+            &name,
+            ConnectionKind::Organisation,
+        )
         .await?;
     Ok(Json(Done::OK))
 }

@@ -496,24 +496,47 @@ impl AuditListQuery {
 #[serde(rename_all = "camelCase")]
 pub struct AuditEntryView {
     pub at: String,
-    /// `admin`, `scim` or `member`.
+    /// `admin` (a member in the admin API, named by `actorId`), `command-line` (an operator,
+    /// with the admin commands), `scim` (the identity provider) or `member` (the member
+    /// themselves).
     pub actor: String,
-    /// The admin who acted, for changes made in the admin API.
+    /// The member who acted, for changes made in the admin API and a member's own.
     pub actor_id: Option<String>,
+    /// That member's `userName` when the entry was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actor_name: Option<String>,
     /// Such as `member.role_changed`.
     pub action: String,
     /// The member's user id, the integration's name, or the organisation's id.
     pub target: String,
+    /// The target member's `userName` when the entry was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_name: Option<String>,
+    /// What changed from, such as the role before a role change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// What it changed to: a role, a new `userName`, limits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
 }
 
 impl From<&AuditEntry> for AuditEntryView {
     fn from(e: &AuditEntry) -> Self {
+        let actor = if e.from_command_line() {
+            "command-line"
+        } else {
+            e.actor.as_str()
+        };
         Self {
             at: e.at.to_iso8601(),
-            actor: e.actor.as_str().to_owned(),
+            actor: actor.to_owned(),
             actor_id: e.by.as_ref().map(|u| u.to_string()),
+            actor_name: e.detail.by_name.clone(),
             action: e.action.as_str().to_owned(),
             target: e.target.clone(),
+            target_name: e.detail.target_name.clone(),
+            from: e.detail.from.clone(),
+            to: e.detail.to.clone(),
         }
     }
 }

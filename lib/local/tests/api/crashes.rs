@@ -5,8 +5,10 @@
 //! each kill land exactly where it is meant to, every run.
 
 use std::path::Path;
+use std::time::Duration;
 
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
+use knowledge_providers::fake::{Fake, OpenAi, Reply, Wire};
 use serde_json::{Value, json};
 
 use crate::binary::{Process, admin, call, listed, wait_answered};
@@ -118,6 +120,74 @@ async fn a_kill_at_any_step_of_a_turn_is_recovered_at_restart_with_the_log_whole
         );
         p.kill().await;
     }
+}
+
+/// The environment that makes `knowledge serve` ask the fake at `base` as an OpenAI-compatible
+/// provider.
+fn openai_at(base: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("KNOWLEDGE_AGENT", "openai".into()),
+        ("KNOWLEDGE_MODEL", "test-model".into()),
+        (
+            "KNOWLEDGE_PRICES",
+            r#"{"*": {"inputUsdPerMTok": 0, "outputUsdPerMTok": 0}}"#.into(),
+        ),
+        ("OPENAI_BASE_URL", format!("{base}/v1")),
+    ]
+}
+
+/// Polls the transcript (bounded) until it shows a draft; returns its text.
+async fn a_draft(p: &Process, cookie: &str, session: &str) -> String {
+    let path = format!("/api/managed-agents/transcript?sessionId={session}");
+    let shown = tokio::time::timeout(crate::support::WAIT, async {
+        loop {
+            let (_, t) = call(reqwest::Method::GET, &p.base, &path, cookie, None).await;
+            if let Some(text) = t["draft"]["text"].as_str().filter(|t| !t.is_empty()) {
+                return text.to_owned();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    shown.await.expect("a draft shows in time")
+}
+
+#[tokio::test]
+async fn a_kill_while_an_answer_streams_loses_only_its_draft_and_the_turn_is_answered_at_restart() {
+    let fake = Fake::start().await;
+    // The service probes the provider's health apart from the turns.
+    fake.always(reqwest::Method::GET, OpenAi::models_path(), 200, json!({"data": []}));
+    let long: Vec<String> = (1..=200).map(|i| format!("word{i}")).collect();
+    fake.pace(Duration::from_millis(50))
+        .script(Reply::json(200, OpenAi::answer(&long.join(" "))));
+    let env = openai_at(&fake.base());
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let p = Process::start_with(dir.path(), &[], &[], &env).await;
+    let cookie = cookie(dir.path()).await;
+    let session = create(&p, &cookie, "Tell me everything.").await;
+    let draft = a_draft(&p, &cookie, &session).await;
+    assert!(draft.starts_with("word1 "), "{draft}");
+    p.kill().await;
+    fake.abort().await;
+
+    // The retried call is answered at once.
+    fake.pace(Duration::ZERO)
+        .script(Reply::json(200, OpenAi::answer("The whole answer.")));
+    let p = Process::start_with(dir.path(), &[], &[], &env).await;
+    assert!(p.printed.contains("resumed 1 run"), "{}", p.printed);
+    let kinds = settled_log(&p, &cookie, &session).await;
+    assert_eq!(kinds, ["user_message", "agent_message", "status_idle"]);
+    let path = format!("/api/managed-agents/transcript?sessionId={session}");
+    let (_, t) = call(reqwest::Method::GET, &p.base, &path, &cookie, None).await;
+    assert_eq!(t["events"][0]["payload"]["text"], "Tell me everything.", "{t}");
+    assert_eq!(t["events"][1]["payload"]["text"], "The whole answer.", "{t}");
+    assert!(
+        t["draft"].is_null(),
+        "the lost draft is not shown again: {t}"
+    );
+    let asked = fake.seen_at(&reqwest::Method::POST, OpenAi::chat_path());
+    assert_eq!(asked.len(), 2, "the killed call, then the retried one");
+    p.kill().await;
 }
 
 #[tokio::test]

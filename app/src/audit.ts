@@ -1,0 +1,58 @@
+// How an audit entry reads: who, did what, to whom, from what to what. People are named as
+// they were when the entry was written, with their id beside the name (the id is what other
+// records and the identity provider use).
+import type { AuditEntry } from './admin';
+
+/** What each action says, in words. */
+export const ACTIONS: Record<string, string> = {
+  'member.added': 'Added a member',
+  'member.role_changed': 'Changed a role',
+  'member.removed': 'Removed a member',
+  'member.signed_out': 'Signed out',
+  'member.identity_bound': 'Bound a sign-in identity',
+  'member.data_stored': 'Stored a credential for a member',
+  'user.provisioned': 'Provisioned a user',
+  'user.updated': 'Updated a user',
+  'user.deactivated': 'Deactivated a user',
+  'user.deleted': 'Deleted a user',
+  'sso.configured': 'Configured single sign-on',
+  'scim_token.generated': 'Generated the SCIM token',
+  'integration.connected': 'Added an integration',
+  'integration.disconnected': 'Removed an integration',
+  'account.connected': 'Connected an account',
+  'account.disconnected': 'Disconnected an account',
+  'org.limits_changed': 'Set the usage limits',
+};
+
+/** A person, or the organisation's integration or settings, as a name and an id. */
+export interface Named {
+  name: string;
+  id?: string;
+}
+
+export interface ReadableEntry {
+  what: string;
+  /** "viewer → admin", "quota 100 questions, …"; empty when nothing changed hands. */
+  change: string;
+  target: Named;
+  by: Named;
+}
+
+/** Who acted, in words: a member by name (and id), the command line, the identity provider. */
+function actor(e: AuditEntry): Named {
+  switch (e.actor) {
+    case 'command-line':
+      return { name: 'Command line' };
+    case 'scim':
+      return { name: 'Identity provider (SCIM)' };
+    default:
+      if (e.actorId) return { name: e.actorName ?? e.actorId, id: e.actorName ? e.actorId : undefined };
+      return { name: e.actor === 'member' ? 'The member' : 'An admin' };
+  }
+}
+
+export function readable(e: AuditEntry): ReadableEntry {
+  const change = e.from && e.to ? `${e.from} → ${e.to}` : (e.to ?? '');
+  const target: Named = e.targetName ? { name: e.targetName, id: e.target } : { name: e.target };
+  return { what: ACTIONS[e.action] ?? e.action, change, target, by: actor(e) };
+}
