@@ -96,6 +96,7 @@ export const AUDIT_ACTIONS = [
   'account.connected',
   'account.disconnected',
   'org.limits_changed',
+  'org.memory_changed',
 ] as const;
 
 const ADMIN = '/api/admin';

@@ -22,6 +22,7 @@ export const ACTIONS: Record<string, string> = {
   'account.connected': 'Connected an account',
   'account.disconnected': 'Disconnected an account',
   'org.limits_changed': 'Set the usage limits',
+  'org.memory_changed': 'Switched memory on or off',
 };
 
 /** A person, or the organisation's integration or settings, as a name and an id. */

@@ -2,8 +2,10 @@
 //! keep-alive client. Prints a Markdown table for `docs/performance.md`.
 //!
 //! Run: `cargo run --release -p knowledge-bench -- [requests per scenario] [concurrency]
-//! [only the scenarios whose name holds this]`. The first row is the baseline: the same server
-//! and router answering a tail poll's bytes, measured in the same run.
+//! [only the scenarios whose name holds this]`. The first rows are the baselines, measured in
+//! the same run: a bare axum server (`axum::serve`, nothing of the service) answering a tail
+//! poll's bytes, then the service's server and edge (limits, compression, request log) doing
+//! the same.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -159,15 +161,18 @@ async fn main() {
         .bytes()
         .await
         .unwrap();
-    let bare = bare_stack(body).await;
+    let bare = bare_axum(body.clone()).await;
+    let edge = service_edge(body).await;
 
     println!("{requests} requests per scenario, {concurrency} concurrent keep-alive connections\n");
     println!("| scenario | requests/s | p50 | p99 |");
     println!("|---|---:|---:|---:|");
     let baseline = measure(&client, &bare, &cookie, requests, concurrency).await;
+    print_row("bare axum: axum::serve answering those bytes", &baseline);
+    let edged = measure(&client, &edge, &cookie, requests, concurrency).await;
     print_row(
-        "bare stack: the same server and router answering those bytes",
-        &baseline,
+        "the service's server and edge answering those bytes",
+        &edged,
     );
     let mut tail_rps = None;
     for s in scenarios.iter().filter(|s| s.name.contains(&only)) {
@@ -180,8 +185,10 @@ async fn main() {
     // The ratio of the scenario whose bytes the baseline answers, when it was measured.
     if let Some(tail_rps) = tail_rps {
         println!(
-            "\nA tail poll (10 events) runs at {:.2} of the bare stack's rate.",
-            tail_rps / baseline.rps
+            "\nA tail poll (10 events) runs at {:.2} of bare axum's rate ({:.2} of the \
+             service's server and edge).",
+            tail_rps / baseline.rps,
+            tail_rps / edged.rps
         );
     }
 }
@@ -196,12 +203,9 @@ fn print_row(name: &str, f: &Figures) {
     );
 }
 
-/// Serves `body` as JSON at `/bare` through the local server (its connection handling and
-/// limits) and an axum router, on an ephemeral 127.0.0.1 port; returns the URL.
-async fn bare_stack(body: axum::body::Bytes) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/bare", listener.local_addr().unwrap());
-    let router = axum::Router::new().route(
+/// A router answering `body` as JSON at `/bare`.
+fn answering(body: axum::body::Bytes) -> axum::Router {
+    axum::Router::new().route(
         "/bare",
         axum::routing::get(move || {
             let body = body.clone();
@@ -212,7 +216,25 @@ async fn bare_stack(body: axum::body::Bytes) -> String {
                 )
             }
         }),
-    );
+    )
+}
+
+/// Serves `body` at `/bare` with `axum::serve` alone, on an ephemeral 127.0.0.1 port;
+/// returns the URL.
+async fn bare_axum(body: axum::body::Bytes) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/bare", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, answering(body)).await.unwrap() });
+    url
+}
+
+/// Serves `body` at `/bare` through the local server (its connection handling and limits)
+/// and the edge every route of the service passes, on an ephemeral 127.0.0.1 port; returns
+/// the URL.
+async fn service_edge(body: axum::body::Bytes) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/bare", listener.local_addr().unwrap());
+    let router = knowledge_http::edge(answering(body));
     tokio::spawn(knowledge_local::server::serve(
         listener,
         router,

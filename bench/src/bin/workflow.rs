@@ -21,7 +21,7 @@ use knowledge_core::ports::{
     WorkflowError,
 };
 use knowledge_core::service::{Deps, Opening, Service, SignedIn};
-use knowledge_core::steps::{ExecRef, Handler, StepInput, StepOutput, Steps};
+use knowledge_core::steps::{ExecRef, Handler, StepInput, StepOutput, StepStores, Steps};
 use knowledge_docs::TantivyDocs;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::{LocalService, SqliteStore};
@@ -238,14 +238,9 @@ async fn turn_overhead(turns: usize) {
             .unwrap();
             (local.service.clone(), Some(local))
         } else {
-            let steps = Steps::new(
-                shared.clone(),
-                shared.clone(),
-                shared.clone(),
-                Arc::new(SystemClock),
-            )
-            .with_agent(agent.clone())
-            .with_integrations(integrations.clone());
+            let steps = Steps::new(StepStores::of(&shared), Arc::new(SystemClock))
+                .with_agent(agent.clone())
+                .with_integrations(integrations.clone());
             let service = Service::new(Deps {
                 store: shared,
                 workflow: Arc::new(DirectWorkflow(steps)),

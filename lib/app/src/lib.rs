@@ -27,7 +27,7 @@ use knowledge_core::scim::Directory;
 use knowledge_core::seal::Sealer;
 use knowledge_core::service::{Deps, Opening, Service};
 use knowledge_core::sso::SingleSignOn;
-use knowledge_core::steps::Steps;
+use knowledge_core::steps::{StepStores, Steps};
 use knowledge_core::vault::{Vault, VaultTiming};
 use knowledge_egress::Egress;
 use knowledge_http::cookie::{CookieSigner, Lifetime};
@@ -209,13 +209,8 @@ impl App {
 
     /// The workflow steps, with the agent and the integrations where they are configured.
     pub fn steps(&self) -> Steps {
-        let store = &self.store;
-        let mut steps = Steps::new(
-            store.clone(),
-            store.clone(),
-            store.clone(),
-            self.settings.clock.clone(),
-        );
+        let stores = StepStores::of(&self.store);
+        let mut steps = Steps::new(stores, self.settings.clock.clone());
         if let Some(agent) = &self.settings.agent {
             steps = steps.with_agent(agent.clone());
         }

@@ -907,9 +907,15 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
     assert_eq!(made, requests(&[("GetItem", 1)]));
     let (answered, made) = run(Handler::CallAgent).await;
     assert_eq!(answered["next"], "finish", "{answered}");
-    // The session, the organisation (for its cost cap), the connected integrations, the
+    // The session; the membership, the organisation (its cost cap and memory switch), its
+    // month's usage and the member's memory in one batch; the connected integrations, the
     // history, then the answer with the session.
-    let step = requests(&[("GetItem", 2), ("Query", 2), ("TransactWriteItems", 1)]);
+    let step = requests(&[
+        ("GetItem", 1),
+        ("BatchGetItem", 1),
+        ("Query", 2),
+        ("TransactWriteItems", 1),
+    ]);
     assert_eq!(made, step);
     // RunTool delivered late, after the agent answered without tools: it commits nothing.
     let (late, made) = run(Handler::RunTool).await;
@@ -1041,7 +1047,12 @@ async fn call_agent_reads_an_oauth_grant_with_the_members_data_and_a_refresh_cos
     assert_eq!(answered["next"], "finish", "{answered}");
     // As with no integration (see the task test), and one Query more for the member's data,
     // which a per-user credential costs as well: the grant comes in it.
-    let step_cost = requests(&[("GetItem", 2), ("Query", 3), ("TransactWriteItems", 1)]);
+    let step_cost = requests(&[
+        ("GetItem", 1),
+        ("BatchGetItem", 1),
+        ("Query", 3),
+        ("TransactWriteItems", 1),
+    ]);
     assert_eq!(made, step_cost);
     assert_eq!(server.stats().await["refreshes"], 0);
 
@@ -1050,7 +1061,12 @@ async fn call_agent_reads_an_oauth_grant_with_the_members_data_and_a_refresh_cos
     let server = RotatingServer::with_mcp(30).await;
     let (answered, made) = call_agent_with_grant(&server).await;
     assert_eq!(answered["next"], "finish", "{answered}");
-    let refreshed = requests(&[("GetItem", 3), ("Query", 3), ("TransactWriteItems", 3)]);
+    let refreshed = requests(&[
+        ("GetItem", 2),
+        ("BatchGetItem", 1),
+        ("Query", 3),
+        ("TransactWriteItems", 3),
+    ]);
     assert_eq!(made, refreshed);
     assert_eq!(server.stats().await["refreshes"], 1);
 }
@@ -1457,12 +1473,15 @@ async fn call_agent_writes_a_streamed_answers_draft_at_most_once_a_second_and_a_
     // the session each WATCH_INTERVAL (1 s) while the call is in flight.
     let mut step = made.clone();
     step.remove("UpdateItem");
-    let watched = step.remove("GetItem").unwrap_or(0) - 2;
+    let watched = step.remove("GetItem").unwrap_or(0) - 1;
     assert!(
         watched <= took.as_secs(),
         "{watched} watch reads in {took:?}"
     );
-    assert_eq!(step, requests(&[("Query", 2), ("TransactWriteItems", 1)]));
+    assert_eq!(
+        step,
+        requests(&[("BatchGetItem", 1), ("Query", 2), ("TransactWriteItems", 1)])
+    );
     // The answer's commit took the draft with it.
     let response = transcript
         .oneshot(d.event(functions::TRANSCRIPT))

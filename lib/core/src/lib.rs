@@ -13,6 +13,7 @@ pub mod domain;
 pub mod error;
 pub mod fault;
 pub mod ids;
+pub mod memory;
 pub mod policy;
 pub mod ports;
 pub mod scim;

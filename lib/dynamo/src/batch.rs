@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::KeysAndAttributes;
+use knowledge_core::domain::{MEMORY_ITEM, MemberDataKind};
 use knowledge_core::ports::{BatchStore, Reads, SessionStore, Snapshot, StoreResult};
 
 use crate::codec::*;
@@ -12,6 +13,8 @@ use crate::limits::rate_window_from;
 use crate::orgs::org_from;
 use crate::transact::next_round;
 use crate::{DynamoStore, keys};
+
+const AGENT_MEMORY: &str = MemberDataKind::AgentMemory.as_str();
 
 #[async_trait]
 impl BatchStore for DynamoStore {
@@ -22,9 +25,17 @@ impl BatchStore for DynamoStore {
         let window = reads.rate_window.map(keys::rate_window);
         let session_key = reads.session_key();
         let session = session_key.as_ref().map(keys::session);
+        let memory = reads
+            .memory
+            .then(|| keys::member_data(reads.org, reads.user, AGENT_MEMORY, MEMORY_ITEM));
         let wanted: Vec<(String, String)> = [Some(member.clone()), org.clone()]
             .into_iter()
-            .chain([usage.clone(), window.clone(), session.clone()])
+            .chain([
+                usage.clone(),
+                window.clone(),
+                session.clone(),
+                memory.clone(),
+            ])
             .flatten()
             .collect();
         let mut found = self.batch_get(wanted).await?;
@@ -40,6 +51,9 @@ impl BatchStore for DynamoStore {
                 .map(|i| rate_window_from(&i))
                 .transpose()?
                 .unwrap_or_default(),
+            memory: take(memory)
+                .map(|i| get_s(&i, "value").map(str::to_owned))
+                .transpose()?,
             session: None,
             draft: None,
             events: Vec::new(),

@@ -8,6 +8,7 @@ use aws_sdk_dynamodb::types::{
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{
     AuditCursor, AuditDetail, AuditEntry, IntegrationConfig, MEMBER_DATA_LIMIT, Member, MemberData,
+    MemberDataKind,
 };
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{StoreError, StoreResult};
@@ -183,6 +184,24 @@ impl DirectoryStore for DynamoStore {
             .collect::<StoreResult<Vec<_>>>()?;
         data.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
         Ok(data)
+    }
+
+    async fn get_member_data(
+        &self, org: &OrgId, user: &UserId, kind: MemberDataKind, name: &str,
+    ) -> StoreResult<Option<String>> {
+        let key = keys::member_data(org, user, kind.as_str(), name);
+        match self.get(key).await? {
+            None => Ok(None),
+            Some(item) => Ok(Some(get_s(&item, "value")?.to_owned())),
+        }
+    }
+
+    async fn swap_member_data(
+        &self, org: &OrgId, user: &UserId, kind: MemberDataKind, name: &str,
+        previous: Option<&str>, next: Option<&str>,
+    ) -> StoreResult<()> {
+        let writes = self.member_swap(org, user, kind.as_str(), name, previous, next)?;
+        self.transact_member_swap(writes, previous).await
     }
 
     async fn put_integration(

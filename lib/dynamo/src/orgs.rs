@@ -117,16 +117,43 @@ impl OrgStore for DynamoStore {
     async fn set_limits(
         &self, org: &OrgId, quota: Option<u64>, cap_micros: Option<u64>, audit: &AuditEntry,
     ) -> StoreResult<()> {
-        // The settings are one JSON document: it is replaced on the condition that it is still
-        // the one read, so a concurrent change of another setting is read again, not lost.
+        self.change_settings(org, audit, |settings| {
+            settings.monthly_query_quota = quota;
+            settings.cost_cap_micros = cap_micros;
+        })
+        .await
+    }
+
+    async fn set_memory(&self, org: &OrgId, on: bool, audit: &AuditEntry) -> StoreResult<()> {
+        self.change_settings(org, audit, |settings| settings.memory_off = !on)
+            .await
+    }
+
+    async fn org_for_domain(&self, domain: &str) -> StoreResult<Option<OrgId>> {
+        let Some(item) = self.get(keys::domain(domain)).await? else {
+            return Ok(None);
+        };
+        OrgId::parse(get_s(&item, "org")?)
+            .map(Some)
+            .map_err(|_| corrupt("org"))
+    }
+}
+
+impl DynamoStore {
+    /// Applies `change` to the organisation's settings and writes `audit`, all or nothing.
+    /// The settings are one JSON document: it is replaced on the condition that it is still
+    /// the one read, so a concurrent change of another setting is read again, not lost.
+    /// Errors: `Gone` (no such organisation), `Conflict` (contended throughout).
+    async fn change_settings(
+        &self, org: &OrgId, audit: &AuditEntry, change: impl Fn(&mut Org),
+    ) -> StoreResult<()> {
         for _ in 0..LIMITS_ATTEMPTS {
             let Some(item) = self.get(keys::org(org)).await? else {
                 return Err(StoreError::Gone);
             };
             let read = get_s(&item, "doc")?.to_owned();
             let mut settings: Org = get_json(&item, "doc")?;
-            settings.monthly_query_quota = quota;
-            settings.cost_cap_micros = cap_micros;
+            change(&mut settings);
             let update = Update::builder()
                 .table_name(&self.table)
                 .set_key(Some(key_item(keys::org(org))))
@@ -153,15 +180,6 @@ impl OrgStore for DynamoStore {
             }
         }
         Err(StoreError::Conflict)
-    }
-
-    async fn org_for_domain(&self, domain: &str) -> StoreResult<Option<OrgId>> {
-        let Some(item) = self.get(keys::domain(domain)).await? else {
-            return Ok(None);
-        };
-        OrgId::parse(get_s(&item, "org")?)
-            .map(Some)
-            .map_err(|_| corrupt("org"))
     }
 }
 

@@ -178,7 +178,7 @@ fn session_routes(state: SessionApi, endpoints: &[Routes]) -> Router {
 
 /// What every request passes, whatever its route: the head limits, compression and the request
 /// log; and the answers to unknown routes outside the guarded prefixes.
-fn edge(app: Router) -> Router {
+pub fn edge(app: Router) -> Router {
     app.fallback(routes::route_not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)
         .layer(axum::middleware::from_fn(edge::limit_head))

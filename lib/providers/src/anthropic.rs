@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::error::ConfigError;
 use crate::health::HealthPolicy;
 use crate::http::{self, ApiKey, Transport};
-use crate::render::{self, SYSTEM_PROMPT};
+use crate::render;
 use crate::sse::{Events, Streamed};
 
 /// Anthropic's API; requests go to `{base_url}/v1/messages`.
@@ -107,7 +107,7 @@ impl AnthropicAgent {
         let mut body = json!({
             "model": self.model,
             "max_tokens": self.max_tokens,
-            "system": SYSTEM_PROMPT,
+            "system": render::system_prompt(request),
             "messages": messages(render::conversation(request)),
         });
         if !request.tools.is_empty() {
@@ -327,6 +327,10 @@ async fn gather(mut events: Events, drafts: &dyn Drafts) -> Result<Reply, AgentE
 
 #[async_trait]
 impl Agent for AnthropicAgent {
+    fn remembers(&self) -> bool {
+        true
+    }
+
     async fn health(&self) -> Result<(), AgentError> {
         self.transport.health().await
     }

@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use crate::error::ConfigError;
 use crate::health::HealthPolicy;
 use crate::http::{self, ApiKey, Transport};
-use crate::render::{self, SYSTEM_PROMPT};
+use crate::render;
 use crate::sse::{Events, Streamed};
 
 /// OpenAI's own API; local servers are usually at `http://127.0.0.1:<port>/v1`.
@@ -92,7 +92,8 @@ impl OpenAiAgent {
     }
 
     fn body(&self, request: &AgentRequest) -> Value {
-        let mut messages = vec![json!({"role": "system", "content": SYSTEM_PROMPT})];
+        let mut messages =
+            vec![json!({"role": "system", "content": render::system_prompt(request)})];
         for message in render::conversation(request) {
             match message {
                 Message::User(text) => messages.push(json!({"role": "user", "content": text})),
@@ -302,6 +303,10 @@ const MAX_STREAMED_CALLS: usize = 64;
 
 #[async_trait]
 impl Agent for OpenAiAgent {
+    fn remembers(&self) -> bool {
+        true
+    }
+
     async fn health(&self) -> Result<(), AgentError> {
         self.transport.health().await
     }

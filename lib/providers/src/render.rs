@@ -6,11 +6,37 @@ use knowledge_core::ports::{AgentAction, AgentError, AgentRequest, ToolCall};
 use serde_json::Value;
 
 /// The fixed instructions sent ahead of every conversation.
-pub(crate) const SYSTEM_PROMPT: &str = "You are the knowledge assistant of an organisation. \
+const SYSTEM_PROMPT: &str = "You are the knowledge assistant of an organisation. \
 You answer questions from members of the organisation about its work, documents and systems. \
 Use the tools you are given when they can help: search before answering questions about the \
 organisation, and base your answer on what the tools return, naming the sources you used. If \
 the tools find nothing relevant, say so rather than guessing. Answer in Markdown, concisely.";
+
+/// What the memory tools are for, said when they are offered.
+const MEMORY_GUIDE: &str = "You can remember things about this member across conversations. \
+When the member states a lasting preference or fact about themselves or their work, or asks you \
+to remember something, save it with memory_save as one short note in their words. Do not save \
+secrets, passwords or one-off details. When the member asks you to forget something, or a note \
+no longer holds, remove it with memory_forget.";
+
+/// The system prompt of `request`: the fixed instructions, then, when the agent may remember,
+/// how to use memory and the member's remembered notes.
+pub(crate) fn system_prompt(request: &AgentRequest) -> String {
+    let remembers = request
+        .tools
+        .iter()
+        .any(|t| t.name == knowledge_core::memory::SAVE_TOOL);
+    let mut prompt = SYSTEM_PROMPT.to_owned();
+    if remembers {
+        prompt.push_str("\n\n");
+        prompt.push_str(MEMORY_GUIDE);
+    }
+    if let Some(notes) = &request.memory {
+        prompt.push_str("\n\n");
+        prompt.push_str(notes);
+    }
+    prompt
+}
 
 /// The conversation to send. With no tools to declare, earlier tool calls and results are
 /// rewritten as plain text: both APIs refuse tool calls in the history of a request that
@@ -117,6 +143,7 @@ mod tests {
                 vec![]
             },
             must_answer,
+            memory: None,
         }
     }
 

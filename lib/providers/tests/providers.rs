@@ -34,6 +34,7 @@ fn question(text: &str) -> AgentRequest {
         steps: vec![],
         tools: vec![],
         must_answer: false,
+        memory: None,
     }
 }
 

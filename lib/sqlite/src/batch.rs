@@ -3,10 +3,13 @@
 //! pool; a tail poll that nothing can have changed is answered from [`Tails`] without it.
 
 use async_trait::async_trait;
+use knowledge_core::domain::{MEMORY_ITEM, MemberDataKind};
 use knowledge_core::ports::{BatchStore, RateWindow, Reads, Snapshot, StoreResult};
 
+const AGENT_MEMORY: &str = MemberDataKind::AgentMemory.as_str();
+
 use crate::SqliteStore;
-use crate::directory::read_member;
+use crate::directory::{member_data_value, read_member};
 use crate::limits::{read_rate_window, read_usage};
 use crate::orgs::read_org;
 use crate::sessions::{read_events, read_session_and_draft};
@@ -38,6 +41,7 @@ impl SqliteStore {
         let window = reads.rate_window.map(str::to_owned);
         let session = reads.session_key();
         let page = reads.events;
+        let memory = reads.memory;
         self.read(move |c| {
             let member = read_member(c, &org, &user)?;
             let (found, draft) = match &session {
@@ -65,6 +69,10 @@ impl SqliteStore {
                 session: found,
                 draft,
                 events,
+                memory: match memory {
+                    true => member_data_value(c, &org, &user, AGENT_MEMORY, MEMORY_ITEM)?,
+                    false => None,
+                },
             })
         })
         .await

@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::{SqliteStore, backend, conversion, text_parse};
 use knowledge_core::domain::{
-    AuditCursor, AuditDetail, AuditEntry, IntegrationConfig, Member, MemberData,
+    AuditCursor, AuditDetail, AuditEntry, IntegrationConfig, Member, MemberData, MemberDataKind,
 };
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{DirectoryStore, StoreError, StoreResult};
@@ -73,6 +73,57 @@ fn is_unique_violation(e: &rusqlite::Error) -> bool {
             if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
                 || f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
     )
+}
+
+/// The value of `user`'s data item `kind` named `name`.
+pub(crate) fn member_data_value(
+    c: &rusqlite::Connection, org: &OrgId, user: &UserId, kind: &str, name: &str,
+) -> rusqlite::Result<Option<String>> {
+    c.prepare_cached(
+        "SELECT value FROM member_data
+         WHERE org_id = ?1 AND user_id = ?2 AND kind = ?3 AND name = ?4",
+    )?
+    .query_row(params![org.as_str(), user.as_str(), kind, name], |r| {
+        r.get(0)
+    })
+    .optional()
+}
+
+/// [`DirectoryStore::swap_member_data`]'s contract, inside `tx`.
+pub(crate) fn swap_member_data(
+    tx: &rusqlite::Transaction<'_>, org: &OrgId, user: &UserId, kind: &str, name: &str,
+    previous: Option<&str>, next: Option<&str>,
+) -> StoreResult<()> {
+    let stored = member_data_value(tx, org, user, kind, name).map_err(backend)?;
+    if stored.as_deref() != previous {
+        return Err(StoreError::Conflict);
+    }
+    if previous.is_none() {
+        let bumped = tx
+            .execute(
+                "UPDATE members SET version = version + 1 WHERE org_id = ?1 AND user_id = ?2",
+                [org.as_str(), user.as_str()],
+            )
+            .map_err(backend)?;
+        if bumped == 0 {
+            return Err(StoreError::Gone);
+        }
+    }
+    let key = params![org.as_str(), user.as_str(), kind, name];
+    match next {
+        Some(value) => tx.execute(
+            "INSERT OR REPLACE INTO member_data (org_id, user_id, kind, name, value)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![org.as_str(), user.as_str(), kind, name, value],
+        ),
+        None => tx.execute(
+            "DELETE FROM member_data
+             WHERE org_id = ?1 AND user_id = ?2 AND kind = ?3 AND name = ?4",
+            key,
+        ),
+    }
+    .map_err(backend)?;
+    Ok(())
 }
 
 pub(crate) fn insert_audit(tx: &rusqlite::Transaction<'_>, a: &AuditEntry) -> StoreResult<()> {
@@ -354,6 +405,27 @@ impl DirectoryStore for SqliteStore {
                 })
             })?;
             rows.collect()
+        })
+        .await
+    }
+
+    async fn get_member_data(
+        &self, org: &OrgId, user: &UserId, kind: MemberDataKind, name: &str,
+    ) -> StoreResult<Option<String>> {
+        let (o, u, n) = (org.clone(), user.clone(), name.to_owned());
+        self.read(move |c| member_data_value(c, &o, &u, kind.as_str(), &n))
+            .await
+    }
+
+    async fn swap_member_data(
+        &self, org: &OrgId, user: &UserId, kind: MemberDataKind, name: &str,
+        previous: Option<&str>, next: Option<&str>,
+    ) -> StoreResult<()> {
+        let (o, u, n) = (org.clone(), user.clone(), name.to_owned());
+        let (previous, next) = (previous.map(str::to_owned), next.map(str::to_owned));
+        self.write(move |tx| {
+            let (previous, next) = (previous.as_deref(), next.as_deref());
+            swap_member_data(tx, &o, &u, kind.as_str(), &n, previous, next)
         })
         .await
     }

@@ -7,7 +7,7 @@ use knowledge_core::ids::OrgId;
 use knowledge_core::ports::{GrantStore, StoreError, StoreResult};
 use rusqlite::{OptionalExtension, params};
 
-use crate::directory::insert_audit;
+use crate::directory::{insert_audit, member_data_value, swap_member_data};
 use crate::{SqliteStore, backend};
 
 const KIND: &str = MemberDataKind::OAuthGrant.as_str();
@@ -19,14 +19,7 @@ impl GrantStore for SqliteStore {
     ) -> StoreResult<Option<String>> {
         let (o, owner, name) = (org.clone(), owner.clone(), integration.to_owned());
         self.read(move |c| match &owner {
-            GrantOwner::Member(user) => c
-                .query_row(
-                    "SELECT value FROM member_data
-                     WHERE org_id = ?1 AND user_id = ?2 AND kind = ?3 AND name = ?4",
-                    params![o.as_str(), user.as_str(), KIND, name],
-                    |r| r.get(0),
-                )
-                .optional(),
+            GrantOwner::Member(user) => member_data_value(c, &o, user, KIND, &name),
             GrantOwner::Organisation => c
                 .query_row(
                     "SELECT org_grant FROM integrations WHERE org_id = ?1 AND name = ?2",
@@ -49,44 +42,8 @@ impl GrantStore for SqliteStore {
         self.write(move |tx| {
             match &owner {
                 GrantOwner::Member(user) => {
-                    let key = params![o.as_str(), user.as_str(), KIND, name];
-                    let stored: Option<String> = tx
-                        .query_row(
-                            "SELECT value FROM member_data
-                             WHERE org_id = ?1 AND user_id = ?2 AND kind = ?3 AND name = ?4",
-                            key,
-                            |r| r.get(0),
-                        )
-                        .optional()
-                        .map_err(backend)?;
-                    if stored != previous {
-                        return Err(StoreError::Conflict);
-                    }
-                    if previous.is_none() {
-                        let bumped = tx
-                            .execute(
-                                "UPDATE members SET version = version + 1
-                                 WHERE org_id = ?1 AND user_id = ?2",
-                                [o.as_str(), user.as_str()],
-                            )
-                            .map_err(backend)?;
-                        if bumped == 0 {
-                            return Err(StoreError::Gone);
-                        }
-                    }
-                    match &next {
-                        Some(value) => tx.execute(
-                            "INSERT OR REPLACE INTO member_data (org_id, user_id, kind, name, value)
-                             VALUES (?1, ?2, ?3, ?4, ?5)",
-                            params![o.as_str(), user.as_str(), KIND, name, value],
-                        ),
-                        None => tx.execute(
-                            "DELETE FROM member_data
-                             WHERE org_id = ?1 AND user_id = ?2 AND kind = ?3 AND name = ?4",
-                            key,
-                        ),
-                    }
-                    .map_err(backend)?;
+                    let (previous, next) = (previous.as_deref(), next.as_deref());
+                    swap_member_data(tx, &o, user, KIND, &name, previous, next)?;
                 }
                 GrantOwner::Organisation => {
                     let stored: Option<Option<String>> = tx

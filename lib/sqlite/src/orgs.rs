@@ -27,6 +27,7 @@ fn org_from(r: &Row<'_>) -> rusqlite::Result<Org> {
             .transpose()
             .map_err(conversion)?,
         scim_token_created_at: r.get::<_, Option<i64>>(9)?.map(Timestamp),
+        memory_off: r.get(10)?,
     })
 }
 
@@ -37,11 +38,13 @@ impl OrgStore for SqliteStore {
         self.write(move |tx| {
             tx.execute(
                 "INSERT INTO orgs
-                 (id, name, plan, status, monthly_query_quota, cost_cap_micros, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 (id, name, plan, status, monthly_query_quota, cost_cap_micros, created_at,
+                  memory_off)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                  ON CONFLICT (id) DO UPDATE SET name = excluded.name, plan = excluded.plan,
                    status = excluded.status, monthly_query_quota = excluded.monthly_query_quota,
-                   cost_cap_micros = excluded.cost_cap_micros, created_at = excluded.created_at",
+                   cost_cap_micros = excluded.cost_cap_micros, created_at = excluded.created_at,
+                   memory_off = excluded.memory_off",
                 params![
                     o.id.as_str(),
                     o.name,
@@ -49,7 +52,8 @@ impl OrgStore for SqliteStore {
                     o.status.as_str(),
                     o.monthly_query_quota,
                     o.cost_cap_micros,
-                    o.created_at.millis()
+                    o.created_at.millis(),
+                    o.memory_off
                 ],
             )
             .map_err(backend)?;
@@ -144,6 +148,23 @@ impl OrgStore for SqliteStore {
         .await
     }
 
+    async fn set_memory(&self, org: &OrgId, on: bool, audit: &AuditEntry) -> StoreResult<()> {
+        let (o, a) = (org.clone(), audit.clone());
+        self.write(move |tx| {
+            let n = tx
+                .execute(
+                    "UPDATE orgs SET memory_off = ?2 WHERE id = ?1",
+                    params![o.as_str(), !on],
+                )
+                .map_err(backend)?;
+            if n == 0 {
+                return Err(StoreError::Gone);
+            }
+            insert_audit(tx, &a)
+        })
+        .await
+    }
+
     async fn org_for_domain(&self, domain: &str) -> StoreResult<Option<OrgId>> {
         let d = domain.to_owned();
         self.read(move |c| {
@@ -162,7 +183,7 @@ impl OrgStore for SqliteStore {
 pub(crate) fn read_org(c: &Connection, org: &OrgId) -> rusqlite::Result<Option<Org>> {
     c.prepare_cached(
         "SELECT id, name, plan, status, monthly_query_quota, cost_cap_micros, created_at,
-                scim_token_sha256, sso, scim_token_at
+                scim_token_sha256, sso, scim_token_at, memory_off
          FROM orgs WHERE id = ?1",
     )?
     .query_row([org.as_str()], org_from)

@@ -13,7 +13,8 @@ CREATE TABLE IF NOT EXISTS orgs (
     created_at INTEGER NOT NULL,
     scim_token_sha256 TEXT,
     sso TEXT,
-    scim_token_at INTEGER
+    scim_token_at INTEGER,
+    memory_off INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 CREATE TABLE IF NOT EXISTS sso_domains (
     domain TEXT PRIMARY KEY,
@@ -135,6 +136,7 @@ pub(crate) fn migrate(c: &Connection) -> rusqlite::Result<()> {
         ("tickets", "payload", "TEXT"),
         ("sessions", "draft", "TEXT"),
         ("audit", "detail", "TEXT"),
+        ("orgs", "memory_off", "INTEGER NOT NULL DEFAULT 0"),
     ] {
         let present: bool = c.query_row(
             "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",

@@ -59,8 +59,10 @@ impl Tails {
     /// The key of a tail read: a transcript page (membership, session and events, nothing
     /// else). Other reads are never kept.
     pub(crate) fn key(reads: &Reads<'_>) -> Option<TailKey> {
-        let transcript =
-            !reads.org_record && reads.usage_month.is_none() && reads.rate_window.is_none();
+        let transcript = !reads.org_record
+            && reads.usage_month.is_none()
+            && reads.rate_window.is_none()
+            && !reads.memory;
         match (reads.session, reads.events) {
             (Some(session), Some(page)) if transcript => {
                 Some((reads.org.clone(), reads.user.clone(), session.clone(), page))

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use knowledge_core::clock::Timestamp;
-use knowledge_core::domain::Usage;
+use knowledge_core::domain::{MEMORY_ITEM, MemberDataKind, Usage};
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Charge, EventsAfter, RateUpdate, Reads, Snapshot};
 
@@ -35,9 +35,16 @@ pub async fn a_batch_reads_every_record_asked_for_as_its_own_getter_does(store: 
         })
         .await
         .unwrap();
+    let memory = r#"{"entries":[]}"#;
+    let kind = MemberDataKind::AgentMemory;
+    store
+        .swap_member_data(&key.org, &key.user, kind, MEMORY_ITEM, None, Some(memory))
+        .await
+        .unwrap();
 
     let everything = Reads {
         org_record: true,
+        memory: true,
         usage_month: Some(&month),
         rate_window: Some(&window),
         session: Some(&key.session),
@@ -58,6 +65,7 @@ pub async fn a_batch_reads_every_record_asked_for_as_its_own_getter_does(store: 
             session: store.get_session(&key).await.unwrap(),
             draft: None,
             events: store.list_events(&key, 1, 1).await.unwrap(),
+            memory: Some(memory.to_owned()),
         }
     );
     assert_eq!(read.events.iter().map(|e| e.seq).collect::<Vec<_>>(), [2]);

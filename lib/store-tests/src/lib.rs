@@ -9,6 +9,7 @@ pub mod directory;
 pub mod drafts;
 pub mod grants;
 pub mod limits;
+pub mod memory;
 pub mod orgs;
 pub mod sessions;
 pub mod tickets;
@@ -253,6 +254,10 @@ macro_rules! conformance {
                 a_member_grant_is_removed_only_from_the_value_it_was_read_at,
                 the_organisations_grant_stays_through_setting_changes_and_leaves_with_its_integration,
                 of_concurrent_swaps_from_one_grant_exactly_one_lands;
+            memory:
+                a_memory_moves_only_from_the_value_it_was_read_at_and_leaves_with_the_member,
+                of_concurrent_swaps_from_one_memory_exactly_one_lands,
+                the_memory_switch_is_audited_and_keeps_the_other_settings;
         }
     };
 }

@@ -15,6 +15,7 @@ mod egress;
 mod lifecycle;
 mod limits;
 mod mcp;
+mod memory;
 mod oauth;
 mod openapi;
 mod providers;

@@ -23,7 +23,7 @@ const SESSION: &str = "/api/managed-agents/session";
 
 /// A service whose agent is `W`'s adapter pointed at a fresh fake provider, which answers the
 /// adapter's health probes itself and every other request from its script.
-async fn service<W: Wire>(integrations: Arc<dyn Integrations>) -> (Api, Fake) {
+pub(crate) async fn service<W: Wire>(integrations: Arc<dyn Integrations>) -> (Api, Fake) {
     let fake = Fake::start().await;
     fake.always(Method::GET, W::models_path(), 200, json!({"data": []}));
     let agent = W::agent(&fake.base(), AgentSetup::default());
@@ -35,12 +35,12 @@ async fn service<W: Wire>(integrations: Arc<dyn Integrations>) -> (Api, Fake) {
     (api, fake)
 }
 
-fn no_integrations() -> Arc<dyn Integrations> {
+pub(crate) fn no_integrations() -> Arc<dyn Integrations> {
     Arc::new(FixedIntegrations::new())
 }
 
 /// The provider calls the fake received, in order.
-fn calls<W: Wire>(fake: &Fake) -> Vec<Seen> {
+pub(crate) fn calls<W: Wire>(fake: &Fake) -> Vec<Seen> {
     fake.seen_at(&Method::POST, W::chat_path())
 }
 
@@ -63,7 +63,7 @@ fn attempts_on_agent_failure() -> usize {
 }
 
 /// Runs the session's turns to their end and returns its events.
-async fn settled(api: &Api, session: &str) -> Vec<Value> {
+pub(crate) async fn settled(api: &Api, session: &str) -> Vec<Value> {
     api.settle().await;
     api.all_events(session).await
 }

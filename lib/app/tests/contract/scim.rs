@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use knowledge_app::operator::OrgChanges;
-use knowledge_core::domain::{AuditAction, Member, MemberData, MemberDataKind, Plan, Role};
+use knowledge_core::domain::{
+    AuditAction, MEMORY_ITEM, Member, MemberData, MemberDataKind, Plan, Role,
+};
 use knowledge_core::ids::{OrgId, UserId};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -438,10 +440,21 @@ async fn deprovisioning_removes_the_members_data_cancels_their_turns_and_fails_t
     let id = s.provision("ann@example.org").await;
     let user = UserId::parse(&id).unwrap();
     let store = &s.api.svc.store;
-    for (kind, name) in [
-        (MemberDataKind::IntegrationToken, "crm"),
-        (MemberDataKind::AgentMemory, "notes"),
-    ] {
+    // Her agent remembered a note, as its memory tool saves one.
+    let session = knowledge_core::ids::SessionId::generate();
+    let from = knowledge_core::domain::SavedFrom {
+        session: &session,
+        seq: 2,
+    };
+    let now = s.api.clock_now();
+    knowledge_core::memory::change(store.as_ref(), s.org(), &user, |m| {
+        m.save("Prefers metric units", now, from).map(|_| ())
+    })
+    .await
+    .unwrap()
+    .1
+    .unwrap();
+    for (kind, name) in [(MemberDataKind::IntegrationToken, "crm")] {
         let data = MemberData {
             kind,
             name: name.into(),
@@ -484,6 +497,10 @@ async fn deprovisioning_removes_the_members_data_cancels_their_turns_and_fails_t
     assert_eq!(r.status, 204);
 
     assert_eq!(store.list_member_data(s.org(), &user).await.unwrap(), []);
+    let memory = store
+        .get_member_data(s.org(), &user, MemberDataKind::AgentMemory, MEMORY_ITEM)
+        .await;
+    assert_eq!(memory.unwrap(), None, "her memory is gone");
     assert_eq!(s.member(&id).await, None);
     let listed = s.api.get_as(&ann, "/api/managed-agents/sessions").await;
     assert_eq!(listed.status, 401, "her cookie fails at once");

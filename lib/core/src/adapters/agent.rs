@@ -158,6 +158,7 @@ mod tests {
             )],
             steps,
             must_answer: tools.is_empty(),
+            memory: None,
             tools,
         }
     }

@@ -158,6 +158,24 @@ impl Administration {
         }
     }
 
+    /// Switches the agent's memory on or off for every member; returns whether it is on.
+    /// Members' notes are kept either way, and no admin sees them. Errors: `NotFound`.
+    pub async fn set_memory(&self, admin: &Admin, on: bool) -> Result<bool, CoreError> {
+        let state = if on { "on" } else { "off" };
+        let audit = admin
+            .audit(
+                self.now(),
+                AuditAction::OrgMemoryChanged,
+                admin.org.as_str(),
+            )
+            .became(state);
+        match self.stores.orgs.set_memory(&admin.org, on, &audit).await {
+            Ok(()) => Ok(on),
+            Err(StoreError::Gone) => Err(CoreError::NotFound("organisation")),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// A page of the audit log, newest first. Filtering by action reads at most
     /// [`AUDIT_BUDGET`] entries a call, so a page may hold fewer than `limit` and still have a
     /// `next`.

@@ -25,6 +25,7 @@ text_enum!(AuditAction {
     AccountConnected => "account.connected",
     AccountDisconnected => "account.disconnected",
     OrgLimitsChanged => "org.limits_changed",
+    OrgMemoryChanged => "org.memory_changed",
 });
 
 /// Who did something recorded in the audit log.
@@ -68,6 +69,8 @@ pub enum AuditAction {
     AccountDisconnected,
     /// The organisation's monthly query quota or cost cap was set.
     OrgLimitsChanged,
+    /// The agent's memory was switched on or off for the organisation.
+    OrgMemoryChanged,
 }
 
 /// One entry of an organisation's audit log. Written in the same transaction as the change it

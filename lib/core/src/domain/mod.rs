@@ -73,6 +73,7 @@ mod audit;
 mod claim;
 mod draft;
 mod member;
+mod memory;
 mod oauth;
 mod session;
 mod sso;
@@ -82,6 +83,7 @@ pub use audit::*;
 pub use claim::*;
 pub use draft::*;
 pub use member::*;
+pub use memory::*;
 pub use oauth::*;
 pub use session::*;
 pub use sso::*;
@@ -100,6 +102,9 @@ pub struct Org {
     /// Spend allowed per calendar month, in millionths of a US dollar; `None` is unlimited.
     pub cost_cap_micros: Option<u64>,
     pub created_at: Timestamp,
+    /// An admin switched the agent's memory off for every member: nothing is read or saved.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub memory_off: bool,
     /// SHA-256 (hex) of the organisation's current SCIM token; never the token itself. Kept
     /// apart from the other settings by the store, so only
     /// [`crate::ports::OrgStore::set_scim_token`] changes it.
@@ -127,6 +132,7 @@ impl Org {
             monthly_query_quota: None,
             cost_cap_micros: None,
             created_at: now,
+            memory_off: false,
             scim_token_sha256: None,
             scim_token_created_at: None,
             sso: None,

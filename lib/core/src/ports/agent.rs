@@ -24,6 +24,9 @@ pub struct AgentRequest {
     /// organisation its cost cap. The tools are still listed so that the history's tool calls
     /// make sense to the provider.
     pub must_answer: bool,
+    /// What the member's memory says, for the system prompt ([`crate::domain::Memory::prompt`]);
+    /// `None` when memory is off or empty, or the agent does not remember.
+    pub memory: Option<String>,
 }
 
 impl AgentRequest {
@@ -115,6 +118,11 @@ pub trait Agent: Send + Sync {
     /// Whether the provider can be reached now; create session answers 502 when it cannot.
     /// Cheap: adapters cache the answer briefly.
     async fn health(&self) -> Result<(), AgentError>;
+    /// Whether the agent keeps a memory of members: it is offered the memory tools and shown
+    /// the notes. The built-in agent does not.
+    fn remembers(&self) -> bool {
+        false
+    }
     /// One step of a turn: one provider call. Side-effect free: the workflow may abandon it
     /// midway (dropping the future aborts the request) or repeat it.
     async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError>;

@@ -36,6 +36,9 @@ pub struct Reads<'a> {
     /// read after the session, and only when the membership and the session were found (a
     /// second request on DynamoDB, a `Query`).
     pub events: Option<EventsAfter>,
+    /// The member's memory: their data item [`crate::domain::MEMORY_ITEM`] of kind
+    /// [`crate::domain::MemberDataKind::AgentMemory`].
+    pub memory: bool,
 }
 
 /// A page of a session's log: the events with `seq > after`, at most `limit`.
@@ -56,6 +59,7 @@ impl<'a> Reads<'a> {
             rate_window: None,
             session: None,
             events: None,
+            memory: false,
         }
     }
 
@@ -79,6 +83,9 @@ pub struct Snapshot {
     /// read with it; possibly a stale copy (see [`Session::current_draft`]).
     pub draft: Option<Draft>,
     pub events: Vec<Event>,
+    /// The stored form of the member's memory ([`crate::domain::Memory::parse`]), when asked
+    /// for and stored.
+    pub memory: Option<String>,
 }
 
 /// A rate window replaced by `hits`, if it is still at `expected_version` (0: absent); its

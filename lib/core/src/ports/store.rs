@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use crate::clock::Timestamp;
 use crate::domain::{
     AuditCursor, AuditEntry, Draft, Event, FoundSessions, GrantOwner, IntegrationConfig, Member,
-    MemberData, Org, Session, SessionSummary, SsoConfig, Ticket, TitleQuery, Usage,
+    MemberData, MemberDataKind, Org, Session, SessionSummary, SsoConfig, Ticket, TitleQuery, Usage,
 };
 use crate::ids::{OrgId, RunId, SessionKey, UserId};
 
@@ -53,6 +53,10 @@ pub trait OrgStore: Send + Sync {
     async fn set_limits(
         &self, org: &OrgId, quota: Option<u64>, cap_micros: Option<u64>, audit: &AuditEntry,
     ) -> StoreResult<()>;
+    /// Switches the agent's memory on or off for the whole organisation, keeping its other
+    /// settings, and writes `audit`, all or nothing. Errors: `Gone` when the organisation does
+    /// not exist.
+    async fn set_memory(&self, org: &OrgId, on: bool, audit: &AuditEntry) -> StoreResult<()>;
     /// The organisation whose single sign-on claims the e-mail `domain` (lowercase), switched
     /// on or not.
     async fn org_for_domain(&self, domain: &str) -> StoreResult<Option<OrgId>>;
@@ -121,6 +125,21 @@ pub trait DirectoryStore: Send + Sync {
     ) -> StoreResult<()>;
     /// The member's data items, by kind and name.
     async fn list_member_data(&self, org: &OrgId, user: &UserId) -> StoreResult<Vec<MemberData>>;
+    /// The value of the member's data item `kind` named `name`, read strongly consistent.
+    async fn get_member_data(
+        &self, org: &OrgId, user: &UserId, kind: MemberDataKind, name: &str,
+    ) -> StoreResult<Option<String>>;
+    /// Replaces the member's data item `kind` named `name`, stored as `previous` (none stored,
+    /// when `None`), by `next` (removing it, when `None`), with no audit entry (the member's own
+    /// data, such as their memory). Creating an item moves the member's version, as
+    /// [`DirectoryStore::put_member_data`] does, so a concurrent removal of the member removes
+    /// it too or makes this retry. Errors: `Conflict` when the stored value is not `previous`
+    /// (the caller reads it again); `Gone` when creating an item for a user who is not a
+    /// member.
+    async fn swap_member_data(
+        &self, org: &OrgId, user: &UserId, kind: MemberDataKind, name: &str,
+        previous: Option<&str>, next: Option<&str>,
+    ) -> StoreResult<()>;
     /// Connects an integration, or replaces the settings of the one of the same name (keeping
     /// the organisation's grant for it), and writes `audit`, all or nothing. Callers keep an organisation under [`crate::domain::INTEGRATION_LIMIT`].
     async fn put_integration(

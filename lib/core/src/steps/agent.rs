@@ -3,10 +3,12 @@
 
 use std::time::Duration;
 
-use crate::domain::{Awaiting, Event, EventKind, NewEvent, Session, TurnProgress};
-use crate::ids::{OrgId, SessionKey};
+use crate::domain::{Awaiting, Event, EventKind, Memory, NewEvent, Session, TurnProgress};
+use crate::error::Chain;
+use crate::ids::SessionKey;
+use crate::memory;
 use crate::ports::{
-    AgentAction, AgentError, AgentReply, AgentRequest, Charge, Drafts, NoDrafts, ToolSpec,
+    AgentAction, AgentError, AgentReply, AgentRequest, Charge, Drafts, NoDrafts, Reads, ToolSpec,
 };
 
 use super::bounds::{bounded_input, bounded_text};
@@ -17,6 +19,13 @@ use super::{
     HISTORY_BYTES, HISTORY_WINDOW, Handler, MAX_AGENT_CALLS, MAX_TOOL_CALLS_PER_STEP,
     RATE_LIMIT_WAIT_BUDGET, Steps, TOOL_LISTING_TIMEOUT,
 };
+
+/// What `CallAgent` reads of the member's standing before it asks the agent.
+struct Standing {
+    over_cost_cap: bool,
+    /// The member's memory, when the agent is to be given it and its tools.
+    memory: Option<Memory>,
+}
 
 impl Steps {
     /// Asks the agent once. Commits either the `tool_use` events it asks for or its
@@ -31,7 +40,8 @@ impl Steps {
             Found::Return(out) => return Ok(out),
         };
         let agent_calls = s.turn.as_ref().map_or(0, |t| t.agent_calls);
-        let (events, charge, answered) = if self.over_cost_cap(&key.org).await? {
+        let standing = self.standing(&key).await?;
+        let (events, charge, answered) = if standing.over_cost_cap {
             let event = NewEvent::error(
                 "cost_cap_reached",
                 "Your organisation has reached its monthly spending cap for the AI provider, so \
@@ -39,7 +49,13 @@ impl Steps {
             );
             (vec![event], None, true)
         } else {
-            let tools = self.tools(&key).await?;
+            let mut tools = self.tools(&key).await?;
+            if standing.memory.is_some() {
+                // An integration's tool of the same name is left out: `RunTool` would run
+                // the memory's.
+                tools.retain(|t| !memory::is_memory_tool(&t.name));
+                tools.splice(0..0, memory::tools());
+            }
             let (history, steps) = self.turn_log(&s).await?;
             let request = AgentRequest {
                 org: key.org.clone(),
@@ -47,6 +63,7 @@ impl Steps {
                 steps,
                 must_answer: agent_calls + 1 >= MAX_AGENT_CALLS || tools.is_empty(),
                 tools,
+                memory: standing.memory.and_then(|m| m.prompt()),
             };
             let reply = self.ask_with_drafts(&s, request.clone()).await?;
             let events = match &reply.action {
@@ -143,21 +160,40 @@ impl Steps {
         }
     }
 
-    /// Whether the organisation's month-to-date spend has reached its cost cap.
-    async fn over_cost_cap(&self, org: &OrgId) -> Result<bool, StepError> {
-        let Some(cap) = self
-            .orgs
-            .get_org(org)
-            .await?
-            .and_then(|o| o.cost_cap_micros)
-        else {
-            return Ok(false);
+    /// Where the member stands, in one batched read: whether the organisation's month-to-date
+    /// spend has reached its cost cap, and the member's memory when the agent remembers and
+    /// neither the organisation nor the member switched it off. A memory that cannot be read
+    /// is logged and left out: the turn goes on without it.
+    async fn standing(&self, key: &SessionKey) -> Result<Standing, StepError> {
+        let month = self.clock.now().month();
+        let remembers = self.agent()?.remembers();
+        let reads = Reads {
+            org_record: true,
+            usage_month: Some(&month),
+            memory: remembers,
+            ..Reads::member(&key.org, &key.user)
         };
-        let usage = self
-            .limits
-            .get_usage(org, &self.clock.now().month())
-            .await?;
-        Ok(usage.cost_micros >= cap)
+        let snapshot = self.batch.read_batch(&reads).await?;
+        let org = snapshot.org.as_ref();
+        let over_cost_cap = org
+            .and_then(|o| o.cost_cap_micros)
+            .is_some_and(|cap| snapshot.usage.cost_micros >= cap);
+        let memory = if remembers && org.is_some_and(|o| !o.memory_off) {
+            match memory::parse(snapshot.memory.as_deref()) {
+                Ok(m) if !m.off => Some(m),
+                Ok(_) => None,
+                Err(e) => {
+                    tracing::error!(org = %key.org, error = %Chain(&e), "left out a memory");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        Ok(Standing {
+            over_cost_cap,
+            memory,
+        })
     }
 
     /// The conversation the agent sees: the history up to the answered message (without

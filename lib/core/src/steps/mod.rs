@@ -30,7 +30,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::clock::Clock;
-use crate::ports::{Agent, Integrations, LimitStore, OrgStore, SessionStore};
+use crate::ports::{
+    Agent, BatchStore, DirectoryStore, Integrations, OrgStore, SessionStore, Store,
+};
 
 pub use contract::{
     ExecRef, Failure, Next, SessionRef, StepError, StepInput, StepOutput, TurnRef, errors,
@@ -128,15 +130,39 @@ impl Handler {
     }
 }
 
-/// The workflow steps over the sessions they advance, the organisations (for the cost cap) and
-/// their usage, the agent and the integrations. A process that runs only some steps (one Lambda
+/// The store roles the steps use: the sessions they advance, the organisations (whose memory
+/// switch `RunTool` checks), the batched read `CallAgent` makes (the organisation's cost cap,
+/// its usage and the member's memory), and the members' data (their memory, which `RunTool`
+/// changes).
+#[derive(Clone)]
+pub struct StepStores {
+    pub sessions: Arc<dyn SessionStore>,
+    pub orgs: Arc<dyn OrgStore>,
+    pub batch: Arc<dyn BatchStore>,
+    pub directory: Arc<dyn DirectoryStore>,
+}
+
+impl StepStores {
+    /// Every role from the one store that has them all.
+    pub fn of(store: &Arc<dyn Store>) -> Self {
+        Self {
+            sessions: store.clone(),
+            orgs: store.clone(),
+            batch: store.clone(),
+            directory: store.clone(),
+        }
+    }
+}
+
+/// The workflow steps over their stores ([`StepStores`]), the agent and the integrations. A process that runs only some steps (one Lambda
 /// function) leaves out the agent or the integrations its steps do not use; a step that needs
 /// one it was not given fails with [`errors::INPUT`], never retried.
 #[derive(Clone)]
 pub struct Steps {
     sessions: Arc<dyn SessionStore>,
     orgs: Arc<dyn OrgStore>,
-    limits: Arc<dyn LimitStore>,
+    batch: Arc<dyn BatchStore>,
+    directory: Arc<dyn DirectoryStore>,
     agent: Option<Arc<dyn Agent>>,
     integrations: Option<Arc<dyn Integrations>>,
     clock: Arc<dyn Clock>,
@@ -144,14 +170,12 @@ pub struct Steps {
 }
 
 impl Steps {
-    pub fn new(
-        sessions: Arc<dyn SessionStore>, orgs: Arc<dyn OrgStore>, limits: Arc<dyn LimitStore>,
-        clock: Arc<dyn Clock>,
-    ) -> Self {
+    pub fn new(stores: StepStores, clock: Arc<dyn Clock>) -> Self {
         Self {
-            sessions,
-            orgs,
-            limits,
+            sessions: stores.sessions,
+            orgs: stores.orgs,
+            batch: stores.batch,
+            directory: stores.directory,
             agent: None,
             integrations: None,
             clock,

@@ -1,10 +1,15 @@
 //! `RunTool`: runs the turn's oldest tool call that has no result yet.
 
 use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::Value;
 
 use crate::adapters::integrations::find_tool;
-use crate::domain::{Awaiting, EventBody, NewEvent};
-use crate::ports::IntegrationError;
+use crate::domain::{Awaiting, EventBody, NewEvent, SavedFrom};
+use crate::ids::SessionKey;
+use crate::memory;
+use crate::ports::{IntegrationError, Integrations, StoreError};
 
 use super::bounds::{bounded_output, bounded_text};
 use super::contract::{Next, StepError, StepInput, StepOutput, errors};
@@ -47,18 +52,12 @@ impl Steps {
                 "the tool_use event is missing",
             ));
         };
-        let found = tokio::select! {
-            biased;
-            () = cancelled.as_mut() => return Ok(StepOutput::cancelled()),
-            found = find_tool(self.integrations()?, &key.org, &key.user, &tool) => found,
-        };
-        let output = match found {
-            Ok(Some(integration)) => integration
-                .call(&tool, &tool_input, cancelled.as_mut())
+        let output = if memory::is_memory_tool(&tool) {
+            self.run_memory_tool(&key, &tool, &tool_input, use_seq)
                 .await
-                .map(Ok),
-            Ok(None) => Ok(Err(format!("there is no tool named {tool:?}"))),
-            Err(e) => Err(e),
+        } else {
+            let integrations = self.integrations()?;
+            run_integration_tool(integrations, &key, &tool, &tool_input, cancelled.as_mut()).await
         };
         let output = match output {
             Ok(Ok(value)) => bounded_output(value),
@@ -87,5 +86,44 @@ impl Steps {
             next
         })
         .await
+    }
+
+    /// Runs the memory tool `tool` that the `tool_use` event `seq` asked for: refused in words
+    /// when the organisation switched memory off since the agent was offered it. Errors: the
+    /// store's, as `Unavailable` (the step is retried; a save made already is not made again).
+    async fn run_memory_tool(
+        &self, key: &SessionKey, tool: &str, tool_input: &Value, seq: u64,
+    ) -> Result<Result<Value, String>, IntegrationError> {
+        let unavailable = |e: StoreError| IntegrationError::Unavailable(format!("memory: {e}"));
+        let org = self.orgs.get_org(&key.org).await.map_err(unavailable)?;
+        if org.is_none_or(|o| o.memory_off) {
+            return Ok(Err("memory is switched off for the organisation".into()));
+        }
+        let from = SavedFrom {
+            session: &key.session,
+            seq,
+        };
+        let (directory, now) = (self.directory.as_ref(), self.clock.now());
+        memory::run_tool(directory, &key.org, &key.user, tool, tool_input, now, from)
+            .await
+            .map_err(unavailable)
+    }
+}
+
+/// Calls `tool` of the integration that offers it. Errors: the integration's; `Cancelled`
+/// when `cancelled` resolves first.
+async fn run_integration_tool(
+    integrations: &dyn Integrations, key: &SessionKey, tool: &str, tool_input: &Value,
+    mut cancelled: Pin<&mut (impl Future<Output = ()> + Send)>,
+) -> Result<Result<Value, String>, IntegrationError> {
+    let found = tokio::select! {
+        biased;
+        () = cancelled.as_mut() => return Err(IntegrationError::Cancelled),
+        found = find_tool(integrations, &key.org, &key.user, tool) => found,
+    };
+    match found {
+        Ok(Some(integration)) => integration.call(tool, tool_input, cancelled).await.map(Ok),
+        Ok(None) => Ok(Err(format!("there is no tool named {tool:?}"))),
+        Err(e) => Err(e),
     }
 }

@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 
 use crate::domain::{
-    AuditCursor, AuditEntry, Draft, Event, FoundSessions, GrantOwner, IntegrationConfig, Member,
-    MemberData, MemberDataKind, Org, Session, SessionSummary, SsoConfig, Ticket, TitleQuery, Usage,
+    AuditCursor, AuditEntry, Draft, Event, FoundSessions, GrantOwner, IntegrationConfig,
+    MEMORY_ITEM, Member, MemberData, MemberDataKind, Org, Session, SessionSummary, SsoConfig,
+    Ticket, TitleQuery, Usage,
 };
 use crate::ids::{OrgId, RunId, SessionKey, UserId};
 use crate::ports::{
@@ -61,6 +62,50 @@ impl MemoryStore {
 }
 
 impl State {
+    /// The value of `user`'s data item `kind` named `name`.
+    fn member_data_value(
+        &self, org: &OrgId, user: &UserId, kind: MemberDataKind, name: &str,
+    ) -> Option<String> {
+        let held = self.member_data.get(&(org.clone(), user.clone()))?;
+        let found = held.iter().find(|d| d.kind == kind && d.name == name)?;
+        Some(found.value.clone())
+    }
+
+    /// [`DirectoryStore::swap_member_data`]'s contract.
+    fn swap_member_data(
+        &mut self, org: &OrgId, user: &UserId, kind: MemberDataKind, name: &str,
+        previous: Option<&str>, next: Option<&str>,
+    ) -> StoreResult<()> {
+        let member =
+            (self.members.get_mut(org).and_then(|m| m.get_mut(user))).ok_or(match previous {
+                None => StoreError::Gone,
+                Some(_) => StoreError::Conflict,
+            })?;
+        let held = self
+            .member_data
+            .entry((org.clone(), user.clone()))
+            .or_default();
+        let at = held.iter().position(|d| d.kind == kind && d.name == name);
+        if at.map(|i| held[i].value.as_str()) != previous {
+            return Err(StoreError::Conflict);
+        }
+        if previous.is_none() {
+            member.version += 1;
+        }
+        if let Some(i) = at {
+            held.remove(i);
+        }
+        if let Some(value) = next {
+            held.push(MemberData {
+                kind,
+                name: name.to_owned(),
+                value: value.to_owned(),
+            });
+            held.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+        }
+        Ok(())
+    }
+
     /// Checks `gate` for a write to `org`'s session, then applies it; nothing changes when it
     /// refuses.
     fn pass(&mut self, org: &OrgId, gate: Option<&Gate<'_>>) -> StoreResult<()> {
@@ -255,6 +300,13 @@ impl OrgStore for MemoryStore {
         Ok(())
     }
 
+    async fn set_memory(&self, org: &OrgId, on: bool, audit: &AuditEntry) -> StoreResult<()> {
+        let mut s = self.state();
+        s.orgs.get_mut(org).ok_or(StoreError::Gone)?.memory_off = !on;
+        s.audit(audit);
+        Ok(())
+    }
+
     async fn org_for_domain(&self, domain: &str) -> StoreResult<Option<OrgId>> {
         Ok(self.state().domains.get(domain).cloned())
     }
@@ -403,6 +455,20 @@ impl DirectoryStore for MemoryStore {
             .get(&(org.clone(), user.clone()))
             .cloned()
             .unwrap_or_default())
+    }
+
+    async fn get_member_data(
+        &self, org: &OrgId, user: &UserId, kind: MemberDataKind, name: &str,
+    ) -> StoreResult<Option<String>> {
+        Ok(self.state().member_data_value(org, user, kind, name))
+    }
+
+    async fn swap_member_data(
+        &self, org: &OrgId, user: &UserId, kind: MemberDataKind, name: &str,
+        previous: Option<&str>, next: Option<&str>,
+    ) -> StoreResult<()> {
+        self.state()
+            .swap_member_data(org, user, kind, name, previous, next)
     }
 
     async fn put_integration(
@@ -668,6 +734,13 @@ impl BatchStore for MemoryStore {
                 .rate_window
                 .and_then(|k| s.rate_windows.get(k).cloned())
                 .unwrap_or_default(),
+            memory: reads
+                .memory
+                .then(|| {
+                    let kind = MemberDataKind::AgentMemory;
+                    s.member_data_value(reads.org, reads.user, kind, MEMORY_ITEM)
+                })
+                .flatten(),
             session,
             draft,
             events,
@@ -708,14 +781,9 @@ impl GrantStore for MemoryStore {
     ) -> StoreResult<Option<String>> {
         let s = self.state();
         Ok(match owner {
-            GrantOwner::Member(user) => s
-                .member_data
-                .get(&(org.clone(), user.clone()))
-                .and_then(|held| {
-                    held.iter()
-                        .find(|d| d.kind == MemberDataKind::OAuthGrant && d.name == integration)
-                })
-                .map(|d| d.value.clone()),
+            GrantOwner::Member(user) => {
+                s.member_data_value(org, user, MemberDataKind::OAuthGrant, integration)
+            }
             GrantOwner::Organisation => s
                 .integrations
                 .get(org)
@@ -731,37 +799,8 @@ impl GrantStore for MemoryStore {
         let mut s = self.state();
         match owner {
             GrantOwner::Member(user) => {
-                let s = &mut *s;
-                let member = (s.members.get_mut(org).and_then(|m| m.get_mut(user))).ok_or(
-                    match previous {
-                        None => StoreError::Gone,
-                        Some(_) => StoreError::Conflict,
-                    },
-                )?;
-                let held = s
-                    .member_data
-                    .entry((org.clone(), user.clone()))
-                    .or_default();
-                let at = held
-                    .iter()
-                    .position(|d| d.kind == MemberDataKind::OAuthGrant && d.name == integration);
-                if at.map(|i| held[i].value.as_str()) != previous {
-                    return Err(StoreError::Conflict);
-                }
-                if previous.is_none() {
-                    member.version += 1;
-                }
-                if let Some(i) = at {
-                    held.remove(i);
-                }
-                if let Some(value) = next {
-                    held.push(MemberData {
-                        kind: MemberDataKind::OAuthGrant,
-                        name: integration.to_owned(),
-                        value: value.to_owned(),
-                    });
-                    held.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
-                }
+                let kind = MemberDataKind::OAuthGrant;
+                s.swap_member_data(org, user, kind, integration, previous, next)?;
             }
             GrantOwner::Organisation => {
                 let stored = (s.integrations.get_mut(org))

@@ -12,9 +12,11 @@ use knowledge_core::domain::{
 };
 use knowledge_core::ids::RunId;
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
-use knowledge_core::ports::{DirectoryStore, OrgStore, SessionStore};
+use knowledge_core::ports::{DirectoryStore, OrgStore, SessionStore, Store};
 use knowledge_core::service::{Deps, Opening, Principal, Service, SignedIn};
-use knowledge_core::steps::{ExecRef, Failure, Handler, StepInput, StepOutput, Steps, TurnRef};
+use knowledge_core::steps::{
+    ExecRef, Failure, Handler, StepInput, StepOutput, StepStores, Steps, TurnRef,
+};
 use knowledge_core::testing::{MemoryStore, RecordingWorkflow, ShiftedClock};
 
 pub struct Rig {
@@ -66,7 +68,8 @@ impl Rig {
             signed_in_at: now,
         };
         let p = service.authenticate(user, org, now).await.unwrap();
-        let steps = Steps::new(store.clone(), store.clone(), store.clone(), clock.clone())
+        let stores = StepStores::of(&(store.clone() as Arc<dyn Store>));
+        let steps = Steps::new(stores, clock.clone())
             .with_agent(Arc::new(BuiltinAgent))
             .with_integrations(Arc::new(FixedIntegrations::new()));
         Self {

@@ -155,7 +155,12 @@ async fn a_draft(p: &Process, cookie: &str, session: &str) -> String {
 async fn a_kill_while_an_answer_streams_loses_only_its_draft_and_the_turn_is_answered_at_restart() {
     let fake = Fake::start().await;
     // The service probes the provider's health apart from the turns.
-    fake.always(reqwest::Method::GET, OpenAi::models_path(), 200, json!({"data": []}));
+    fake.always(
+        reqwest::Method::GET,
+        OpenAi::models_path(),
+        200,
+        json!({"data": []}),
+    );
     let long: Vec<String> = (1..=200).map(|i| format!("word{i}")).collect();
     fake.pace(Duration::from_millis(50))
         .script(Reply::json(200, OpenAi::answer(&long.join(" "))));
@@ -179,8 +184,14 @@ async fn a_kill_while_an_answer_streams_loses_only_its_draft_and_the_turn_is_ans
     assert_eq!(kinds, ["user_message", "agent_message", "status_idle"]);
     let path = format!("/api/managed-agents/transcript?sessionId={session}");
     let (_, t) = call(reqwest::Method::GET, &p.base, &path, &cookie, None).await;
-    assert_eq!(t["events"][0]["payload"]["text"], "Tell me everything.", "{t}");
-    assert_eq!(t["events"][1]["payload"]["text"], "The whole answer.", "{t}");
+    assert_eq!(
+        t["events"][0]["payload"]["text"], "Tell me everything.",
+        "{t}"
+    );
+    assert_eq!(
+        t["events"][1]["payload"]["text"], "The whole answer.",
+        "{t}"
+    );
     assert!(
         t["draft"].is_null(),
         "the lost draft is not shown again: {t}"

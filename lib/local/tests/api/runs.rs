@@ -14,7 +14,7 @@ use knowledge_core::clock::SystemClock;
 use knowledge_core::ids::{OrgId, RunId, SessionKey, UserId};
 use knowledge_core::ports::{Agent, Integrations};
 use knowledge_core::service::{Deps, Opening, Principal, Service, SignedIn};
-use knowledge_core::steps::{Handler, Next, StepInput, StepOutput, Steps, TurnRef};
+use knowledge_core::steps::{Handler, Next, StepInput, StepOutput, StepStores, Steps, TurnRef};
 use knowledge_core::testing::RecordingWorkflow;
 use knowledge_local::{LocalStore, StepTasks};
 use tokio_util::sync::CancellationToken;
@@ -61,14 +61,9 @@ impl Rig {
                 integrations: integrations.clone(),
             }),
         });
-        let steps = Steps::new(
-            shared.clone(),
-            shared.clone(),
-            shared,
-            Arc::new(SystemClock),
-        )
-        .with_agent(agent)
-        .with_integrations(integrations);
+        let steps = Steps::new(StepStores::of(&shared), Arc::new(SystemClock))
+            .with_agent(agent)
+            .with_integrations(integrations);
         let who = SignedIn {
             user: UserId::parse("usr_default").unwrap(),
             org: OrgId::parse("org_default").unwrap(),
