@@ -149,6 +149,8 @@ pub const LIST_SESSIONS: Function = Function::routes("list-sessions", endpoints:
 pub const CANCEL: Function = Function::routes("cancel", endpoints::CANCEL);
 /// Renaming a session and finding sessions by title, beside the interface's endpoints.
 pub const TITLES: Function = Function::routes("titles", endpoints::TITLES);
+/// A member's own memory: what the agent keeps, forgetting, the switch, the export.
+pub const MEMORY: Function = Function::routes("memory", endpoints::MEMORY);
 pub const DELETE_SESSION: Function = Function::routes("delete-session", endpoints::DELETE_SESSION);
 pub const SWITCH_ORG: Function = Function::routes("switch-org", endpoints::SWITCH_ORG);
 pub const ME: Function = Function::routes("me", endpoints::ME);
@@ -267,7 +269,7 @@ impl Function {
 }
 
 /// Every function, as `template.yaml` lists them.
-pub const ALL: [Function; 25] = [
+pub const ALL: [Function; 26] = [
     CREATE_SESSION,
     MESSAGE,
     TRANSCRIPT,
@@ -275,6 +277,7 @@ pub const ALL: [Function; 25] = [
     CANCEL,
     DELETE_SESSION,
     TITLES,
+    MEMORY,
     SWITCH_ORG,
     ME,
     LOGOUT,

@@ -14,7 +14,7 @@ use knowledge_core::domain::{
     Actor, AuditAction, AuditEntry, ClientRegistration, EventKind, GrantOwner, IntegrationAuth,
     IntegrationConfig, Member, NewEvent, OAuthClient, Org, Plan, Role, Session,
 };
-use knowledge_core::domain::{LEASE_MS, MAX_REVIVALS};
+use knowledge_core::domain::{LEASE_MS, MAX_REVIVALS, MEMORY_ITEM, MemberDataKind};
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{
     AuthorizationServers, DirectoryStore, OrgStore, SessionStore, StoredRows, Workflow,
@@ -406,6 +406,53 @@ async fn titles_event_renames_the_session_in_one_transaction_with_its_rate_windo
         made,
         requests(&[("BatchGetItem", 1), ("TransactWriteItems", 1)])
     );
+}
+
+#[tokio::test]
+async fn memory_event_reads_the_membership_the_memory_and_the_switch_and_a_forget_is_one_transaction()
+ {
+    let d = Deployment::new().await;
+    let from = knowledge_core::domain::SavedFrom {
+        session: &d.key.session,
+        seq: 2,
+    };
+    let (org, user) = (&d.key.org, &d.key.user);
+    knowledge_core::memory::change(&d.store, org, user, |m| {
+        m.save("Prefers metric units", SystemClock.now(), from)
+            .is_ok()
+    })
+    .await
+    .unwrap();
+    d.counter.take();
+    let (status, body, made) = d.invoke(functions::MEMORY).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["notes"][0]["text"], "Prefers metric units");
+    assert_eq!(body["notes"][0]["sessionId"], SESSION);
+    assert_eq!(body["enabled"], true);
+    assert_eq!(made, requests(&[("GetItem", 3)]));
+
+    let mut request = d.event(functions::MEMORY);
+    *request.method_mut() = axum::http::Method::DELETE;
+    *request.uri_mut() = "/api/memory/notes/m1".parse().unwrap();
+    request
+        .headers_mut()
+        .insert("origin", "https://app.example.com".parse().unwrap());
+    let response = d
+        .router(functions::MEMORY)
+        .await
+        .oneshot(request)
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    // The membership, the memory read, and its swap from the value read.
+    let made = d.take_checked(functions::MEMORY.name);
+    assert_eq!(made, requests(&[("GetItem", 2), ("TransactWriteItems", 1)]));
+    let kept = d
+        .store
+        .get_member_data(org, user, MemberDataKind::AgentMemory, MEMORY_ITEM)
+        .await
+        .unwrap();
+    assert!(!kept.unwrap().contains("metric"));
 }
 
 #[tokio::test]

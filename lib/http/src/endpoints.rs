@@ -7,7 +7,7 @@
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
-use crate::{AuthGuard, SessionApi, admin, auth, connections, routes, sso, titles};
+use crate::{AuthGuard, SessionApi, admin, auth, connections, memory, routes, sso, titles};
 
 type Route = fn() -> UtoipaMethodRouter<SessionApi>;
 
@@ -115,6 +115,13 @@ pub const OAUTH_CALLBACK: Routes = Routes {
         (|| routes!(connections::client_document), AuthGuard::Public),
     ])
 };
+/// A member's own memory: read, switch, forget, export.
+pub const MEMORY: Routes = Routes::auth(&[
+    (|| routes!(memory::get, memory::switch), AuthGuard::Member),
+    (|| routes!(memory::forget), AuthGuard::Member),
+    (|| routes!(memory::forget_all), AuthGuard::Member),
+    (|| routes!(memory::export), AuthGuard::Member),
+]);
 /// Every route under [`admin::PREFIX`], behind the member guard and then the admin role.
 pub const ADMIN: Routes = Routes {
     admin: Some(admin_routes),
@@ -143,5 +150,9 @@ fn admin_routes() -> OpenApiRouter<SessionApi> {
         .routes(routes!(admin::disconnect_organisation))
         .routes(routes!(admin::get_usage))
         .routes(routes!(admin::set_limits))
+        .routes(routes!(
+            admin::memory::get_memory,
+            admin::memory::set_memory
+        ))
         .routes(routes!(admin::list_audit))
 }

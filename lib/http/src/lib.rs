@@ -14,6 +14,7 @@ pub mod error;
 pub mod extract;
 pub mod guard;
 pub mod limits;
+pub mod memory;
 pub mod openapi;
 pub mod return_to;
 pub mod routes;

@@ -1,6 +1,6 @@
 //! The browser app's files, served by the service itself: the page at `/`, at each
 //! conversation's address (`/c/<session>`), at the member's connections (`/connections`) and
-//! at the admin area's (`/admin`, `/admin/<section>`), and the hashed assets under `/assets/`. The page is
+//! memory (`/memory`), and at the admin area's (`/admin`, `/admin/<section>`), and the hashed assets under `/assets/`. The page is
 //! `no-cache` (a deploy shows at once), the assets are immutable for a year (their names change
 //! with their content), in brotli when the browser accepts it (compressed at build time; the
 //! edge compresses the rest with gzip). Everything is served under a strict
@@ -53,6 +53,7 @@ pub fn routes(files: Files) -> Router {
         .route("/", get(page))
         .route("/c/{session}", get(page))
         .route("/connections", get(page))
+        .route("/memory", get(page))
         .route("/admin", get(page))
         .route("/admin/{section}", get(page))
         .route("/assets/{name}", get(asset))

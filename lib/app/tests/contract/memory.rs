@@ -227,3 +227,184 @@ knowledge_providers::for_each_provider!(
     saves_past_the_bounds_are_refused_with_a_result_the_model_reads,
     the_same_person_in_another_organisation_sees_none_of_it,
 );
+
+/// Saves `texts` into `user`'s memory as the tool would, each from its own event.
+async fn remembered(api: &Api, user: &User, texts: &[&str]) {
+    let session = knowledge_core::ids::SessionId::generate();
+    let now = api.clock_now();
+    for (seq, text) in (1..).zip(texts) {
+        let from = knowledge_core::domain::SavedFrom {
+            session: &session,
+            seq,
+        };
+        knowledge_core::memory::change(api.svc.store.as_ref(), &user.org, &user.id, |m| {
+            m.save(text, now, from).map(|_| ())
+        })
+        .await
+        .unwrap()
+        .1
+        .unwrap();
+    }
+}
+
+/// A request with the app's Origin and `user`'s cookie.
+async fn send(
+    api: &Api, user: &User, method: reqwest::Method, path: &str, body: Option<Value>,
+) -> crate::support::Reply {
+    let mut req = (api.http)
+        .request(method, format!("{}{path}", api.base))
+        .header("cookie", &user.cookie)
+        .header("origin", &api.origin);
+    if let Some(body) = body {
+        req = req.json(&body);
+    }
+    api.send(req).await
+}
+
+#[tokio::test]
+async fn a_member_reads_forgets_switches_and_exports_their_own_memory_and_no_one_elses() {
+    use reqwest::Method;
+    let api = Api::start().await;
+    let me = api.user.clone();
+    remembered(
+        &api,
+        &me,
+        &["Prefers metric units", "Works on billing", "Likes tables"],
+    )
+    .await;
+    let other = api.new_user(&me.org).await;
+    remembered(&api, &other, &["Someone else's note"]).await;
+
+    let page = api.get("/api/memory").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let texts: Vec<&str> = page.body["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        ["Prefers metric units", "Works on billing", "Likes tables"]
+    );
+    assert_eq!(
+        (
+            page.body["enabled"].clone(),
+            page.body["organisationEnabled"].clone()
+        ),
+        (json!(true), json!(true))
+    );
+    assert_eq!(page.body["maxNotes"], 100);
+
+    // Forgetting one: it is gone; an unknown id is 404 and changes nothing.
+    let r = send(&api, &me, Method::DELETE, "/api/memory/notes/m2", None).await;
+    assert_eq!((r.status, r.body.clone()), (200, json!({ "forgotten": 1 })));
+    let r = send(&api, &me, Method::DELETE, "/api/memory/notes/m2", None).await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert_eq!(stored(&api, &me).await.entries.len(), 2);
+    // The switch: bad input is 400 and changes nothing; off keeps the notes.
+    let r = send(
+        &api,
+        &me,
+        Method::PUT,
+        "/api/memory",
+        Some(json!({ "enabled": "no" })),
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(!stored(&api, &me).await.off);
+    let r = send(
+        &api,
+        &me,
+        Method::PUT,
+        "/api/memory",
+        Some(json!({ "enabled": false })),
+    )
+    .await;
+    assert_eq!((r.status, r.body["enabled"].clone()), (200, json!(false)));
+    assert!(stored(&api, &me).await.off);
+    // The export is everything, as a file.
+    let export = (api.http)
+        .get(format!("{}/api/memory/export", api.base))
+        .header("cookie", &me.cookie);
+    let response = api.execute(export).await;
+    assert_eq!(response.status(), 200);
+    let disposition = response.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(disposition, "attachment; filename=\"memory.json\"");
+    let exported: Value = response.json().await.unwrap();
+    assert_eq!(exported["notes"].as_array().unwrap().len(), 2);
+    assert!(!exported.to_string().contains("Someone else"));
+    // Forgetting all; the other member's note stays.
+    let r = send(&api, &me, Method::DELETE, "/api/memory/notes", None).await;
+    assert_eq!((r.status, r.body.clone()), (200, json!({ "forgotten": 2 })));
+    assert!(stored(&api, &me).await.entries.is_empty());
+    assert_eq!(stored(&api, &other).await.entries.len(), 1);
+    // Without the app's Origin, a change is refused.
+    let r = api
+        .send(
+            (api.http)
+                .delete(format!("{}/api/memory/notes", api.base))
+                .header("cookie", &other.cookie),
+        )
+        .await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(stored(&api, &other).await.entries.len(), 1);
+}
+
+#[tokio::test]
+async fn an_admin_switches_memory_for_the_organisation_audited_and_reads_no_notes() {
+    use reqwest::Method;
+    let api = Api::start().await;
+    remembered(&api, &api.user, &["Private note"]).await;
+    let r = send(&api, &api.user, Method::GET, "/api/admin/memory", None).await;
+    assert_eq!(
+        (r.status, r.body.clone()),
+        (200, json!({ "enabled": true }))
+    );
+    let r = send(
+        &api,
+        &api.user,
+        Method::PUT,
+        "/api/admin/memory",
+        Some(json!({ "enabled": false })),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.body.clone()),
+        (200, json!({ "enabled": false }))
+    );
+    assert!(!r.body.to_string().contains("Private"));
+    let page = api.get("/api/memory").await;
+    assert_eq!(page.body["organisationEnabled"], false);
+    let log = send(
+        &api,
+        &api.user,
+        Method::GET,
+        "/api/admin/audit?action=org.memory_changed",
+        None,
+    )
+    .await;
+    let entry = &log.body["entries"][0];
+    assert_eq!(
+        (entry["to"].clone(), entry["actorId"].clone()),
+        (json!("off"), json!(api.user.id.to_string()))
+    );
+    // A viewer may not.
+    let viewer = api.new_user(&api.user.org).await;
+    let r = send(
+        &api,
+        &viewer,
+        Method::PUT,
+        "/api/admin/memory",
+        Some(json!({ "enabled": true })),
+    )
+    .await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(
+        api.get("/api/memory").await.body["organisationEnabled"],
+        false
+    );
+}

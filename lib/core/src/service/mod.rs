@@ -127,6 +127,12 @@ impl Service {
         &self.deps.workflow
     }
 
+    /// The members' own memory use cases, over the same store.
+    pub fn memories(&self) -> crate::memory::Memories {
+        let store = &self.deps.store;
+        crate::memory::Memories::new(store.clone(), store.clone())
+    }
+
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.deps.clock
     }

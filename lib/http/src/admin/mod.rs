@@ -5,6 +5,7 @@
 //! change takes a slot of the admin's rate limit. Each handler parses, calls one use case of
 //! [`knowledge_core::admin`] and renders.
 
+pub mod memory;
 pub mod wire;
 
 use axum::Json;
