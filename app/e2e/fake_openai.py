@@ -5,7 +5,9 @@ health check, `POST /v1/chat/completions`) and answers "Answer to: <the last que
 
 Made with `hold=False` it answers at once, and calls tools the way a model does: asked to
 "Greet <name>" while a tool named `<integration>_greet` is offered, it calls that tool with the
-name; given the tool's result, it answers "The tool said: <result>".
+name; asked to "Remember <note>" while `memory_save` is offered, it saves the note; given the
+tool's result, it answers "The tool said: <result>". The system prompt of each request is kept
+in `systems`.
 
 Made with `pace=<seconds>` (and `hold=False`), a request that asks for a stream gets its answer
 ("Answer to: <question>" and twenty words more) as server-sent events, one word every `pace`
@@ -27,6 +29,11 @@ def tool_step(request: dict, last_question: str):
     offered = [t["function"]["name"] for t in request.get("tools", [])]
     greet = next((name for name in offered if name.endswith("_greet")), None)
     words = last_question.split()
+    if "memory_save" in offered and len(words) >= 2 and words[0].lower() == "remember":
+        note = last_question.split(" ", 1)[1]
+        call = {"id": "call_m", "type": "function",
+                "function": {"name": "memory_save", "arguments": json.dumps({"text": note})}}
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
     if greet and len(words) >= 2 and words[0].lower() == "greet":
         call = {"id": "call_1", "type": "function",
                 "function": {"name": greet, "arguments": json.dumps({"name": words[1]})}}
@@ -37,6 +44,7 @@ def tool_step(request: dict, last_question: str):
 class FakeOpenAi:
     def __init__(self, hold: bool = True, pace: float | None = None, stream: bool = True):
         self.first_words = []
+        self.systems = []
         self.gate = threading.Semaphore(0)
         # Off: the health check (GET /v1/models) answers 503, as a provider that is down.
         self.healthy = True
@@ -95,6 +103,7 @@ class FakeOpenAi:
 
             def do_POST(self):
                 request = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                fake.systems.append(next((m["content"] for m in request["messages"] if m["role"] == "system"), ""))
                 questions = [m for m in request["messages"] if m["role"] == "user"]
                 last = questions[-1]["content"] if questions else ""
                 if isinstance(last, list):

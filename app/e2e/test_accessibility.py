@@ -46,9 +46,12 @@ def test_no_page_has_a_serious_accessibility_finding(service, browser, width, sc
     page.goto(f"{service.base}/connections")
     expect(page.get_by_role("heading", name="Connections")).to_be_visible()
     scan("connections")
+    page.goto(f"{service.base}/memory")
+    expect(page.get_by_label("Let the assistant remember things about me")).to_be_visible()
+    scan("memory")
     for section in ADMIN:
         page.goto(f"{service.base}/admin/{section}")
-        expect(page.locator("main.admin h2")).to_be_visible()
+        expect(page.locator("main.admin h2").first).to_be_visible()
         page.wait_for_load_state("networkidle")
         scan(f"admin/{section}")
     context.close()

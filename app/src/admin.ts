@@ -135,6 +135,8 @@ export const admin = {
     call<{ ok: boolean }>('PUT', `${integration(name)}/credentials/${encodeURIComponent(userId)}`, { token }),
   holders: (name: string) => call<{ members: AdminMember[] }>('GET', `${integration(name)}/credentials`),
   usage: () => call<Usage>('GET', `${ADMIN}/usage`),
+  memory: () => call<{ enabled: boolean }>('GET', `${ADMIN}/memory`),
+  setMemory: (enabled: boolean) => call<{ enabled: boolean }>('PUT', `${ADMIN}/memory`, { enabled }),
   setLimits: (monthlyQueryQuota: number | null, costCapUsd: number | null) =>
     call<Usage>('PUT', `${ADMIN}/usage/limits`, { monthlyQueryQuota, costCapUsd }),
   audit: (q: { before?: string; action?: string }) =>

@@ -2,7 +2,7 @@
 // ApiFailure a person can read: the status, the service's code and message, and what to do.
 
 import { rateLimitWords, waitWords } from './limits';
-import type { Account, Connection, ErrorBody, SessionSummary, TranscriptPage } from './wire';
+import type { Account, Connection, ErrorBody, MemoryPage, SessionSummary, TranscriptPage } from './wire';
 
 export class ApiFailure extends Error {
   constructor(
@@ -107,6 +107,10 @@ export const api = {
   connections: () => call<{ connections: Connection[] }>('GET', '/api/integrations'),
   connect: (name: string) => call<{ authorizationUrl: string }>('POST', `/api/integrations/${encodeURIComponent(name)}/connect`),
   disconnect: (name: string) => call<{ ok: boolean }>('DELETE', `/api/integrations/${encodeURIComponent(name)}/connection`),
+  memory: () => call<MemoryPage>('GET', '/api/memory'),
+  switchMemory: (enabled: boolean) => call<MemoryPage>('PUT', '/api/memory', { enabled }),
+  forgetNote: (id: string) => call<{ forgotten: number }>('DELETE', `/api/memory/notes/${encodeURIComponent(id)}`),
+  forgetAllNotes: () => call<{ forgotten: number }>('DELETE', '/api/memory/notes'),
   logout: () => call<{ ok: boolean }>('POST', '/api/auth/logout'),
   switchOrg: (orgId: string) => call<{ ok: boolean; orgId: string }>('POST', '/api/auth/switch-org', { orgId }),
   sessions: () => call<{ sessions: SessionSummary[] }>('GET', `${SESSIONS}/sessions`),

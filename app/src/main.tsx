@@ -8,6 +8,7 @@ import { ApiFailure, api, explain } from './api';
 import { Chat } from './views/Chat';
 import { ChatLayout } from './views/ChatLayout';
 import { Connections } from './views/Connections';
+import { Memory } from './views/Memory';
 import { Sidebar } from './views/Sidebar';
 import { Admin, type Section, sectionFromPath } from './views/admin/Admin';
 import { SignIn } from './views/SignIn';
@@ -19,8 +20,13 @@ function sessionFromPath(): string | null {
   return m ? decodeURIComponent(m[1]) : null;
 }
 
-function onConnectionsPage(): boolean {
-  return location.pathname === '/connections';
+/** The member's own pages beside the chat. */
+type Page = 'connections' | 'memory';
+const PAGE_TITLES: Record<Page, string> = { connections: 'Connections', memory: 'Memory' };
+
+function pageFromPath(): Page | null {
+  const p = location.pathname;
+  return p === '/connections' ? 'connections' : p === '/memory' ? 'memory' : null;
 }
 
 function App() {
@@ -28,7 +34,7 @@ function App() {
   const [sessions, setSessions] = useState<SessionSummary[]>([]);
   const [current, setCurrent] = useState<string | null>(sessionFromPath());
   const [section, setSection] = useState<Section | null>(sectionFromPath(location.pathname));
-  const [connections, setConnections] = useState(onConnectionsPage());
+  const [page, setPage] = useState<Page | null>(pageFromPath());
   const [problem, setProblem] = useState<string | null>(null);
 
   useEffect(() => {
@@ -39,7 +45,7 @@ function App() {
     const onPop = () => {
       setCurrent(sessionFromPath());
       setSection(sectionFromPath(location.pathname));
-      setConnections(onConnectionsPage());
+      setPage(pageFromPath());
     };
     window.addEventListener('popstate', onPop);
     return () => window.removeEventListener('popstate', onPop);
@@ -68,28 +74,28 @@ function App() {
   // The tab is titled after what it shows: the open conversation, or the page.
   useEffect(() => {
     const listed = sessions.find((s) => s.id === current)?.title;
-    const title = section ? 'Admin' : connections ? 'Connections' : listed && listedTitle(listed);
+    const title = section ? 'Admin' : page ? PAGE_TITLES[page] : listed && listedTitle(listed);
     document.title = title ? `${title} – Knowledge` : 'Knowledge';
-  }, [current, sessions, section, connections]);
+  }, [current, sessions, section, page]);
 
   const open = (id: string | null) => {
     history.pushState(null, '', id ? `/c/${encodeURIComponent(id)}` : '/');
     setCurrent(id);
     setSection(null);
-    setConnections(false);
+    setPage(null);
   };
   const go = (path: string) => {
     history.pushState(null, '', path);
     setSection(sectionFromPath(path));
     setCurrent(sessionFromPath());
-    setConnections(onConnectionsPage());
+    setPage(pageFromPath());
   };
 
   if (account === 'signed-out') return <SignIn />;
   if (account === null) return <main class="loading">{problem ?? 'Loading…'}</main>;
   if (section) return <Admin account={account} section={section} go={go} />;
   const listed = sessions.find((s) => s.id === current)?.title;
-  const heading = connections ? 'Connections' : listed ? listedTitle(listed) : 'New chat';
+  const heading = page ? PAGE_TITLES[page] : listed ? listedTitle(listed) : 'New chat';
   return (
     <ChatLayout heading={heading}>
       {(close) => (
@@ -115,7 +121,13 @@ function App() {
                 {problem}
               </p>
             )}
-            {connections ? <Connections /> : <Chat sessionId={current} onCreated={(id) => open(id)} onChanged={refresh} />}
+            {page === 'connections' ? (
+              <Connections />
+            ) : page === 'memory' ? (
+              <Memory open={(id) => open(id)} />
+            ) : (
+              <Chat sessionId={current} onCreated={(id) => open(id)} onChanged={refresh} />
+            )}
           </main>
         </>
       )}

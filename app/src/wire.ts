@@ -52,6 +52,23 @@ export interface ErrorBody {
 }
 
 /** One OAuth integration of the organisation as the member sees it (never a token). */
+/** One note the assistant keeps about the member. */
+export interface Note {
+  id: string;
+  text: string;
+  savedAt: string;
+  sessionId?: string;
+}
+
+/** `GET /api/memory`. */
+export interface MemoryPage {
+  enabled: boolean;
+  organisationEnabled: boolean;
+  notes: Note[];
+  maxNotes: number;
+  maxNoteChars: number;
+}
+
 export interface Connection {
   integration: string;
   kind: 'member' | 'organisation';

@@ -144,6 +144,16 @@ export function Sidebar(props: {
       >
         Connections
       </a>
+      <a
+        href="/memory"
+        class="memory-link"
+        onClick={(e) => {
+          e.preventDefault();
+          props.go('/memory');
+        }}
+      >
+        Memory
+      </a>
       {account.org.role === 'admin' && (
         <a
           href="/admin"

@@ -8,6 +8,7 @@ import { ACTIONS, type Named, readable } from '../../audit';
 import type { Account } from '../../wire';
 import { Integrations } from './Integrations';
 import { Members } from './Members';
+import { MemorySetting } from './MemorySetting';
 import { ScimToken, SingleSignOn } from './SignOn';
 import { NoticeLine, useNotice, when } from './common';
 
@@ -220,7 +221,12 @@ export function Admin(props: { account: Account; section: Section; go: (path: st
         {section === 'sso' && <SingleSignOn />}
         {section === 'scim' && <ScimToken />}
         {section === 'integrations' && <Integrations me={account.user.id} />}
-        {section === 'usage' && <UsagePage />}
+        {section === 'usage' && (
+          <>
+            <UsagePage />
+            <MemorySetting />
+          </>
+        )}
         {section === 'audit' && <AuditPage />}
       </main>
     </div>
