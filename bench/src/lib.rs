@@ -41,6 +41,9 @@ pub fn settings(
         identity_provider: Some(Arc::new(
             knowledge_oidc::OpenIdConnect::new(knowledge_egress::Egress::ANYWHERE).unwrap(),
         )),
+        authorization_servers: Some(Arc::new(knowledge_oauth::HttpAuthorizationServers::new(
+            knowledge_oauth::BoundedHttp::new(knowledge_egress::Egress::ANYWHERE).unwrap(),
+        ))),
         ..Settings::new(origin)
     }
 }

@@ -162,16 +162,19 @@ async fn main() {
         .await
         .unwrap();
     let bare = bare_axum(body.clone()).await;
-    let edge = service_edge(body).await;
+    let server = service_server(answering(body.clone())).await;
+    let edge = service_server(knowledge_http::edge(answering(body))).await;
 
     println!("{requests} requests per scenario, {concurrency} concurrent keep-alive connections\n");
     println!("| scenario | requests/s | p50 | p99 |");
     println!("|---|---:|---:|---:|");
     let baseline = measure(&client, &bare, &cookie, requests, concurrency).await;
     print_row("bare axum: axum::serve answering those bytes", &baseline);
+    let served = measure(&client, &server, &cookie, requests, concurrency).await;
+    print_row("the service's server (its timeouts and limits), the same", &served);
     let edged = measure(&client, &edge, &cookie, requests, concurrency).await;
     print_row(
-        "the service's server and edge answering those bytes",
+        "the service's server and edge (head limits, compression, request log), the same",
         &edged,
     );
     let mut tail_rps = None;
@@ -228,13 +231,11 @@ async fn bare_axum(body: axum::body::Bytes) -> String {
     url
 }
 
-/// Serves `body` at `/bare` through the local server (its connection handling and limits)
-/// and the edge every route of the service passes, on an ephemeral 127.0.0.1 port; returns
-/// the URL.
-async fn service_edge(body: axum::body::Bytes) -> String {
+/// Serves `router` through the local server (its connection handling and limits), on an
+/// ephemeral 127.0.0.1 port; returns the URL of `/bare`.
+async fn service_server(router: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/bare", listener.local_addr().unwrap());
-    let router = knowledge_http::edge(answering(body));
     tokio::spawn(knowledge_local::server::serve(
         listener,
         router,
