@@ -121,11 +121,19 @@ pub enum CookieError {
     Signing(#[source] jsonwebtoken::errors::Error),
 }
 
+/// Verified cookie values kept at most; past it the cache starts again empty.
+const VERIFIED_KEPT: usize = 4096;
+
 /// Signs and verifies session cookies with the service's key.
 pub struct CookieSigner {
     encoding: EncodingKey,
     decoding: DecodingKey,
     validation: Validation,
+    /// The claims of values this signer verified, by value: a client polling sends the same
+    /// cookie every second, and decoding and checking it again costs more than the rest of a
+    /// kept tail poll. Only values whose signature checked are kept (so only this key's), and
+    /// each is still refused once expired.
+    verified: std::sync::Mutex<std::collections::HashMap<String, CookieClaims>>,
 }
 
 impl std::fmt::Debug for CookieSigner {
@@ -169,6 +177,7 @@ impl CookieSigner {
             encoding: EncodingKey::from_secret(key),
             decoding: DecodingKey::from_secret(key),
             validation,
+            verified: Default::default(),
         })
     }
 
@@ -203,8 +212,26 @@ impl CookieSigner {
         self.mint_until(user, org, expiry_after(ttl_secs))
     }
 
-    /// The claims of a cookie value, if its signature, issuer and expiry are valid.
+    /// The claims of a cookie value, if its signature, issuer and expiry are valid. A value
+    /// verified before is answered from memory until it expires.
     pub fn verify(&self, token: &str) -> Option<CookieClaims> {
+        let now = now_secs();
+        let verified = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(claims) = verified.get(token) {
+            return (claims.expires_at >= now).then(|| claims.clone());
+        }
+        drop(verified);
+        let claims = self.decode(token)?;
+        let mut verified = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        if verified.len() >= VERIFIED_KEPT {
+            verified.clear();
+        }
+        verified.insert(token.to_owned(), claims.clone());
+        Some(claims)
+    }
+
+    /// [`CookieSigner::verify`] without the cache: the JWT's signature, issuer and expiry.
+    fn decode(&self, token: &str) -> Option<CookieClaims> {
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation).ok()?;
         let c = data.claims;
         let issued_at = Timestamp(c.iat_ms.unwrap_or(c.iat as i64 * 1000));
@@ -290,6 +317,31 @@ mod tests {
         let claims = signer(&[7; 32]).verify(&token).unwrap();
         assert_eq!((claims.user, claims.org), (u, o));
         assert!(signer(&[8; 32]).verify(&token).is_none());
+    }
+
+    #[test]
+    fn a_verified_cookie_is_answered_from_memory_until_it_expires_and_a_forged_one_never_is() {
+        let s = signer(&[7; 32]);
+        let token = s.mint(&UserId::generate(), &OrgId::generate(), 60).unwrap();
+        let claims = s.verify(&token).unwrap();
+        assert_eq!(s.verify(&token), Some(claims));
+        // Once its expiry has passed, the kept claims no longer sign anyone in.
+        let kept = |s: &CookieSigner| s.verified.lock().unwrap().len();
+        s.verified
+            .lock()
+            .unwrap()
+            .get_mut(&token)
+            .unwrap()
+            .expires_at = now_secs() - 1;
+        assert_eq!(s.verify(&token), None);
+        // Another key's value, or a tampered one, is neither accepted nor kept.
+        let other = signer(&[8; 32])
+            .mint(&UserId::generate(), &OrgId::generate(), 60)
+            .unwrap();
+        let mut tampered = token.clone();
+        tampered.pop();
+        assert_eq!((s.verify(&other), s.verify(&tampered)), (None, None));
+        assert_eq!(kept(&s), 1);
     }
 
     #[test]

@@ -1,12 +1,22 @@
 //! What every route passes before its own work: limits on a request's head (target and header
 //! fields), checked before routing, so that an oversized head gets the documented JSON error
 //! rather than the HTTP library's bare one (they sit below the server's own hard limits, see
-//! `knowledge_local::server`, which answer only what cannot be parsed at all); and the
-//! compression of answers.
+//! `knowledge_local::server`, which answer only what cannot be parsed at all); the compression
+//! of answers; and the request log. The head limits and the log are plain tower layers: every
+//! request passes them, and `axum::middleware::from_fn` would box a clone of the router for
+//! each.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
 
 use axum::extract::Request;
-use axum::middleware::Next;
+use axum::http::Method;
 use axum::response::{IntoResponse, Response};
+use futures_util::future::{Either, Ready, ready};
+use tower::{Layer, Service};
 
 use tower_http::compression::predicate::{DefaultPredicate, Predicate, SizeAbove};
 use tower_http::compression::{CompressionLayer, CompressionLevel};
@@ -14,9 +24,9 @@ use tower_http::compression::{CompressionLayer, CompressionLevel};
 use crate::error::{ApiError, EdgeError, ScimApiError};
 use crate::limits::{HEADER_MAX_COUNT, HEADERS_MAX_BYTES, URI_MAX_BYTES};
 
-/// Refuses a request whose target or header fields are over the limits above, in the error
-/// shape of the route it was meant for (SCIM's under `/api/scim`).
-pub async fn limit_head(req: Request, next: Next) -> Response {
+/// The answer to a request whose target or header fields are over the limits above, in the
+/// error shape of the route it was meant for (SCIM's under `/api/scim`); `None` for the rest.
+fn over_limits(req: &Request) -> Option<Response> {
     let target = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
     let header_bytes: usize = req
         .headers()
@@ -26,17 +36,129 @@ pub async fn limit_head(req: Request, next: Next) -> Response {
     let too_long = target > URI_MAX_BYTES;
     let too_many = req.headers().len() > HEADER_MAX_COUNT || header_bytes > HEADERS_MAX_BYTES;
     if !too_long && !too_many {
-        return next.run(req).await;
+        return None;
     }
     let refused = if too_long {
         EdgeError::UriTooLong
     } else {
         EdgeError::HeadersTooLarge
     };
-    if req.uri().path().starts_with("/api/scim") {
+    Some(if req.uri().path().starts_with("/api/scim") {
         ScimApiError::from(refused).into_response()
     } else {
         ApiError::from(refused).into_response()
+    })
+}
+
+/// Refuses heads over the limits ([`over_limits`]) before the service they were meant for.
+#[derive(Debug, Clone, Copy)]
+pub struct HeadLimits;
+
+impl<S> Layer<S> for HeadLimits {
+    type Service = LimitHead<S>;
+
+    fn layer(&self, inner: S) -> LimitHead<S> {
+        LimitHead(inner)
+    }
+}
+
+/// [`HeadLimits`]'s service.
+#[derive(Debug, Clone)]
+pub struct LimitHead<S>(S);
+
+impl<S> Service<Request> for LimitHead<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<S::Future, Ready<Result<Response, Infallible>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        match over_limits(&req) {
+            None => Either::Left(self.0.call(req)),
+            Some(refused) => Either::Right(ready(Ok(refused))),
+        }
+    }
+}
+
+/// Logs every request's method, path (never the query or headers, which can carry cursors and
+/// cookies), status and latency, once answered.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestLog;
+
+impl<S> Layer<S> for RequestLog {
+    type Service = LogRequest<S>;
+
+    fn layer(&self, inner: S) -> LogRequest<S> {
+        LogRequest(inner)
+    }
+}
+
+/// [`RequestLog`]'s service.
+#[derive(Debug, Clone)]
+pub struct LogRequest<S>(S);
+
+impl<S, B> Service<Request> for LogRequest<S>
+where
+    S: Service<Request, Response = axum::http::Response<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Logged<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        // The path is copied only when the line will be written.
+        let seen = tracing::enabled!(tracing::Level::INFO).then(|| {
+            (
+                req.method().clone(),
+                req.uri().path().to_owned(),
+                Instant::now(),
+            )
+        });
+        Logged {
+            inner: self.0.call(req),
+            seen,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A response future that writes the request's log line when it resolves.
+    pub struct Logged<F> {
+        #[pin]
+        inner: F,
+        seen: Option<(Method, String, Instant)>,
+    }
+}
+
+impl<F, B, E> Future for Logged<F>
+where
+    F: Future<Output = Result<axum::http::Response<B>, E>>,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let out = std::task::ready!(this.inner.poll(cx));
+        if let (Some((method, path, started)), Ok(response)) = (this.seen.take(), &out) {
+            tracing::info!(
+                %method,
+                path,
+                status = response.status().as_u16(),
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                "request"
+            );
+        }
+        Poll::Ready(out)
     }
 }
 

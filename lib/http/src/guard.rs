@@ -15,22 +15,6 @@ use crate::error::ApiError;
 use crate::extract::is_json;
 use crate::state::SessionApi;
 
-/// Logs every request's method, path (never the query or headers, which can carry cursors and
-/// cookies), status and latency.
-pub async fn log(req: Request, next: Next) -> Response {
-    let (method, path) = (req.method().clone(), req.uri().path().to_owned());
-    let started = std::time::Instant::now();
-    let response = next.run(req).await;
-    tracing::info!(
-        %method,
-        path,
-        status = response.status().as_u16(),
-        ms = started.elapsed().as_secs_f64() * 1e3,
-        "request"
-    );
-    response
-}
-
 /// Session routes: a valid session cookie, then the origin and body-type checks. Puts who the
 /// cookie names, a [`SignedIn`], into the request's extensions; the membership is checked by
 /// the handler, through the [`crate::extract::Member`] extractor or in the first read of the

@@ -182,7 +182,7 @@ fn session_routes(state: SessionApi, endpoints: &[Routes]) -> Router {
 pub fn edge(app: Router) -> Router {
     app.fallback(routes::route_not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)
-        .layer(axum::middleware::from_fn(edge::limit_head))
+        .layer(edge::HeadLimits)
         .layer(edge::compression())
-        .layer(axum::middleware::from_fn(guard::log))
+        .layer(edge::RequestLog)
 }

@@ -48,12 +48,12 @@ impl Tails {
         })
     }
 
-    /// The data version now, `None` when it cannot be told without waiting.
+    /// The data version now, `None` when it cannot be told without waiting. The statement
+    /// stays prepared: every tail poll asks.
     pub(crate) fn version(&self) -> Option<i64> {
         let watch = self.watch.lock().unwrap_or_else(|p| p.into_inner());
-        watch
-            .query_row("PRAGMA data_version", [], |r| r.get(0))
-            .ok()
+        let mut asked = watch.prepare_cached("PRAGMA data_version").ok()?;
+        asked.query_row([], |r| r.get(0)).ok()
     }
 
     /// The key of a tail read: a transcript page (membership, session and events, nothing
