@@ -10,6 +10,7 @@ use std::time::Duration;
 use axum::http::Method;
 use knowledge_app::workflow::AGENT_DEFINITION;
 use knowledge_core::adapters::integrations::FixedIntegrations;
+use knowledge_core::memory::{FORGET_TOOL, SAVE_TOOL};
 use knowledge_core::ports::Integrations;
 use knowledge_core::steps::errors;
 use knowledge_providers::fake::{
@@ -93,7 +94,8 @@ async fn a_plain_answer_is_logged_and_its_priced_usage_is_charged_to_the_organis
     W::assert_authenticated(call);
     let (_, asked) = W::system_and_question(&call.body);
     assert_eq!(asked, "How do I cancel?");
-    assert_eq!(W::declared_tools(&call.body), Vec::<String>::new());
+    // No integration: only the memory's tools, which an LLM agent is always offered.
+    assert_eq!(W::declared_tools(&call.body), [SAVE_TOOL, FORGET_TOOL]);
 }
 
 async fn a_tool_call_round_trip_logs_the_search_and_sends_its_result_back_linked_by_id<W: Wire>() {
@@ -129,7 +131,10 @@ async fn a_tool_call_round_trip_logs_the_search_and_sends_its_result_back_linked
     let [first, second] = &calls::<W>(&fake)[..] else {
         panic!("two provider calls expected: {:?}", fake.seen())
     };
-    assert_eq!(W::declared_tools(&first.body), ["search_docs"]);
+    assert_eq!(
+        W::declared_tools(&first.body),
+        [SAVE_TOOL, FORGET_TOOL, "search_docs"]
+    );
     assert_eq!(W::tool_choice(&first.body).as_deref(), Some("auto"));
     let exchange = W::exchange(&second.body);
     assert_eq!(exchange.tool, "search_docs");
