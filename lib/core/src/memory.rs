@@ -101,9 +101,21 @@ pub async fn change<R>(
 
 /// Runs the memory tool `tool` on `input` for `user` in `org`, as the `tool_use` event `from`
 /// asked at `at`; returns the tool's result for the agent, or the refusal it can read
-/// (a malformed input, a save past a bound, an unknown id). A step that runs again after a
-/// crash finds its save made and makes no other. Errors: the store's (the step is retried).
+/// (a malformed input, a save past a bound, an unknown id, memory switched off, a member
+/// removed meanwhile). A step that runs again after a crash finds its save made and makes no
+/// other, unless the member forgot the note in between. Errors: the store's (the step is
+/// retried).
 pub async fn run_tool(
+    directory: &dyn DirectoryStore, org: &OrgId, user: &UserId, tool: &str, input: &Value,
+    at: Timestamp, from: SavedFrom<'_>,
+) -> Result<Result<Value, String>, StoreError> {
+    match run(directory, org, user, tool, input, at, from).await {
+        Err(StoreError::Gone) => Ok(Err("the member is no longer in the organisation".into())),
+        other => other,
+    }
+}
+
+async fn run(
     directory: &dyn DirectoryStore, org: &OrgId, user: &UserId, tool: &str, input: &Value,
     at: Timestamp, from: SavedFrom<'_>,
 ) -> Result<Result<Value, String>, StoreError> {
@@ -126,13 +138,15 @@ pub async fn run_tool(
             let Some(id) = text_of("id") else {
                 return Ok(Err("memory_forget needs the id of a note".into()));
             };
-            let (_, forgotten) = change(directory, org, user, |m| m.forget(id)).await?;
-            Ok(if forgotten {
-                Ok(json!({ "forgotten": id }))
-            } else {
-                Err(format!(
+            // Off, the agent changes nothing, even a forget (the member's own page still does).
+            let (_, forgotten) =
+                change(directory, org, user, |m| (!m.off).then(|| m.forget(id))).await?;
+            Ok(match forgotten {
+                None => Err("Not forgotten: memory is switched off".into()),
+                Some(true) => Ok(json!({ "forgotten": id })),
+                Some(false) => Err(format!(
                     "No note {id} is kept (forgotten already, or never saved)."
-                ))
+                )),
             })
         }
         _ => Ok(Err(format!("there is no memory tool named {tool:?}"))),

@@ -122,7 +122,8 @@ async fn a_forgotten_note_no_longer_reaches_the_prompt<W: Wire>() {
 }
 
 async fn with_memory_off_nothing_is_read_and_the_tools_are_not_offered<W: Wire>() {
-    let (api, fake) = service::<W>(no_integrations()).await;
+    // An integration is connected, so the agent may call tools while memory is off.
+    let (api, fake) = service::<W>(crate::support::docs()).await;
     saves::<W>(&fake, "Likes short answers.");
     ask(&api, &api.user, "Remember I like short answers.").await;
     let user = &api.user;
@@ -148,6 +149,20 @@ async fn with_memory_off_nothing_is_read_and_the_tools_are_not_offered<W: Wire>(
     let (prompt, tools) = prompt_and_tools::<W>(calls::<W>(&fake).last().unwrap());
     assert!(!prompt.contains("short answers"), "{prompt}");
     assert!(!tools.iter().any(|t| t.starts_with("memory_")), "{tools:?}");
+    // A forget the model makes up anyway (say, prompted by a tool's output) changes nothing.
+    let forget = W::tool_call("c9", FORGET_TOOL, json!({ "id": "m1" }));
+    fake.script(Reply::json(200, forget))
+        .script(Reply::json(200, W::answer("Done.")));
+    let (_, events) = ask(&api, user, "Forget everything about me").await;
+    let refused = events[2]["payload"]["output"]["error"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(refused.contains("switched off"), "{}", events[2]);
+    assert_eq!(
+        stored(&api, user).await.entries.len(),
+        1,
+        "the note is kept"
+    );
     // On again for the member, off for the organisation: the same.
     let read = memory.to_text();
     memory.off = false;

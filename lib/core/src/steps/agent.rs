@@ -50,10 +50,10 @@ impl Steps {
             (vec![event], None, true)
         } else {
             let mut tools = self.tools(&key).await?;
+            // The memory's names are reserved: `RunTool` runs the memory's tool by that name,
+            // so an integration's tool of the same name is never offered.
+            tools.retain(|t| !memory::is_memory_tool(&t.name));
             if standing.memory.is_some() {
-                // An integration's tool of the same name is left out: `RunTool` would run
-                // the memory's.
-                tools.retain(|t| !memory::is_memory_tool(&t.name));
                 tools.splice(0..0, memory::tools());
             }
             let (history, steps) = self.turn_log(&s).await?;

@@ -53,8 +53,11 @@ impl Steps {
             ));
         };
         let output = if memory::is_memory_tool(&tool) {
-            self.run_memory_tool(&key, &tool, &tool_input, use_seq)
-                .await
+            tokio::select! {
+                biased;
+                () = cancelled.as_mut() => return Ok(StepOutput::cancelled()),
+                out = self.run_memory_tool(&key, &tool, &tool_input, use_seq) => out,
+            }
         } else {
             let integrations = self.integrations()?;
             run_integration_tool(integrations, &key, &tool, &tool_input, cancelled.as_mut()).await
