@@ -121,6 +121,14 @@ async fn a_forgotten_note_no_longer_reaches_the_prompt<W: Wire>() {
     assert!(stored(&api, &api.user).await.entries.is_empty());
 }
 
+/// Sets the member's own switch as their Memory page does, keeping the notes.
+async fn switch_member(api: &Api, user: &User, on: bool) {
+    let store = api.svc.store.as_ref();
+    knowledge_core::memory::change(store, &user.org, &user.id, |m| m.off = !on)
+        .await
+        .unwrap();
+}
+
 async fn with_memory_off_nothing_is_read_and_the_tools_are_not_offered<W: Wire>() {
     // An integration is connected, so the agent may call tools while memory is off.
     let (api, fake) = service::<W>(crate::support::docs()).await;
@@ -129,21 +137,7 @@ async fn with_memory_off_nothing_is_read_and_the_tools_are_not_offered<W: Wire>(
     let user = &api.user;
     // The member switches memory off: the note is kept, but neither read nor offered.
     let store = &api.svc.store;
-    let mut memory = stored(&api, user).await;
-    let read = memory.to_text();
-    memory.off = true;
-    let kind = MemberDataKind::AgentMemory;
-    store
-        .swap_member_data(
-            &user.org,
-            &user.id,
-            kind,
-            MEMORY_ITEM,
-            Some(&read),
-            Some(&memory.to_text()),
-        )
-        .await
-        .unwrap();
+    switch_member(&api, user, false).await;
     fake.script(Reply::json(200, W::answer("Hi.")));
     ask(&api, user, "Hi").await;
     let (prompt, tools) = prompt_and_tools::<W>(calls::<W>(&fake).last().unwrap());
@@ -164,19 +158,7 @@ async fn with_memory_off_nothing_is_read_and_the_tools_are_not_offered<W: Wire>(
         "the note is kept"
     );
     // On again for the member, off for the organisation: the same.
-    let read = memory.to_text();
-    memory.off = false;
-    store
-        .swap_member_data(
-            &user.org,
-            &user.id,
-            kind,
-            MEMORY_ITEM,
-            Some(&read),
-            Some(&memory.to_text()),
-        )
-        .await
-        .unwrap();
+    switch_member(&api, user, true).await;
     let audit = AuditEntry::new(
         &user.org,
         api.clock_now(),
