@@ -1,0 +1,83 @@
+//! [`LimitStore`] in memory: the rate windows and the monthly usage, and the gate a session
+//! write passes (a rate window at its version, the month's quota and cost cap).
+
+use async_trait::async_trait;
+
+use super::{MemoryStore, State};
+use crate::domain::Usage;
+use crate::ids::OrgId;
+use crate::ports::{Gate, LimitStore, RateUpdate, RateWindow, StoreError, StoreResult};
+
+impl State {
+    /// Checks `gate` for a write to `org`'s session, then applies it; nothing changes when it
+    /// refuses.
+    pub(super) fn pass(&mut self, org: &OrgId, gate: Option<&Gate<'_>>) -> StoreResult<()> {
+        let Some(gate) = gate else { return Ok(()) };
+        self.window_at(&gate.rate)?;
+        if let Some(q) = &gate.query {
+            let usage = self
+                .usage
+                .get(&(org.clone(), q.month.to_owned()))
+                .copied()
+                .unwrap_or_default();
+            let over_quota = q.quota.is_some_and(|quota| usage.queries >= quota);
+            let over_cap = q.cap_micros.is_some_and(|cap| usage.cost_micros >= cap);
+            if over_quota || over_cap {
+                return Err(StoreError::UsageLimit(usage));
+            }
+            let usage = self
+                .usage
+                .entry((org.clone(), q.month.to_owned()))
+                .or_default();
+            usage.queries += 1;
+        }
+        self.put_window(&gate.rate);
+        Ok(())
+    }
+
+    /// Errors: `Conflict` unless the rate window is stored at the update's expected version
+    /// (0: absent).
+    fn window_at(&self, update: &RateUpdate<'_>) -> StoreResult<()> {
+        let stored = self.rate_windows.get(update.key).map_or(0, |w| w.version);
+        match stored == update.expected_version {
+            true => Ok(()),
+            false => Err(StoreError::Conflict),
+        }
+    }
+
+    fn put_window(&mut self, update: &RateUpdate<'_>) {
+        let window = RateWindow {
+            hits: update.hits.to_vec(),
+            version: update.expected_version + 1,
+        };
+        self.rate_windows.insert(update.key.to_owned(), window);
+    }
+}
+
+#[async_trait]
+impl LimitStore for MemoryStore {
+    async fn get_rate_window(&self, key: &str) -> StoreResult<RateWindow> {
+        Ok(self
+            .state()
+            .rate_windows
+            .get(key)
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    async fn put_rate_window(&self, update: RateUpdate<'_>) -> StoreResult<()> {
+        let mut s = self.state();
+        s.window_at(&update)?;
+        s.put_window(&update);
+        Ok(())
+    }
+
+    async fn get_usage(&self, org: &OrgId, month: &str) -> StoreResult<Usage> {
+        Ok(self
+            .state()
+            .usage
+            .get(&(org.clone(), month.to_owned()))
+            .copied()
+            .unwrap_or_default())
+    }
+}
