@@ -1,0 +1,86 @@
+//! The administration functions: SCIM and admin.
+
+use knowledge_aws::functions;
+use knowledge_core::clock::{Clock, SystemClock};
+use knowledge_core::domain::{Actor, AuditAction, AuditEntry, Member, Role};
+use knowledge_core::ids::{OrgId, UserId};
+use knowledge_core::ports::DirectoryStore;
+use tower::ServiceExt;
+
+use crate::support::{Deployment, ORG, USER, requests};
+
+#[tokio::test]
+async fn scim_event_provisions_the_entra_user_with_one_read_and_one_transaction() {
+    let d = Deployment::new().await;
+    let (status, body, made) = d.invoke(functions::SCIM).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        body["userName"],
+        "Test_User_ab6490ee-1e48-479e-a20b-2d77186b5dd1"
+    );
+    assert_eq!(made, requests(&[("GetItem", 1), ("TransactWriteItems", 1)]));
+    let org = OrgId::parse(ORG).unwrap();
+    let user = UserId::parse(body["id"].as_str().unwrap()).unwrap();
+    let member = d.store.get_member(&org, &user).await.unwrap().unwrap();
+    assert_eq!(member.role, Role::Viewer);
+    let profile = member.profile.unwrap();
+    assert_eq!(
+        profile.external_id.as_deref(),
+        Some("0a21f0f2-8d2a-4f8e-bf98-7363c4aed4ef")
+    );
+    let audit = d.store.list_audit(&org, None, 1).await.unwrap();
+    assert_eq!(
+        (audit[0].action, audit[0].target.as_str()),
+        (AuditAction::UserProvisioned, user.as_str())
+    );
+    // The same token on the function of another endpoint is an unknown route there.
+    let response = d
+        .router(functions::TRANSCRIPT)
+        .await
+        .oneshot(d.event(functions::SCIM))
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 404);
+}
+
+#[tokio::test]
+async fn admin_event_promotes_the_member_with_its_audit_entry_naming_the_admin() {
+    let d = Deployment::new().await;
+    let org = OrgId::parse(ORG).unwrap();
+    let now = SystemClock.now();
+    // The sample user administers the organisation; the event promotes another member.
+    let admin = d
+        .store
+        .get_member(&org, &d.key.user)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut promoted = admin.clone();
+    promoted.role = Role::Admin;
+    promoted.version += 1;
+    let audit = AuditEntry::new(
+        &org,
+        now,
+        Actor::Admin,
+        AuditAction::MemberRoleChanged,
+        USER,
+    );
+    d.store
+        .update_member(&admin, &promoted, &audit)
+        .await
+        .unwrap();
+    let target = UserId::parse("usr_0123456789abcdef0123456789abcdef").unwrap();
+    let added = AuditEntry::new(&org, now, Actor::Admin, AuditAction::MemberAdded, USER);
+    let viewer = Member::new(org.clone(), target.clone(), Role::Viewer, now);
+    d.store.create_member(&viewer, &added).await.unwrap();
+    d.counter.take();
+
+    let (status, body, _) = d.invoke(functions::ADMIN).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["role"], "admin");
+    let stored = d.store.get_member(&org, &target).await.unwrap().unwrap();
+    assert_eq!(stored.role, Role::Admin);
+    let log = d.store.list_audit(&org, None, 1).await.unwrap();
+    assert_eq!(log[0].action, AuditAction::MemberRoleChanged);
+    assert_eq!(log[0].by.as_ref(), Some(&d.key.user));
+}
