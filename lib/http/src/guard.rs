@@ -1,11 +1,17 @@
 //! What every request passes before its handler: the cookie check (401), the `Origin` check on POST, PUT, PATCH and DELETE (403), and the body rules (415, 413, 400);
 //! and after it, the renewal of a session cookie that is due for one.
 
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use axum::extract::{Request, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_LENGTH, ORIGIN, SET_COOKIE, TRANSFER_ENCODING};
 use axum::http::{HeaderMap, HeaderValue, Method};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
+use futures_util::future::{Either, Ready, ready};
 use knowledge_core::CoreError;
 use knowledge_core::error::Chain;
 use knowledge_core::service::SignedIn;
@@ -14,52 +20,121 @@ use crate::cookie::{CookieClaims, now_secs};
 use crate::error::ApiError;
 use crate::extract::is_json;
 use crate::state::SessionApi;
+use tower::{Layer, Service};
 
 /// Session routes: a valid session cookie, then the origin and body-type checks. Puts who the
 /// cookie names, a [`SignedIn`], into the request's extensions; the membership is checked by
 /// the handler, through the [`crate::extract::Member`] extractor or in the first read of the
 /// use case it calls (so that a hot route reads it with what it needs, in one round trip).
-/// A successful response renews a cookie that is due for it.
-pub async fn member(
-    State(app): State<SessionApi>, mut req: Request, next: Next,
-) -> Result<Response, ApiError> {
-    let claims = claims(&app, &req)?;
-    check_mutation(&app, req.method(), req.headers())?;
-    req.extensions_mut().insert(SignedIn {
-        user: claims.user.clone(),
-        org: claims.org.clone(),
-        signed_in_at: claims.signed_in_at,
-    });
-    let response = no_store(next.run(req).await);
-    // Only an answered request renews: a success is always a member's (every handler checks
-    // the membership before it succeeds), whereas a 400 may be a removed member's.
-    if !response.status().is_success() {
-        return Ok(response);
+/// A successful response renews a cookie that is due for it. A plain tower layer, not
+/// `axum::middleware::from_fn`: every session request passes it, and `from_fn` boxes a clone
+/// of the inner router and its future for each.
+#[derive(Clone)]
+pub struct MemberGuard(pub SessionApi);
+
+impl<S> Layer<S> for MemberGuard {
+    type Service = GuardMember<S>;
+
+    fn layer(&self, inner: S) -> GuardMember<S> {
+        GuardMember {
+            app: self.0.clone(),
+            inner,
+        }
     }
-    Ok(renewed(&app, &claims, response))
 }
 
-/// `response` with a renewed session cookie when `claims` are due for one (see
-/// [`crate::cookie::Lifetime::renewal`]) and the handler set no cookie of its own. A failure
-/// to sign is logged: the current cookie still works.
-fn renewed(app: &SessionApi, claims: &CookieClaims, mut response: Response) -> Response {
-    let Some(expires_at) = app.config.lifetime.renewal(claims, now_secs()) else {
-        return response;
-    };
-    if response.headers().contains_key(SET_COOKIE) {
-        return response;
+/// [`MemberGuard`]'s service.
+#[derive(Clone)]
+pub struct GuardMember<S> {
+    app: SessionApi,
+    inner: S,
+}
+
+impl<S> Service<Request> for GuardMember<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<Answered<S::Future>, Ready<Result<Response, Infallible>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
     }
+
+    fn call(&mut self, mut req: Request) -> Self::Future {
+        let admitted = claims(&self.app, &req).and_then(|claims| {
+            check_mutation(&self.app, req.method(), req.headers())?;
+            Ok(claims)
+        });
+        let claims = match admitted {
+            Ok(claims) => claims,
+            Err(refused) => return Either::Right(ready(Ok(no_store(refused.into_response())))),
+        };
+        // The renewed cookie, when one is due, is made now: the answer's future holds no
+        // state of the service, and a cookie is due about once a day per member.
+        let renewal = renewal(&self.app, &claims);
+        req.extensions_mut().insert(SignedIn {
+            user: claims.user,
+            org: claims.org,
+            signed_in_at: claims.signed_in_at,
+        });
+        Either::Left(Answered {
+            inner: self.inner.call(req),
+            renewal,
+        })
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A guarded route's answer: marked `no-store`, with the renewed cookie when one was due
+    /// and the route succeeded.
+    pub struct Answered<F> {
+        #[pin]
+        inner: F,
+        renewal: Option<HeaderValue>,
+    }
+}
+
+impl<F> Future for Answered<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let Ok(response) = std::task::ready!(this.inner.poll(cx));
+        let mut response = no_store(response);
+        // Only an answered request renews: a success is always a member's (every handler
+        // checks the membership before it succeeds), whereas a 400 may be a removed member's;
+        // and a route that set a cookie of its own keeps it.
+        if let Some(renewed) = this.renewal.take()
+            && response.status().is_success()
+            && !response.headers().contains_key(SET_COOKIE)
+        {
+            response.headers_mut().insert(SET_COOKIE, renewed);
+        }
+        Poll::Ready(Ok(response))
+    }
+}
+
+/// A renewed session cookie when `claims` are due for one (see
+/// [`crate::cookie::Lifetime::renewal`]). A failure to sign is logged: the current cookie
+/// still works.
+fn renewal(app: &SessionApi, claims: &CookieClaims) -> Option<HeaderValue> {
+    let expires_at = app.config.lifetime.renewal(claims, now_secs())?;
     let renewed = app
         .session_cookie(&claims.user, &claims.org, claims.signed_in_at, expires_at)
         .map_err(CoreError::internal)
         .and_then(|cookie| HeaderValue::from_str(&cookie).map_err(CoreError::internal));
     match renewed {
-        Ok(value) => {
-            response.headers_mut().insert(SET_COOKIE, value);
+        Ok(value) => Some(value),
+        Err(e) => {
+            tracing::error!(error = %Chain(&e), "could not renew the session cookie");
+            None
         }
-        Err(e) => tracing::error!(error = %Chain(&e), "could not renew the session cookie"),
     }
-    response
 }
 
 /// The organisation switch and sign-out: a valid cookie (the switch checks membership of the

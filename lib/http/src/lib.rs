@@ -146,7 +146,7 @@ fn session_routes(state: SessionApi, endpoints: &[Routes]) -> Router {
         .under_prefix
         .fallback(routes::member_route_not_found)
         .method_not_allowed_fallback(routes::member_method_not_allowed)
-        .layer(from_fn_with_state(state.clone(), guard::member));
+        .layer(guard::MemberGuard(state.clone()));
     let mut app = Router::new().nest(SESSION_PREFIX, under_prefix);
     if let Some(admin) = parts.admin {
         // The same guard, then the admin role ([`admin::Caller`]); unknown admin routes are
@@ -154,14 +154,12 @@ fn session_routes(state: SessionApi, endpoints: &[Routes]) -> Router {
         let admin = admin
             .fallback(routes::member_route_not_found)
             .method_not_allowed_fallback(routes::member_method_not_allowed)
-            .layer(from_fn_with_state(state.clone(), guard::member));
+            .layer(guard::MemberGuard(state.clone()));
         app = app.nest(admin::PREFIX, admin);
     }
     for (route, auth_guard) in parts.auth {
         app = app.merge(match auth_guard {
-            AuthGuard::Member => {
-                route.route_layer(from_fn_with_state(state.clone(), guard::member))
-            }
+            AuthGuard::Member => route.route_layer(guard::MemberGuard(state.clone())),
             AuthGuard::SignedIn => {
                 route.route_layer(from_fn_with_state(state.clone(), guard::signed_in))
             }
@@ -170,8 +168,7 @@ fn session_routes(state: SessionApi, endpoints: &[Routes]) -> Router {
     }
     // The nested router's fallback does not see the prefix with a bare trailing slash: an
     // unknown route, not an operation.
-    let bare =
-        any(routes::member_route_not_found).layer(from_fn_with_state(state.clone(), guard::member));
+    let bare = any(routes::member_route_not_found).layer(guard::MemberGuard(state.clone()));
     #[allow(clippy::disallowed_methods)]
     let app = app.route("/api/managed-agents/", bare);
     app.with_state(state)

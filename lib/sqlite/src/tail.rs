@@ -6,12 +6,20 @@
 //! process's writer and another process's (the admin commands) alike. So a member's removal or
 //! a new event is seen by the very next poll, as without the copies.
 //!
-//! The check runs on the async worker: it begins and ends a read transaction on a connection of
-//! its own, which in WAL mode takes a lock without waiting (the connection's busy timeout is
-//! zero: a busy lock is "cannot tell", and the poll reads as usual) and reads the wal-index in
-//! shared memory, plus at most the database's first page, which every query keeps hot.
+//! The check runs on the async worker, in two steps. First, the header of the wal-index (the
+//! `-shm` file every connection to a WAL database shares) is read with one `pread`: every
+//! commit rewrites it, so when it holds the same bytes as at the last full check, nothing has
+//! committed since and the data version is the one that check found. Only otherwise is
+//! `PRAGMA data_version` asked, which begins and ends a read transaction on a connection of
+//! its own: four file locks, taken without waiting (the connection's busy timeout is zero: a
+//! busy lock is "cannot tell", and the poll reads as usual). The header's layout is SQLite's
+//! documented WAL-index format (<https://www.sqlite.org/walformat.html>, "the WAL-index
+//! header"): two copies, written second copy first, so a read that finds them equal is not
+//! torn, and one whose copies differ (a commit under way) takes the full check.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -32,9 +40,21 @@ struct Copies {
     tails: HashMap<TailKey, Snapshot>,
 }
 
+/// The two copies of the wal-index header, 48 bytes each, at the start of the `-shm` file.
+const WAL_INDEX_HEADERS: usize = 96;
+
+/// The wal-index header as the last full check saw it, and the data version it found.
+struct Seen {
+    header: [u8; WAL_INDEX_HEADERS],
+    version: i64,
+}
+
 pub(crate) struct Tails {
     /// Only ever asked for its data version.
     watch: Mutex<Connection>,
+    /// The database's wal-index (`None` for a database without one, such as `:memory:`).
+    shm: Option<File>,
+    seen: Mutex<Option<Seen>>,
     copies: Mutex<Copies>,
 }
 
@@ -42,15 +62,46 @@ impl Tails {
     pub(crate) fn open(path: &Path) -> rusqlite::Result<Self> {
         let watch = Connection::open(path)?;
         watch.busy_timeout(std::time::Duration::ZERO)?;
+        // Opened after a connection has put the database in WAL mode, so the file exists; a
+        // database without one is checked in full every time.
+        let mut shm = path.as_os_str().to_owned();
+        shm.push("-shm");
         Ok(Self {
             watch: Mutex::new(watch),
+            shm: File::open(shm).ok(),
+            seen: Mutex::default(),
             copies: Mutex::default(),
         })
     }
 
-    /// The data version now, `None` when it cannot be told without waiting. The statement
-    /// stays prepared: every tail poll asks.
+    /// The data version now, `None` when it cannot be told without waiting.
     pub(crate) fn version(&self) -> Option<i64> {
+        // Read before the full check: a commit in between makes the pair stale, never wrong.
+        let header = self.wal_index_header();
+        if let Some(header) = &header {
+            let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(seen) = seen.as_ref().filter(|s| s.header == *header) {
+                return Some(seen.version);
+            }
+        }
+        let version = self.data_version()?;
+        if let Some(header) = header {
+            *self.seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(Seen { header, version });
+        }
+        Some(version)
+    }
+
+    /// The wal-index header, when both copies read the same (no commit is rewriting them).
+    fn wal_index_header(&self) -> Option<[u8; WAL_INDEX_HEADERS]> {
+        let mut header = [0; WAL_INDEX_HEADERS];
+        self.shm.as_ref()?.read_exact_at(&mut header, 0).ok()?;
+        let (first, second) = header.split_at(WAL_INDEX_HEADERS / 2);
+        // Byte 12 of a copy is `isInit`: a header not yet written says nothing.
+        (first == second && first[12] != 0).then_some(header)
+    }
+
+    /// `PRAGMA data_version` on the watching connection. The statement stays prepared.
+    fn data_version(&self) -> Option<i64> {
         let watch = self.watch.lock().unwrap_or_else(|p| p.into_inner());
         let mut asked = watch.prepare_cached("PRAGMA data_version").ok()?;
         asked.query_row([], |r| r.get(0)).ok()
@@ -150,5 +201,26 @@ mod tests {
         no_member.member = None;
         tails.put(key.clone(), 9, &no_member);
         assert!(tails.get(&key, 9).is_none());
+    }
+
+    #[test]
+    fn the_wal_index_header_stays_the_same_until_a_commit_and_changes_with_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.db");
+        let writer = Connection::open(&path).unwrap();
+        writer
+            .execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE t (n INTEGER);")
+            .unwrap();
+        let tails = Tails::open(&path).unwrap();
+        let mut last = tails.wal_index_header().expect("a WAL database has one");
+        let version = tails.version().unwrap();
+        for n in 0..5 {
+            assert_eq!(tails.wal_index_header(), Some(last), "no commit, no change");
+            assert_eq!(tails.version(), Some(version + n));
+            writer.execute("INSERT INTO t VALUES (?1)", [n]).unwrap();
+            let now = tails.wal_index_header().unwrap();
+            assert_ne!(now, last, "commit {n} rewrote it");
+            last = now;
+        }
     }
 }

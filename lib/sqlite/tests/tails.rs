@@ -81,3 +81,40 @@ async fn a_member_removed_by_another_connection_is_gone_from_the_next_tail_read(
     let after = tail(&store, &key).await;
     assert_eq!((after.member, after.events.len()), (None, 0));
 }
+
+#[tokio::test]
+async fn commits_after_the_log_restarts_from_its_start_are_seen_by_the_next_tail_read() {
+    let (store, other, key, dir) = two_stores().await;
+    let raw = rusqlite::Connection::open(dir.path().join("store.db")).unwrap();
+    let after = |after| Reads {
+        session: Some(&key.session),
+        events: Some(EventsAfter { after, limit: 101 }),
+        ..Reads::member(&key.org, &key.user)
+    };
+    for seq in 3..23 {
+        // Kept: nothing new after `seq`.
+        for _ in 0..2 {
+            assert!(
+                store
+                    .read_batch(&after(seq))
+                    .await
+                    .unwrap()
+                    .events
+                    .is_empty()
+            );
+        }
+        // Every other time the log is checkpointed and truncated first, so that the commit
+        // writes the log from its start again.
+        if seq % 2 == 0 {
+            let _: (i64, i64, i64) = raw
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+                .unwrap();
+        }
+        append(if seq % 3 == 0 { &store } else { &other }, &key).await;
+        let seen = store.read_batch(&after(seq)).await.unwrap();
+        let seqs: Vec<_> = seen.events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [seq + 1], "the commit after event {seq}");
+    }
+}
