@@ -39,6 +39,8 @@ export function explain(f: ApiFailure): string {
       const cap = f.body?.capUsd?.toFixed(2) ?? '?';
       return `Your organisation reached its monthly cost cap ($${spent} of $${cap}). It renews in ${days(f.retryAfter)}.`;
     }
+    case 'member_cap_reached':
+      return memberCapWords(f);
     case 'provider_unavailable':
       return 'The AI provider cannot be reached right now. Try again in a moment.';
     case 'unauthenticated':
@@ -58,10 +60,21 @@ export function explain(f: ApiFailure): string {
   }
 }
 
+/** Which of the member's own limits was reached, with their figures, and when it renews. */
+function memberCapWords(f: ApiFailure): string {
+  const b = f.body;
+  const questions = b?.memberQuestionCap !== undefined && (b.memberMonthToDateQuestions ?? 0) >= b.memberQuestionCap;
+  const reached = questions
+    ? `all ${b?.memberQuestionCap} of your questions for this month`
+    : `your spending allowance for this month ($${b?.memberMonthToDateUsd?.toFixed(2) ?? '?'} of $${b?.memberCapUsd?.toFixed(2) ?? '?'})`;
+  return `You have used ${reached}. It renews in ${days(f.retryAfter)}; your conversations stay readable meanwhile.`;
+}
+
 function days(secs?: number): string {
   if (secs === undefined) return 'a while';
   if (secs < 86_400) return waitWords(secs);
-  return `${Math.ceil(secs / 86_400)} days`;
+  const n = Math.ceil(secs / 86_400);
+  return n === 1 ? '1 day' : `${n} days`;
 }
 
 export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {

@@ -49,6 +49,11 @@ export interface ErrorBody {
   retryAfterSeconds?: number;
   monthToDateUsd?: number;
   capUsd?: number;
+  /** With `member_cap_reached`: the member's own month against their allowance. */
+  memberMonthToDateUsd?: number;
+  memberCapUsd?: number;
+  memberMonthToDateQuestions?: number;
+  memberQuestionCap?: number;
 }
 
 /** One OAuth integration of the organisation as the member sees it (never a token). */

@@ -21,6 +21,19 @@ test('the cost cap says the figures and when it renews', () => {
   assert.equal(explain(f), 'Your organisation reached its monthly cost cap ($25.50 of $25.00). It renews in 3 days.');
 });
 
+test("a member's own allowance says which limit, the figures and when it renews", () => {
+  const questions = { error: { code: 'member_cap_reached', message: 'x' }, memberMonthToDateQuestions: 20, memberQuestionCap: 20, memberMonthToDateUsd: 1.5 };
+  assert.equal(
+    explain(new ApiFailure(429, 'member_cap_reached', 'x', 2 * 86_400, questions)),
+    'You have used all 20 of your questions for this month. It renews in 2 days; your conversations stay readable meanwhile.',
+  );
+  const dollars = { error: { code: 'member_cap_reached', message: 'x' }, memberMonthToDateQuestions: 3, memberQuestionCap: 20, memberMonthToDateUsd: 5.25, memberCapUsd: 5 };
+  assert.equal(
+    explain(new ApiFailure(429, 'member_cap_reached', 'x', 86_400, dollars)),
+    'You have used your spending allowance for this month ($5.25 of $5.00). It renews in 1 day; your conversations stay readable meanwhile.',
+  );
+});
+
 test('the quota says when it renews', () => {
   assert.match(explain(new ApiFailure(429, 'quota_exhausted', 'x', 5400)), /renew in about 2 hours\.$/);
 });

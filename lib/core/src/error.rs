@@ -1,5 +1,6 @@
 //! The use cases' error type; the HTTP layer maps it to status codes in one place.
 
+use crate::domain::{MemberCaps, Usage};
 use std::fmt;
 
 use crate::ports::{
@@ -32,6 +33,16 @@ pub enum CoreError {
         retry_after_secs: u64,
         month_to_date_micros: u64,
         cap_micros: u64,
+    },
+    /// The member's own monthly allowance (questions or spend) is used up; the organisation's
+    /// month so far and its cap come with it, for the figures a client shows.
+    #[error("your monthly allowance is used up")]
+    MemberCapReached {
+        retry_after_secs: u64,
+        member: Usage,
+        caps: MemberCaps,
+        org: Usage,
+        org_cap_micros: Option<u64>,
     },
     /// The signed-in member is not an admin of the active organisation.
     #[error("only an admin of the organisation may do this")]

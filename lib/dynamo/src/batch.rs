@@ -22,6 +22,8 @@ impl BatchStore for DynamoStore {
         let member = keys::member(reads.org, reads.user);
         let org = reads.org_record.then(|| keys::org(reads.org));
         let usage = reads.usage_month.map(|m| keys::usage(reads.org, m));
+        let member_usage =
+            (reads.usage_month).map(|m| keys::member_usage(reads.org, reads.user, m));
         let window = reads.rate_window.map(keys::rate_window);
         let session_key = reads.session_key();
         let session = session_key.as_ref().map(keys::session);
@@ -32,6 +34,7 @@ impl BatchStore for DynamoStore {
             .into_iter()
             .chain([
                 usage.clone(),
+                member_usage.clone(),
                 window.clone(),
                 session.clone(),
                 memory.clone(),
@@ -44,6 +47,10 @@ impl BatchStore for DynamoStore {
             member: take(Some(member)).map(|i| member_from(&i)).transpose()?,
             org: take(org).map(|i| org_from(&i)).transpose()?,
             usage: take(usage)
+                .map(|i| usage_from(&i))
+                .transpose()?
+                .unwrap_or_default(),
+            member_usage: take(member_usage)
                 .map(|i| usage_from(&i))
                 .transpose()?
                 .unwrap_or_default(),

@@ -1,9 +1,10 @@
 //! A [`Gate`] on DynamoDB: its items (the rate window's conditional put, the month's query count
-//! under its limits) in a session's transaction, and the reading of why such a transaction was
-//! cancelled: the gate's refusal told apart from the session's own.
+//! under the organisation's limits and under the member's allowance) in a session's
+//! transaction, and the reading of why such a transaction was cancelled: the gate's refusal
+//! told apart from the session's own.
 
 use aws_sdk_dynamodb::types::{ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
-use knowledge_core::ids::OrgId;
+use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Gate, StoreError, StoreResult};
 
 use crate::codec::*;
@@ -11,11 +12,11 @@ use crate::transact::{Refusal, TransactError, reason_code};
 use crate::{DynamoStore, keys};
 
 impl DynamoStore {
-    /// The items of `gate` for a write to a session of `org`, to follow the write's own items:
-    /// the rate window's conditional put, then, when the gate counts a query, the month's
-    /// conditional count.
+    /// The items of `gate` for a write to a session of `org` by `user`, to follow the write's
+    /// own items: the rate window's conditional put, then, when the gate counts a query, the
+    /// organisation's month's conditional count and the member's.
     pub(crate) fn gate_items(
-        &self, org: &OrgId, gate: &Gate<'_>,
+        &self, org: &OrgId, user: &UserId, gate: &Gate<'_>,
     ) -> StoreResult<Vec<TransactWriteItem>> {
         let mut items = vec![
             TransactWriteItem::builder()
@@ -23,33 +24,25 @@ impl DynamoStore {
                 .build(),
         ];
         if let Some(count) = &gate.query {
-            let mut update = Update::builder()
-                .table_name(&self.table)
-                .set_key(Some(key_item(keys::usage(org, count.month))))
-                .update_expression("ADD queries :one")
-                .expression_attribute_values(":one", n(1))
-                .return_values_on_condition_check_failure(
-                    ReturnValuesOnConditionCheckFailure::AllOld,
-                );
-            let mut conditions = Vec::new();
-            let limits = [
+            let org_limits = [
                 ("queries", ":quota", count.quota),
                 ("costMicros", ":cap", count.cap_micros),
             ];
-            for (attribute, placeholder, limit) in limits {
-                if let Some(limit) = limit {
-                    conditions.push(under(attribute, placeholder, limit));
-                    update = update.expression_attribute_values(placeholder, n(limit));
-                }
+            let member_limits = [
+                ("queries", ":quota", count.member.queries),
+                ("costMicros", ":cap", count.member.cost_micros),
+            ];
+            let counts = [
+                (keys::usage(org, count.month), org_limits),
+                (keys::member_usage(org, user, count.month), member_limits),
+            ];
+            for (key, limits) in counts {
+                items.push(
+                    TransactWriteItem::builder()
+                        .update(self.count_under(key, limits)?)
+                        .build(),
+                );
             }
-            if !conditions.is_empty() {
-                update = update.condition_expression(conditions.join(" AND "));
-            }
-            items.push(
-                TransactWriteItem::builder()
-                    .update(built(update.build())?)
-                    .build(),
-            );
         }
         Ok(items)
     }
@@ -75,10 +68,16 @@ impl DynamoStore {
             if failed(at).is_some() {
                 return Err(Gated::Refused(StoreError::Conflict));
             }
-            if let Some(reason) = failed(at + 1) {
+            // The organisation's count, then the member's: the first that refused.
+            let refused = [at + 1, at + 2]
+                .into_iter()
+                .enumerate()
+                .find_map(|(n, i)| failed(i).map(|reason| (n, reason)));
+            if let Some((n, reason)) = refused {
                 let usage = reason.item().map(usage_from).transpose();
                 return Err(Gated::Refused(match usage {
-                    Ok(usage) => StoreError::UsageLimit(usage.unwrap_or_default()),
+                    Ok(usage) if n == 0 => StoreError::UsageLimit(usage.unwrap_or_default()),
+                    Ok(usage) => StoreError::MemberLimit(usage.unwrap_or_default()),
                     Err(e) => e,
                 }));
             }
@@ -86,6 +85,33 @@ impl DynamoStore {
         Err(Gated::Transact(TransactError::cancelled(
             &reasons, error, false,
         )))
+    }
+}
+
+impl DynamoStore {
+    /// One query added to the usage item `key`, on the condition that it is under each of
+    /// `limits` that is set (attribute, placeholder, limit); the old item comes back when it
+    /// is not.
+    fn count_under(
+        &self, key: (String, String), limits: [(&str, &str, Option<u64>); 2],
+    ) -> StoreResult<Update> {
+        let mut update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_item(key)))
+            .update_expression("ADD queries :one")
+            .expression_attribute_values(":one", n(1))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let mut conditions = Vec::new();
+        for (attribute, placeholder, limit) in limits {
+            if let Some(limit) = limit {
+                conditions.push(under(attribute, placeholder, limit));
+                update = update.expression_attribute_values(placeholder, n(limit));
+            }
+        }
+        if !conditions.is_empty() {
+            update = update.condition_expression(conditions.join(" AND "));
+        }
+        built(update.build())
     }
 }
 

@@ -13,6 +13,7 @@
 //! | audit entry | `ORG#<org>#AUDIT` | `<at, 20 digits>#<entry id>` | |
 //! | connected integration (MCP server; the organisation's OAuth grant is its attribute `grant`) | `ORG#<org>#INTEGRATION` | `<name>` | |
 //! | monthly usage | `ORG#<org>` | `USAGE#<YYYY-MM>` | |
+//! | a member's monthly usage | `ORG#<org>` | `USAGE#<YYYY-MM>#MEMBER#<user>` | |
 //! | session | `USER#<user>#ORG#<org>#SESSION#<session>` | `SESSION` | `USER#<user>#ORG#<org>` / `<updatedAt, 20 digits>#<session>` |
 //! | session being deleted | same | `SESSION` | `DELETING` / its `PK` |
 //! | session with a run (also in GSI2) | same | `SESSION` | `GSI2PK` `STALE#<shard>` / `GSI2SK` `<stale at, 20 digits>#<its PK>` |
@@ -119,6 +120,26 @@ pub fn integration(org: &OrgId, name: &str) -> (String, String) {
 
 pub fn usage(org: &OrgId, month: &str) -> (String, String) {
     (format!("ORG#{org}"), format!("USAGE#{month}"))
+}
+
+/// A member's usage in a month: beside the organisation's, so that the gate's transaction and
+/// a month's listing ([`member_usage_prefix`]) stay in one partition.
+pub fn member_usage(org: &OrgId, user: &UserId, month: &str) -> (String, String) {
+    let (pk, sk) = usage(org, month);
+    (pk, format!("{sk}{}{user}", MEMBER_USAGE_INFIX))
+}
+
+const MEMBER_USAGE_INFIX: &str = "#MEMBER#";
+
+/// The sort-key prefix of every member's usage in `month`.
+pub fn member_usage_prefix(org: &OrgId, month: &str) -> (String, String) {
+    let (pk, sk) = usage(org, month);
+    (pk, format!("{sk}{MEMBER_USAGE_INFIX}"))
+}
+
+/// The member a sort key under [`member_usage_prefix`] names.
+pub fn member_of_usage(sk: &str) -> Option<&str> {
+    sk.split_once(MEMBER_USAGE_INFIX).map(|(_, user)| user)
 }
 
 /// The partition of one session and its events.

@@ -1,9 +1,10 @@
-//! [`LimitStore`] on DynamoDB: rate windows and monthly usage counters.
+//! [`LimitStore`] on DynamoDB: rate windows and monthly usage counters, per organisation and
+//! per member.
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::Put;
 use knowledge_core::domain::Usage;
-use knowledge_core::ids::OrgId;
+use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{RateUpdate, RateWindow, StoreError, StoreResult};
 
 use crate::codec::*;
@@ -32,6 +33,22 @@ impl LimitStore for DynamoStore {
             None => Ok(Usage::default()),
             Some(item) => usage_from(&item),
         }
+    }
+
+    async fn list_member_usage(
+        &self, org: &OrgId, month: &str,
+    ) -> StoreResult<Vec<(UserId, Usage)>> {
+        let (pk, prefix) = keys::member_usage_prefix(org, month);
+        let items = self.query_items(pk, Some(&prefix), None).await?;
+        items
+            .iter()
+            .map(|item| {
+                let user = keys::member_of_usage(get_s(item, keys::SK)?)
+                    .and_then(|u| UserId::parse(u).ok())
+                    .ok_or_else(|| corrupt("member usage key"))?;
+                Ok((user, usage_from(item)?))
+            })
+            .collect()
     }
 }
 

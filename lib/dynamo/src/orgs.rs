@@ -10,7 +10,7 @@ use knowledge_core::ports::{StoreError, StoreResult};
 use crate::codec::*;
 use crate::transact::TransactError;
 use crate::{DynamoStore, keys};
-use knowledge_core::ports::OrgStore;
+use knowledge_core::ports::{OrgLimits, OrgStore};
 
 /// Rounds of reading and replacing the settings before giving up under contention.
 const LIMITS_ATTEMPTS: usize = 8;
@@ -115,11 +115,12 @@ impl OrgStore for DynamoStore {
     }
 
     async fn set_limits(
-        &self, org: &OrgId, quota: Option<u64>, cap_micros: Option<u64>, audit: &AuditEntry,
+        &self, org: &OrgId, limits: &OrgLimits, audit: &AuditEntry,
     ) -> StoreResult<()> {
         self.change_settings(org, audit, |settings| {
-            settings.monthly_query_quota = quota;
-            settings.cost_cap_micros = cap_micros;
+            settings.monthly_query_quota = limits.quota;
+            settings.cost_cap_micros = limits.cap_micros;
+            settings.member_caps = limits.member;
         })
         .await
     }

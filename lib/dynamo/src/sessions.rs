@@ -74,7 +74,7 @@ impl DynamoStore {
     ) -> StoreResult<Option<usize>> {
         let Some(gate) = gate else { return Ok(None) };
         let at = writes.len();
-        writes.extend(self.gate_items(&key.org, gate)?);
+        writes.extend(self.gate_items(&key.org, &key.user, gate)?);
         Ok(Some(at))
     }
 }
@@ -117,22 +117,24 @@ impl SessionStore for DynamoStore {
         let mut writes = vec![self.put_versioned(session_item(session)?, expected_version)?];
         writes.extend(self.event_puts(&session.key, events)?);
         if let Some(charge) = charge {
-            writes.push(
-                TransactWriteItem::builder()
-                    .update(built(
-                        Update::builder()
-                            .table_name(&self.table)
-                            .set_key(Some(key_item(keys::usage(&session.key.org, &charge.month))))
-                            .update_expression("ADD costMicros :m")
-                            .expression_attribute_values(":m", n(charge.micros))
-                            .build(),
-                    )?)
-                    .build(),
-            );
+            let k = &session.key;
+            let spent = [
+                keys::usage(&k.org, &charge.month),
+                keys::member_usage(&k.org, &k.user, &charge.month),
+            ];
+            for key in spent {
+                let update = Update::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key_item(key)))
+                    .update_expression("ADD costMicros :m")
+                    .expression_attribute_values(":m", n(charge.micros))
+                    .build();
+                writes.push(TransactWriteItem::builder().update(built(update)?).build());
+            }
         }
         if charge.is_some() && gate.is_some_and(|g| g.query.is_some()) {
             return Err(StoreError::backend(
-                "a commit cannot both charge and count a query: one usage item per transaction",
+                "a commit cannot both charge and count a query: a usage item once per transaction",
             ));
         }
         let gate_at = self.add_gate(&mut writes, &session.key, gate)?;

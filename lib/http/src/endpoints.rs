@@ -133,6 +133,7 @@ fn admin_routes() -> OpenApiRouter<SessionApi> {
     OpenApiRouter::new()
         .routes(routes!(admin::list_members, admin::invite_member))
         .routes(routes!(admin::set_role, admin::remove_member))
+        .routes(routes!(admin::caps::set_caps, admin::caps::clear_caps))
         .routes(routes!(admin::get_sso, admin::set_sso))
         .routes(routes!(admin::enable_sso))
         .routes(routes!(admin::test_sso))

@@ -104,6 +104,9 @@ impl ApiError {
                 CoreError::CostCapReached { .. } => {
                     (StatusCode::TOO_MANY_REQUESTS, "cost_cap_reached")
                 }
+                CoreError::MemberCapReached { .. } => {
+                    (StatusCode::TOO_MANY_REQUESTS, "member_cap_reached")
+                }
                 CoreError::AdminOnly => (StatusCode::FORBIDDEN, "admin_only"),
                 CoreError::LastAdmin => (StatusCode::CONFLICT, "last_admin"),
                 CoreError::Conflict { code, .. } => (StatusCode::CONFLICT, code),
@@ -164,6 +167,7 @@ impl IntoResponse for ApiError {
             retry_after_seconds: None,
             month_to_date_usd: None,
             cap_usd: None,
+            member: None,
         };
         if let ApiError::Core(e) = &self {
             match e {
@@ -179,6 +183,23 @@ impl IntoResponse for ApiError {
                     body.retry_after_seconds = Some(*retry_after_secs);
                     body.month_to_date_usd = Some(micros_to_usd(*month_to_date_micros));
                     body.cap_usd = Some(micros_to_usd(*cap_micros));
+                }
+                CoreError::MemberCapReached {
+                    retry_after_secs,
+                    member,
+                    caps,
+                    org,
+                    org_cap_micros,
+                } => {
+                    body.retry_after_seconds = Some(*retry_after_secs);
+                    body.month_to_date_usd = Some(micros_to_usd(org.cost_micros));
+                    body.cap_usd = org_cap_micros.map(micros_to_usd);
+                    body.member = Some(MemberFigures {
+                        member_month_to_date_usd: micros_to_usd(member.cost_micros),
+                        member_cap_usd: caps.cost_micros.map(micros_to_usd),
+                        member_month_to_date_questions: member.queries,
+                        member_question_cap: caps.queries,
+                    });
                 }
                 _ => {}
             }
@@ -312,12 +333,33 @@ pub struct ErrorBody {
     /// With 429: the seconds to wait, as `Retry-After` says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after_seconds: Option<u64>,
-    /// With `cost_cap_reached`: the organisation's spend this month, in US dollars.
+    /// With `cost_cap_reached` and `member_cap_reached`: the organisation's spend this month, in
+    /// US dollars.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub month_to_date_usd: Option<f64>,
-    /// With `cost_cap_reached`: the organisation's monthly cap, in US dollars.
+    /// With `cost_cap_reached`: the organisation's monthly cap, in US dollars (with
+    /// `member_cap_reached`, when it has one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cap_usd: Option<f64>,
+    /// With `member_cap_reached`: the member's own figures.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub member: Option<MemberFigures>,
+}
+
+/// A member's month against their own allowance, in a `member_cap_reached` error.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberFigures {
+    /// The member's spend this month, in US dollars.
+    pub member_month_to_date_usd: f64,
+    /// The member's monthly spending allowance, in US dollars; absent when unlimited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub member_cap_usd: Option<f64>,
+    /// The questions the member asked this month.
+    pub member_month_to_date_questions: u64,
+    /// The member's monthly question allowance; absent when unlimited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub member_question_cap: Option<u64>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]

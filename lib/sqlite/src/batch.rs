@@ -10,7 +10,7 @@ const AGENT_MEMORY: &str = MemberDataKind::AgentMemory.as_str();
 
 use crate::SqliteStore;
 use crate::directory::{member_data_value, read_member};
-use crate::limits::{read_rate_window, read_usage};
+use crate::limits::{read_member_usage, read_rate_window, read_usage};
 use crate::orgs::read_org;
 use crate::sessions::{read_events, read_session_and_draft};
 use crate::tail::Tails;
@@ -60,6 +60,10 @@ impl SqliteStore {
                 org: if org_record { read_org(c, &org)? } else { None },
                 usage: match &month {
                     Some(m) => read_usage(c, &org, m)?,
+                    None => Default::default(),
+                },
+                member_usage: match &month {
+                    Some(m) => read_member_usage(c, &org, &user, m)?,
                     None => Default::default(),
                 },
                 rate_window: match &window {

@@ -11,8 +11,7 @@ use knowledge_core::domain::{
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{DirectoryStore, StoreError, StoreResult};
 
-const MEMBER_COLUMNS: &str =
-    "org_id, user_id, role, created_at, updated_at, profile, version, signed_out_at, identity";
+const MEMBER_COLUMNS: &str = "org_id, user_id, role, created_at, updated_at, profile, version, signed_out_at, identity, caps";
 
 fn member_from(r: &Row<'_>) -> rusqlite::Result<Member> {
     let profile: Option<String> = r.get(5)?;
@@ -35,7 +34,21 @@ fn member_from(r: &Row<'_>) -> rusqlite::Result<Member> {
             .map(|i| serde_json::from_str(&i))
             .transpose()
             .map_err(conversion)?,
+        caps: r
+            .get::<_, Option<String>>(9)?
+            .map(|c| serde_json::from_str(&c))
+            .transpose()
+            .map_err(conversion)?,
     })
+}
+
+/// The member's own allowance as stored (`NULL`: the organisation's).
+fn caps_json(m: &Member) -> StoreResult<Option<String>> {
+    m.caps
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(backend)
 }
 
 /// The member's identity as stored, with the key under which it is unique.
@@ -162,7 +175,7 @@ fn update_member(
     let identity = identity_columns(m)?;
     let updated = tx.execute(
         "UPDATE members SET role = ?3, updated_at = ?4, profile = ?5, user_name_key = ?6,
-                version = ?7, signed_out_at = ?9, identity = ?10, identity_key = ?11
+                version = ?7, signed_out_at = ?9, identity = ?10, identity_key = ?11, caps = ?12
          WHERE org_id = ?1 AND user_id = ?2 AND version = ?8",
         params![
             m.org.as_str(),
@@ -176,6 +189,7 @@ fn update_member(
             m.signed_out_at.map(Timestamp::millis),
             identity.0,
             identity.1,
+            caps_json(m)?,
         ],
     );
     match unique(updated)? {
@@ -226,8 +240,8 @@ impl DirectoryStore for SqliteStore {
             let inserted = tx.execute(
                 "INSERT INTO members
                  (org_id, user_id, role, created_at, updated_at, profile, user_name_key, version,
-                  signed_out_at, identity, identity_key)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                  signed_out_at, identity, identity_key, caps)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 params![
                     m.org.as_str(),
                     m.user.as_str(),
@@ -240,6 +254,7 @@ impl DirectoryStore for SqliteStore {
                     m.signed_out_at.map(Timestamp::millis),
                     identity.0,
                     identity.1,
+                    caps_json(&m)?,
                 ],
             );
             unique(inserted)?;

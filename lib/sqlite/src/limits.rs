@@ -1,12 +1,12 @@
-//! [`LimitStore`] on SQLite: the `rate_windows` and `usage` tables.
+//! [`LimitStore`] on SQLite: the `rate_windows`, `usage` and `member_usage` tables.
 
 use async_trait::async_trait;
 use knowledge_core::clock::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::{SqliteStore, backend, conversion};
-use knowledge_core::domain::Usage;
-use knowledge_core::ids::OrgId;
+use knowledge_core::domain::{MemberCaps, Usage};
+use knowledge_core::ids::{OrgId, SessionKey, UserId};
 use knowledge_core::policy::limits::Slot;
 use knowledge_core::ports::{
     Gate, LimitStore, QueryCount, RateUpdate, RateWindow, StoreError, StoreResult,
@@ -29,6 +29,66 @@ impl LimitStore for SqliteStore {
         let (o, m) = (org.clone(), month.to_owned());
         self.read(move |c| read_usage(c, &o, &m)).await
     }
+
+    async fn list_member_usage(
+        &self, org: &OrgId, month: &str,
+    ) -> StoreResult<Vec<(UserId, Usage)>> {
+        let (o, m) = (org.clone(), month.to_owned());
+        self.read(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT user_id, queries, cost_micros FROM member_usage
+                 WHERE org_id = ?1 AND month = ?2",
+            )?;
+            let rows = stmt.query_map([o.as_str(), m.as_str()], |r| {
+                let user = UserId::parse(&r.get::<_, String>(0)?).map_err(conversion)?;
+                let usage = Usage {
+                    queries: r.get(1)?,
+                    cost_micros: r.get(2)?,
+                };
+                Ok((user, usage))
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+}
+
+/// The member's usage in `month` (zero when they asked nothing).
+pub(crate) fn read_member_usage(
+    c: &Connection, org: &OrgId, user: &UserId, month: &str,
+) -> rusqlite::Result<Usage> {
+    Ok(c.prepare_cached(
+        "SELECT queries, cost_micros FROM member_usage
+             WHERE org_id = ?1 AND month = ?2 AND user_id = ?3",
+    )?
+    .query_row([org.as_str(), month, user.as_str()], |r| {
+        Ok(Usage {
+            queries: r.get(0)?,
+            cost_micros: r.get(1)?,
+        })
+    })
+    .optional()?
+    .unwrap_or_default())
+}
+
+/// Adds `queries` and `cost_micros` to the member's usage in `month`.
+pub(crate) fn add_member_usage(
+    c: &Connection, org: &OrgId, user: &UserId, month: &str, add: Usage,
+) -> rusqlite::Result<()> {
+    c.prepare_cached(
+        "INSERT INTO member_usage (org_id, month, user_id, queries, cost_micros)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (org_id, month, user_id) DO UPDATE SET
+           queries = queries + excluded.queries, cost_micros = cost_micros + excluded.cost_micros",
+    )?
+    .execute(params![
+        org.as_str(),
+        month,
+        user.as_str(),
+        add.queries,
+        add.cost_micros
+    ])
+    .map(|_| ())
 }
 
 pub(crate) fn read_usage(c: &Connection, org: &OrgId, month: &str) -> rusqlite::Result<Usage> {
@@ -97,29 +157,40 @@ pub(crate) fn write_rate_window(c: &Connection, update: &RateUpdate<'_>) -> Stor
     }
 }
 
-/// Counts one query against `org`'s month while it is under the limits. Errors: `UsageLimit`
-/// with the counters that refused it.
-pub(crate) fn count_query(c: &Connection, org: &OrgId, count: &QueryCount<'_>) -> StoreResult<()> {
+/// Counts one query against `org`'s month and `user`'s while both are under their limits.
+/// Errors: `UsageLimit` with the organisation's counters, `MemberLimit` with the member's.
+pub(crate) fn count_query(
+    c: &Connection, org: &OrgId, user: &UserId, count: &QueryCount<'_>,
+) -> StoreResult<()> {
     let usage = read_usage(c, org, count.month).map_err(backend)?;
     let over_quota = count.quota.is_some_and(|q| usage.queries >= q);
     let over_cap = count.cap_micros.is_some_and(|cap| usage.cost_micros >= cap);
     if over_quota || over_cap {
         return Err(StoreError::UsageLimit(usage));
     }
+    let member = read_member_usage(c, org, user, count.month).map_err(backend)?;
+    if count.member.reached(member) {
+        return Err(StoreError::MemberLimit(member));
+    }
     let after = Usage {
         queries: usage.queries + 1,
         ..usage
     };
-    write_usage(c, org, count.month, after).map_err(backend)
+    write_usage(c, org, count.month, after).map_err(backend)?;
+    let one = Usage {
+        queries: 1,
+        cost_micros: 0,
+    };
+    add_member_usage(c, org, user, count.month, one).map_err(backend)
 }
 
-/// Passes `gate` for a write to a session of `org`: the rate window, then the query count.
+/// Passes `gate` for a write to the session `key`: the rate window, then the query count.
 /// Run inside the write's transaction, whose rollback undoes both when either refuses.
-pub(crate) fn pass(c: &Connection, org: &OrgId, gate: Option<&Gate<'_>>) -> StoreResult<()> {
+pub(crate) fn pass(c: &Connection, key: &SessionKey, gate: Option<&Gate<'_>>) -> StoreResult<()> {
     let Some(gate) = gate else { return Ok(()) };
     write_rate_window(c, &gate.rate)?;
     if let Some(count) = &gate.query {
-        count_query(c, org, count)?;
+        count_query(c, &key.org, &key.user, count)?;
     }
     Ok(())
 }
@@ -127,7 +198,7 @@ pub(crate) fn pass(c: &Connection, org: &OrgId, gate: Option<&Gate<'_>>) -> Stor
 /// A [`Gate`] that owns its parts, to move into a blocking write.
 pub(crate) struct OwnedGate {
     rate: Slot,
-    query: Option<(String, Option<u64>, Option<u64>)>,
+    query: Option<(String, Option<u64>, Option<u64>, MemberCaps)>,
 }
 
 impl OwnedGate {
@@ -136,7 +207,7 @@ impl OwnedGate {
             rate: Slot::from(&gate.rate),
             query: gate
                 .query
-                .map(|q| (q.month.to_owned(), q.quota, q.cap_micros)),
+                .map(|q| (q.month.to_owned(), q.quota, q.cap_micros, q.member)),
         }
     }
 
@@ -146,10 +217,11 @@ impl OwnedGate {
             query: self
                 .query
                 .as_ref()
-                .map(|(month, quota, cap_micros)| QueryCount {
+                .map(|(month, quota, cap_micros, member)| QueryCount {
                     month,
                     quota: *quota,
                     cap_micros: *cap_micros,
+                    member: *member,
                 }),
         }
     }

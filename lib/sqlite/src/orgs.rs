@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use crate::{SqliteStore, backend, conversion, text_parse};
 use knowledge_core::domain::{AuditEntry, Org, SsoConfig};
 use knowledge_core::ids::OrgId;
-use knowledge_core::ports::{OrgStore, StoreError, StoreResult};
+use knowledge_core::ports::{OrgLimits, OrgStore, StoreError, StoreResult};
 
 use crate::directory::{insert_audit, unique};
 
@@ -28,6 +28,12 @@ fn org_from(r: &Row<'_>) -> rusqlite::Result<Org> {
             .map_err(conversion)?,
         scim_token_created_at: r.get::<_, Option<i64>>(9)?.map(Timestamp),
         memory_off: r.get(10)?,
+        member_caps: r
+            .get::<_, Option<String>>(11)?
+            .map(|c| serde_json::from_str(&c))
+            .transpose()
+            .map_err(conversion)?
+            .unwrap_or_default(),
     })
 }
 
@@ -39,12 +45,12 @@ impl OrgStore for SqliteStore {
             tx.execute(
                 "INSERT INTO orgs
                  (id, name, plan, status, monthly_query_quota, cost_cap_micros, created_at,
-                  memory_off)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                  memory_off, member_caps)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
                  ON CONFLICT (id) DO UPDATE SET name = excluded.name, plan = excluded.plan,
                    status = excluded.status, monthly_query_quota = excluded.monthly_query_quota,
                    cost_cap_micros = excluded.cost_cap_micros, created_at = excluded.created_at,
-                   memory_off = excluded.memory_off",
+                   memory_off = excluded.memory_off, member_caps = excluded.member_caps",
                 params![
                     o.id.as_str(),
                     o.name,
@@ -53,7 +59,8 @@ impl OrgStore for SqliteStore {
                     o.monthly_query_quota,
                     o.cost_cap_micros,
                     o.created_at.millis(),
-                    o.memory_off
+                    o.memory_off,
+                    serde_json::to_string(&o.member_caps).map_err(backend)?
                 ],
             )
             .map_err(backend)?;
@@ -130,14 +137,16 @@ impl OrgStore for SqliteStore {
     }
 
     async fn set_limits(
-        &self, org: &OrgId, quota: Option<u64>, cap_micros: Option<u64>, audit: &AuditEntry,
+        &self, org: &OrgId, limits: &OrgLimits, audit: &AuditEntry,
     ) -> StoreResult<()> {
-        let (o, a) = (org.clone(), audit.clone());
+        let (o, l, a) = (org.clone(), *limits, audit.clone());
+        let member = serde_json::to_string(&limits.member).map_err(backend)?;
         self.write(move |tx| {
             let n = tx
                 .execute(
-                    "UPDATE orgs SET monthly_query_quota = ?2, cost_cap_micros = ?3 WHERE id = ?1",
-                    params![o.as_str(), quota, cap_micros],
+                    "UPDATE orgs SET monthly_query_quota = ?2, cost_cap_micros = ?3,
+                     member_caps = ?4 WHERE id = ?1",
+                    params![o.as_str(), l.quota, l.cap_micros, member],
                 )
                 .map_err(backend)?;
             if n == 0 {
@@ -183,7 +192,7 @@ impl OrgStore for SqliteStore {
 pub(crate) fn read_org(c: &Connection, org: &OrgId) -> rusqlite::Result<Option<Org>> {
     c.prepare_cached(
         "SELECT id, name, plan, status, monthly_query_quota, cost_cap_micros, created_at,
-                scim_token_sha256, sso, scim_token_at, memory_off
+                scim_token_sha256, sso, scim_token_at, memory_off, member_caps
          FROM orgs WHERE id = ?1",
     )?
     .query_row([org.as_str()], org_from)

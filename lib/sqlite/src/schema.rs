@@ -14,7 +14,8 @@ CREATE TABLE IF NOT EXISTS orgs (
     scim_token_sha256 TEXT,
     sso TEXT,
     scim_token_at INTEGER,
-    memory_off INTEGER NOT NULL DEFAULT 0
+    memory_off INTEGER NOT NULL DEFAULT 0,
+    member_caps TEXT
 ) STRICT;
 CREATE TABLE IF NOT EXISTS sso_domains (
     domain TEXT PRIMARY KEY,
@@ -32,6 +33,7 @@ CREATE TABLE IF NOT EXISTS members (
     signed_out_at INTEGER,
     identity TEXT,
     identity_key TEXT,
+    caps TEXT,
     PRIMARY KEY (org_id, user_id)
 ) STRICT, WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS member_data (
@@ -113,6 +115,14 @@ CREATE TABLE IF NOT EXISTS usage (
     cost_micros INTEGER NOT NULL,
     PRIMARY KEY (org_id, month)
 ) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS member_usage (
+    org_id TEXT NOT NULL,
+    month TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    queries INTEGER NOT NULL,
+    cost_micros INTEGER NOT NULL,
+    PRIMARY KEY (org_id, month, user_id)
+) STRICT, WITHOUT ROWID;
 "#;
 
 /// Brings a data directory written by an earlier version up to the current schema.
@@ -137,6 +147,8 @@ pub(crate) fn migrate(c: &Connection) -> rusqlite::Result<()> {
         ("sessions", "draft", "TEXT"),
         ("audit", "detail", "TEXT"),
         ("orgs", "memory_off", "INTEGER NOT NULL DEFAULT 0"),
+        ("orgs", "member_caps", "TEXT"),
+        ("members", "caps", "TEXT"),
     ] {
         let present: bool = c.query_row(
             "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",

@@ -13,7 +13,7 @@ use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, Gate, SessionStore, StoreError, StoreResult};
 
 use crate::key_from;
-use crate::limits::{OwnedGate, pass, read_usage, write_usage};
+use crate::limits::{OwnedGate, add_member_usage, pass, read_usage, write_usage};
 
 fn session_from(key: SessionKey, r: &Row<'_>) -> rusqlite::Result<Session> {
     let pending: String = r.get(5)?;
@@ -140,7 +140,7 @@ impl SessionStore for SqliteStore {
             if inserted == 0 {
                 return Err(StoreError::AlreadyExists);
             }
-            pass(tx, &k.org, gate.as_ref().map(OwnedGate::gate).as_ref())?;
+            pass(tx, k, gate.as_ref().map(OwnedGate::gate).as_ref())?;
             insert_events(tx, k, &events)
         })
         .await
@@ -181,12 +181,14 @@ impl SessionStore for SqliteStore {
                     .map_err(backend)?;
                 return Err(if exists { StoreError::Conflict } else { StoreError::Gone });
             }
-            pass(tx, &k.org, gate.as_ref().map(OwnedGate::gate).as_ref())?;
+            pass(tx, k, gate.as_ref().map(OwnedGate::gate).as_ref())?;
             insert_events(tx, k, &events)?;
             if let Some(charge) = charge {
                 let usage = read_usage(tx, &k.org, &charge.month).map_err(backend)?;
                 let after = Usage { cost_micros: usage.cost_micros.saturating_add(charge.micros), ..usage };
                 write_usage(tx, &k.org, &charge.month, after).map_err(backend)?;
+                let spent = Usage { queries: 0, cost_micros: charge.micros };
+                add_member_usage(tx, &k.org, &k.user, &charge.month, spent).map_err(backend)?;
             }
             Ok(())
         })

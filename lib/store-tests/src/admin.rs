@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use knowledge_core::domain::{AuditAction, Member, MemberData, MemberDataKind, Role};
+use knowledge_core::domain::{AuditAction, Member, MemberCaps, MemberData, MemberDataKind, Role};
 use knowledge_core::ids::{OrgId, UserId};
-use knowledge_core::ports::StoreError;
+use knowledge_core::ports::{OrgLimits, StoreError};
 
 use crate::{NOW, Tested, audit, business_org};
 
@@ -209,30 +209,39 @@ pub async fn the_audit_log_is_paged_newest_first_and_names_who_acted(store: Arc<
 pub async fn limits_are_set_with_their_audit_and_keep_the_other_settings(store: Arc<dyn Tested>) {
     let org = business_org(&*store).await;
     let set = audit(&org.id, AuditAction::OrgLimitsChanged, org.id.as_str());
-    store
-        .set_limits(&org.id, Some(7), Some(2_500_000), &set)
-        .await
-        .unwrap();
+    let limits = OrgLimits {
+        quota: Some(7),
+        cap_micros: Some(2_500_000),
+        member: MemberCaps {
+            queries: Some(3),
+            cost_micros: Some(500_000),
+        },
+    };
+    store.set_limits(&org.id, &limits, &set).await.unwrap();
     let read = store.get_org(&org.id).await.unwrap().unwrap();
     assert_eq!(read.monthly_query_quota, Some(7));
     assert_eq!(read.cost_cap_micros, Some(2_500_000));
+    assert_eq!(read.member_caps, limits.member);
     assert_eq!(
         (read.name.as_str(), read.plan, read.status),
         (org.name.as_str(), org.plan, org.status)
     );
     let unset = audit(&org.id, AuditAction::OrgLimitsChanged, org.id.as_str());
-    store.set_limits(&org.id, None, None, &unset).await.unwrap();
+    let none = OrgLimits::default();
+    store.set_limits(&org.id, &none, &unset).await.unwrap();
     let read = store.get_org(&org.id).await.unwrap().unwrap();
     assert_eq!(
-        (read.monthly_query_quota, read.cost_cap_micros),
-        (None, None)
+        (
+            read.monthly_query_quota,
+            read.cost_cap_micros,
+            read.member_caps
+        ),
+        (None, None, MemberCaps::UNLIMITED)
     );
     let log = store.list_audit(&org.id, None, 10).await.unwrap();
     assert_eq!(log, [unset.clone(), set]);
     assert!(matches!(
-        store
-            .set_limits(&OrgId::generate(), Some(1), None, &unset)
-            .await,
+        store.set_limits(&OrgId::generate(), &limits, &unset).await,
         Err(StoreError::Gone)
     ));
 }

@@ -61,6 +61,10 @@ pub async fn a_batch_reads_every_record_asked_for_as_its_own_getter_does(store: 
                 queries: 0,
                 cost_micros: 42
             },
+            member_usage: Usage {
+                queries: 0,
+                cost_micros: 42
+            },
             rate_window: store.get_rate_window(&window).await.unwrap(),
             session: store.get_session(&key).await.unwrap(),
             draft: None,

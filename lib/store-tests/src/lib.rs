@@ -5,6 +5,7 @@
 
 pub mod admin;
 pub mod batch;
+pub mod caps;
 pub mod directory;
 pub mod drafts;
 pub mod grants;
@@ -223,6 +224,12 @@ macro_rules! conformance {
                 a_zero_quota_or_cap_refuses_a_month_with_no_usage_yet,
                 a_gate_whose_rate_window_moved_refuses_the_write_and_changes_nothing,
                 spend_charged_with_a_commit_counts_against_the_cost_cap;
+            caps:
+                a_member_at_their_allowance_is_refused_without_a_slot_and_others_still_ask,
+                one_members_concurrent_questions_never_pass_their_allowance,
+                members_racing_for_the_organisations_quota_never_pass_it_or_their_own,
+                spend_charged_with_an_answer_counts_against_the_members_allowance,
+                a_members_own_allowance_reads_back_and_is_given_back;
             batch:
                 a_batch_reads_every_record_asked_for_as_its_own_getter_does,
                 a_batch_reads_nothing_of_another_user_or_organisation;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use knowledge_core::clock::Timestamp;
-use knowledge_core::domain::{NewEvent, Session, Usage};
+use knowledge_core::domain::{MemberCaps, NewEvent, Session, Usage};
 use knowledge_core::ids::{SessionKey, UserId};
 use knowledge_core::ports::{Charge, Gate, QueryCount, RateUpdate, StoreError};
 
@@ -13,7 +13,9 @@ use crate::{NOW, Tested, landed, new_key, seed_session};
 
 const EXPIRES: Timestamp = Timestamp(NOW.0 + 60_000);
 
-fn update<'a>(key: &'a str, hits: &'a [Timestamp], expected_version: u64) -> RateUpdate<'a> {
+pub(crate) fn update<'a>(
+    key: &'a str, hits: &'a [Timestamp], expected_version: u64,
+) -> RateUpdate<'a> {
     RateUpdate {
         key,
         hits,
@@ -23,7 +25,7 @@ fn update<'a>(key: &'a str, hits: &'a [Timestamp], expected_version: u64) -> Rat
 }
 
 /// A new session under `key` with one message, as creating one writes it.
-fn opening(key: &SessionKey) -> (Session, Vec<knowledge_core::domain::Event>) {
+pub(crate) fn opening(key: &SessionKey) -> (Session, Vec<knowledge_core::domain::Event>) {
     let mut s = Session::new(key.clone(), "opening".into(), NOW);
     let events = s.place(NOW, vec![NewEvent::user_message("question")]);
     (s, events)
@@ -80,6 +82,7 @@ pub async fn concurrent_gated_creates_never_pass_the_monthly_quota_together(
                         month: &month,
                         quota: Some(5),
                         cap_micros: None,
+                        member: MemberCaps::UNLIMITED,
                     }),
                 };
                 let created = store.create_session(&session, &events, Some(&gate)).await;
@@ -121,6 +124,7 @@ pub async fn a_zero_quota_or_cap_refuses_a_month_with_no_usage_yet(store: Arc<dy
                 month: "2020-01",
                 quota,
                 cap_micros,
+                member: MemberCaps::UNLIMITED,
             }),
         };
         let refused = store.create_session(&session, &events, Some(&gate)).await;
@@ -146,6 +150,7 @@ pub async fn a_gate_whose_rate_window_moved_refuses_the_write_and_changes_nothin
         month: &month,
         quota: Some(10),
         cap_micros: None,
+        member: MemberCaps::UNLIMITED,
     };
     // Creating, with the window read before another request took a slot.
     let (session, events) = opening(&key);
@@ -196,6 +201,7 @@ pub async fn spend_charged_with_a_commit_counts_against_the_cost_cap(store: Arc<
         month: &month,
         quota: None,
         cap_micros: Some(1_000),
+        member: MemberCaps::UNLIMITED,
     };
     let (mut s, events) = opening(&key);
     let gate = Gate {

@@ -105,10 +105,11 @@ pub async fn the_memory_switch_is_audited_and_keeps_the_other_settings(store: Ar
     );
     // Another setting changed afterwards leaves the switch as it is.
     let limits = audit(&org.id, AuditAction::OrgLimitsChanged, org.id.as_str());
-    store
-        .set_limits(&org.id, Some(3), None, &limits)
-        .await
-        .unwrap();
+    let three = knowledge_core::ports::OrgLimits {
+        quota: Some(3),
+        ..Default::default()
+    };
+    store.set_limits(&org.id, &three, &limits).await.unwrap();
     assert!(store.get_org(&org.id).await.unwrap().unwrap().memory_off);
     let on = audit(&org.id, AuditAction::OrgMemoryChanged, org.id.as_str()).became("on");
     store.set_memory(&org.id, true, &on).await.unwrap();

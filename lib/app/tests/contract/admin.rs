@@ -72,6 +72,12 @@ fn routes(someone: &UserId) -> Vec<(Method, String, Option<Value>)> {
             Some(json!({ "role": "admin" })),
         ),
         (Method::DELETE, format!("/members/{someone}"), None),
+        (
+            Method::PUT,
+            format!("/members/{someone}/caps"),
+            Some(json!({ "questionCap": 5 })),
+        ),
+        (Method::DELETE, format!("/members/{someone}/caps"), None),
         (Method::GET, "/sso".into(), None),
         (Method::PUT, "/sso".into(), Some(sso)),
         (

@@ -10,6 +10,7 @@
 mod account;
 mod admin;
 mod app;
+mod caps;
 mod cookies;
 mod egress;
 mod lifecycle;

@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use crate::clock::{Clock, Timestamp};
 use crate::domain::{
-    Actor, AuditAction, AuditEntry, Member, Profile, Role, USER_NAME_MAX_CHARS, user_name_key,
+    Actor, AuditAction, AuditEntry, Member, MemberCaps, Profile, Role, USER_NAME_MAX_CHARS,
+    user_name_key,
 };
 use crate::error::{Chain, CoreError};
 use crate::ids::{OrgId, UserId};
@@ -332,6 +333,37 @@ impl Administration {
                 }
             };
             match written {
+                Ok(()) => return Ok(next),
+                Err(StoreError::Conflict | StoreError::Gone) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(CoreError::internal("the member stayed contended"))
+    }
+
+    /// Sets `user`'s own monthly allowance (`None`: the organisation's for every member). It
+    /// applies from their next question. Idempotent: the same allowance again writes nothing.
+    /// Errors: `NotFound`.
+    pub async fn set_member_caps(
+        &self, admin: &Admin, user: &UserId, caps: Option<MemberCaps>,
+    ) -> Result<Member, CoreError> {
+        for _ in 0..ATTEMPTS {
+            let current = self.member(admin, user).await?;
+            if current.caps == caps {
+                return Ok(current);
+            }
+            let mut next = current.clone();
+            next.caps = caps;
+            next.version += 1;
+            next.updated_at = self.now().max(current.updated_at);
+            let text = |caps: Option<MemberCaps>| {
+                caps.map_or("the organisation's".to_owned(), |c| settings::caps_text(&c))
+            };
+            let audit = admin
+                .audit_member(self.now(), AuditAction::MemberCapsChanged, &current)
+                .changed(Some(&text(current.caps)), &text(caps));
+            let written = self.stores.directory.update_member(&current, &next, &audit);
+            match written.await {
                 Ok(()) => return Ok(next),
                 Err(StoreError::Conflict | StoreError::Gone) => continue,
                 Err(e) => return Err(e.into()),

@@ -2,9 +2,9 @@
 //! SCIM token, the monthly limits with the month's usage, and the audit log that records it all.
 
 use crate::clock::Timestamp;
-use crate::domain::{AuditAction, AuditCursor, AuditEntry, SsoConfig, Usage};
+use crate::domain::{AuditAction, AuditCursor, AuditEntry, MemberCaps, SsoConfig, Usage};
 use crate::error::CoreError;
-use crate::ports::StoreError;
+use crate::ports::{OrgLimits, StoreError};
 use crate::scim;
 use crate::sso::{self, SsoChange};
 
@@ -34,6 +34,8 @@ pub struct UsageReport {
     pub usage: Usage,
     pub monthly_query_quota: Option<u64>,
     pub cost_cap_micros: Option<u64>,
+    /// Each member's allowance, unless an admin set one for the member.
+    pub member_caps: MemberCaps,
 }
 
 /// What the audit log is asked for: entries older than `before`, of `action` only when given.
@@ -131,13 +133,15 @@ impl Administration {
             usage,
             monthly_query_quota: org.monthly_query_quota,
             cost_cap_micros: org.cost_cap_micros,
+            member_caps: org.member_caps,
         })
     }
 
-    /// Sets the monthly query quota and cost cap (`None`: unlimited). They apply from the next
-    /// query: one in flight is not stopped. Errors: `NotFound`.
+    /// Sets the monthly query quota and cost cap (`None`: unlimited) and each member's
+    /// allowance. They apply from the next query: one in flight is not stopped.
+    /// Errors: `NotFound`.
     pub async fn set_limits(
-        &self, admin: &Admin, quota: Option<u64>, cap_micros: Option<u64>,
+        &self, admin: &Admin, limits: OrgLimits,
     ) -> Result<UsageReport, CoreError> {
         let audit = admin
             .audit(
@@ -145,11 +149,11 @@ impl Administration {
                 AuditAction::OrgLimitsChanged,
                 admin.org.as_str(),
             )
-            .became(&limits_text(quota, cap_micros));
+            .became(&limits_text(&limits));
         match self
             .stores
             .orgs
-            .set_limits(&admin.org, quota, cap_micros, &audit)
+            .set_limits(&admin.org, &limits, &audit)
             .await
         {
             Ok(()) => self.usage(admin).await,
@@ -220,11 +224,29 @@ impl Administration {
     }
 }
 
-/// How the audit log says what limits were set: "quota 100 questions, cap $12.50 a month".
-fn limits_text(quota: Option<u64>, cap_micros: Option<u64>) -> String {
-    let quota = quota.map_or("no quota".to_owned(), |q| format!("quota {q} questions"));
-    let cap = cap_micros.map_or("no cost cap".to_owned(), |c| {
-        format!("cap ${}.{:02}", c / 1_000_000, c % 1_000_000 / 10_000)
-    });
-    format!("{quota}, {cap} a month")
+/// How the audit log says what limits were set: "quota 100 questions, cap $12.50 a month;
+/// each member 20 questions a month".
+fn limits_text(limits: &OrgLimits) -> String {
+    let quota = limits
+        .quota
+        .map_or("no quota".to_owned(), |q| format!("quota {q} questions"));
+    let cap = limits
+        .cap_micros
+        .map_or("no cost cap".to_owned(), |c| format!("cap {}", dollars(c)));
+    let member = caps_text(&limits.member);
+    format!("{quota}, {cap} a month; each member {member}")
+}
+
+/// A member's allowance in words, for the audit log.
+pub(crate) fn caps_text(caps: &MemberCaps) -> String {
+    match (caps.queries, caps.cost_micros) {
+        (None, None) => "unlimited".to_owned(),
+        (Some(q), None) => format!("{q} questions a month"),
+        (None, Some(c)) => format!("{} a month", dollars(c)),
+        (Some(q), Some(c)) => format!("{q} questions and {} a month", dollars(c)),
+    }
+}
+
+fn dollars(micros: u64) -> String {
+    format!("${}.{:02}", micros / 1_000_000, micros % 1_000_000 / 10_000)
 }

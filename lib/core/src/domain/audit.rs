@@ -14,6 +14,7 @@ text_enum!(AuditAction {
     UserDeleted => "user.deleted",
     MemberAdded => "member.added",
     MemberRoleChanged => "member.role_changed",
+    MemberCapsChanged => "member.caps_changed",
     MemberRemoved => "member.removed",
     MemberSignedOut => "member.signed_out",
     MemberIdentityBound => "member.identity_bound",
@@ -50,6 +51,8 @@ pub enum AuditAction {
     UserDeleted,
     MemberAdded,
     MemberRoleChanged,
+    /// A member's own monthly allowance was set, or given back to the organisation's.
+    MemberCapsChanged,
     MemberRemoved,
     MemberSignedOut,
     /// A provider identity was bound at the member's first single sign-on.
@@ -67,7 +70,7 @@ pub enum AuditAction {
     AccountConnected,
     /// A connection to an OAuth integration was removed and its tokens revoked.
     AccountDisconnected,
-    /// The organisation's monthly query quota or cost cap was set.
+    /// The organisation's monthly query quota or cost cap, or each member's allowance, was set.
     OrgLimitsChanged,
     /// The agent's memory was switched on or off for the organisation.
     OrgMemoryChanged,

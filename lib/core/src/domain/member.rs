@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{FederatedId, OAuthServer, Role};
+use super::{FederatedId, MemberCaps, OAuthServer, Org, Role};
 use crate::clock::Timestamp;
 use crate::ids::{OrgId, UserId};
 
@@ -42,12 +42,22 @@ pub struct Member {
     /// signs them in. Unique in the organisation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<FederatedId>,
+    /// The member's own monthly allowance, set by an admin; `None` takes the organisation's
+    /// ([`super::Org::member_caps`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caps: Option<MemberCaps>,
 }
 
 impl Member {
     /// The member's `userName`, when they have a profile.
     pub fn user_name(&self) -> Option<&str> {
         self.profile.as_ref().map(|p| p.user_name.as_str())
+    }
+
+    /// The member's allowance in `org`: their own when an admin set one, else the
+    /// organisation's.
+    pub fn caps_in(&self, org: &Org) -> MemberCaps {
+        self.caps.unwrap_or(org.member_caps)
     }
 
     /// Whether a cookie issued at `issued_at` still signs this member in: not if the person
@@ -68,6 +78,7 @@ impl Member {
             version: 1,
             signed_out_at: None,
             identity: None,
+            caps: None,
         }
     }
 }

@@ -70,6 +70,7 @@ text_enum!(OrgStatus { Active => "active", Suspended => "suspended" });
 text_enum!(Role { Admin => "admin", Viewer => "viewer" });
 
 mod audit;
+mod caps;
 mod claim;
 mod draft;
 mod member;
@@ -80,6 +81,7 @@ mod sso;
 mod title;
 
 pub use audit::*;
+pub use caps::*;
 pub use claim::*;
 pub use draft::*;
 pub use member::*;
@@ -105,6 +107,10 @@ pub struct Org {
     /// An admin switched the agent's memory off for every member: nothing is read or saved.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub memory_off: bool,
+    /// Each member's monthly allowance, unless an admin set one for the member
+    /// ([`Member::caps`]).
+    #[serde(default)]
+    pub member_caps: MemberCaps,
     /// SHA-256 (hex) of the organisation's current SCIM token; never the token itself. Kept
     /// apart from the other settings by the store, so only
     /// [`crate::ports::OrgStore::set_scim_token`] changes it.
@@ -133,6 +139,7 @@ impl Org {
             cost_cap_micros: None,
             created_at: now,
             memory_off: false,
+            member_caps: MemberCaps::UNLIMITED,
             scim_token_sha256: None,
             scim_token_created_at: None,
             sso: None,

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 
 use crate::clock::Timestamp;
-use crate::domain::{Draft, Event, Member, Org, Session, Usage};
+use crate::domain::{Draft, Event, Member, MemberCaps, Org, Session, Usage};
 use crate::ids::{OrgId, SessionId, SessionKey, UserId};
 
 use super::store_error::StoreResult;
@@ -26,7 +26,7 @@ pub struct Reads<'a> {
     pub user: &'a UserId,
     /// The organisation's record (plan and limits).
     pub org_record: bool,
-    /// The organisation's usage in this calendar month (`YYYY-MM`, UTC).
+    /// The organisation's usage in this calendar month (`YYYY-MM`, UTC), and the member's.
     pub usage_month: Option<&'a str>,
     /// A rate-limit window, by its key ([`crate::policy::limits::Action::key`]).
     pub rate_window: Option<&'a str>,
@@ -77,6 +77,8 @@ pub struct Snapshot {
     pub member: Option<Member>,
     pub org: Option<Org>,
     pub usage: Usage,
+    /// The member's own usage in the same month.
+    pub member_usage: Usage,
     pub rate_window: RateWindow,
     pub session: Option<Session>,
     /// The answer in progress kept beside the session ([`super::SessionStore::put_draft`]),
@@ -99,18 +101,24 @@ pub struct RateUpdate<'a> {
 }
 
 /// One query counted against the session's organisation in `month`, while the month is under
-/// `quota` queries and under `cap_micros` spend (`None`: unlimited; `Some(0)` refuses all).
+/// `quota` queries and under `cap_micros` spend (`None`: unlimited; `Some(0)` refuses all);
+/// and against the session's member in the same month, while under `member`'s allowance. The
+/// member's count is kept whether or not it has limits, so that each member's usage can be
+/// shown.
 #[derive(Debug, Clone, Copy)]
 pub struct QueryCount<'a> {
     pub month: &'a str,
     pub quota: Option<u64>,
     pub cap_micros: Option<u64>,
+    pub member: MemberCaps,
 }
 
 /// The limits a session write passes in its own transaction: the member's rate window, and
 /// for work that answers a question the month's query count. Either refusing writes nothing:
-/// a moved rate window is `StoreError::Conflict` (read again and decide again), a month at a
-/// limit `StoreError::UsageLimit` with the counters that refused it.
+/// a moved rate window is `StoreError::Conflict` (read again and decide again), a month at an
+/// organisation's limit `StoreError::UsageLimit` with the organisation's counters that refused
+/// it, a member at their allowance `StoreError::MemberLimit` with the member's. When both
+/// would refuse, the organisation's limit is the one reported.
 #[derive(Debug, Clone, Copy)]
 pub struct Gate<'a> {
     pub rate: RateUpdate<'a>,

@@ -11,21 +11,31 @@ use async_trait::async_trait;
 use crate::clock::Timestamp;
 use crate::domain::{
     AuditCursor, AuditEntry, Draft, Event, FoundSessions, GrantOwner, IntegrationConfig, Member,
-    MemberData, MemberDataKind, Org, Session, SessionSummary, SsoConfig, Ticket, TitleQuery, Usage,
+    MemberCaps, MemberData, MemberDataKind, Org, Session, SessionSummary, SsoConfig, Ticket,
+    TitleQuery, Usage,
 };
 use crate::ids::{OrgId, RunId, SessionKey, UserId};
 
 use super::batch::{BatchStore, Gate, RateUpdate, RateWindow};
 pub use super::store_error::{BackendError, StoreError, StoreResult};
 
-/// Spend to add to the session's organisation in the same transaction as a commit, so that a
-/// turn's cost is recorded exactly when its answer is.
+/// Spend to add to the session's organisation, and to its member, in the same transaction as
+/// a commit, so that a turn's cost is recorded exactly when its answer is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Charge {
     /// Calendar month (`YYYY-MM`, UTC) the spend counts against.
     pub month: String,
     /// Millionths of a US dollar.
     pub micros: u64,
+}
+
+/// An organisation's monthly limits: its own query quota and cost cap (`None`: unlimited), and
+/// each member's allowance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OrgLimits {
+    pub quota: Option<u64>,
+    pub cap_micros: Option<u64>,
+    pub member: MemberCaps,
 }
 
 /// Organisations and their settings.
@@ -47,11 +57,11 @@ pub trait OrgStore: Send + Sync {
     async fn set_sso(
         &self, org: &OrgId, previous: Option<&SsoConfig>, next: &SsoConfig, audit: &AuditEntry,
     ) -> StoreResult<()>;
-    /// Sets the organisation's monthly query quota and cost cap (`None`: unlimited), keeping
-    /// its other settings, and writes `audit`, all or nothing. Errors: `Gone` when the
-    /// organisation does not exist.
+    /// Sets the organisation's monthly query quota and cost cap (`None`: unlimited) and each
+    /// member's allowance, keeping its other settings, and writes `audit`, all or nothing.
+    /// Errors: `Gone` when the organisation does not exist.
     async fn set_limits(
-        &self, org: &OrgId, quota: Option<u64>, cap_micros: Option<u64>, audit: &AuditEntry,
+        &self, org: &OrgId, limits: &OrgLimits, audit: &AuditEntry,
     ) -> StoreResult<()>;
     /// Switches the agent's memory on or off for the whole organisation, keeping its other
     /// settings, and writes `audit`, all or nothing. Errors: `Gone` when the organisation does
@@ -168,19 +178,20 @@ pub trait SessionStore: Send + Sync {
     /// Writes a new session with its first events (at most 97: a DynamoDB transaction holds
     /// 100 items), and passes `gate`, in one transaction.
     /// Errors: `AlreadyExists` when the key is taken; from the gate, `Conflict` (the rate
-    /// window moved) and `UsageLimit`.
+    /// window moved), `UsageLimit` and `MemberLimit`.
     async fn create_session(
         &self, session: &Session, events: &[Event], gate: Option<&Gate<'_>>,
     ) -> StoreResult<()>;
     async fn get_session(&self, key: &SessionKey) -> StoreResult<Option<Session>>;
     /// Writes `session` (whose `version` must be `expected_version + 1`), appends `events`,
-    /// adds `charge` to the organisation's usage and passes `gate`, all or nothing, only if the
+    /// adds `charge` to the organisation's and the member's usage and passes `gate`, all or
+    /// nothing, only if the
     /// stored version is still `expected_version`. Callers write at most a few events a commit
     /// (an agent step's tool calls, 8 at most), so the DynamoDB transaction stays far under its
     /// 100 items; they never give both a charge and a gate that counts a query (one usage
     /// item cannot be written twice in a transaction).
     /// Errors: `Gone` when the session no longer exists, `Conflict` when its version or the
-    /// gate's rate window moved, `UsageLimit` from the gate.
+    /// gate's rate window moved, `UsageLimit` and `MemberLimit` from the gate.
     async fn commit_session(
         &self, session: &Session, expected_version: u64, events: &[Event], charge: Option<&Charge>,
         gate: Option<&Gate<'_>>,
@@ -226,7 +237,8 @@ pub trait SessionStore: Send + Sync {
     async fn stale_runs(&self, before: Timestamp, limit: usize) -> StoreResult<Vec<SessionKey>>;
 }
 
-/// Counters that limit use: per-user rate windows and per-organisation monthly usage.
+/// Counters that limit use: per-user rate windows, and monthly usage per organisation and per
+/// member.
 #[async_trait]
 pub trait LimitStore: Send + Sync {
     /// The rate-limit record under `key` (empty, version 0, when absent).
@@ -235,6 +247,11 @@ pub trait LimitStore: Send + Sync {
     /// version becomes one more. Errors: `Conflict`.
     async fn put_rate_window(&self, update: RateUpdate<'_>) -> StoreResult<()>;
     async fn get_usage(&self, org: &OrgId, month: &str) -> StoreResult<Usage>;
+    /// Each member's usage in `month` (`YYYY-MM`), of the members who asked anything in it,
+    /// in no particular order. One partition's key range on DynamoDB (paged through).
+    async fn list_member_usage(
+        &self, org: &OrgId, month: &str,
+    ) -> StoreResult<Vec<(UserId, Usage)>>;
 }
 
 /// Single-use sign-in tickets (the local one-click sign-in link), under the hash of their

@@ -21,6 +21,10 @@ pub enum StoreError {
     /// it. Nothing was written.
     #[error("a monthly usage limit refused the write")]
     UsageLimit(Usage),
+    /// A [`Gate`](super::Gate)'s member is at their own monthly allowance; carries the
+    /// member's counters that refused it. Nothing was written.
+    #[error("a member's monthly allowance refused the write")]
+    MemberLimit(Usage),
     /// The backend failed; the cause is for logs, never for clients.
     #[error("storage backend failed")]
     Backend(#[source] BackendError),

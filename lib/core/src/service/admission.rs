@@ -4,7 +4,7 @@
 //! which passes the rate limit and the month's quota and cost cap in its own transaction.
 
 use crate::clock::{Timestamp, whole_seconds_until};
-use crate::domain::{Org, Usage};
+use crate::domain::{MemberCaps, Org, Usage};
 use crate::error::CoreError;
 use crate::ids::{OrgId, SessionId, SessionKey, UserId};
 use crate::policy::limits::{Action, Slot};
@@ -60,42 +60,75 @@ pub(super) fn may_start(org: Option<Org>) -> Result<Org, CoreError> {
 
 /// Admits one `action` by `user` against the rate window in `read`: the slot to write with the
 /// work. With `org`, refuses early, before the rate window, when the month's usage in `read` is
-/// already at one of its limits, so that a request the quota would refuse takes no slot.
-/// Errors: `CostCapReached`, `QuotaExhausted`, `RateLimited`.
+/// already at one of the organisation's limits or the member's allowance, so that a request
+/// the gate would refuse takes no slot.
+/// Errors: `CostCapReached`, `QuotaExhausted`, `MemberCapReached`, `RateLimited`.
 pub(super) fn admit(
     action: Action, user: &UserId, org: Option<&Org>, read: &Snapshot, now: Timestamp,
 ) -> Result<Slot, CoreError> {
-    if let Some(refused) = org.and_then(|org| usage_refusal(org, read.usage, now)) {
-        return Err(refused);
+    if let Some(org) = org {
+        let refusal = usage_refusal(org, read.usage, now)
+            .or_else(|| member_refusal(org, read, read.member_usage, now));
+        if let Some(refused) = refusal {
+            return Err(refused);
+        }
     }
     Slot::take(action, user, &read.rate_window, now)
         .map_err(|retry_after_secs| CoreError::RateLimited { retry_after_secs })
 }
 
 /// The gate a question's write passes: `slot`'s rate window, and one query counted against
-/// `month` under the organisation's quota and cost cap.
-pub(super) fn question<'a>(slot: &'a Slot, org: &Org, month: &'a str) -> Gate<'a> {
+/// `month` under the organisation's quota and cost cap and the member's allowance (theirs as
+/// `read` found it, or the organisation's).
+pub(super) fn question<'a>(slot: &'a Slot, org: &Org, read: &Snapshot, month: &'a str) -> Gate<'a> {
     Gate {
         rate: slot.update(),
         query: Some(QueryCount {
             month,
             quota: org.monthly_query_quota,
             cap_micros: org.cost_cap_micros,
+            member: member_caps(org, read),
         }),
     }
 }
 
-/// Maps a gated write's `UsageLimit` to the error the client gets; other store errors pass.
-pub(super) fn refused(org: &Org, e: StoreError, now: Timestamp) -> CoreError {
+/// Maps a gated write's `UsageLimit` or `MemberLimit` to the error the client gets; other
+/// store errors pass. `read` is what the write was decided on.
+pub(super) fn refused(org: &Org, read: &Snapshot, e: StoreError, now: Timestamp) -> CoreError {
+    let quota = || CoreError::QuotaExhausted {
+        retry_after_secs: whole_seconds_until(now, now.next_month_start()),
+    };
     match e {
         // The limits moved between the read and the write: report the quota if neither
         // limit explains it (a limit lowered meanwhile).
-        StoreError::UsageLimit(usage) => {
-            usage_refusal(org, usage, now).unwrap_or(CoreError::QuotaExhausted {
-                retry_after_secs: whole_seconds_until(now, now.next_month_start()),
-            })
-        }
+        StoreError::UsageLimit(usage) => usage_refusal(org, usage, now).unwrap_or_else(quota),
+        StoreError::MemberLimit(usage) => member_refusal(org, read, usage, now)
+            .unwrap_or_else(|| member_refused(org, read, usage, now)),
         e => e.into(),
+    }
+}
+
+/// The member's allowance as `read` found it: their own, or the organisation's.
+fn member_caps(org: &Org, read: &Snapshot) -> MemberCaps {
+    read.member
+        .as_ref()
+        .map_or(org.member_caps, |m| m.caps_in(org))
+}
+
+/// The error for a member whose `usage` this month is at their allowance, if it is.
+fn member_refusal(org: &Org, read: &Snapshot, usage: Usage, now: Timestamp) -> Option<CoreError> {
+    member_caps(org, read)
+        .reached(usage)
+        .then(|| member_refused(org, read, usage, now))
+}
+
+fn member_refused(org: &Org, read: &Snapshot, usage: Usage, now: Timestamp) -> CoreError {
+    CoreError::MemberCapReached {
+        retry_after_secs: whole_seconds_until(now, now.next_month_start()),
+        member: usage,
+        caps: member_caps(org, read),
+        org: read.usage,
+        org_cap_micros: org.cost_cap_micros,
     }
 }
 

@@ -213,7 +213,7 @@ impl Service {
         for _ in 0..MAX_COMMIT_ATTEMPTS {
             let now = self.now();
             let slot = admit(action, &who.user, Some(&org), &read, now)?;
-            let gate = question(&slot, &org, &month);
+            let gate = question(&slot, &org, &read, &month);
             match self
                 .deps
                 .store
@@ -237,7 +237,7 @@ impl Service {
                     };
                     read = self.read_as(who, again).await?
                 }
-                Err(e) => return Err(refused(&org, e, now)),
+                Err(e) => return Err(refused(&org, &read, e, now)),
             }
         }
         Err(CoreError::internal("the rate window stayed contended"))
@@ -251,7 +251,7 @@ impl Service {
     /// round trips: the admission read with the session, then one transaction of the session,
     /// the message, the rate window and the month's query count.
     /// Errors: `InvalidInput`, `Unauthenticated`, `NotFound`, `PlanForbidden`, `RateLimited`,
-    /// `QuotaExhausted`, `CostCapReached`.
+    /// `QuotaExhausted`, `CostCapReached`, `MemberCapReached`.
     pub async fn post_message(
         &self, who: &SignedIn, session: &SessionId, text: &str,
     ) -> Result<(), CoreError> {
@@ -295,7 +295,7 @@ impl Service {
             let events = next.place(now, new);
             next.pending
                 .push(events.last().expect("a user message was placed").seq);
-            let gate = question(&slot, &org, &month);
+            let gate = question(&slot, &org, &read, &month);
             match self
                 .deps
                 .store
@@ -311,7 +311,7 @@ impl Service {
                 // The session or the rate window moved: read both again.
                 Err(StoreError::Conflict) => {}
                 Err(StoreError::Gone) => return Err(CoreError::NotFound("session")),
-                Err(e) => return Err(refused(&org, e, now)),
+                Err(e) => return Err(refused(&org, &read, e, now)),
             }
         }
         Err(CoreError::internal("message commit stayed contended"))

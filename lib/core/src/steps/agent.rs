@@ -22,16 +22,26 @@ use super::{
 
 /// What `CallAgent` reads of the member's standing before it asks the agent.
 struct Standing {
-    over_cost_cap: bool,
+    /// Whose spending limit is reached, if one is.
+    capped: Option<Capped>,
     /// The member's memory, when the agent is to be given it and its tools.
     memory: Option<Memory>,
+}
+
+/// A spending limit that stops a turn before the agent is asked.
+#[derive(Debug, Clone, Copy)]
+enum Capped {
+    /// The organisation's monthly cost cap.
+    Org,
+    /// The member's own monthly allowance.
+    Member,
 }
 
 impl Steps {
     /// Asks the agent once. Commits either the `tool_use` events it asks for or its
     /// `agent_message`, with the step's cost, in one write. When the organisation's spend has
-    /// reached its cap, the agent is not asked: the turn ends with a `cost_cap_reached` error
-    /// instead. Every agent call starts under the cap and each turn has one call in flight, so
+    /// reached its cap, or the member's their allowance, the agent is not asked: the turn ends
+    /// with a `cost_cap_reached` (or `member_cap_reached`) error instead. Every agent call starts under the cap and each turn has one call in flight, so
     /// concurrent turns overspend the cap by at most one step each.
     pub async fn call_agent(&self, input: &StepInput) -> Result<StepOutput, StepError> {
         let key = input.session.key();
@@ -41,12 +51,19 @@ impl Steps {
         };
         let agent_calls = s.turn.as_ref().map_or(0, |t| t.agent_calls);
         let standing = self.standing(&key).await?;
-        let (events, charge, answered) = if standing.over_cost_cap {
-            let event = NewEvent::error(
-                "cost_cap_reached",
-                "Your organisation has reached its monthly spending cap for the AI provider, so \
-                 this message was not answered.",
-            );
+        let (events, charge, answered) = if let Some(capped) = standing.capped {
+            let event = match capped {
+                Capped::Org => NewEvent::error(
+                    "cost_cap_reached",
+                    "Your organisation has reached its monthly spending cap for the AI provider, \
+                     so this message was not answered.",
+                ),
+                Capped::Member => NewEvent::error(
+                    "member_cap_reached",
+                    "You have used your monthly allowance for the AI provider, so this message \
+                     was not answered. It renews on the first of next month.",
+                ),
+            };
             (vec![event], None, true)
         } else {
             let mut tools = self.tools(&key).await?;
@@ -161,7 +178,7 @@ impl Steps {
     }
 
     /// Where the member stands, in one batched read: whether the organisation's month-to-date
-    /// spend has reached its cost cap, and the member's memory when the agent remembers and
+    /// spend has reached its cost cap, or the member's theirs, and the member's memory when the agent remembers and
     /// neither the organisation nor the member switched it off. A memory that cannot be read
     /// is logged and left out: the turn goes on without it.
     async fn standing(&self, key: &SessionKey) -> Result<Standing, StepError> {
@@ -175,9 +192,20 @@ impl Steps {
         };
         let snapshot = self.batch.read_batch(&reads).await?;
         let org = snapshot.org.as_ref();
-        let over_cost_cap = org
+        // The organisation's cost cap, or the member's own spend allowance.
+        let member_cap = org
+            .zip(snapshot.member.as_ref())
+            .and_then(|(o, m)| m.caps_in(o).cost_micros);
+        let capped = if org
             .and_then(|o| o.cost_cap_micros)
-            .is_some_and(|cap| snapshot.usage.cost_micros >= cap);
+            .is_some_and(|cap| snapshot.usage.cost_micros >= cap)
+        {
+            Some(Capped::Org)
+        } else if member_cap.is_some_and(|cap| snapshot.member_usage.cost_micros >= cap) {
+            Some(Capped::Member)
+        } else {
+            None
+        };
         let memory = if remembers && org.is_some_and(|o| !o.memory_off) {
             match memory::parse(snapshot.memory.as_deref()) {
                 Ok(m) if !m.off => Some(m),
@@ -190,10 +218,7 @@ impl Steps {
         } else {
             None
         };
-        Ok(Standing {
-            over_cost_cap,
-            memory,
-        })
+        Ok(Standing { capped, memory })
     }
 
     /// The conversation the agent sees: the history up to the answered message (without

@@ -5,6 +5,7 @@
 //! change takes a slot of the admin's rate limit. Each handler parses, calls one use case of
 //! [`knowledge_core::admin`] and renders.
 
+pub mod caps;
 pub mod memory;
 pub mod wire;
 
@@ -17,6 +18,7 @@ use knowledge_core::admin::{Admin, Administration, IntegrationSettings, PreRegis
 use knowledge_core::connections::ConnectionKind;
 use knowledge_core::domain::IntegrationConfig;
 use knowledge_core::policy::limits::Action;
+use knowledge_core::ports::OrgLimits;
 use knowledge_core::sso::{SsoChange, SsoSettings};
 use utoipa::IntoResponses;
 
@@ -430,7 +432,8 @@ pub async fn get_usage(c: Caller) -> Result<Json<UsageView>, ApiError> {
     Ok(Json(usage.into()))
 }
 
-/// Set the monthly query quota and cost cap; one left out (or null) is unlimited.
+/// Set the monthly query quota and cost cap, and each member's allowance; one left out (or
+/// null) is unlimited.
 #[utoipa::path(put, path = "/usage/limits", operation_id = "adminSetLimits",
     request_body = LimitsRequest,
     responses((status = 200, description = "The month's usage under the new limits.",
@@ -438,9 +441,9 @@ pub async fn get_usage(c: Caller) -> Result<Json<UsageView>, ApiError> {
 pub async fn set_limits(
     c: Caller, JsonBody(body): JsonBody<LimitsRequest>,
 ) -> Result<Json<UsageView>, ApiError> {
-    let limits = Limits::try_from(body)?;
+    let limits = OrgLimits::try_from(body)?;
     let uc = c.admitted(Action::AdminWrite).await?;
-    let usage = (uc.set_limits(&c.admin, limits.quota, limits.cap_micros)).await?;
+    let usage = uc.set_limits(&c.admin, limits).await?;
     Ok(Json(usage.into()))
 }
 

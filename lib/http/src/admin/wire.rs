@@ -7,10 +7,10 @@ use knowledge_core::admin::{AuditPage, MemberPage, ScimStatus, UsageReport};
 use knowledge_core::connections::redirect_uri;
 use knowledge_core::domain::{
     AuditAction, AuditCursor, AuditEntry, COST_CAP_MAX_USD, ClientRegistration, IntegrationAuth,
-    IntegrationConfig, Member, QUOTA_MAX, Role, SsoConfig, micros_to_usd,
+    IntegrationConfig, Member, MemberCaps, QUOTA_MAX, Role, SsoConfig, micros_to_usd,
 };
 use knowledge_core::ids::{OrgId, UserId};
-use knowledge_core::ports::ToolSpec;
+use knowledge_core::ports::{OrgLimits, ToolSpec};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -86,6 +86,25 @@ pub struct MemberView {
     pub created_at: String,
     /// Whether single sign-on has bound a provider identity to the member.
     pub identity_bound: bool,
+    /// The member's own monthly allowance; absent when they have the organisation's.
+    pub caps: Option<MemberCapsView>,
+}
+
+/// A member's own monthly allowance; a field absent is unlimited.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberCapsView {
+    pub question_cap: Option<u64>,
+    pub cap_usd: Option<f64>,
+}
+
+impl From<MemberCaps> for MemberCapsView {
+    fn from(c: MemberCaps) -> Self {
+        Self {
+            question_cap: c.queries,
+            cap_usd: c.cost_micros.map(micros_to_usd),
+        }
+    }
 }
 
 impl From<&Member> for MemberView {
@@ -98,6 +117,7 @@ impl From<&Member> for MemberView {
             role: m.role.as_str().to_owned(),
             created_at: m.created_at.to_iso8601(),
             identity_bound: m.identity.is_some(),
+            caps: m.caps.map(MemberCapsView::from),
         }
     }
 }
@@ -399,6 +419,12 @@ pub struct UsageView {
     pub month_to_date_usd: f64,
     /// Absent when unlimited.
     pub cost_cap_usd: Option<f64>,
+    /// Each member's monthly question allowance, unless set for the member; absent when
+    /// unlimited.
+    pub member_question_cap: Option<u64>,
+    /// Each member's monthly spending allowance in US dollars, unless set for the member;
+    /// absent when unlimited.
+    pub member_cap_usd: Option<f64>,
 }
 
 impl From<UsageReport> for UsageView {
@@ -409,11 +435,14 @@ impl From<UsageReport> for UsageView {
             monthly_query_quota: u.monthly_query_quota,
             month_to_date_usd: micros_to_usd(u.usage.cost_micros),
             cost_cap_usd: u.cost_cap_micros.map(micros_to_usd),
+            member_question_cap: u.member_caps.queries,
+            member_cap_usd: u.member_caps.cost_micros.map(micros_to_usd),
         }
     }
 }
 
-/// `PUT /usage/limits`: both limits; one left out (or null) is unlimited.
+/// `PUT /usage/limits`: the organisation's limits and each member's allowance; one left out
+/// (or null) is unlimited.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LimitsRequest {
@@ -422,32 +451,68 @@ pub struct LimitsRequest {
     /// US dollars, at most a billion.
     #[schema(minimum = 0, maximum = 1_000_000_000)]
     pub cost_cap_usd: Option<f64>,
+    /// Questions each member may ask a month, unless set for the member.
+    #[schema(minimum = 0, maximum = 1_000_000_000_000_u64)]
+    pub member_question_cap: Option<u64>,
+    /// US dollars each member may spend a month, unless set for the member.
+    #[schema(minimum = 0, maximum = 1_000_000_000)]
+    pub member_cap_usd: Option<f64>,
 }
 
-/// The limits, parsed: the cap in millionths of a dollar.
-pub struct Limits {
-    pub quota: Option<u64>,
-    pub cap_micros: Option<u64>,
-}
-
-impl TryFrom<LimitsRequest> for Limits {
+impl TryFrom<LimitsRequest> for OrgLimits {
     type Error = ApiError;
 
     fn try_from(r: LimitsRequest) -> Result<Self, ApiError> {
-        let cap_micros = match r.cost_cap_usd {
-            None => None,
-            Some(usd) if usd.is_finite() && (0.0..=COST_CAP_MAX_USD).contains(&usd) => {
-                Some((usd * 1_000_000.0).round() as u64)
-            }
-            Some(_) => return Err(invalid("costCapUsd must be from 0 to 1000000000")),
-        };
-        if r.monthly_query_quota.is_some_and(|q| q > QUOTA_MAX) {
-            return Err(invalid("monthlyQueryQuota must be from 0 to 1000000000000"));
-        }
         Ok(Self {
-            quota: r.monthly_query_quota,
-            cap_micros,
+            quota: questions("monthlyQueryQuota", r.monthly_query_quota)?,
+            cap_micros: dollars("costCapUsd", r.cost_cap_usd)?,
+            member: MemberCaps {
+                queries: questions("memberQuestionCap", r.member_question_cap)?,
+                cost_micros: dollars("memberCapUsd", r.member_cap_usd)?,
+            },
         })
+    }
+}
+
+/// `PUT /members/{userId}/caps`: the member's own allowance; one left out (or null) is
+/// unlimited for them.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberCapsRequest {
+    #[schema(minimum = 0, maximum = 1_000_000_000_000_u64)]
+    pub question_cap: Option<u64>,
+    /// US dollars, at most a billion.
+    #[schema(minimum = 0, maximum = 1_000_000_000)]
+    pub cap_usd: Option<f64>,
+}
+
+impl TryFrom<MemberCapsRequest> for MemberCaps {
+    type Error = ApiError;
+
+    fn try_from(r: MemberCapsRequest) -> Result<Self, ApiError> {
+        Ok(Self {
+            queries: questions("questionCap", r.question_cap)?,
+            cost_micros: dollars("capUsd", r.cap_usd)?,
+        })
+    }
+}
+
+/// A question count within [`QUOTA_MAX`]. Errors: 400 naming `field`.
+fn questions(field: &str, value: Option<u64>) -> Result<Option<u64>, ApiError> {
+    match value {
+        Some(q) if q > QUOTA_MAX => Err(invalid(format!("{field} must be from 0 to {QUOTA_MAX}"))),
+        q => Ok(q),
+    }
+}
+
+/// US dollars within [`COST_CAP_MAX_USD`], as millionths. Errors: 400 naming `field`.
+fn dollars(field: &str, value: Option<f64>) -> Result<Option<u64>, ApiError> {
+    match value {
+        None => Ok(None),
+        Some(usd) if usd.is_finite() && (0.0..=COST_CAP_MAX_USD).contains(&usd) => {
+            Ok(Some((usd * 1_000_000.0).round() as u64))
+        }
+        Some(_) => Err(invalid(format!("{field} must be from 0 to 1000000000"))),
     }
 }
 

@@ -42,6 +42,13 @@ impl BatchStore for MemoryStore {
                 .usage_month
                 .and_then(|m| s.usage.get(&(reads.org.clone(), m.to_owned())).copied())
                 .unwrap_or_default(),
+            member_usage: reads
+                .usage_month
+                .and_then(|m| {
+                    let key = (reads.org.clone(), reads.user.clone(), m.to_owned());
+                    s.member_usage.get(&key).copied()
+                })
+                .unwrap_or_default(),
             rate_window: reads
                 .rate_window
                 .and_then(|k| s.rate_windows.get(k).cloned())

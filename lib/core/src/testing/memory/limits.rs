@@ -1,35 +1,35 @@
 //! [`LimitStore`] in memory: the rate windows and the monthly usage, and the gate a session
-//! write passes (a rate window at its version, the month's quota and cost cap).
+//! write passes (a rate window at its version, the month's quota and cost cap, the member's
+//! allowance).
 
 use async_trait::async_trait;
 
 use super::{MemoryStore, State};
 use crate::domain::Usage;
-use crate::ids::OrgId;
+use crate::ids::{OrgId, SessionKey, UserId};
 use crate::ports::{Gate, LimitStore, RateUpdate, RateWindow, StoreError, StoreResult};
 
 impl State {
-    /// Checks `gate` for a write to `org`'s session, then applies it; nothing changes when it
-    /// refuses.
-    pub(super) fn pass(&mut self, org: &OrgId, gate: Option<&Gate<'_>>) -> StoreResult<()> {
+    /// Checks `gate` for a write to the session `key`, then applies it; nothing changes when
+    /// it refuses.
+    pub(super) fn pass(&mut self, key: &SessionKey, gate: Option<&Gate<'_>>) -> StoreResult<()> {
         let Some(gate) = gate else { return Ok(()) };
         self.window_at(&gate.rate)?;
         if let Some(q) = &gate.query {
-            let usage = self
-                .usage
-                .get(&(org.clone(), q.month.to_owned()))
-                .copied()
-                .unwrap_or_default();
+            let org_key = (key.org.clone(), q.month.to_owned());
+            let member_key = (key.org.clone(), key.user.clone(), q.month.to_owned());
+            let usage = self.usage.get(&org_key).copied().unwrap_or_default();
             let over_quota = q.quota.is_some_and(|quota| usage.queries >= quota);
             let over_cap = q.cap_micros.is_some_and(|cap| usage.cost_micros >= cap);
             if over_quota || over_cap {
                 return Err(StoreError::UsageLimit(usage));
             }
-            let usage = self
-                .usage
-                .entry((org.clone(), q.month.to_owned()))
-                .or_default();
-            usage.queries += 1;
+            let member = self.member_usage.get(&member_key).copied();
+            if q.member.reached(member.unwrap_or_default()) {
+                return Err(StoreError::MemberLimit(member.unwrap_or_default()));
+            }
+            self.usage.entry(org_key).or_default().queries += 1;
+            self.member_usage.entry(member_key).or_default().queries += 1;
         }
         self.put_window(&gate.rate);
         Ok(())
@@ -70,6 +70,18 @@ impl LimitStore for MemoryStore {
         s.window_at(&update)?;
         s.put_window(&update);
         Ok(())
+    }
+
+    async fn list_member_usage(
+        &self, org: &OrgId, month: &str,
+    ) -> StoreResult<Vec<(UserId, Usage)>> {
+        Ok(self
+            .state()
+            .member_usage
+            .iter()
+            .filter(|((o, _, m), _)| o == org && m == month)
+            .map(|((_, user, _), usage)| (user.clone(), *usage))
+            .collect())
     }
 
     async fn get_usage(&self, org: &OrgId, month: &str) -> StoreResult<Usage> {

@@ -44,6 +44,8 @@ struct State {
     events: HashMap<SessionKey, BTreeMap<u64, Event>>,
     rate_windows: HashMap<String, RateWindow>,
     usage: HashMap<(OrgId, String), Usage>,
+    /// Each member's usage, by organisation, member and month.
+    member_usage: HashMap<(OrgId, UserId, String), Usage>,
     tickets: HashMap<String, Ticket>,
 }
 

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use super::MemoryStore;
 use crate::domain::{AuditEntry, Org, SsoConfig};
 use crate::ids::OrgId;
-use crate::ports::{OrgStore, StoreError, StoreResult};
+use crate::ports::{OrgLimits, OrgStore, StoreError, StoreResult};
 
 #[async_trait]
 impl OrgStore for MemoryStore {
@@ -71,12 +71,13 @@ impl OrgStore for MemoryStore {
     }
 
     async fn set_limits(
-        &self, org: &OrgId, quota: Option<u64>, cap_micros: Option<u64>, audit: &AuditEntry,
+        &self, org: &OrgId, limits: &OrgLimits, audit: &AuditEntry,
     ) -> StoreResult<()> {
         let mut s = self.state();
         let stored = s.orgs.get_mut(org).ok_or(StoreError::Gone)?;
-        stored.monthly_query_quota = quota;
-        stored.cost_cap_micros = cap_micros;
+        stored.monthly_query_quota = limits.quota;
+        stored.cost_cap_micros = limits.cap_micros;
+        stored.member_caps = limits.member;
         s.audit(audit);
         Ok(())
     }

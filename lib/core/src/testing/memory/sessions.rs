@@ -19,7 +19,7 @@ impl SessionStore for MemoryStore {
         if s.sessions.contains_key(&session.key) {
             return Err(StoreError::AlreadyExists);
         }
-        s.pass(&session.key.org, gate)?;
+        s.pass(&session.key, gate)?;
         s.sessions.insert(session.key.clone(), session.clone());
         let log = s.events.entry(session.key.clone()).or_default();
         log.extend(events.iter().map(|e| (e.seq, e.clone())));
@@ -43,18 +43,18 @@ impl SessionStore for MemoryStore {
         if lost || stored.version != expected_version {
             return Err(StoreError::Conflict);
         }
-        s.pass(&session.key.org, gate)?;
+        s.pass(&session.key, gate)?;
         s.sessions.insert(session.key.clone(), session.clone());
         // Every commit writes the record whole, as DynamoDB's Put does: the draft goes.
         s.drafts.remove(&session.key);
         let log = s.events.entry(session.key.clone()).or_default();
         log.extend(events.iter().map(|e| (e.seq, e.clone())));
         if let Some(charge) = charge {
-            let usage = s
-                .usage
-                .entry((session.key.org.clone(), charge.month.clone()))
-                .or_default();
-            usage.cost_micros += charge.micros;
+            let k = &session.key;
+            let usage = s.usage.entry((k.org.clone(), charge.month.clone()));
+            usage.or_default().cost_micros += charge.micros;
+            let member = (k.org.clone(), k.user.clone(), charge.month.clone());
+            s.member_usage.entry(member).or_default().cost_micros += charge.micros;
         }
         Ok(())
     }
