@@ -157,6 +157,27 @@ def test_a_follow_up_sent_while_a_turn_runs_is_queued_then_answered(held, page):
     expect(page.locator("article.agent .markdown")).to_have_text(["Answer to: First", "Answer to: Second"], timeout=15_000)
 
 
+def test_a_turn_reads_the_session_list_once_when_sent_and_not_again_when_it_ends(held, page):
+    service, agent = held
+    # Time flows as usual; it is jumped ahead only to bring the idle poll forward.
+    page.clock.install()
+    page.goto(service.first_link())
+    expect(page.get_by_role("heading", name="Ask your organisation's knowledge")).to_be_visible()
+    lists = []
+    page.on("request", lambda r: lists.append(r.url) if r.url.endswith("/api/managed-agents/sessions") else None)
+    ask(page, "Counted question")
+    agent.asked()
+    agent.release()
+    expect(page.locator("article.agent .markdown")).to_have_text(["Answer to: Counted question"], timeout=15_000)
+    expect(page.locator(".thinking")).to_have_count(0, timeout=15_000)
+    # The turn ended in the poll that brought the answer; a read of the list it asked for would
+    # have gone before the next poll, the idle one 30 s later, brought forward here.
+    with page.expect_request(lambda r: "/api/managed-agents/transcript" in r.url, timeout=15_000):
+        page.clock.fast_forward(31_000)
+    assert len(lists) == 1, lists
+    expect(page.get_by_role("navigation").get_by_role("link")).to_have_text(["Counted question"])
+
+
 def test_escape_stops_a_running_turn_and_the_stop_is_shown_plainly(held, page):
     service, agent = held
     page.goto(service.first_link())

@@ -2,7 +2,7 @@
 // the admin area. The URL names the conversation (/c/<id>), so a reload resumes it from the
 // log, or the admin section (/admin/<section>).
 import { render } from 'preact';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 
 import { ApiFailure, api, explain } from './api';
 import { Chat } from './views/Chat';
@@ -52,18 +52,26 @@ function App() {
   }, []);
 
   // The sidebar's list, read again after each change. A network failure here is not shown (the
-  // conversation says it, and retries); the list is read again when the network returns.
+  // conversation says it, and retries); the list is read again when the network returns, and
+  // when a turn ends if the last read failed. Otherwise a turn's end needs no read: the session
+  // went first when its message was sent, and the list shows no times.
+  const stale = useRef(false);
   const refresh = useCallback(() => {
     api
       .sessions()
       .then((r) => {
+        stale.current = false;
         setSessions(r.sessions);
         setProblem(null);
       })
       .catch((e) => {
+        stale.current = true;
         if (!(e instanceof ApiFailure && e.transient)) setProblem(e instanceof ApiFailure ? explain(e) : String(e));
       });
   }, []);
+  const settled = useCallback(() => {
+    if (stale.current) refresh();
+  }, [refresh]);
   useEffect(() => {
     if (!account || account === 'signed-out' || section) return;
     refresh();
@@ -126,7 +134,7 @@ function App() {
             ) : page === 'memory' ? (
               <Memory open={(id) => open(id)} />
             ) : (
-              <Chat sessionId={current} onCreated={(id) => open(id)} onChanged={refresh} />
+              <Chat sessionId={current} onCreated={(id) => open(id)} onChanged={refresh} onSettled={settled} />
             )}
           </main>
         </>

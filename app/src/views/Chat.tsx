@@ -61,7 +61,14 @@ function ProblemLine({ problem }: { problem: Problem }) {
   );
 }
 
-export function Chat(props: { sessionId: string | null; onCreated: (id: string) => void; onChanged: () => void }) {
+export function Chat(props: {
+  sessionId: string | null;
+  onCreated: (id: string) => void;
+  /** The session list changed: a message was sent, a title renamed. */
+  onChanged: () => void;
+  /** A turn ended. */
+  onSettled: () => void;
+}) {
   const { sessionId } = props;
   // The poller folds pages into `state.current.t` and shows each result.
   const [t, setT] = useState<Transcript>(empty);
@@ -71,9 +78,9 @@ export function Chat(props: { sessionId: string | null; onCreated: (id: string) 
   const composer = useRef<HTMLTextAreaElement>(null);
   const [sending, setSending] = useState(false);
   const state = useRef({ t, failures: 0, busySince: 0, timer: 0 as number | undefined, poll: () => {} });
-  // The sidebar's order follows the sessions' updates: told when a turn ends.
-  const changed = useRef(props.onChanged);
-  changed.current = props.onChanged;
+  // Told when a turn ends (the sidebar reads its list again only if its last read failed).
+  const settled = useRef(props.onSettled);
+  settled.current = props.onSettled;
 
   // The poller: one transcript request at a time, scheduled after each answer.
   useEffect(() => {
@@ -110,7 +117,7 @@ export function Chat(props: { sessionId: string | null; onCreated: (id: string) 
         const wasBusy = busy(s.t);
         s.t = applyPage(s.t, page);
         setT(s.t);
-        if (wasBusy && !busy(s.t)) changed.current();
+        if (wasBusy && !busy(s.t)) settled.current();
         s.failures = 0;
         setProblem(null);
       } catch (e) {

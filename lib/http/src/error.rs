@@ -167,7 +167,10 @@ impl IntoResponse for ApiError {
             retry_after_seconds: None,
             month_to_date_usd: None,
             cap_usd: None,
-            member: None,
+            member_month_to_date_usd: None,
+            member_cap_usd: None,
+            member_month_to_date_questions: None,
+            member_question_cap: None,
         };
         if let ApiError::Core(e) = &self {
             match e {
@@ -194,12 +197,10 @@ impl IntoResponse for ApiError {
                     body.retry_after_seconds = Some(*retry_after_secs);
                     body.month_to_date_usd = Some(micros_to_usd(org.cost_micros));
                     body.cap_usd = org_cap_micros.map(micros_to_usd);
-                    body.member = Some(MemberFigures {
-                        member_month_to_date_usd: micros_to_usd(member.cost_micros),
-                        member_cap_usd: caps.cost_micros.map(micros_to_usd),
-                        member_month_to_date_questions: member.queries,
-                        member_question_cap: caps.queries,
-                    });
+                    body.member_month_to_date_usd = Some(micros_to_usd(member.cost_micros));
+                    body.member_cap_usd = caps.cost_micros.map(micros_to_usd);
+                    body.member_month_to_date_questions = Some(member.queries);
+                    body.member_question_cap = caps.queries;
                 }
                 _ => {}
             }
@@ -341,23 +342,17 @@ pub struct ErrorBody {
     /// `member_cap_reached`, when it has one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cap_usd: Option<f64>,
-    /// With `member_cap_reached`: the member's own figures.
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub member: Option<MemberFigures>,
-}
-
-/// A member's month against their own allowance, in a `member_cap_reached` error.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MemberFigures {
-    /// The member's spend this month, in US dollars.
-    pub member_month_to_date_usd: f64,
-    /// The member's monthly spending allowance, in US dollars; absent when unlimited.
+    /// With `member_cap_reached`: the member's spend this month, in US dollars.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub member_month_to_date_usd: Option<f64>,
+    /// With `member_cap_reached`: the member's monthly spending allowance, in US dollars, when
+    /// they have one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub member_cap_usd: Option<f64>,
-    /// The questions the member asked this month.
-    pub member_month_to_date_questions: u64,
-    /// The member's monthly question allowance; absent when unlimited.
+    /// With `member_cap_reached`: the questions the member asked this month.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub member_month_to_date_questions: Option<u64>,
+    /// With `member_cap_reached`: the member's monthly question allowance, when they have one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub member_question_cap: Option<u64>,
 }
