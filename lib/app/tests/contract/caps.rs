@@ -172,3 +172,88 @@ async fn a_member_over_their_spending_allowance_is_refused_with_dollars() {
     assert_eq!(r.body["capUsd"], json!(100.0));
     assert_eq!(ask(&api, &api.user, "the admin asks").await.status, 200);
 }
+
+#[tokio::test]
+async fn the_usage_report_names_the_members_who_used_most_with_their_allowances_by_month() {
+    let api = Api::start().await;
+    admin(
+        &api,
+        Method::PUT,
+        "/usage/limits",
+        Some(json!({ "memberQuestionCap": 5 })),
+    )
+    .await;
+    let (ann, bob) = (
+        api.new_user(&api.user.org).await,
+        api.new_user(&api.user.org).await,
+    );
+    let caps = format!("/members/{}/caps", bob.id);
+    admin(&api, Method::PUT, &caps, Some(json!({ "capUsd": 2.5 }))).await;
+    for (user, n) in [(&ann, 1), (&bob, 3)] {
+        for i in 0..n {
+            assert_eq!(ask(&api, user, &format!("q{i}")).await.status, 200);
+        }
+    }
+    let r = admin(&api, Method::GET, "/usage", None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        (r.body["queries"].clone(), r.body["activeMembers"].clone()),
+        (json!(4), json!(2))
+    );
+    let members = r.body["members"].as_array().unwrap();
+    let line = |i: usize| {
+        let m = &members[i];
+        (
+            m["userId"].as_str().unwrap().to_owned(),
+            m["questions"].clone(),
+            m["questionCap"].clone(),
+            m["capUsd"].clone(),
+            m["removed"].clone(),
+        )
+    };
+    assert_eq!(members.len(), 2);
+    assert_eq!(
+        line(0),
+        (
+            bob.id.to_string(),
+            json!(3),
+            Value::Null,
+            json!(2.5),
+            json!(false)
+        )
+    );
+    assert_eq!(
+        line(1),
+        (
+            ann.id.to_string(),
+            json!(1),
+            json!(5),
+            Value::Null,
+            json!(false)
+        )
+    );
+
+    // A removed member's usage stays, said as removed.
+    let r = admin(&api, Method::DELETE, &format!("/members/{}", ann.id), None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = admin(&api, Method::GET, "/usage", None).await;
+    assert_eq!(r.body["members"][1]["removed"], json!(true));
+    assert_eq!(r.body["members"][1]["questions"], json!(1));
+
+    // Another month, by name: nothing used then; a month that is not one is refused.
+    let r = admin(&api, Method::GET, "/usage?month=1999-12", None).await;
+    assert_eq!(
+        (r.status, &r.body["month"], &r.body["queries"]),
+        (200, &json!("1999-12"), &json!(0))
+    );
+    assert_eq!(r.body["members"], json!([]));
+    for bad in ["2026-13", "last", "2026-1"] {
+        let r = admin(&api, Method::GET, &format!("/usage?month={bad}"), None).await;
+        assert_eq!(
+            (r.status, r.code()),
+            (400, "invalid_field"),
+            "{bad}: {}",
+            r.body
+        );
+    }
+}

@@ -10,6 +10,7 @@
 mod integrations;
 mod oauth;
 mod settings;
+mod usage;
 
 use std::sync::Arc;
 
@@ -30,7 +31,8 @@ use crate::service::{Principal, cancel_member_turns};
 use crate::vault::Vault;
 
 pub use integrations::{CredentialHolder, IntegrationSettings, PreRegisteredClient};
-pub use settings::{AuditPage, AuditQuery, ScimStatus, UsageReport};
+pub use settings::{AuditPage, AuditQuery, ScimStatus};
+pub use usage::{MemberUsage, TOP_MEMBERS, UsageReport, parse_month};
 
 /// Members read from the store per request at most while searching, so that a search of a
 /// large organisation answers in bounded time; the page says where to go on.

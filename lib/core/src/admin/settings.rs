@@ -2,13 +2,13 @@
 //! SCIM token, the monthly limits with the month's usage, and the audit log that records it all.
 
 use crate::clock::Timestamp;
-use crate::domain::{AuditAction, AuditCursor, AuditEntry, MemberCaps, SsoConfig, Usage};
+use crate::domain::{AuditAction, AuditCursor, AuditEntry, MemberCaps, SsoConfig};
 use crate::error::CoreError;
 use crate::ports::{OrgLimits, StoreError};
 use crate::scim;
 use crate::sso::{self, SsoChange};
 
-use super::{Admin, Administration};
+use super::{Admin, Administration, UsageReport};
 
 /// Audit entries read per call at most while filtering by action; the page says where to go
 /// on.
@@ -24,18 +24,6 @@ pub struct ScimStatus {
     pub created_at: Option<Timestamp>,
     /// Whether SCIM answers for the organisation: the Business plan and SSO switched on.
     pub available: bool,
-}
-
-/// The month's usage against the organisation's limits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UsageReport {
-    /// `YYYY-MM`, UTC.
-    pub month: String,
-    pub usage: Usage,
-    pub monthly_query_quota: Option<u64>,
-    pub cost_cap_micros: Option<u64>,
-    /// Each member's allowance, unless an admin set one for the member.
-    pub member_caps: MemberCaps,
 }
 
 /// What the audit log is asked for: entries older than `before`, of `action` only when given.
@@ -122,19 +110,6 @@ impl Administration {
             Err(StoreError::Gone) => Err(CoreError::NotFound("organisation")),
             Err(e) => Err(e.into()),
         }
-    }
-
-    pub async fn usage(&self, admin: &Admin) -> Result<UsageReport, CoreError> {
-        let org = self.org(admin).await?;
-        let month = self.now().month();
-        let usage = self.stores.limits.get_usage(&admin.org, &month).await?;
-        Ok(UsageReport {
-            month,
-            usage,
-            monthly_query_quota: org.monthly_query_quota,
-            cost_cap_micros: org.cost_cap_micros,
-            member_caps: org.member_caps,
-        })
     }
 
     /// Sets the monthly query quota and cost cap (`None`: unlimited) and each member's

@@ -424,11 +424,17 @@ pub async fn credential_holders(
     }))
 }
 
-/// The month's queries and spend against the quota and the cost cap.
-#[utoipa::path(get, path = "/usage", operation_id = "adminGetUsage",
+/// A month's queries and spend against the quota and the cost cap, and the members who used
+/// the most against their allowances; this month unless `month` names another.
+#[utoipa::path(get, path = "/usage", operation_id = "adminGetUsage", params(UsageQuery),
     responses((status = 200, description = "The month's usage.", body = UsageView), AdminErrors))]
-pub async fn get_usage(c: Caller) -> Result<Json<UsageView>, ApiError> {
-    let usage = c.administration()?.usage(&c.admin).await?;
+pub async fn get_usage(c: Caller, RawQuery(q): RawQuery) -> Result<Json<UsageView>, ApiError> {
+    let month = UsageQuery::parse(q.as_deref())?;
+    let uc = c.administration()?;
+    let usage = match month {
+        Some(month) => uc.usage_of(&c.admin, &month).await?,
+        None => uc.usage(&c.admin).await?,
+    };
     Ok(Json(usage.into()))
 }
 

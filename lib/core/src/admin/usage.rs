@@ -1,0 +1,120 @@
+//! The usage report an admin reads: a month's questions and spend against the organisation's
+//! limits, and the members who used the most, each against the allowance that applies to them.
+
+use super::{Admin, Administration};
+use crate::domain::{Member, MemberCaps, Usage};
+use crate::error::CoreError;
+use crate::ids::UserId;
+
+/// Members a report names at most, the most used first.
+pub const TOP_MEMBERS: usize = 10;
+
+/// A month's usage against the organisation's limits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageReport {
+    /// `YYYY-MM`, UTC.
+    pub month: String,
+    pub usage: Usage,
+    pub monthly_query_quota: Option<u64>,
+    pub cost_cap_micros: Option<u64>,
+    /// Each member's allowance, unless an admin set one for the member.
+    pub member_caps: MemberCaps,
+    /// The members who used the most in the month (spend, then questions), at most
+    /// [`TOP_MEMBERS`].
+    pub members: Vec<MemberUsage>,
+    /// How many members asked anything in the month.
+    pub active_members: usize,
+}
+
+/// One member's month in a [`UsageReport`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemberUsage {
+    pub user: UserId,
+    /// The member as stored now; `None` once removed (their usage stays counted).
+    pub member: Option<Member>,
+    pub usage: Usage,
+    /// The allowance that applies to them now: their own, or the organisation's.
+    pub caps: MemberCaps,
+}
+
+/// `raw` as a calendar month, `YYYY-MM`. Errors: `InvalidInput`.
+pub fn parse_month(raw: &str) -> Result<String, CoreError> {
+    let b = raw.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    let well_formed = b.len() == 7 && b[4] == b'-' && digits(0..4) && digits(5..7);
+    let month = well_formed.then(|| (b[5] - b'0') * 10 + (b[6] - b'0'));
+    match month.is_some_and(|m| (1..=12).contains(&m)) {
+        true => Ok(raw.to_owned()),
+        false => Err(CoreError::invalid(
+            "invalid_field",
+            "month must be a calendar month, YYYY-MM",
+        )),
+    }
+}
+
+impl Administration {
+    /// The usage report of this month.
+    pub async fn usage(&self, admin: &Admin) -> Result<UsageReport, CoreError> {
+        let month = self.now().month();
+        self.usage_of(admin, &month).await
+    }
+
+    /// The usage report of `month` (`YYYY-MM`, see [`parse_month`]): the organisation's
+    /// counters, and its members' (one listing), with the [`TOP_MEMBERS`] most used read
+    /// by id (at most that many `GetItem`s). A month with no usage reports zeros. Errors: `NotFound`.
+    pub async fn usage_of(&self, admin: &Admin, month: &str) -> Result<UsageReport, CoreError> {
+        let org = self.org(admin).await?;
+        let usage = self.stores.limits.get_usage(&admin.org, month).await?;
+        let mut each = (self.stores.limits)
+            .list_member_usage(&admin.org, month)
+            .await?;
+        let active_members = each.len();
+        each.sort_by(|(a_user, a), (b_user, b)| {
+            (b.cost_micros, b.queries, a_user).cmp(&(a.cost_micros, a.queries, b_user))
+        });
+        each.truncate(TOP_MEMBERS);
+        // At most TOP_MEMBERS reads by key, one after another: a page an admin opens.
+        let mut members = Vec::with_capacity(each.len());
+        for (user, usage) in each {
+            let member = self.stores.directory.get_member(&admin.org, &user).await?;
+            let caps = member.as_ref().map_or(org.member_caps, |m| m.caps_in(&org));
+            members.push(MemberUsage {
+                user,
+                member,
+                usage,
+                caps,
+            });
+        }
+        Ok(UsageReport {
+            month: month.to_owned(),
+            usage,
+            monthly_query_quota: org.monthly_query_quota,
+            cost_cap_micros: org.cost_cap_micros,
+            member_caps: org.member_caps,
+            members,
+            active_members,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_month;
+
+    #[test]
+    fn only_a_calendar_month_parses() {
+        assert_eq!(parse_month("2026-11").unwrap(), "2026-11");
+        for bad in [
+            "2026-13",
+            "2026-00",
+            "2026-1",
+            "26-11",
+            "2026/11",
+            "2026-11-01",
+            "",
+            "２０２６-11",
+        ] {
+            assert!(parse_month(bad).is_err(), "{bad}");
+        }
+    }
+}
