@@ -7,26 +7,9 @@ use knowledge_mcp::test_server::start as mcp_server;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::{Api, GatedAgent, Reply, User, WAIT};
+use crate::support::{Api, GatedAgent, User, WAIT, admin, admin_as as call};
 
 const ADMIN: &str = "/api/admin";
-
-/// A request as the app sends it: `user`'s cookie, the application's Origin, a JSON body.
-async fn call(api: &Api, user: &User, method: Method, path: &str, body: Option<Value>) -> Reply {
-    let mut req = (api.http)
-        .request(method, format!("{}{ADMIN}{path}", api.base))
-        .header("cookie", &user.cookie)
-        .header("origin", &api.origin);
-    if let Some(body) = body {
-        req = req.json(&body);
-    }
-    api.send(req).await
-}
-
-/// The admin (the default user) calls `path`.
-async fn admin(api: &Api, method: Method, path: &str, body: Option<Value>) -> Reply {
-    call(api, &api.user, method, path, body).await
-}
 
 /// A new member of the default organisation with `role`.
 async fn member(api: &Api, role: Role) -> User {

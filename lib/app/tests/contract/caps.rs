@@ -8,20 +8,9 @@ use knowledge_core::domain::AuditAction;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::{Api, PricedAgent, Reply, User};
+use crate::support::{Api, PricedAgent, Reply, User, admin};
 
 const SESSION: &str = "/api/managed-agents/session";
-
-async fn admin(api: &Api, method: Method, path: &str, body: Option<Value>) -> Reply {
-    let mut req = (api.http)
-        .request(method, format!("{}/api/admin{path}", api.base))
-        .header("cookie", &api.user.cookie)
-        .header("origin", &api.origin);
-    if let Some(body) = body {
-        req = req.json(&body);
-    }
-    api.send(req).await
-}
 
 async fn ask(api: &Api, user: &User, text: &str) -> Reply {
     api.post_as(user, SESSION, json!({ "text": text })).await

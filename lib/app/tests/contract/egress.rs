@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_egress::Egress;
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::support::{Api, Reply, Setup};
+use crate::support::{Api, Reply, Setup, admin};
 
 /// A listener on 127.0.0.1 that counts connections and closes each at once.
 async fn counting_listener() -> (u16, Arc<AtomicUsize>) {
@@ -32,17 +32,6 @@ async fn service(egress: Egress) -> Api {
     let mut setup = Setup::new(Arc::new(BuiltinAgent));
     setup.egress = egress;
     Api::start_setup(setup).await
-}
-
-async fn admin(api: &Api, method: Method, path: &str, body: Option<Value>) -> Reply {
-    let mut req = (api.http)
-        .request(method, format!("{}/api/admin{path}", api.base))
-        .header("cookie", &api.user.cookie)
-        .header("origin", &api.origin);
-    if let Some(body) = body {
-        req = req.json(&body);
-    }
-    api.send(req).await
 }
 
 /// Everything an admin or a member can make the service fetch at `port` on loopback, each

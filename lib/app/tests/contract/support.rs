@@ -303,3 +303,25 @@ impl Api {
             .expect("workflow runs finish");
     }
 }
+
+/// A request to the admin API (`/api/admin` + `path`) as the app sends it: `user`'s cookie,
+/// the application's Origin, a JSON body.
+pub async fn admin_as(
+    api: &Api, user: &User, method: reqwest::Method, path: &str, body: Option<serde_json::Value>,
+) -> Reply {
+    let mut req = (api.http)
+        .request(method, format!("{}/api/admin{path}", api.base))
+        .header("cookie", &user.cookie)
+        .header("origin", &api.origin);
+    if let Some(body) = body {
+        req = req.json(&body);
+    }
+    api.send(req).await
+}
+
+/// [`admin_as`] the default user, an admin of the default organisation.
+pub async fn admin(
+    api: &Api, method: reqwest::Method, path: &str, body: Option<serde_json::Value>,
+) -> Reply {
+    admin_as(api, &api.user, method, path, body).await
+}

@@ -84,3 +84,90 @@ async fn admin_event_promotes_the_member_with_its_audit_entry_naming_the_admin()
     assert_eq!(log[0].action, AuditAction::MemberRoleChanged);
     assert_eq!(log[0].by.as_ref(), Some(&d.key.user));
 }
+
+#[tokio::test]
+async fn admin_usage_reads_the_months_member_counters_in_one_query_and_the_top_members_by_key() {
+    use knowledge_core::domain::{MemberCaps, NewEvent, Session};
+    use knowledge_core::ids::{SessionId, SessionKey};
+    use knowledge_core::ports::{Gate, QueryCount, RateUpdate, SessionStore};
+
+    let d = Deployment::new().await;
+    let org = OrgId::parse(ORG).unwrap();
+    let now = SystemClock.now();
+    let admin = d
+        .store
+        .get_member(&org, &d.key.user)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut promoted = admin.clone();
+    promoted.role = Role::Admin;
+    promoted.version += 1;
+    let audit = AuditEntry::new(
+        &org,
+        now,
+        Actor::Admin,
+        AuditAction::MemberRoleChanged,
+        USER,
+    );
+    d.store
+        .update_member(&admin, &promoted, &audit)
+        .await
+        .unwrap();
+    // Three members asked this month: the report reads all three counters, names the top.
+    let month = now.month();
+    for n in 0..3 {
+        let user = UserId::generate();
+        let added = AuditEntry::new(&org, now, Actor::Admin, AuditAction::MemberAdded, USER);
+        let member = Member::new(org.clone(), user.clone(), Role::Viewer, now);
+        d.store.create_member(&member, &added).await.unwrap();
+        let key = SessionKey::new(&user, &org, &SessionId::generate());
+        let mut session = Session::new(key, "q".into(), now);
+        let events = session.place(now, vec![NewEvent::user_message(&format!("q{n}"))]);
+        let window = format!("create#{user}");
+        let gate = Gate {
+            rate: RateUpdate {
+                key: &window,
+                hits: &[now],
+                expected_version: 0,
+                expires_at: now,
+            },
+            query: Some(QueryCount {
+                month: &month,
+                quota: None,
+                cap_micros: None,
+                member: MemberCaps::UNLIMITED,
+            }),
+        };
+        d.store
+            .create_session(&session, &events, Some(&gate))
+            .await
+            .unwrap();
+    }
+    d.counter.take();
+
+    let mut request = d.event(functions::ADMIN);
+    *request.method_mut() = axum::http::Method::GET;
+    *request.uri_mut() = "/api/admin/usage".parse().unwrap();
+    *request.body_mut() = lambda_http::Body::Empty;
+    let response = d
+        .router(functions::ADMIN)
+        .await
+        .oneshot(request)
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        (body["activeMembers"].clone(), body["queries"].clone()),
+        (3.into(), 3.into())
+    );
+    assert_eq!(body["members"].as_array().unwrap().len(), 3);
+    let made = d.take_checked(functions::ADMIN.name);
+    // The membership, the organisation and its month's counter; one Query of the members'
+    // counters; one read by key per member named.
+    assert_eq!(made, requests(&[("GetItem", 3 + 3), ("Query", 1)]));
+}
