@@ -8,7 +8,8 @@ use knowledge_core::domain::AuditAction;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::{Api, PricedAgent, Reply, User, admin};
+use crate::limits::PricedGate;
+use crate::support::{Api, GatedAgent, PricedAgent, Reply, Setup, User, admin};
 
 const SESSION: &str = "/api/managed-agents/session";
 
@@ -245,4 +246,44 @@ async fn the_usage_report_names_the_members_who_used_most_with_their_allowances_
             r.body
         );
     }
+}
+
+#[tokio::test]
+async fn a_follow_up_queued_behind_the_turn_that_crosses_a_members_allowance_is_not_answered() {
+    // Each answer costs $0.002, over the member's $0.001: the follow-up, accepted while the
+    // first answer was in flight, ends with the member's limit, not a provider call.
+    let agent = GatedAgent::new();
+    let priced = PricedGate {
+        inner: agent.clone(),
+        micros: 2_000,
+    };
+    let api = Api::start_setup(Setup::new(Arc::new(priced))).await;
+    let limits = json!({ "memberCapUsd": 0.001 });
+    admin(&api, Method::PUT, "/usage/limits", Some(limits)).await;
+    let id = api.create("first").await;
+    assert_eq!(agent.asked().await, "first");
+    assert_eq!(api.message(&id, "second").await.status, 200);
+    agent.release(1);
+    api.settle().await;
+    let events = api.all_events(&id).await;
+    let kinds = crate::support::kinds(&events);
+    assert_eq!(
+        kinds,
+        [
+            "user_message",
+            "user_message",
+            "agent_message",
+            "status_idle",
+            "error",
+            "status_idle"
+        ]
+    );
+    assert_eq!(events[4]["payload"]["code"], "member_cap_reached");
+    let usage = api.admin().usage(&api.user.org).await.unwrap();
+    assert_eq!(
+        usage.cost_micros, 2_000,
+        "the queued turn made no provider call"
+    );
+    let r = api.message(&id, "third").await;
+    assert_eq!((r.status, r.code()), (429, "member_cap_reached"));
 }

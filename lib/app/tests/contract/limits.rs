@@ -336,9 +336,9 @@ async fn a_follow_up_queued_behind_the_turn_that_crosses_the_cap_is_not_answered
 }
 
 /// A gated agent whose answers cost `micros`.
-struct PricedGate {
-    inner: Arc<GatedAgent>,
-    micros: u64,
+pub(crate) struct PricedGate {
+    pub(crate) inner: Arc<GatedAgent>,
+    pub(crate) micros: u64,
 }
 
 #[async_trait]
