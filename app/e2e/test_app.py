@@ -161,7 +161,9 @@ def test_a_turn_reads_the_session_list_once_when_sent_and_not_again_when_it_ends
     service, agent = held
     # Time flows as usual; it is jumped ahead only to bring the idle poll forward.
     page.clock.install()
-    page.goto(service.first_link())
+    # The page's own first read of the list is done before counting starts.
+    with page.expect_response(lambda r: r.url.endswith("/api/managed-agents/sessions")):
+        page.goto(service.first_link())
     expect(page.get_by_role("heading", name="Ask your organisation's knowledge")).to_be_visible()
     lists = []
     page.on("request", lambda r: lists.append(r.url) if r.url.endswith("/api/managed-agents/sessions") else None)

@@ -148,7 +148,7 @@ impl QueryParams {
 
 /// A session route's caller as the cookie names them, not yet checked against the membership:
 /// for the use cases that check it in their own first read. Only behind
-/// [`crate::guard::member`]; elsewhere it refuses as unauthenticated.
+/// [`crate::guard::MemberGuard`]; elsewhere it refuses as unauthenticated.
 pub struct Claimant {
     pub app: SessionApi,
     pub who: SignedIn,
@@ -168,7 +168,7 @@ impl FromRequestParts<SessionApi> for Claimant {
 }
 
 /// A session route's caller: a current member of the cookie's organisation, checked with one
-/// read of the membership. Only behind [`crate::guard::member`]; elsewhere it refuses as
+/// read of the membership. Only behind [`crate::guard::MemberGuard`]; elsewhere it refuses as
 /// unauthenticated. Errors: `Unauthenticated` (removed, or signed out since).
 pub struct Member {
     pub app: SessionApi,
