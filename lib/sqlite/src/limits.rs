@@ -9,7 +9,7 @@ use knowledge_core::domain::{MemberCaps, Usage};
 use knowledge_core::ids::{OrgId, SessionKey, UserId};
 use knowledge_core::policy::limits::Slot;
 use knowledge_core::ports::{
-    Gate, LimitStore, QueryCount, RateUpdate, RateWindow, StoreError, StoreResult,
+    Charge, Gate, LimitStore, QueryCount, RateUpdate, RateWindow, StoreError, StoreResult,
 };
 
 #[async_trait]
@@ -57,22 +57,18 @@ impl LimitStore for SqliteStore {
 pub(crate) fn read_member_usage(
     c: &Connection, org: &OrgId, user: &UserId, month: &str,
 ) -> rusqlite::Result<Usage> {
-    Ok(c.prepare_cached(
-        "SELECT queries, cost_micros FROM member_usage
+    let found = c
+        .prepare_cached(
+            "SELECT queries, cost_micros FROM member_usage
              WHERE org_id = ?1 AND month = ?2 AND user_id = ?3",
-    )?
-    .query_row([org.as_str(), month, user.as_str()], |r| {
-        Ok(Usage {
-            queries: r.get(0)?,
-            cost_micros: r.get(1)?,
-        })
-    })
-    .optional()?
-    .unwrap_or_default())
+        )?
+        .query_row([org.as_str(), month, user.as_str()], usage_row)
+        .optional()?;
+    Ok(found.unwrap_or_default())
 }
 
-/// Adds `queries` and `cost_micros` to the member's usage in `month`.
-pub(crate) fn add_member_usage(
+/// Adds `add` to the member's usage in `month`.
+fn add_member_usage(
     c: &Connection, org: &OrgId, user: &UserId, month: &str, add: Usage,
 ) -> rusqlite::Result<()> {
     c.prepare_cached(
@@ -91,30 +87,47 @@ pub(crate) fn add_member_usage(
     .map(|_| ())
 }
 
-pub(crate) fn read_usage(c: &Connection, org: &OrgId, month: &str) -> rusqlite::Result<Usage> {
-    Ok(
-        c.prepare_cached(
-            "SELECT queries, cost_micros FROM usage WHERE org_id = ?1 AND month = ?2",
-        )?
-        .query_row([org.as_str(), month], |r| {
-            Ok(Usage {
-                queries: r.get(0)?,
-                cost_micros: r.get(1)?,
-            })
-        })
-        .optional()?
-        .unwrap_or_default(),
-    )
+fn usage_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Usage> {
+    Ok(Usage {
+        queries: r.get(0)?,
+        cost_micros: r.get(1)?,
+    })
 }
 
-pub(crate) fn write_usage(
-    c: &Connection, org: &OrgId, month: &str, u: Usage,
-) -> rusqlite::Result<()> {
-    c.execute(
-        "INSERT OR REPLACE INTO usage (org_id, month, queries, cost_micros) VALUES (?1, ?2, ?3, ?4)",
-        params![org.as_str(), month, u.queries, u.cost_micros],
-    )
+/// The organisation's usage in `month` (zero when nothing was counted).
+pub(crate) fn read_usage(c: &Connection, org: &OrgId, month: &str) -> rusqlite::Result<Usage> {
+    let found = c
+        .prepare_cached("SELECT queries, cost_micros FROM usage WHERE org_id = ?1 AND month = ?2")?
+        .query_row([org.as_str(), month], usage_row)
+        .optional()?;
+    Ok(found.unwrap_or_default())
+}
+
+/// Adds `add` to the organisation's usage in `month`.
+fn add_usage(c: &Connection, org: &OrgId, month: &str, add: Usage) -> rusqlite::Result<()> {
+    c.prepare_cached(
+        "INSERT INTO usage (org_id, month, queries, cost_micros) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (org_id, month) DO UPDATE SET
+           queries = queries + excluded.queries, cost_micros = cost_micros + excluded.cost_micros",
+    )?
+    .execute(params![org.as_str(), month, add.queries, add.cost_micros])
     .map(|_| ())
+}
+
+/// Adds `add` to the organisation's usage in `month` and to its member `key.user`'s.
+fn add_both(c: &Connection, key: &SessionKey, month: &str, add: Usage) -> StoreResult<()> {
+    add_usage(c, &key.org, month, add).map_err(backend)?;
+    add_member_usage(c, &key.org, &key.user, month, add).map_err(backend)
+}
+
+/// Adds `charge`'s spend to the session's organisation and member, inside the commit's
+/// transaction.
+pub(crate) fn charge(c: &Connection, key: &SessionKey, charge: &Charge) -> StoreResult<()> {
+    let spent = Usage {
+        queries: 0,
+        cost_micros: charge.micros,
+    };
+    add_both(c, key, &charge.month, spent)
 }
 
 /// The rate window under `key` (empty, version 0, when absent).
@@ -157,31 +170,25 @@ pub(crate) fn write_rate_window(c: &Connection, update: &RateUpdate<'_>) -> Stor
     }
 }
 
-/// Counts one query against `org`'s month and `user`'s while both are under their limits.
-/// Errors: `UsageLimit` with the organisation's counters, `MemberLimit` with the member's.
-pub(crate) fn count_query(
-    c: &Connection, org: &OrgId, user: &UserId, count: &QueryCount<'_>,
-) -> StoreResult<()> {
-    let usage = read_usage(c, org, count.month).map_err(backend)?;
+/// Counts one query against the month of `key`'s organisation and member while both are
+/// under their limits. Errors: `UsageLimit` with the organisation's counters, `MemberLimit`
+/// with the member's.
+fn count_query(c: &Connection, key: &SessionKey, count: &QueryCount<'_>) -> StoreResult<()> {
+    let usage = read_usage(c, &key.org, count.month).map_err(backend)?;
     let over_quota = count.quota.is_some_and(|q| usage.queries >= q);
     let over_cap = count.cap_micros.is_some_and(|cap| usage.cost_micros >= cap);
     if over_quota || over_cap {
         return Err(StoreError::UsageLimit(usage));
     }
-    let member = read_member_usage(c, org, user, count.month).map_err(backend)?;
+    let member = read_member_usage(c, &key.org, &key.user, count.month).map_err(backend)?;
     if count.member.reached(member) {
         return Err(StoreError::MemberLimit(member));
     }
-    let after = Usage {
-        queries: usage.queries + 1,
-        ..usage
-    };
-    write_usage(c, org, count.month, after).map_err(backend)?;
     let one = Usage {
         queries: 1,
         cost_micros: 0,
     };
-    add_member_usage(c, org, user, count.month, one).map_err(backend)
+    add_both(c, key, count.month, one)
 }
 
 /// Passes `gate` for a write to the session `key`: the rate window, then the query count.
@@ -190,7 +197,7 @@ pub(crate) fn pass(c: &Connection, key: &SessionKey, gate: Option<&Gate<'_>>) ->
     let Some(gate) = gate else { return Ok(()) };
     write_rate_window(c, &gate.rate)?;
     if let Some(count) = &gate.query {
-        count_query(c, &key.org, &key.user, count)?;
+        count_query(c, key, count)?;
     }
     Ok(())
 }

@@ -7,13 +7,13 @@ use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 
 use crate::{SqliteStore, backend, conversion, text_parse};
 use knowledge_core::domain::{
-    Draft, Event, EventBody, EventKind, FoundSessions, Session, SessionSummary, TitleQuery, Usage,
+    Draft, Event, EventBody, EventKind, FoundSessions, Session, SessionSummary, TitleQuery,
 };
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, Gate, SessionStore, StoreError, StoreResult};
 
 use crate::key_from;
-use crate::limits::{OwnedGate, add_member_usage, pass, read_usage, write_usage};
+use crate::limits::{self, OwnedGate, pass};
 
 fn session_from(key: SessionKey, r: &Row<'_>) -> rusqlite::Result<Session> {
     let pending: String = r.get(5)?;
@@ -183,12 +183,8 @@ impl SessionStore for SqliteStore {
             }
             pass(tx, k, gate.as_ref().map(OwnedGate::gate).as_ref())?;
             insert_events(tx, k, &events)?;
-            if let Some(charge) = charge {
-                let usage = read_usage(tx, &k.org, &charge.month).map_err(backend)?;
-                let after = Usage { cost_micros: usage.cost_micros.saturating_add(charge.micros), ..usage };
-                write_usage(tx, &k.org, &charge.month, after).map_err(backend)?;
-                let spent = Usage { queries: 0, cost_micros: charge.micros };
-                add_member_usage(tx, &k.org, &k.user, &charge.month, spent).map_err(backend)?;
+            if let Some(spent) = &charge {
+                limits::charge(tx, k, spent)?;
             }
             Ok(())
         })

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use knowledge_core::domain::{AuditAction, MemberCaps, NewEvent, Usage};
+use knowledge_core::domain::{AuditAction, MemberCaps, Usage};
 use knowledge_core::ids::{SessionKey, UserId};
-use knowledge_core::ports::{Charge, Gate, QueryCount, StoreError};
+use knowledge_core::ports::{Gate, QueryCount, StoreError};
 
-use crate::limits::{opening, update};
+use crate::limits::{answer_charged, opening, update};
 use crate::{NOW, Tested, audit, member_with_session, new_key};
 
 /// One question by `key`'s member through a fresh rate window of its own, so that only the
@@ -192,17 +192,7 @@ pub async fn spend_charged_with_an_answer_counts_against_the_members_allowance(
         cost_micros: Some(1_000),
     };
     let mut s = store.get_session(&key).await.unwrap().unwrap();
-    let expected = s.version;
-    s.version += 1;
-    let placed = s.place(NOW, vec![NewEvent::agent_message("answer")]);
-    let charge = Charge {
-        month: month.clone(),
-        micros: 1_500,
-    };
-    store
-        .commit_session(&s, expected, &placed, Some(&charge), None)
-        .await
-        .unwrap();
+    answer_charged(&*store, &mut s, &month, 1_500).await;
     let spent = Usage {
         queries: 0,
         cost_micros: 1_500,

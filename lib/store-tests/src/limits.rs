@@ -31,6 +31,22 @@ pub(crate) fn opening(key: &SessionKey) -> (Session, Vec<knowledge_core::domain:
     (s, events)
 }
 
+/// Commits an answer to `s`, stored at its current version, with `micros` of spend charged
+/// to `month`.
+pub(crate) async fn answer_charged(store: &dyn Tested, s: &mut Session, month: &str, micros: u64) {
+    let expected = s.version;
+    s.version += 1;
+    let placed = s.place(NOW, vec![NewEvent::agent_message("answer")]);
+    let charge = Charge {
+        month: month.to_owned(),
+        micros,
+    };
+    store
+        .commit_session(s, expected, &placed, Some(&charge), None)
+        .await
+        .unwrap();
+}
+
 pub async fn a_rate_window_is_replaced_only_at_the_version_it_was_read_at(store: Arc<dyn Tested>) {
     let window = format!("message#{}", UserId::generate());
     assert_eq!(store.get_rate_window(&window).await.unwrap().version, 0);
@@ -218,17 +234,7 @@ pub async fn spend_charged_with_a_commit_counts_against_the_cost_cap(store: Arc<
     };
     assert_eq!(store.get_usage(&key.org, &month).await.unwrap(), counted);
 
-    let expected = s.version;
-    s.version += 1;
-    let placed = s.place(NOW, vec![NewEvent::agent_message("answer")]);
-    let charge = Charge {
-        month: month.clone(),
-        micros: 1_500,
-    };
-    store
-        .commit_session(&s, expected, &placed, Some(&charge), None)
-        .await
-        .unwrap();
+    answer_charged(&*store, &mut s, &month, 1_500).await;
     let spent = Usage {
         queries: 1,
         cost_micros: 1_500,

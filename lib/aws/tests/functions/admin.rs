@@ -2,9 +2,11 @@
 
 use knowledge_aws::functions;
 use knowledge_core::clock::{Clock, SystemClock};
-use knowledge_core::domain::{Actor, AuditAction, AuditEntry, Member, Role};
-use knowledge_core::ids::{OrgId, UserId};
-use knowledge_core::ports::DirectoryStore;
+use knowledge_core::domain::{
+    Actor, AuditAction, AuditEntry, Member, MemberCaps, NewEvent, Role, Session,
+};
+use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
+use knowledge_core::ports::{DirectoryStore, Gate, QueryCount, RateUpdate, SessionStore};
 use tower::ServiceExt;
 
 use crate::support::{Deployment, ORG, USER, requests};
@@ -43,12 +45,9 @@ async fn scim_event_provisions_the_entra_user_with_one_read_and_one_transaction(
     assert_eq!(response.status().as_u16(), 404);
 }
 
-#[tokio::test]
-async fn admin_event_promotes_the_member_with_its_audit_entry_naming_the_admin() {
-    let d = Deployment::new().await;
+/// The sample user becomes an admin of the sample organisation.
+async fn promote_the_sample_user(d: &Deployment) {
     let org = OrgId::parse(ORG).unwrap();
-    let now = SystemClock.now();
-    // The sample user administers the organisation; the event promotes another member.
     let admin = d
         .store
         .get_member(&org, &d.key.user)
@@ -58,6 +57,7 @@ async fn admin_event_promotes_the_member_with_its_audit_entry_naming_the_admin()
     let mut promoted = admin.clone();
     promoted.role = Role::Admin;
     promoted.version += 1;
+    let now = SystemClock.now();
     let audit = AuditEntry::new(
         &org,
         now,
@@ -69,10 +69,25 @@ async fn admin_event_promotes_the_member_with_its_audit_entry_naming_the_admin()
         .update_member(&admin, &promoted, &audit)
         .await
         .unwrap();
-    let target = UserId::parse("usr_0123456789abcdef0123456789abcdef").unwrap();
+}
+
+/// `user` joins the sample organisation as a viewer.
+async fn add_viewer(d: &Deployment, user: &UserId) {
+    let org = OrgId::parse(ORG).unwrap();
+    let now = SystemClock.now();
     let added = AuditEntry::new(&org, now, Actor::Admin, AuditAction::MemberAdded, USER);
-    let viewer = Member::new(org.clone(), target.clone(), Role::Viewer, now);
+    let viewer = Member::new(org, user.clone(), Role::Viewer, now);
     d.store.create_member(&viewer, &added).await.unwrap();
+}
+
+#[tokio::test]
+async fn admin_event_promotes_the_member_with_its_audit_entry_naming_the_admin() {
+    let d = Deployment::new().await;
+    let org = OrgId::parse(ORG).unwrap();
+    // The sample user administers the organisation; the event promotes another member.
+    promote_the_sample_user(&d).await;
+    let target = UserId::parse("usr_0123456789abcdef0123456789abcdef").unwrap();
+    add_viewer(&d, &target).await;
     d.counter.take();
 
     let (status, body, _) = d.invoke(functions::ADMIN).await;
@@ -87,40 +102,15 @@ async fn admin_event_promotes_the_member_with_its_audit_entry_naming_the_admin()
 
 #[tokio::test]
 async fn admin_usage_reads_the_months_member_counters_in_one_query_and_the_top_members_by_key() {
-    use knowledge_core::domain::{MemberCaps, NewEvent, Session};
-    use knowledge_core::ids::{SessionId, SessionKey};
-    use knowledge_core::ports::{Gate, QueryCount, RateUpdate, SessionStore};
-
     let d = Deployment::new().await;
     let org = OrgId::parse(ORG).unwrap();
     let now = SystemClock.now();
-    let admin = d
-        .store
-        .get_member(&org, &d.key.user)
-        .await
-        .unwrap()
-        .unwrap();
-    let mut promoted = admin.clone();
-    promoted.role = Role::Admin;
-    promoted.version += 1;
-    let audit = AuditEntry::new(
-        &org,
-        now,
-        Actor::Admin,
-        AuditAction::MemberRoleChanged,
-        USER,
-    );
-    d.store
-        .update_member(&admin, &promoted, &audit)
-        .await
-        .unwrap();
+    promote_the_sample_user(&d).await;
     // Three members asked this month: the report reads all three counters, names the top.
     let month = now.month();
     for n in 0..3 {
         let user = UserId::generate();
-        let added = AuditEntry::new(&org, now, Actor::Admin, AuditAction::MemberAdded, USER);
-        let member = Member::new(org.clone(), user.clone(), Role::Viewer, now);
-        d.store.create_member(&member, &added).await.unwrap();
+        add_viewer(&d, &user).await;
         let key = SessionKey::new(&user, &org, &SessionId::generate());
         let mut session = Session::new(key, "q".into(), now);
         let events = session.place(now, vec![NewEvent::user_message(&format!("q{n}"))]);
