@@ -1,6 +1,7 @@
 // The admin API (/api/admin), as docs/openapi.json describes it: the calls the admin pages make
 // and the parts of the answers they read.
 import { call } from './api';
+import type { Caps, DayUsage, ModelUsage } from './usage';
 
 export interface AdminMember {
   userId: string;
@@ -9,6 +10,8 @@ export interface AdminMember {
   role: 'admin' | 'viewer';
   createdAt: string;
   identityBound: boolean;
+  /** The member's own monthly allowance; absent or null: the organisation's applies. */
+  caps?: Caps | null;
 }
 
 export interface Sso {
@@ -57,12 +60,43 @@ export interface Integration {
   };
 }
 
-export interface Usage {
+/** The organisation's limits, and each member's allowance unless set for the member; absent or
+ *  null: unlimited. */
+export interface Limits {
+  monthlyQueryQuota?: number | null;
+  costCapUsd?: number | null;
+  memberQuestionCap?: number | null;
+  memberCapUsd?: number | null;
+}
+
+/** `GET /usage`: one month of the organisation's usage against its limits. */
+export interface Usage extends Limits {
   month: string;
   queries: number;
-  monthlyQueryQuota?: number | null;
   monthToDateUsd: number;
-  costCapUsd?: number | null;
+  inputTokens: number;
+  outputTokens: number;
+  /** How many members asked anything in the month. */
+  activeMembers: number;
+  /** The members who used the most, spend first; at most ten. */
+  members: MemberUsage[];
+  /** Only the days with any usage, in order. */
+  days: DayUsage[];
+  /** Most dollars first. */
+  models: ModelUsage[];
+}
+
+/** One member's month, against the allowance that applies to them now (absent: unlimited). */
+export interface MemberUsage extends Caps {
+  userId: string;
+  userName?: string | null;
+  displayName?: string | null;
+  /** Removed since; their usage still counts. */
+  removed: boolean;
+  questions: number;
+  usd: number;
+  inputTokens: number;
+  outputTokens: number;
 }
 
 export interface AuditEntry {
@@ -95,9 +129,27 @@ export const AUDIT_ACTIONS = [
   'integration.disconnected',
   'account.connected',
   'account.disconnected',
+  'member.caps_changed',
   'org.limits_changed',
   'org.memory_changed',
 ] as const;
+
+/** Who made a change, for the audit export's filter: the `actor` of an entry. */
+export const AUDIT_ACTORS = [
+  ['admin', 'An admin'],
+  ['scim', 'The identity provider (SCIM)'],
+  ['member', 'The member themselves'],
+  ['command-line', 'The command line'],
+] as const;
+
+export interface AuditExport {
+  format: 'csv' | 'jsonl';
+  /** `YYYY-MM-DD`, both days included; empty: no bound. */
+  from?: string;
+  to?: string;
+  action?: string;
+  actor?: string;
+}
 
 const ADMIN = '/api/admin';
 
@@ -134,16 +186,28 @@ export const admin = {
   storeCredential: (name: string, userId: string, token: string) =>
     call<{ ok: boolean }>('PUT', `${integration(name)}/credentials/${encodeURIComponent(userId)}`, { token }),
   holders: (name: string) => call<{ members: AdminMember[] }>('GET', `${integration(name)}/credentials`),
-  usage: () => call<Usage>('GET', `${ADMIN}/usage`),
+  usage: (month?: string) => call<Usage>('GET', `${ADMIN}/usage${query({ month })}`),
   memory: () => call<{ enabled: boolean }>('GET', `${ADMIN}/memory`),
   setMemory: (enabled: boolean) => call<{ enabled: boolean }>('PUT', `${ADMIN}/memory`, { enabled }),
-  setLimits: (monthlyQueryQuota: number | null, costCapUsd: number | null) =>
-    call<Usage>('PUT', `${ADMIN}/usage/limits`, { monthlyQueryQuota, costCapUsd }),
+  setLimits: (limits: Limits) => call<Usage>('PUT', `${ADMIN}/usage/limits`, limits),
+  setCaps: (userId: string, caps: Caps) => call<AdminMember>('PUT', `${member(userId)}/caps`, caps),
+  clearCaps: (userId: string) => call<AdminMember>('DELETE', `${member(userId)}/caps`),
   audit: (q: { before?: string; action?: string }) =>
     call<{ entries: AuditEntry[]; next?: string | null }>('GET', `${ADMIN}/audit${query(q)}`),
 };
 
+/** Where to download a month's usage as CSV: a row per member per day, or per member per model. */
+export function usageExportUrl(month: string, by: 'day' | 'model'): string {
+  return `${ADMIN}/usage/export${query({ month, by: by === 'model' ? 'model' : undefined })}`;
+}
+
+/** Where to download the audit log, of the entries `filter` keeps (empty parameters left out). */
+export function auditExportUrl(filter: AuditExport): string {
+  const { format, from, to, action, actor } = filter;
+  return `${ADMIN}/audit/export${query({ format, from, to, action, actor })}`;
+}
+
 /** A member as a person reads them: the display name, else the userName, else the id. */
-export function memberName(m: AdminMember): string {
+export function memberName(m: { userId: string; userName?: string | null; displayName?: string | null }): string {
   return m.displayName ?? m.userName ?? m.userId;
 }

@@ -21,6 +21,7 @@ export const ACTIONS: Record<string, string> = {
   'integration.disconnected': 'Removed an integration',
   'account.connected': 'Connected an account',
   'account.disconnected': 'Disconnected an account',
+  'member.caps_changed': "Set a member's allowance",
   'org.limits_changed': 'Set the usage limits',
   'org.memory_changed': 'Switched memory on or off',
 };

@@ -9,6 +9,7 @@ import { Chat } from './views/Chat';
 import { ChatLayout } from './views/ChatLayout';
 import { Connections } from './views/Connections';
 import { Memory } from './views/Memory';
+import { OwnUsage } from './views/OwnUsage';
 import { Sidebar } from './views/Sidebar';
 import { Admin, type Section, sectionFromPath } from './views/admin/Admin';
 import { SignIn } from './views/SignIn';
@@ -21,12 +22,12 @@ function sessionFromPath(): string | null {
 }
 
 /** The member's own pages beside the chat. */
-type Page = 'connections' | 'memory';
-const PAGE_TITLES: Record<Page, string> = { connections: 'Connections', memory: 'Memory' };
+type Page = 'connections' | 'memory' | 'usage';
+const PAGE_TITLES: Record<Page, string> = { connections: 'Connections', memory: 'Memory', usage: 'Your usage' };
 
 function pageFromPath(): Page | null {
-  const p = location.pathname;
-  return p === '/connections' ? 'connections' : p === '/memory' ? 'memory' : null;
+  const page = location.pathname.slice(1);
+  return Object.hasOwn(PAGE_TITLES, page) ? (page as Page) : null;
 }
 
 function App() {
@@ -133,6 +134,8 @@ function App() {
               <Connections />
             ) : page === 'memory' ? (
               <Memory open={(id) => open(id)} />
+            ) : page === 'usage' ? (
+              <OwnUsage />
             ) : (
               <Chat sessionId={current} onCreated={(id) => open(id)} onChanged={refresh} onSettled={settled} />
             )}

@@ -1,6 +1,7 @@
 // The sessions of the active organisation, newest first: open, start a new chat, find by title,
 // delete (with confirmation; focus moves to the conversation that takes its place); the
-// organisation switcher, the member's connections, the admin area for admins, and sign-out.
+// organisation switcher, the member's connections, memory and usage, the admin area for admins,
+// and sign-out.
 import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { ApiFailure, api, explain } from '../api';
@@ -153,6 +154,16 @@ export function Sidebar(props: {
         }}
       >
         Memory
+      </a>
+      <a
+        href="/usage"
+        class="usage-link"
+        onClick={(e) => {
+          e.preventDefault();
+          props.go('/usage');
+        }}
+      >
+        Usage
       </a>
       {account.org.role === 'admin' && (
         <a

@@ -1,9 +1,11 @@
 // Members of the organisation: searched by name, added by the name single sign-on matches,
-// promoted, demoted and removed (confirmed). A removal ends the member's sign-in and running
-// answers at once, as their provider's would.
-import { useEffect, useState } from 'preact/hooks';
+// promoted, demoted and removed (confirmed), and given a monthly allowance of their own or the
+// organisation's back. A removal ends the member's sign-in and running answers at once, as
+// their provider's would.
+import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { type AdminMember, admin, memberName } from '../../admin';
+import { type Caps, capsWords } from '../../usage';
 import { NoticeLine, useNotice, when } from './common';
 
 export function Members({ me }: { me: string }) {
@@ -12,6 +14,8 @@ export function Members({ me }: { me: string }) {
   const [search, setSearch] = useState('');
   const [newName, setNewName] = useState('');
   const [newRole, setNewRole] = useState<'admin' | 'viewer'>('viewer');
+  // The member whose allowance is being set, in their row.
+  const [editing, setEditing] = useState<string | null>(null);
   const { notice, busy, run } = useNotice();
 
   const load = (q: string, after?: string) =>
@@ -34,6 +38,19 @@ export function Members({ me }: { me: string }) {
     run(async () => {
       replace(await admin.setRole(m.userId, role));
       return `${memberName(m)} is now ${role === 'admin' ? 'an admin' : 'a viewer'}.`;
+    });
+  const setCaps = (m: AdminMember, caps: Caps) =>
+    run(async () => {
+      replace(await admin.setCaps(m.userId, caps));
+      setEditing(null);
+      const words = capsWords(caps);
+      return words === 'Unlimited' ? `${memberName(m)} now has no limit.` : `${memberName(m)} may now use ${words} a month.`;
+    });
+  const clearCaps = (m: AdminMember) =>
+    run(async () => {
+      replace(await admin.clearCaps(m.userId));
+      setEditing(null);
+      return `${memberName(m)} has the organisation's allowance again.`;
     });
   const remove = (m: AdminMember) => {
     const who = memberName(m);
@@ -70,6 +87,7 @@ export function Members({ me }: { me: string }) {
             <th scope="col">Member</th>
             <th scope="col">Role</th>
             <th scope="col">Since</th>
+            <th scope="col">Allowance</th>
             <th scope="col">Actions</th>
           </tr>
         </thead>
@@ -83,6 +101,19 @@ export function Members({ me }: { me: string }) {
               </th>
               <td data-label="Role">{m.role}</td>
               <td data-label="Since">{when(m.createdAt)}</td>
+              <td data-label="Allowance">
+                {m.caps ? (
+                  <>
+                    {capsWords(m.caps)}
+                    <span class="change">their own</span>
+                  </>
+                ) : (
+                  "The organisation's"
+                )}
+                {editing === m.userId && (
+                  <CapsForm member={m} busy={busy} save={(caps) => void setCaps(m, caps)} cancel={() => setEditing(null)} />
+                )}
+              </td>
               <td class="actions">
                 {m.role === 'viewer' ? (
                   <button type="button" disabled={busy} onClick={() => void setRole(m, 'admin')} aria-label={`Make admin: ${memberName(m)}`}>
@@ -91,6 +122,20 @@ export function Members({ me }: { me: string }) {
                 ) : (
                   <button type="button" disabled={busy} onClick={() => void setRole(m, 'viewer')} aria-label={`Make viewer: ${memberName(m)}`}>
                     Make viewer
+                  </button>
+                )}
+                <button
+                  type="button"
+                  disabled={busy}
+                  aria-expanded={editing === m.userId}
+                  onClick={() => setEditing(editing === m.userId ? null : m.userId)}
+                  aria-label={`Set allowance: ${memberName(m)}`}
+                >
+                  Set allowance
+                </button>
+                {m.caps && (
+                  <button type="button" disabled={busy} onClick={() => void clearCaps(m)} aria-label={`Use the organisation's allowance: ${memberName(m)}`}>
+                    Use the organisation's
                   </button>
                 )}
                 <button type="button" class="danger" disabled={busy} onClick={() => remove(m)} aria-label={`Remove: ${memberName(m)}`}>
@@ -130,5 +175,45 @@ export function Members({ me }: { me: string }) {
         </button>
       </form>
     </section>
+  );
+}
+
+/** A member's own allowance, in their row: questions and dollars a month, empty for no limit. */
+function CapsForm(props: { member: AdminMember; busy: boolean; save: (caps: Caps) => void; cancel: () => void }) {
+  const own = props.member.caps;
+  const [questions, setQuestions] = useState(own?.questionCap?.toString() ?? '');
+  const [usd, setUsd] = useState(own?.capUsd?.toString() ?? '');
+  const first = useRef<HTMLInputElement>(null);
+  useEffect(() => first.current?.focus(), []);
+  const limit = (text: string) => (text.trim() ? Number(text) : null);
+  return (
+    <form
+      class="caps"
+      aria-label={`Allowance of ${memberName(props.member)}`}
+      onSubmit={(e) => {
+        e.preventDefault();
+        props.save({ questionCap: limit(questions), capUsd: limit(usd) });
+      }}
+    >
+      <div class="field">
+        <label for="caps-questions">Questions a month</label>
+        <input id="caps-questions" ref={first} type="number" min="0" step="1" value={questions} onInput={(e) => setQuestions((e.target as HTMLInputElement).value)} aria-describedby="caps-hint" />
+      </div>
+      <div class="field">
+        <label for="caps-usd">US dollars a month</label>
+        <input id="caps-usd" type="number" min="0" step="0.01" value={usd} onInput={(e) => setUsd((e.target as HTMLInputElement).value)} aria-describedby="caps-hint" />
+      </div>
+      <p id="caps-hint" class="hint">
+        Leave one empty for no limit. This takes the place of the organisation's allowance for them.
+      </p>
+      <div class="row">
+        <button type="submit" disabled={props.busy}>
+          Save allowance
+        </button>
+        <button type="button" onClick={props.cancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
   );
 }
