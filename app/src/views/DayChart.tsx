@@ -9,15 +9,15 @@ import { type DayUsage, SERIES, type Series, chartSummary, count, dayName, dolla
 // The drawing's own units; it scales to the width it is given (style.css caps it).
 const W = 400;
 const H = 160;
-const LEFT = 36;
+const LEFT = 44;
 const RIGHT = 4;
 const TOP = 8;
 const BOTTOM = 20;
 
-/** A value on the scale: dollars as small as they come ("$0.05"), counts grouped. */
+/** A value on the scale, short: "20", "$20", "$0.05". */
 function scaleLabel(series: Series, v: number): string {
   if (series === 'questions') return count(v);
-  return v >= 1 ? dollars(v) : `$${v}`;
+  return `$${v < 1 ? v : count(v)}`;
 }
 
 export function DayChart({ id, month, days }: { id: string; month: string; days: DayUsage[] }) {
@@ -35,7 +35,7 @@ export function DayChart({ id, month, days }: { id: string; month: string; days:
   return (
     <div class="day-chart">
       <fieldset class="series">
-        <legend>Chart</legend>
+        <legend>Show</legend>
         {(Object.keys(SERIES) as Series[]).map((s) => (
           <label key={s}>
             <input type="radio" name={`${id}-series`} value={s} checked={series === s} onChange={() => setSeries(s)} />

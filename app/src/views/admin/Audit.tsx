@@ -142,7 +142,7 @@ function AuditDownload() {
       <p class="hint">Leave a date empty to start at the first entry or end at the last.</p>
       <div>
         <a class="button" href={auditExportUrl(filter)} download={`audit.${filter.format}`}>
-          Download ({FORMATS[filter.format]})
+          Download the log ({FORMATS[filter.format]})
         </a>
       </div>
     </form>
