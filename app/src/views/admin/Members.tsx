@@ -14,8 +14,22 @@ export function Members({ me }: { me: string }) {
   const [search, setSearch] = useState('');
   const [newName, setNewName] = useState('');
   const [newRole, setNewRole] = useState<'admin' | 'viewer'>('viewer');
-  // The member whose allowance is being set, in their row.
+  // The member whose allowance is being set, in their row. When the form closes (or the
+  // member's own allowance is given back, and its button goes), their Set allowance button
+  // takes the focus.
   const [editing, setEditing] = useState<string | null>(null);
+  const table = useRef<HTMLTableElement>(null);
+  const focusAfter = useRef<string | null>(null);
+  const closeCaps = (userId: string) => {
+    focusAfter.current = userId;
+    setEditing(null);
+  };
+  useEffect(() => {
+    const id = focusAfter.current;
+    if (id === null) return;
+    focusAfter.current = null;
+    table.current?.querySelector<HTMLButtonElement>(`button[data-caps="${CSS.escape(id)}"]`)?.focus();
+  }, [members, editing]);
   const { notice, busy, run } = useNotice();
 
   const load = (q: string, after?: string) =>
@@ -42,14 +56,14 @@ export function Members({ me }: { me: string }) {
   const setCaps = (m: AdminMember, caps: Caps) =>
     run(async () => {
       replace(await admin.setCaps(m.userId, caps));
-      setEditing(null);
+      closeCaps(m.userId);
       const words = capsWords(caps);
       return words === 'Unlimited' ? `${memberName(m)} now has no limit.` : `${memberName(m)} may now use ${words} a month.`;
     });
   const clearCaps = (m: AdminMember) =>
     run(async () => {
       replace(await admin.clearCaps(m.userId));
-      setEditing(null);
+      closeCaps(m.userId);
       return `${memberName(m)} has the organisation's allowance again.`;
     });
   const remove = (m: AdminMember) => {
@@ -80,8 +94,8 @@ export function Members({ me }: { me: string }) {
         </button>
       </form>
       <NoticeLine notice={notice} />
-      <table class="stack">
-        <caption class="visually-hidden">Members and their roles</caption>
+      <table class="stack" ref={table}>
+        <caption class="visually-hidden">Members, their roles and allowances</caption>
         <thead>
           <tr>
             <th scope="col">Member</th>
@@ -111,7 +125,7 @@ export function Members({ me }: { me: string }) {
                   "The organisation's"
                 )}
                 {editing === m.userId && (
-                  <CapsForm member={m} busy={busy} save={(caps) => void setCaps(m, caps)} cancel={() => setEditing(null)} />
+                  <CapsForm member={m} busy={busy} save={(caps) => void setCaps(m, caps)} cancel={() => closeCaps(m.userId)} />
                 )}
               </td>
               <td class="actions">
@@ -127,6 +141,7 @@ export function Members({ me }: { me: string }) {
                 <button
                   type="button"
                   disabled={busy}
+                  data-caps={m.userId}
                   aria-expanded={editing === m.userId}
                   onClick={() => setEditing(editing === m.userId ? null : m.userId)}
                   aria-label={`Set allowance: ${memberName(m)}`}
@@ -190,6 +205,7 @@ function CapsForm(props: { member: AdminMember; busy: boolean; save: (caps: Caps
     <form
       class="caps"
       aria-label={`Allowance of ${memberName(props.member)}`}
+      onKeyDown={(e) => e.key === 'Escape' && props.cancel()}
       onSubmit={(e) => {
         e.preventDefault();
         props.save({ questionCap: limit(questions), capUsd: limit(usd) });
