@@ -151,6 +151,8 @@ pub const CANCEL: Function = Function::routes("cancel", endpoints::CANCEL);
 pub const TITLES: Function = Function::routes("titles", endpoints::TITLES);
 /// A member's own memory: what the agent keeps, forgetting, the switch, the export.
 pub const MEMORY: Function = Function::routes("memory", endpoints::MEMORY);
+/// A member's own usage, by day and by model, against their allowance.
+pub const USAGE: Function = Function::routes("usage", endpoints::USAGE);
 pub const DELETE_SESSION: Function = Function::routes("delete-session", endpoints::DELETE_SESSION);
 pub const SWITCH_ORG: Function = Function::routes("switch-org", endpoints::SWITCH_ORG);
 pub const ME: Function = Function::routes("me", endpoints::ME);
@@ -269,7 +271,7 @@ impl Function {
 }
 
 /// Every function, as `template.yaml` lists them.
-pub const ALL: [Function; 26] = [
+pub const ALL: [Function; 27] = [
     CREATE_SESSION,
     MESSAGE,
     TRANSCRIPT,
@@ -278,6 +280,7 @@ pub const ALL: [Function; 26] = [
     DELETE_SESSION,
     TITLES,
     MEMORY,
+    USAGE,
     SWITCH_ORG,
     ME,
     LOGOUT,

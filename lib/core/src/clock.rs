@@ -42,6 +42,28 @@ impl Timestamp {
         format!("{:04}-{:02}", dt.year(), u8::from(dt.month()))
     }
 
+    /// The day of the month (UTC) this instant falls on, 1 to 31; usage is shown per day.
+    pub fn day(self) -> u8 {
+        self.datetime().day()
+    }
+
+    /// The first instant of the calendar day `YYYY-MM-DD` (UTC); `None` for text that is not
+    /// one.
+    pub fn parse_date(raw: &str) -> Option<Timestamp> {
+        let b = raw.as_bytes();
+        let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+        let shaped = b.len() == 10 && b[4] == b'-' && b[7] == b'-';
+        if !(shaped && digits(0..4) && digits(5..7) && digits(8..10)) {
+            return None;
+        }
+        let month = time::Month::try_from(raw[5..7].parse::<u8>().ok()?).ok()?;
+        let date =
+            time::Date::from_calendar_date(raw[..4].parse().ok()?, month, raw[8..].parse().ok()?)
+                .ok()?;
+        let start = date.midnight().assume_utc();
+        Some(Timestamp((start.unix_timestamp_nanos() / 1_000_000) as i64))
+    }
+
     /// The first instant of the next calendar month (UTC), when monthly usage resets.
     pub fn next_month_start(self) -> Timestamp {
         let dt = self.datetime();
@@ -106,6 +128,23 @@ mod tests {
             Timestamp(1_700_000_000_123).to_iso8601(),
             "2023-11-14T22:13:20.123Z"
         );
+    }
+
+    #[test]
+    fn only_a_calendar_date_parses_to_its_first_instant() {
+        let day = Timestamp::parse_date("2024-02-29").unwrap();
+        assert_eq!(day.to_iso8601(), "2024-02-29T00:00:00.000Z");
+        assert_eq!(day.day(), 29);
+        for bad in [
+            "2023-02-29",
+            "2024-13-01",
+            "2024-1-01",
+            "2024/01/01",
+            "",
+            "２０２４-01-01",
+        ] {
+            assert_eq!(Timestamp::parse_date(bad), None, "{bad}");
+        }
     }
 
     #[test]

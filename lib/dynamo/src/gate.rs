@@ -8,6 +8,7 @@ use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Gate, StoreError, StoreResult};
 
 use crate::codec::*;
+use crate::tally::{DayPart, day_attribute};
 use crate::transact::{Refusal, TransactError, reason_code};
 use crate::{DynamoStore, keys};
 
@@ -32,14 +33,21 @@ impl DynamoStore {
                 ("queries", ":quota", count.member.queries),
                 ("costMicros", ":cap", count.member.cost_micros),
             ];
+            // The member's question is also counted on its day (the organisation's days are
+            // the sum of its members').
+            let day = day_attribute(count.day, DayPart::Questions);
             let counts = [
-                (keys::usage(org, count.month), org_limits),
-                (keys::member_usage(org, user, count.month), member_limits),
+                (keys::usage(org, count.month), org_limits, None),
+                (
+                    keys::member_usage(org, user, count.month),
+                    member_limits,
+                    Some(day.as_str()),
+                ),
             ];
-            for (key, limits) in counts {
+            for (key, limits, day) in counts {
                 items.push(
                     TransactWriteItem::builder()
-                        .update(self.count_under(key, limits)?)
+                        .update(self.count_under(key, limits, day)?)
                         .build(),
                 );
             }
@@ -89,16 +97,20 @@ impl DynamoStore {
 }
 
 impl DynamoStore {
-    /// One query added to the usage item `key`, on the condition that it is under each of
-    /// `limits` that is set (attribute, placeholder, limit); the old item comes back when it
-    /// is not.
+    /// One query added to the usage item `key` (and to its `day` attribute, when given), on
+    /// the condition that it is under each of `limits` that is set (attribute, placeholder,
+    /// limit); the old item comes back when it is not.
     fn count_under(
-        &self, key: (String, String), limits: [(&str, &str, Option<u64>); 2],
+        &self, key: (String, String), limits: [(&str, &str, Option<u64>); 2], day: Option<&str>,
     ) -> StoreResult<Update> {
+        let expression = match day {
+            Some(day) => format!("ADD queries :one, {day} :one"),
+            None => "ADD queries :one".to_owned(),
+        };
         let mut update = Update::builder()
             .table_name(&self.table)
             .set_key(Some(key_item(key)))
-            .update_expression("ADD queries :one")
+            .update_expression(expression)
             .expression_attribute_values(":one", n(1))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         let mut conditions = Vec::new();

@@ -21,6 +21,7 @@ mod orgs;
 mod read;
 mod sessions;
 mod table;
+mod tally;
 mod tickets;
 mod transact;
 

@@ -3,11 +3,12 @@
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::Put;
-use knowledge_core::domain::Usage;
+use knowledge_core::domain::{MonthUsage, Usage};
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{RateUpdate, RateWindow, StoreError, StoreResult};
 
 use crate::codec::*;
+use crate::tally::month_usage_from;
 use crate::{DynamoStore, keys};
 use knowledge_core::ports::LimitStore;
 
@@ -35,9 +36,18 @@ impl LimitStore for DynamoStore {
         }
     }
 
+    async fn get_member_usage(
+        &self, org: &OrgId, user: &UserId, month: &str,
+    ) -> StoreResult<MonthUsage> {
+        match self.get(keys::member_usage(org, user, month)).await? {
+            None => Ok(MonthUsage::default()),
+            Some(item) => month_usage_from(&item),
+        }
+    }
+
     async fn list_member_usage(
         &self, org: &OrgId, month: &str,
-    ) -> StoreResult<Vec<(UserId, Usage)>> {
+    ) -> StoreResult<Vec<(UserId, MonthUsage)>> {
         let (pk, prefix) = keys::member_usage_prefix(org, month);
         let items = self.query_items(pk, Some(&prefix), None).await?;
         items
@@ -46,7 +56,7 @@ impl LimitStore for DynamoStore {
                 let user = keys::member_of_usage(get_s(item, keys::SK)?)
                     .and_then(|u| UserId::parse(u).ok())
                     .ok_or_else(|| corrupt("member usage key"))?;
-                Ok((user, usage_from(item)?))
+                Ok((user, month_usage_from(item)?))
             })
             .collect()
     }

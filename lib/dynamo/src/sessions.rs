@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{
     Draft, Event, FIND_SCAN, FoundSessions, Session, SessionSummary, TitleQuery,
@@ -117,20 +117,7 @@ impl SessionStore for DynamoStore {
         let mut writes = vec![self.put_versioned(session_item(session)?, expected_version)?];
         writes.extend(self.event_puts(&session.key, events)?);
         if let Some(charge) = charge {
-            let k = &session.key;
-            let spent = [
-                keys::usage(&k.org, &charge.month),
-                keys::member_usage(&k.org, &k.user, &charge.month),
-            ];
-            for key in spent {
-                let update = Update::builder()
-                    .table_name(&self.table)
-                    .set_key(Some(key_item(key)))
-                    .update_expression("ADD costMicros :m")
-                    .expression_attribute_values(":m", n(charge.micros))
-                    .build();
-                writes.push(TransactWriteItem::builder().update(built(update)?).build());
-            }
+            writes.extend(self.charge_updates(&session.key, charge)?);
         }
         if charge.is_some() && gate.is_some_and(|g| g.query.is_some()) {
             return Err(StoreError::backend(

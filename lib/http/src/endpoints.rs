@@ -7,7 +7,7 @@
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
-use crate::{AuthGuard, SessionApi, admin, auth, connections, memory, routes, sso, titles};
+use crate::{AuthGuard, SessionApi, admin, auth, connections, memory, routes, sso, titles, usage};
 
 type Route = fn() -> UtoipaMethodRouter<SessionApi>;
 
@@ -122,6 +122,8 @@ pub const MEMORY: Routes = Routes::auth(&[
     (|| routes!(memory::forget_all), AuthGuard::Member),
     (|| routes!(memory::export), AuthGuard::Member),
 ]);
+/// A member's own usage this month or another.
+pub const USAGE: Routes = Routes::auth(&[(|| routes!(usage::get), AuthGuard::Member)]);
 /// Every route under [`admin::PREFIX`], behind the member guard and then the admin role.
 pub const ADMIN: Routes = Routes {
     admin: Some(admin_routes),
@@ -151,6 +153,8 @@ fn admin_routes() -> OpenApiRouter<SessionApi> {
         .routes(routes!(admin::disconnect_organisation))
         .routes(routes!(admin::get_usage))
         .routes(routes!(admin::set_limits))
+        .routes(routes!(admin::export::usage))
+        .routes(routes!(admin::export::audit))
         .routes(routes!(
             admin::memory::get_memory,
             admin::memory::set_memory

@@ -22,6 +22,7 @@ pub mod scim;
 pub mod sso;
 mod state;
 pub mod titles;
+pub mod usage;
 pub mod wire;
 
 use axum::Router;

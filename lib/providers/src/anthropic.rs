@@ -377,6 +377,7 @@ impl Agent for AnthropicAgent {
         );
         Ok(AgentReply {
             action,
+            model: self.model.clone(),
             usage,
             cost_micros: self.transport.cost_micros(usage),
         })

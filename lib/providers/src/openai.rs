@@ -353,6 +353,7 @@ impl Agent for OpenAiAgent {
         );
         Ok(AgentReply {
             action,
+            model: self.model.clone(),
             usage,
             cost_micros: self.transport.cost_micros(usage),
         })

@@ -1,11 +1,12 @@
-//! [`LimitStore`] on SQLite: the `rate_windows`, `usage` and `member_usage` tables.
+//! [`LimitStore`] on SQLite: the `rate_windows`, `usage` and `member_usage` tables, and the
+//! members' months by day and by model (`member_usage_days`, `member_usage_models`).
 
 use async_trait::async_trait;
 use knowledge_core::clock::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::{SqliteStore, backend, conversion};
-use knowledge_core::domain::{MemberCaps, Usage};
+use knowledge_core::domain::{DayUsage, ModelUsage, MonthUsage, Usage};
 use knowledge_core::ids::{OrgId, SessionKey, UserId};
 use knowledge_core::policy::limits::Slot;
 use knowledge_core::ports::{
@@ -30,27 +31,131 @@ impl LimitStore for SqliteStore {
         self.read(move |c| read_usage(c, &o, &m)).await
     }
 
-    async fn list_member_usage(
-        &self, org: &OrgId, month: &str,
-    ) -> StoreResult<Vec<(UserId, Usage)>> {
-        let (o, m) = (org.clone(), month.to_owned());
+    async fn get_member_usage(
+        &self, org: &OrgId, user: &UserId, month: &str,
+    ) -> StoreResult<MonthUsage> {
+        let (o, u, m) = (org.clone(), user.clone(), month.to_owned());
         self.read(move |c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT user_id, queries, cost_micros FROM member_usage
-                 WHERE org_id = ?1 AND month = ?2",
-            )?;
-            let rows = stmt.query_map([o.as_str(), m.as_str()], |r| {
-                let user = UserId::parse(&r.get::<_, String>(0)?).map_err(conversion)?;
-                let usage = Usage {
-                    queries: r.get(1)?,
-                    cost_micros: r.get(2)?,
-                };
-                Ok((user, usage))
-            })?;
-            rows.collect()
+            let mut found = months(c, &o, &m, Some(&u))?;
+            Ok(found.pop().map(|(_, month)| month).unwrap_or_default())
         })
         .await
     }
+
+    async fn list_member_usage(
+        &self, org: &OrgId, month: &str,
+    ) -> StoreResult<Vec<(UserId, MonthUsage)>> {
+        let (o, m) = (org.clone(), month.to_owned());
+        self.read(move |c| months(c, &o, &m, None)).await
+    }
+}
+
+/// The months of `org`'s members in `month` (of `only` when given), with their days and
+/// models: three reads of one key range each.
+fn months(
+    c: &Connection, org: &OrgId, month: &str, only: Option<&UserId>,
+) -> rusqlite::Result<Vec<(UserId, MonthUsage)>> {
+    let user = only.map(|u| u.as_str());
+    let mut each: std::collections::BTreeMap<String, MonthUsage> = Default::default();
+    let mut stmt = c.prepare_cached(
+        "SELECT user_id, queries, cost_micros FROM member_usage
+         WHERE org_id = ?1 AND month = ?2 AND (?3 IS NULL OR user_id = ?3)",
+    )?;
+    let mut rows = stmt.query(params![org.as_str(), month, user])?;
+    while let Some(r) = rows.next()? {
+        let usage = Usage {
+            queries: r.get(1)?,
+            cost_micros: r.get(2)?,
+        };
+        each.entry(r.get(0)?).or_default().usage = usage;
+    }
+    let mut stmt = c.prepare_cached(
+        "SELECT user_id, day, questions, input_tokens, output_tokens, cost_micros
+         FROM member_usage_days WHERE org_id = ?1 AND month = ?2 AND (?3 IS NULL OR user_id = ?3)",
+    )?;
+    let mut rows = stmt.query(params![org.as_str(), month, user])?;
+    while let Some(r) = rows.next()? {
+        let day = DayUsage {
+            questions: r.get(2)?,
+            input_tokens: r.get(3)?,
+            output_tokens: r.get(4)?,
+            cost_micros: r.get(5)?,
+        };
+        let month = each.entry(r.get(0)?).or_default();
+        month.days.insert(r.get(1)?, day);
+    }
+    let mut stmt = c.prepare_cached(
+        "SELECT user_id, model, calls, input_tokens, output_tokens, cost_micros
+         FROM member_usage_models WHERE org_id = ?1 AND month = ?2 AND (?3 IS NULL OR user_id = ?3)",
+    )?;
+    let mut rows = stmt.query(params![org.as_str(), month, user])?;
+    while let Some(r) = rows.next()? {
+        let model = ModelUsage {
+            calls: r.get(2)?,
+            input_tokens: r.get(3)?,
+            output_tokens: r.get(4)?,
+            cost_micros: r.get(5)?,
+        };
+        let month = each.entry(r.get(0)?).or_default();
+        month.models.insert(r.get(1)?, model);
+    }
+    each.into_iter()
+        .map(|(user, month)| Ok((UserId::parse(&user).map_err(conversion)?, month)))
+        .collect()
+}
+
+/// Adds to the member's day: `add`'s questions and spend, and these tokens.
+fn add_day(
+    c: &Connection, key: &SessionKey, month: &str, day: u8, add: &DayUsage,
+) -> rusqlite::Result<()> {
+    c.prepare_cached(
+        "INSERT INTO member_usage_days
+           (org_id, month, user_id, day, questions, input_tokens, output_tokens, cost_micros)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT (org_id, month, user_id, day) DO UPDATE SET
+           questions = questions + excluded.questions,
+           input_tokens = input_tokens + excluded.input_tokens,
+           output_tokens = output_tokens + excluded.output_tokens,
+           cost_micros = cost_micros + excluded.cost_micros",
+    )?
+    .execute(params![
+        key.org.as_str(),
+        month,
+        key.user.as_str(),
+        day,
+        add.questions,
+        add.input_tokens,
+        add.output_tokens,
+        add.cost_micros
+    ])
+    .map(|_| ())
+}
+
+/// Adds one call of `model` to the member's month.
+fn add_model(
+    c: &Connection, key: &SessionKey, month: &str, model: &str, add: &ModelUsage,
+) -> rusqlite::Result<()> {
+    c.prepare_cached(
+        "INSERT INTO member_usage_models
+           (org_id, month, user_id, model, calls, input_tokens, output_tokens, cost_micros)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT (org_id, month, user_id, model) DO UPDATE SET
+           calls = calls + excluded.calls,
+           input_tokens = input_tokens + excluded.input_tokens,
+           output_tokens = output_tokens + excluded.output_tokens,
+           cost_micros = cost_micros + excluded.cost_micros",
+    )?
+    .execute(params![
+        key.org.as_str(),
+        month,
+        key.user.as_str(),
+        model,
+        add.calls,
+        add.input_tokens,
+        add.output_tokens,
+        add.cost_micros
+    ])
+    .map(|_| ())
 }
 
 /// The member's usage in `month` (zero when they asked nothing).
@@ -127,7 +232,22 @@ pub(crate) fn charge(c: &Connection, key: &SessionKey, charge: &Charge) -> Store
         queries: 0,
         cost_micros: charge.micros,
     };
-    add_both(c, key, &charge.month, spent)
+    add_both(c, key, &charge.month, spent)?;
+    let (input_tokens, output_tokens) = (charge.tokens.input, charge.tokens.output);
+    let day = DayUsage {
+        questions: 0,
+        input_tokens,
+        output_tokens,
+        cost_micros: charge.micros,
+    };
+    let call = ModelUsage {
+        calls: 1,
+        input_tokens,
+        output_tokens,
+        cost_micros: charge.micros,
+    };
+    add_day(c, key, &charge.month, charge.day, &day).map_err(backend)?;
+    add_model(c, key, &charge.month, &charge.model, &call).map_err(backend)
 }
 
 /// The rate window under `key` (empty, version 0, when absent).
@@ -188,7 +308,12 @@ fn count_query(c: &Connection, key: &SessionKey, count: &QueryCount<'_>) -> Stor
         queries: 1,
         cost_micros: 0,
     };
-    add_both(c, key, count.month, one)
+    add_both(c, key, count.month, one)?;
+    let question = DayUsage {
+        questions: 1,
+        ..DayUsage::default()
+    };
+    add_day(c, key, count.month, count.day, &question).map_err(backend)
 }
 
 /// Passes `gate` for a write to the session `key`: the rate window, then the query count.
@@ -202,10 +327,11 @@ pub(crate) fn pass(c: &Connection, key: &SessionKey, gate: Option<&Gate<'_>>) ->
     Ok(())
 }
 
-/// A [`Gate`] that owns its parts, to move into a blocking write.
+/// A [`Gate`] that owns its parts, to move into a blocking write: the rate window's slot,
+/// and the query count with its month owned.
 pub(crate) struct OwnedGate {
     rate: Slot,
-    query: Option<(String, Option<u64>, Option<u64>, MemberCaps)>,
+    query: Option<(String, QueryCount<'static>)>,
 }
 
 impl OwnedGate {
@@ -214,22 +340,14 @@ impl OwnedGate {
             rate: Slot::from(&gate.rate),
             query: gate
                 .query
-                .map(|q| (q.month.to_owned(), q.quota, q.cap_micros, q.member)),
+                .map(|q| (q.month.to_owned(), QueryCount { month: "", ..q })),
         }
     }
 
     pub(crate) fn gate(&self) -> Gate<'_> {
         Gate {
             rate: self.rate.update(),
-            query: self
-                .query
-                .as_ref()
-                .map(|(month, quota, cap_micros, member)| QueryCount {
-                    month,
-                    quota: *quota,
-                    cap_micros: *cap_micros,
-                    member: *member,
-                }),
+            query: (self.query.as_ref()).map(|(month, q)| QueryCount { month, ..*q }),
         }
     }
 }

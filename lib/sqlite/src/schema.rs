@@ -123,6 +123,28 @@ CREATE TABLE IF NOT EXISTS member_usage (
     cost_micros INTEGER NOT NULL,
     PRIMARY KEY (org_id, month, user_id)
 ) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS member_usage_days (
+    org_id TEXT NOT NULL,
+    month TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    day INTEGER NOT NULL,
+    questions INTEGER NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cost_micros INTEGER NOT NULL,
+    PRIMARY KEY (org_id, month, user_id, day)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS member_usage_models (
+    org_id TEXT NOT NULL,
+    month TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    calls INTEGER NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cost_micros INTEGER NOT NULL,
+    PRIMARY KEY (org_id, month, user_id, model)
+) STRICT, WITHOUT ROWID;
 "#;
 
 /// Brings a data directory written by an earlier version up to the current schema.

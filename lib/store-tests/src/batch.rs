@@ -6,7 +6,7 @@ use std::sync::Arc;
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{MEMORY_ITEM, MemberDataKind, Usage};
 use knowledge_core::ids::{OrgId, UserId};
-use knowledge_core::ports::{Charge, EventsAfter, RateUpdate, Reads, Snapshot};
+use knowledge_core::ports::{Charge, EventsAfter, RateUpdate, Reads, Snapshot, TokenUsage};
 
 use crate::{NOW, Tested, member_with_session};
 
@@ -18,6 +18,9 @@ pub async fn a_batch_reads_every_record_asked_for_as_its_own_getter_does(store: 
     charged.version += 1;
     let charge = Charge {
         month: month.clone(),
+        day: NOW.day(),
+        model: "model-a".to_owned(),
+        tokens: TokenUsage::default(),
         micros: 42,
     };
     store

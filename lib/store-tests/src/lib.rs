@@ -13,6 +13,7 @@ pub mod limits;
 pub mod memory;
 pub mod orgs;
 pub mod sessions;
+pub mod tally;
 pub mod tickets;
 pub mod titles;
 
@@ -230,6 +231,9 @@ macro_rules! conformance {
                 members_racing_for_the_organisations_quota_never_pass_it_or_their_own,
                 spend_charged_with_an_answer_counts_against_the_members_allowance,
                 a_members_own_allowance_reads_back_and_is_given_back;
+            tally:
+                questions_and_calls_are_counted_by_day_and_by_model_and_read_back,
+                a_refused_question_counts_on_no_day;
             batch:
                 a_batch_reads_every_record_asked_for_as_its_own_getter_does,
                 a_batch_reads_nothing_of_another_user_or_organisation;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{MemberCaps, NewEvent, Session, Usage};
 use knowledge_core::ids::{SessionKey, UserId};
-use knowledge_core::ports::{Charge, Gate, QueryCount, RateUpdate, StoreError};
+use knowledge_core::ports::{Charge, Gate, QueryCount, RateUpdate, StoreError, TokenUsage};
 
 use crate::{NOW, Tested, landed, new_key, seed_session};
 
@@ -39,6 +39,9 @@ pub(crate) async fn answer_charged(store: &dyn Tested, s: &mut Session, month: &
     let placed = s.place(NOW, vec![NewEvent::agent_message("answer")]);
     let charge = Charge {
         month: month.to_owned(),
+        day: NOW.day(),
+        model: "model-a".to_owned(),
+        tokens: TokenUsage::default(),
         micros,
     };
     store
@@ -96,6 +99,7 @@ pub async fn concurrent_gated_creates_never_pass_the_monthly_quota_together(
                     rate: update(&window, &[NOW], 0),
                     query: Some(QueryCount {
                         month: &month,
+                        day: NOW.day(),
                         quota: Some(5),
                         cap_micros: None,
                         member: MemberCaps::UNLIMITED,
@@ -138,6 +142,7 @@ pub async fn a_zero_quota_or_cap_refuses_a_month_with_no_usage_yet(store: Arc<dy
             rate: update(&window, &[NOW], 0),
             query: Some(QueryCount {
                 month: "2020-01",
+                day: NOW.day(),
                 quota,
                 cap_micros,
                 member: MemberCaps::UNLIMITED,
@@ -164,6 +169,7 @@ pub async fn a_gate_whose_rate_window_moved_refuses_the_write_and_changes_nothin
         .unwrap();
     let count = QueryCount {
         month: &month,
+        day: NOW.day(),
         quota: Some(10),
         cap_micros: None,
         member: MemberCaps::UNLIMITED,
@@ -215,6 +221,7 @@ pub async fn spend_charged_with_a_commit_counts_against_the_cost_cap(store: Arc<
     let window = format!("create#{}", key.user);
     let count = QueryCount {
         month: &month,
+        day: NOW.day(),
         quota: None,
         cap_micros: Some(1_000),
         member: MemberCaps::UNLIMITED,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{Awaiting, Event, ExecClaim, NewEvent, Session, TurnProgress, Usage};
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
-use knowledge_core::ports::{Charge, StoreError};
+use knowledge_core::ports::{Charge, StoreError, TokenUsage};
 
 use crate::{
     NOW, Store, Tested, append, landed, listed, mark_deleting, new_key, seed_session, texts,
@@ -286,6 +286,9 @@ pub async fn a_commit_to_a_deleted_session_is_gone_and_writes_nothing(store: Arc
     let placed = s.place(NOW, vec![NewEvent::status_idle()]);
     let charge = Charge {
         month: NOW.month(),
+        day: NOW.day(),
+        model: "model-a".to_owned(),
+        tokens: TokenUsage::default(),
         micros: 10,
     };
     let refused = store

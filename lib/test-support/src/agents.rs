@@ -53,6 +53,7 @@ impl Agent for GatedAgent {
         self.gate.acquire().await.expect("gate open").forget();
         Ok(AgentReply {
             action: AgentAction::Answer(format!("answer to: {question}")),
+            model: "test-model".to_owned(),
             usage: TokenUsage::default(),
             cost_micros: 0,
         })
@@ -103,6 +104,7 @@ impl Agent for PricedAgent {
     async fn respond(&self, _: AgentRequest) -> Result<AgentReply, AgentError> {
         Ok(AgentReply {
             action: AgentAction::Answer("a priced answer".into()),
+            model: "test-model".to_owned(),
             usage: TokenUsage::default(),
             cost_micros: self.micros,
         })

@@ -54,6 +54,7 @@ pub fn routes(files: Files) -> Router {
         .route("/c/{session}", get(page))
         .route("/connections", get(page))
         .route("/memory", get(page))
+        .route("/usage", get(page))
         .route("/admin", get(page))
         .route("/admin/{section}", get(page))
         .route("/assets/{name}", get(asset))

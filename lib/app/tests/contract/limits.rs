@@ -233,6 +233,7 @@ impl Agent for SearchingAgent {
         };
         Ok(AgentReply {
             action,
+            model: "test-model".to_owned(),
             usage: TokenUsage::default(),
             cost_micros: self.micros,
         })

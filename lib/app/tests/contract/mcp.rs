@@ -58,6 +58,7 @@ impl Agent for ScriptedAgent {
         };
         Ok(AgentReply {
             action,
+            model: "test-model".to_owned(),
             usage: TokenUsage::default(),
             cost_micros: 0,
         })

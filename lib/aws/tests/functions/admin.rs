@@ -124,6 +124,7 @@ async fn admin_usage_reads_the_months_member_counters_in_one_query_and_the_top_m
             },
             query: Some(QueryCount {
                 month: &month,
+                day: now.day(),
                 quota: None,
                 cap_micros: None,
                 member: MemberCaps::UNLIMITED,

@@ -19,6 +19,9 @@ const PASSAGES: usize = 3;
 /// Characters of a passage quoted at most.
 const PASSAGE_CHARS: usize = 600;
 
+/// The model name the built-in agent reports (it calls no model, and costs nothing).
+pub const BUILT_IN_MODEL: &str = "built-in";
+
 #[derive(Debug, Default, Clone, Copy)]
 pub struct BuiltinAgent;
 
@@ -63,6 +66,7 @@ impl Agent for BuiltinAgent {
         };
         Ok(AgentReply {
             action,
+            model: BUILT_IN_MODEL.to_owned(),
             usage: TokenUsage::default(),
             cost_micros: 0,
         })

@@ -7,6 +7,7 @@
 //! removal of an admin names another admin as its keeper, and the store refuses it if that
 //! keeper changed meanwhile (see [`crate::ports::DirectoryStore::update_member_keeping`]).
 
+mod export;
 mod integrations;
 mod oauth;
 mod settings;
@@ -30,6 +31,7 @@ use crate::seal::Sealer;
 use crate::service::{Principal, cancel_member_turns};
 use crate::vault::Vault;
 
+pub use export::{ActorFilter, AuditFilter, EXPORT_PAGE, ExportPage, MemberMonth, export_start};
 pub use integrations::{CredentialHolder, IntegrationSettings, PreRegisteredClient};
 pub use settings::{AuditPage, AuditQuery, ScimStatus};
 pub use usage::{MemberUsage, TOP_MEMBERS, UsageReport, parse_month};

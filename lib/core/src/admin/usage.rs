@@ -1,8 +1,9 @@
 //! The usage report an admin reads: a month's questions and spend against the organisation's
-//! limits, and the members who used the most, each against the allowance that applies to them.
+//! limits, the same month by day and by model, and the members who used the most, each
+//! against the allowance that applies to them.
 
 use super::{Admin, Administration};
-use crate::domain::{Member, MemberCaps, Usage};
+use crate::domain::{Member, MemberCaps, MonthUsage, Usage};
 use crate::error::CoreError;
 use crate::ids::UserId;
 
@@ -14,7 +15,10 @@ pub const TOP_MEMBERS: usize = 10;
 pub struct UsageReport {
     /// `YYYY-MM`, UTC.
     pub month: String,
+    /// The organisation's counters, which its limits are checked against.
     pub usage: Usage,
+    /// The month by day and by model: the sum of its members' months.
+    pub detail: MonthUsage,
     pub monthly_query_quota: Option<u64>,
     pub cost_cap_micros: Option<u64>,
     /// Each member's allowance, unless an admin set one for the member.
@@ -32,7 +36,7 @@ pub struct MemberUsage {
     pub user: UserId,
     /// The member as stored now; `None` once removed (their usage stays counted).
     pub member: Option<Member>,
-    pub usage: Usage,
+    pub usage: MonthUsage,
     /// The allowance that applies to them now: their own, or the organisation's.
     pub caps: MemberCaps,
 }
@@ -60,7 +64,7 @@ impl Administration {
     }
 
     /// The usage report of `month` (`YYYY-MM`, see [`parse_month`]): the organisation's
-    /// counters, and its members' (one listing), with the [`TOP_MEMBERS`] most used read
+    /// counters, and its members' months (one listing, whose sum gives the days and models), with the [`TOP_MEMBERS`] most used read
     /// by id (at most that many `GetItem`s). A month with no usage reports zeros. Errors: `NotFound`.
     pub async fn usage_of(&self, admin: &Admin, month: &str) -> Result<UsageReport, CoreError> {
         let org = self.org(admin).await?;
@@ -69,7 +73,10 @@ impl Administration {
             .list_member_usage(&admin.org, month)
             .await?;
         let active_members = each.len();
+        let mut detail = MonthUsage::default();
+        each.iter().for_each(|(_, month)| detail.add(month));
         each.sort_by(|(a_user, a), (b_user, b)| {
+            let (a, b) = (a.usage, b.usage);
             (b.cost_micros, b.queries, a_user).cmp(&(a.cost_micros, a.queries, b_user))
         });
         each.truncate(TOP_MEMBERS);
@@ -88,6 +95,7 @@ impl Administration {
         Ok(UsageReport {
             month: month.to_owned(),
             usage,
+            detail,
             monthly_query_quota: org.monthly_query_quota,
             cost_cap_micros: org.cost_cap_micros,
             member_caps: org.member_caps,

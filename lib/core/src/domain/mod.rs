@@ -78,6 +78,7 @@ mod memory;
 mod oauth;
 mod session;
 mod sso;
+mod tally;
 mod title;
 
 pub use audit::*;
@@ -89,6 +90,7 @@ pub use memory::*;
 pub use oauth::*;
 pub use session::*;
 pub use sso::*;
+pub use tally::*;
 pub use title::*;
 
 /// An organisation (tenant) and its limits.

@@ -72,6 +72,8 @@ pub struct TokenUsage {
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentReply {
     pub action: AgentAction,
+    /// The model that answered, as the deployment names it (its usage is shown per model).
+    pub model: String,
     pub usage: TokenUsage,
     /// What the step cost, in millionths of a US dollar: `usage` priced by the deployment's
     /// [`crate::policy::pricing::Price`].

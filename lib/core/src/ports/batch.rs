@@ -108,6 +108,8 @@ pub struct RateUpdate<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct QueryCount<'a> {
     pub month: &'a str,
+    /// The day of `month` (1 to 31) the member's question is shown on.
+    pub day: u8,
     pub quota: Option<u64>,
     pub cap_micros: Option<u64>,
     pub member: MemberCaps,

@@ -11,20 +11,27 @@ use async_trait::async_trait;
 use crate::clock::Timestamp;
 use crate::domain::{
     AuditCursor, AuditEntry, Draft, Event, FoundSessions, GrantOwner, IntegrationConfig, Member,
-    MemberCaps, MemberData, MemberDataKind, Org, Session, SessionSummary, SsoConfig, Ticket,
-    TitleQuery, Usage,
+    MemberCaps, MemberData, MemberDataKind, MonthUsage, Org, Session, SessionSummary, SsoConfig,
+    Ticket, TitleQuery, Usage,
 };
 use crate::ids::{OrgId, RunId, SessionKey, UserId};
 
+use super::agent::TokenUsage;
 use super::batch::{BatchStore, Gate, RateUpdate, RateWindow};
 pub use super::store_error::{BackendError, StoreError, StoreResult};
 
-/// Spend to add to the session's organisation, and to its member, in the same transaction as
-/// a commit, so that a turn's cost is recorded exactly when its answer is.
+/// One call to a model, charged to the session's organisation and member in the same
+/// transaction as a commit, so that a turn's cost is recorded exactly when its answer is: its
+/// spend against the month's counters, and its tokens and spend on the member's day and model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Charge {
     /// Calendar month (`YYYY-MM`, UTC) the spend counts against.
     pub month: String,
+    /// Day of that month (1 to 31, UTC).
+    pub day: u8,
+    /// The model called, as [`crate::domain::model_name`] keeps it.
+    pub model: String,
+    pub tokens: TokenUsage,
     /// Millionths of a US dollar.
     pub micros: u64,
 }
@@ -247,11 +254,16 @@ pub trait LimitStore: Send + Sync {
     /// version becomes one more. Errors: `Conflict`.
     async fn put_rate_window(&self, update: RateUpdate<'_>) -> StoreResult<()>;
     async fn get_usage(&self, org: &OrgId, month: &str) -> StoreResult<Usage>;
-    /// Each member's usage in `month` (`YYYY-MM`), of the members who asked anything in it,
-    /// in no particular order. One partition's key range on DynamoDB (paged through).
+    /// The member's usage in `month` (`YYYY-MM`), by day and by model; empty when they asked
+    /// nothing. One `GetItem` on DynamoDB.
+    async fn get_member_usage(
+        &self, org: &OrgId, user: &UserId, month: &str,
+    ) -> StoreResult<MonthUsage>;
+    /// Each member's usage in `month`, by day and by model, of the members who asked anything
+    /// in it, in no particular order. One partition's key range on DynamoDB (paged through).
     async fn list_member_usage(
         &self, org: &OrgId, month: &str,
-    ) -> StoreResult<Vec<(UserId, Usage)>>;
+    ) -> StoreResult<Vec<(UserId, MonthUsage)>>;
 }
 
 /// Single-use sign-in tickets (the local one-click sign-in link), under the hash of their

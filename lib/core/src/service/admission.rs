@@ -78,13 +78,16 @@ pub(super) fn admit(
 }
 
 /// The gate a question's write passes: `slot`'s rate window, and one query counted against
-/// `month` under the organisation's quota and cost cap and the member's allowance (theirs as
+/// `month` (on its `day`) under the organisation's quota and cost cap and the member's allowance (theirs as
 /// `read` found it, or the organisation's).
-pub(super) fn question<'a>(slot: &'a Slot, org: &Org, read: &Snapshot, month: &'a str) -> Gate<'a> {
+pub(super) fn question<'a>(
+    slot: &'a Slot, org: &Org, read: &Snapshot, month: &'a str, day: u8,
+) -> Gate<'a> {
     Gate {
         rate: slot.update(),
         query: Some(QueryCount {
             month,
+            day,
             quota: org.monthly_query_quota,
             cap_micros: org.cost_cap_micros,
             member: member_caps(org, read),

@@ -8,6 +8,9 @@ mod admission;
 mod resume;
 mod stop;
 mod titles;
+mod usage;
+
+pub use usage::OwnUsage;
 
 use std::sync::Arc;
 
@@ -213,7 +216,7 @@ impl Service {
         for _ in 0..MAX_COMMIT_ATTEMPTS {
             let now = self.now();
             let slot = admit(action, &who.user, Some(&org), &read, now)?;
-            let gate = question(&slot, &org, &read, &month);
+            let gate = question(&slot, &org, &read, &month, now.day());
             match self
                 .deps
                 .store
@@ -295,7 +298,7 @@ impl Service {
             let events = next.place(now, new);
             next.pending
                 .push(events.last().expect("a user message was placed").seq);
-            let gate = question(&slot, &org, &read, &month);
+            let gate = question(&slot, &org, &read, &month, now.day());
             match self
                 .deps
                 .store

@@ -3,12 +3,15 @@
 
 use std::time::Duration;
 
-use crate::domain::{Awaiting, Event, EventKind, Memory, NewEvent, Session, TurnProgress};
+use crate::domain::{
+    Awaiting, Event, EventKind, Memory, NewEvent, Session, TurnProgress, model_name,
+};
 use crate::error::Chain;
 use crate::ids::SessionKey;
 use crate::memory;
 use crate::ports::{
-    AgentAction, AgentError, AgentReply, AgentRequest, Charge, Drafts, NoDrafts, Reads, ToolSpec,
+    AgentAction, AgentError, AgentReply, AgentRequest, Charge, Drafts, NoDrafts, Reads, TokenUsage,
+    ToolSpec,
 };
 
 use super::bounds::{bounded_input, bounded_text};
@@ -97,8 +100,14 @@ impl Steps {
                     ));
                 }
             };
-            let charge = (reply.cost_micros > 0).then(|| Charge {
-                month: self.clock.now().month(),
+            // A call that used nothing (the built-in agent) writes no usage item.
+            let used = reply.cost_micros > 0 || reply.usage != TokenUsage::default();
+            let now = self.clock.now();
+            let charge = used.then(|| Charge {
+                month: now.month(),
+                day: now.day(),
+                model: model_name(&reply.model),
+                tokens: reply.usage,
                 micros: reply.cost_micros,
             });
             let answered = matches!(reply.action, AgentAction::Answer(_));

@@ -6,6 +6,7 @@
 //! [`knowledge_core::admin`] and renders.
 
 pub mod caps;
+pub mod export;
 pub mod memory;
 pub mod wire;
 

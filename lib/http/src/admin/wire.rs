@@ -9,7 +9,7 @@ use knowledge_core::admin::{
 use knowledge_core::connections::redirect_uri;
 use knowledge_core::domain::{
     AuditAction, AuditCursor, AuditEntry, COST_CAP_MAX_USD, ClientRegistration, IntegrationAuth,
-    IntegrationConfig, Member, MemberCaps, QUOTA_MAX, Role, SsoConfig, micros_to_usd,
+    IntegrationConfig, Member, MemberCaps, MonthUsage, QUOTA_MAX, Role, SsoConfig, micros_to_usd,
 };
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{OrgLimits, ToolSpec};
@@ -431,6 +431,64 @@ pub struct UsageView {
     pub active_members: usize,
     /// The members who used the most (spend, then questions), at most ten.
     pub members: Vec<MemberUsageView>,
+    /// The month's tokens, over every model.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// The days with any usage, in order.
+    pub days: Vec<DayUsageView>,
+    /// The models called, most spent on first.
+    pub models: Vec<ModelUsageView>,
+}
+
+/// One day of a month.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DayUsageView {
+    /// `YYYY-MM-DD`, UTC.
+    pub date: String,
+    /// Questions asked that day.
+    pub questions: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub usd: f64,
+}
+
+/// One model's part of a month.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelUsageView {
+    pub model: String,
+    /// Calls to the model (a question takes one per step of the agent).
+    pub calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub usd: f64,
+}
+
+/// `month`'s days with usage, in order, as the wire shows them.
+pub fn day_views(month: &str, usage: &MonthUsage) -> Vec<DayUsageView> {
+    (usage.days.iter())
+        .map(|(day, d)| DayUsageView {
+            date: format!("{month}-{day:02}"),
+            questions: d.questions,
+            input_tokens: d.input_tokens,
+            output_tokens: d.output_tokens,
+            usd: micros_to_usd(d.cost_micros),
+        })
+        .collect()
+}
+
+/// The models of `usage`, most spent on first.
+pub fn model_views(usage: &MonthUsage) -> Vec<ModelUsageView> {
+    (usage.models_by_cost().into_iter())
+        .map(|(model, m)| ModelUsageView {
+            model: model.to_owned(),
+            calls: m.calls,
+            input_tokens: m.input_tokens,
+            output_tokens: m.output_tokens,
+            usd: micros_to_usd(m.cost_micros),
+        })
+        .collect()
 }
 
 /// One member's month: their usage against the allowance that applies to them now.
@@ -445,6 +503,8 @@ pub struct MemberUsageView {
     pub removed: bool,
     pub questions: u64,
     pub usd: f64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
     /// Their allowance now, their own or the organisation's; absent when unlimited.
     pub question_cap: Option<u64>,
     pub cap_usd: Option<f64>,
@@ -458,8 +518,10 @@ impl From<MemberUsage> for MemberUsageView {
             user_name: profile.map(|p| p.user_name.clone()),
             display_name: profile.and_then(|p| p.display_name()).map(str::to_owned),
             removed: m.member.is_none(),
-            questions: m.usage.queries,
-            usd: micros_to_usd(m.usage.cost_micros),
+            questions: m.usage.usage.queries,
+            usd: micros_to_usd(m.usage.usage.cost_micros),
+            input_tokens: m.usage.tokens().0,
+            output_tokens: m.usage.tokens().1,
             question_cap: m.caps.queries,
             cap_usd: m.caps.cost_micros.map(micros_to_usd),
         }
@@ -485,6 +547,8 @@ impl UsageQuery {
 
 impl From<UsageReport> for UsageView {
     fn from(u: UsageReport) -> Self {
+        let (days, models) = (day_views(&u.month, &u.detail), model_views(&u.detail));
+        let (input_tokens, output_tokens) = u.detail.tokens();
         Self {
             month: u.month,
             queries: u.usage.queries,
@@ -495,6 +559,10 @@ impl From<UsageReport> for UsageView {
             member_cap_usd: u.member_caps.cost_micros.map(micros_to_usd),
             active_members: u.active_members,
             members: u.members.into_iter().map(MemberUsageView::from).collect(),
+            input_tokens,
+            output_tokens,
+            days,
+            models,
         }
     }
 }

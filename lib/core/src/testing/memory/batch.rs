@@ -46,7 +46,7 @@ impl BatchStore for MemoryStore {
                 .usage_month
                 .and_then(|m| {
                     let key = (reads.org.clone(), reads.user.clone(), m.to_owned());
-                    s.member_usage.get(&key).copied()
+                    s.member_usage.get(&key).map(|m| m.usage)
                 })
                 .unwrap_or_default(),
             rate_window: reads

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 
 use super::{MemoryStore, State};
-use crate::domain::Usage;
+use crate::domain::{MonthUsage, Usage};
 use crate::ids::{OrgId, SessionKey, UserId};
 use crate::ports::{Gate, LimitStore, RateUpdate, RateWindow, StoreError, StoreResult};
 
@@ -24,12 +24,13 @@ impl State {
             if over_quota || over_cap {
                 return Err(StoreError::UsageLimit(usage));
             }
-            let member = self.member_usage.get(&member_key).copied();
+            let member = self.member_usage.get(&member_key).map(|m| m.usage);
             if q.member.reached(member.unwrap_or_default()) {
                 return Err(StoreError::MemberLimit(member.unwrap_or_default()));
             }
             self.usage.entry(org_key).or_default().queries += 1;
-            self.member_usage.entry(member_key).or_default().queries += 1;
+            let month = self.member_usage.entry(member_key).or_default();
+            month.add_question(q.day);
         }
         self.put_window(&gate.rate);
         Ok(())
@@ -72,15 +73,27 @@ impl LimitStore for MemoryStore {
         Ok(())
     }
 
+    async fn get_member_usage(
+        &self, org: &OrgId, user: &UserId, month: &str,
+    ) -> StoreResult<MonthUsage> {
+        let key = (org.clone(), user.clone(), month.to_owned());
+        Ok(self
+            .state()
+            .member_usage
+            .get(&key)
+            .cloned()
+            .unwrap_or_default())
+    }
+
     async fn list_member_usage(
         &self, org: &OrgId, month: &str,
-    ) -> StoreResult<Vec<(UserId, Usage)>> {
+    ) -> StoreResult<Vec<(UserId, MonthUsage)>> {
         Ok(self
             .state()
             .member_usage
             .iter()
             .filter(|((o, _, m), _)| o == org && m == month)
-            .map(|((_, user, _), usage)| (user.clone(), *usage))
+            .map(|((_, user, _), usage)| (user.clone(), usage.clone()))
             .collect())
     }
 

@@ -19,8 +19,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::domain::{
-    AuditEntry, Draft, Event, IntegrationConfig, Member, MemberData, MemberDataKind, Org, Session,
-    Ticket, Usage,
+    AuditEntry, Draft, Event, IntegrationConfig, Member, MemberData, MemberDataKind, MonthUsage,
+    Org, Session, Ticket, Usage,
 };
 use crate::ids::{OrgId, SessionKey, UserId};
 use crate::ports::{RateWindow, StoreError, StoreResult};
@@ -45,7 +45,7 @@ struct State {
     rate_windows: HashMap<String, RateWindow>,
     usage: HashMap<(OrgId, String), Usage>,
     /// Each member's usage, by organisation, member and month.
-    member_usage: HashMap<(OrgId, UserId, String), Usage>,
+    member_usage: HashMap<(OrgId, UserId, String), MonthUsage>,
     tickets: HashMap<String, Ticket>,
 }
 

@@ -54,7 +54,9 @@ impl SessionStore for MemoryStore {
             let usage = s.usage.entry((k.org.clone(), charge.month.clone()));
             usage.or_default().cost_micros += charge.micros;
             let member = (k.org.clone(), k.user.clone(), charge.month.clone());
-            s.member_usage.entry(member).or_default().cost_micros += charge.micros;
+            let (t, micros) = (charge.tokens, charge.micros);
+            let month = s.member_usage.entry(member).or_default();
+            month.add_call(charge.day, &charge.model, t.input, t.output, micros);
         }
         Ok(())
     }

@@ -1,0 +1,49 @@
+//! A member's own usage: their month by day and by model, against the allowance that applies
+//! to them. Only their own: an admin reads everyone's through [`crate::admin`].
+
+use crate::admin::parse_month;
+use crate::domain::{MemberCaps, MonthUsage};
+use crate::error::CoreError;
+use crate::ports::Reads;
+
+use super::{Principal, Service};
+
+/// What a member sees of their month.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OwnUsage {
+    /// `YYYY-MM`, UTC.
+    pub month: String,
+    pub usage: MonthUsage,
+    /// Their allowance now: their own, or the organisation's.
+    pub caps: MemberCaps,
+}
+
+impl Service {
+    /// The member's usage in `month` (this month when `None`; `YYYY-MM`). Two store round
+    /// trips: the membership and the organisation read together, then the member's month.
+    /// Errors: `InvalidInput` (the month), `Unauthenticated` (no longer a member), `NotFound`
+    /// (the organisation).
+    pub async fn own_usage(
+        &self, p: &Principal, month: Option<&str>,
+    ) -> Result<OwnUsage, CoreError> {
+        let month = match month {
+            Some(raw) => parse_month(raw)?,
+            None => self.now().month(),
+        };
+        let reads = Reads {
+            org_record: true,
+            ..Reads::member(&p.org, &p.user)
+        };
+        let read = self.deps.store.read_batch(&reads).await?;
+        let member = read.member.ok_or(CoreError::Unauthenticated)?;
+        let org = read.org.ok_or(CoreError::NotFound("organisation"))?;
+        let usage = (self.deps.store)
+            .get_member_usage(&p.org, &p.user, &month)
+            .await?;
+        Ok(OwnUsage {
+            month,
+            usage,
+            caps: member.caps_in(&org),
+        })
+    }
+}

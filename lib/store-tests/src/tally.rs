@@ -1,0 +1,174 @@
+//! Cases of a member's month by day and by model: questions counted on their day by the gate,
+//! each charged call's tokens and spend on its day and model by the commit, in the same
+//! transactions as the month's counters, and read back by the member and by the listing.
+
+use std::sync::Arc;
+
+use knowledge_core::domain::{DayUsage, MemberCaps, ModelUsage, Usage};
+use knowledge_core::ids::SessionKey;
+use knowledge_core::ports::{Charge, Gate, QueryCount, StoreError, TokenUsage};
+
+use crate::limits::{opening, update};
+use crate::{NOW, Tested, new_key};
+
+/// One question by `key`'s member on `day` of this month, through a fresh rate window.
+async fn ask_on(
+    store: &dyn Tested, key: &SessionKey, day: u8, member: MemberCaps,
+) -> Result<(), StoreError> {
+    let month = NOW.month();
+    let window = format!("create#{}", key.session);
+    let (session, events) = opening(key);
+    let gate = Gate {
+        rate: update(&window, &[NOW], 0),
+        query: Some(QueryCount {
+            month: &month,
+            day,
+            quota: None,
+            cap_micros: None,
+            member,
+        }),
+    };
+    store.create_session(&session, &events, Some(&gate)).await
+}
+
+/// A call to `model` on `day`, charged with an answer committed to `key`'s session.
+async fn call(
+    store: &dyn Tested, key: &SessionKey, day: u8, model: &str, tokens: (u64, u64), micros: u64,
+) {
+    let mut s = store.get_session(key).await.unwrap().unwrap();
+    let expected = s.version;
+    s.version += 1;
+    let charge = Charge {
+        month: NOW.month(),
+        day,
+        model: model.to_owned(),
+        tokens: TokenUsage {
+            input: tokens.0,
+            output: tokens.1,
+        },
+        micros,
+    };
+    store
+        .commit_session(&s, expected, &[], Some(&charge), None)
+        .await
+        .unwrap();
+}
+
+fn another(key: &SessionKey) -> SessionKey {
+    SessionKey {
+        session: new_key().session,
+        ..key.clone()
+    }
+}
+
+pub async fn questions_and_calls_are_counted_by_day_and_by_model_and_read_back(
+    store: Arc<dyn Tested>,
+) {
+    let ann = new_key();
+    let bob = SessionKey {
+        org: ann.org.clone(),
+        ..new_key()
+    };
+    let month = NOW.month();
+    let unlimited = MemberCaps::UNLIMITED;
+    ask_on(&*store, &ann, 3, unlimited).await.unwrap();
+    ask_on(&*store, &another(&ann), 3, unlimited).await.unwrap();
+    ask_on(&*store, &another(&ann), 17, unlimited)
+        .await
+        .unwrap();
+    ask_on(&*store, &bob, 17, unlimited).await.unwrap();
+    // A model's name may hold the separator the store uses.
+    let (a, b) = ("gpt-4o-mini", "anthropic.claude:1");
+    call(&*store, &ann, 3, a, (100, 20), 700).await;
+    call(&*store, &ann, 3, a, (50, 10), 300).await;
+    call(&*store, &ann, 17, b, (7, 3), 2_000).await;
+    call(&*store, &bob, 17, a, (1, 1), 5).await;
+
+    let mine = store
+        .get_member_usage(&ann.org, &ann.user, &month)
+        .await
+        .unwrap();
+    let spent = Usage {
+        queries: 3,
+        cost_micros: 3_000,
+    };
+    assert_eq!(mine.usage, spent);
+    let day3 = DayUsage {
+        questions: 2,
+        input_tokens: 150,
+        output_tokens: 30,
+        cost_micros: 1_000,
+    };
+    let day17 = DayUsage {
+        questions: 1,
+        input_tokens: 7,
+        output_tokens: 3,
+        cost_micros: 2_000,
+    };
+    assert_eq!(
+        mine.days.clone().into_iter().collect::<Vec<_>>(),
+        [(3, day3), (17, day17)]
+    );
+    let by_model = ModelUsage {
+        calls: 2,
+        input_tokens: 150,
+        output_tokens: 30,
+        cost_micros: 1_000,
+    };
+    assert_eq!(mine.models.get(a), Some(&by_model));
+    assert_eq!(
+        mine.models.get(b).map(|m| (m.calls, m.cost_micros)),
+        Some((1, 2_000))
+    );
+    assert_eq!(mine.models.len(), 2);
+
+    // The listing holds the same months; the organisation's counters are their sum.
+    let mut each = store.list_member_usage(&ann.org, &month).await.unwrap();
+    each.sort_by_key(|(_, m)| m.usage.queries);
+    assert_eq!(each.len(), 2);
+    assert_eq!(each[0].0, bob.user);
+    assert_eq!(each[0].1.days.get(&17).map(|d| d.questions), Some(1));
+    assert_eq!(each[1].0, ann.user);
+    assert_eq!(each[1].1, mine);
+    let org = store.get_usage(&ann.org, &month).await.unwrap();
+    assert_eq!(
+        org,
+        Usage {
+            queries: 4,
+            cost_micros: 3_005
+        }
+    );
+
+    // Nobody else's month, nor another month, holds any of it.
+    let stranger = new_key();
+    let none = store
+        .get_member_usage(&stranger.org, &ann.user, &month)
+        .await
+        .unwrap();
+    assert_eq!(none, Default::default());
+    let other_month = store
+        .get_member_usage(&ann.org, &ann.user, "1999-12")
+        .await
+        .unwrap();
+    assert_eq!(other_month, Default::default());
+}
+
+pub async fn a_refused_question_counts_on_no_day(store: Arc<dyn Tested>) {
+    let key = new_key();
+    let one = MemberCaps {
+        queries: Some(1),
+        cost_micros: None,
+    };
+    ask_on(&*store, &key, 9, one).await.unwrap();
+    let refused = ask_on(&*store, &another(&key), 9, one).await;
+    assert!(
+        matches!(refused, Err(StoreError::MemberLimit(_))),
+        "{refused:?}"
+    );
+    let mine = (store.get_member_usage(&key.org, &key.user, &NOW.month()))
+        .await
+        .unwrap();
+    assert_eq!(mine.usage.queries, 1);
+    assert_eq!(mine.days.get(&9).map(|d| d.questions), Some(1));
+    assert_eq!(mine.days.len(), 1);
+}
