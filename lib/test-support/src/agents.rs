@@ -90,7 +90,8 @@ impl Agent for FailingAgent {
     }
 }
 
-/// A provider whose every answer costs `micros` millionths of a dollar.
+/// A provider (`priced-model`) whose every answer costs `micros` millionths of a dollar and
+/// uses 120 input and 30 output tokens.
 pub struct PricedAgent {
     pub micros: u64,
 }
@@ -104,8 +105,11 @@ impl Agent for PricedAgent {
     async fn respond(&self, _: AgentRequest) -> Result<AgentReply, AgentError> {
         Ok(AgentReply {
             action: AgentAction::Answer("a priced answer".into()),
-            model: "test-model".to_owned(),
-            usage: TokenUsage::default(),
+            model: "priced-model".to_owned(),
+            usage: TokenUsage {
+                input: 120,
+                output: 30,
+            },
             cost_micros: self.micros,
         })
     }

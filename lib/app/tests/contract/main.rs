@@ -26,3 +26,4 @@ mod sso;
 mod sso_attacks;
 mod support;
 mod titles;
+mod usage;

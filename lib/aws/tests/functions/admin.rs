@@ -157,8 +157,25 @@ async fn admin_usage_reads_the_months_member_counters_in_one_query_and_the_top_m
         (3.into(), 3.into())
     );
     assert_eq!(body["members"].as_array().unwrap().len(), 3);
+    // The days come with the members' counters, in the same Query.
+    assert_eq!(body["days"][0]["questions"], serde_json::json!(3));
     let made = d.take_checked(functions::ADMIN.name);
     // The membership, the organisation and its month's counter; one Query of the members'
     // counters; one read by key per member named.
     assert_eq!(made, requests(&[("GetItem", 3 + 3), ("Query", 1)]));
+
+    // A member's own month: the guard's read of the membership; the membership (for their
+    // allowance) and the organisation together; then their month.
+    d.counter.take();
+    let mut request = d.event(functions::USAGE);
+    *request.uri_mut() = "/api/usage".parse().unwrap();
+    let response = d
+        .router(functions::USAGE)
+        .await
+        .oneshot(request)
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let made = d.take_checked(functions::USAGE.name);
+    assert_eq!(made, requests(&[("GetItem", 2), ("BatchGetItem", 1)]));
 }
