@@ -48,6 +48,20 @@ def month_before(month: str) -> str:
     return f"{year - 1}-12" if m == 1 else f"{year}-{m - 1:02}"
 
 
+def days_in(month: str) -> int:
+    return calendar.monthrange(int(month[:4]), int(month[5:]))[1]
+
+
+def place_on_axis(page) -> float:
+    """Where the chart's one bar stands along its axis, from 0 (its start) to 1 (its end)."""
+    return page.evaluate("""() => {
+        const bar = document.querySelector('svg.chart rect.bar').getBBox();
+        const axis = document.querySelector('svg.chart line.base');
+        const [start, end] = [axis.x1.baseVal.value, axis.x2.baseVal.value];
+        return (bar.x + bar.width / 2 - start) / (end - start);
+    }""")
+
+
 def money(usd: float) -> str:
     return f"${usd:,.2f}"
 
@@ -90,6 +104,7 @@ def test_the_usage_page_shows_the_month_day_by_day_the_members_who_used_most_and
     bars = page.locator("svg.chart rect.bar")
     expect(bars).to_have_count(1)
     expect(bars.locator("title")).to_have_text(f"{day}: 2 questions")
+    assert abs(place_on_axis(page) - (int(today["date"][8:]) - 0.5) / days_in(month)) < 0.005
     expect(page.locator("#org-days-summary")).to_have_text(
         f"Questions per day in {month_name(month)}: 2 in all, most on {day} (2 questions)."
     )
@@ -99,7 +114,9 @@ def test_the_usage_page_shows_the_month_day_by_day_the_members_who_used_most_and
     page.get_by_text("The numbers as a table").focus()
     page.keyboard.press("Enter")
     days = page.get_by_role("table", name=f"Usage per day in {month_name(month)}")
-    expect(days.locator("tbody tr")).to_have_count(calendar.monthrange(int(month[:4]), int(month[5:]))[1])
+    expect(days.locator("tbody tr")).to_have_count(days_in(month))
+    expect(days.locator("tbody tr th").first).to_have_text(day_name(f"{month}-01"))
+    expect(days.locator("tbody tr th").last).to_have_text(day_name(f"{month}-{days_in(month)}"))
     expect(days.get_by_role("row", name=re.compile(f"^{day} ")).get_by_role("cell")).to_have_text(
         [str(today["questions"]), f"{today['inputTokens']:,}", f"{today['outputTokens']:,}", money(today["usd"])]
     )
@@ -120,7 +137,7 @@ def test_the_usage_page_shows_the_month_day_by_day_the_members_who_used_most_and
 
     # Last month: nothing at all.
     before = month_before(month)
-    page.get_by_label("Month").select_option(before)
+    page.get_by_label("Month", exact=True).select_option(before)
     expect(page.get_by_role("img", name=f"Dollars per day in {month_name(before)}")).to_be_visible()
     expect(bars).to_have_count(0)
     expect(page.locator("#org-days-summary")).to_have_text(f"Dollars per day in {month_name(before)}: none.")
@@ -198,12 +215,13 @@ def test_the_downloads_hold_the_months_usage_and_the_audit_entries_asked_for(pri
     by_day = list(csv.DictReader(io.StringIO(download(page, page.get_by_role("link", name="Download usage (CSV, per member per day)")))))
     assert len(by_day) == 1, by_day
     (row,) = by_day
-    assert (row["userId"], row["date"], int(row["questions"])) == ("usr_default", today["date"], 2), row
+    assert (row["user_id"], row["date"], int(row["questions"])) == ("usr_default", today["date"], 2), row
     assert float(row["usd"]) == pytest.approx(asker["usd"]), row
     by_model = list(csv.DictReader(io.StringIO(download(page, page.get_by_role("link", name="Download usage (CSV, per member per model)")))))
     (row,) = by_model
-    assert (row["userId"], row["model"], int(row["calls"])) == ("usr_default", "fake", model["calls"]), row
-    assert (int(row["inputTokens"]), int(row["outputTokens"])) == (model["inputTokens"], model["outputTokens"]), row
+    assert (row["user_id"], row["model"], int(row["calls"])) == ("usr_default", "fake", model["calls"]), row
+    assert (int(row["input_tokens"]), int(row["output_tokens"])) == (model["inputTokens"], model["outputTokens"]), row
+    assert float(row["usd"]) == pytest.approx(model["usd"]), row
 
     # The audit log: a role change among members added at the command line.
     page.goto(f"{service.base}/admin/members")

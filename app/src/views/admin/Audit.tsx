@@ -139,7 +139,7 @@ function AuditDownload() {
           ))}
         </select>
       </div>
-      <p class="hint">Leave a date empty to start at the first entry or end at the last.</p>
+      <p class="hint">Both days are included (UTC); leave a date empty to start at the first entry or end at the last.</p>
       <div>
         <a class="button" href={auditExportUrl(filter)} download={`audit.${filter.format}`}>
           Download the log ({FORMATS[filter.format]})

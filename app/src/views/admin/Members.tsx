@@ -14,6 +14,7 @@ export function Members({ me }: { me: string }) {
   const [search, setSearch] = useState('');
   const [newName, setNewName] = useState('');
   const [newRole, setNewRole] = useState<'admin' | 'viewer'>('viewer');
+  const { notice, busy, run } = useNotice();
   // The member whose allowance is being set, in their row. When the form closes (or the
   // member's own allowance is given back, and its button goes), their Set allowance button
   // takes the focus.
@@ -26,11 +27,10 @@ export function Members({ me }: { me: string }) {
   };
   useEffect(() => {
     const id = focusAfter.current;
-    if (id === null) return;
+    if (id === null || busy) return;
     focusAfter.current = null;
     table.current?.querySelector<HTMLButtonElement>(`button[data-caps="${CSS.escape(id)}"]`)?.focus();
-  }, [members, editing]);
-  const { notice, busy, run } = useNotice();
+  }, [members, editing, busy]);
 
   const load = (q: string, after?: string) =>
     run(async () => {

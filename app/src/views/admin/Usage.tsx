@@ -54,6 +54,7 @@ export function UsagePage() {
       setUsage(await admin.usage(month));
       return 'The limits are saved; they apply from the next question.';
     });
+  // Each field waits for the limits as read: what was typed before would be overwritten.
   const field = (key: keyof Limits, id: string, label: string, step: string) => (
     <div class="field">
       <label for={id}>{label}</label>
@@ -63,6 +64,7 @@ export function UsagePage() {
         min="0"
         step={step}
         value={form?.[key] ?? ''}
+        disabled={!form}
         onInput={(e) => setForm((f) => f && { ...f, [key]: (e.target as HTMLInputElement).value })}
         aria-describedby="limits-hint"
       />
