@@ -74,6 +74,9 @@ pub struct Settings {
     pub authorization_servers: Option<Arc<dyn AuthorizationServers>>,
     /// How long a sign-in lasts.
     pub lifetime: Lifetime,
+    /// See [`HttpConfig::buffered_export_max`]: `None` (streamed) unless the runtime buffers
+    /// responses.
+    pub buffered_export_max: Option<usize>,
     /// Where the browser app's files come from: built in, or a folder (development).
     pub app_files: Files,
     pub clock: Arc<dyn Clock>,
@@ -96,6 +99,7 @@ impl Settings {
             identity_discovery: None,
             authorization_servers: None,
             lifetime: Lifetime::default(),
+            buffered_export_max: None,
             app_files: Files::Embedded,
             clock: Arc::new(SystemClock),
         }
@@ -105,6 +109,7 @@ impl Settings {
         HttpConfig {
             app_origin: self.app_origin.clone(),
             lifetime: self.lifetime,
+            buffered_export_max: self.buffered_export_max,
         }
     }
 }

@@ -23,6 +23,10 @@ pub use crate::sfn::SfnWorkflow;
 pub use knowledge_app::functions::{self, Function, Serves};
 pub use knowledge_core::steps::Handler;
 
+/// Bytes an export holds at most on Lambda, whose response is at most 6 MB with its envelope:
+/// 4 MiB stays under it even base64-encoded.
+pub const EXPORT_MAX_BYTES: usize = 4 << 20;
+
 /// The settings of the cold start of `parts.function`: the application's origin from
 /// `APP_ORIGIN` (which every endpoint needs), and from Secrets Manager only the keys and the
 /// provider API key that the function uses. The provider's other settings are the variables
@@ -41,6 +45,8 @@ pub async fn settings(
     let mut settings = Settings::new(origin);
     settings.lifetime = env.lifetime;
     settings.egress = env.egress;
+    // Lambda buffers a response whole and refuses one over 6 MB: an export stays under it.
+    settings.buffered_export_max = Some(EXPORT_MAX_BYTES);
     let secrets = aws_sdk_secretsmanager::Client::new(shared);
     let secret =
         |id: &Option<String>, var: &'static str| id.clone().ok_or(ConfigError::Missing(var));

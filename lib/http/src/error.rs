@@ -62,6 +62,12 @@ pub enum ApiError {
     PayloadTooLarge { limit: usize },
     #[error("the request body must be sent as application/json")]
     UnsupportedMediaType,
+    /// An export over what a deployment that buffers responses sends at once.
+    #[error(
+        "the export would be larger than {limit} bytes, the most this deployment sends at once: \
+         narrow the dates or filter by action or actor"
+    )]
+    ExportTooLarge { limit: usize },
     #[error("the Origin header is missing or not this application's origin")]
     OriginForbidden,
     #[error("no such route")]
@@ -140,6 +146,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
             }
+            ApiError::ExportTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "export_too_large"),
             ApiError::OriginForbidden => (StatusCode::FORBIDDEN, "origin_forbidden"),
             ApiError::RouteNotFound => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),

@@ -22,14 +22,19 @@ pub struct HttpConfig {
     pub app_origin: String,
     /// How long a sign-in lasts.
     pub lifetime: Lifetime,
+    /// Where responses are buffered whole before they leave (AWS Lambda's, at most 6 MB):
+    /// the bytes an export may hold; it is refused as too large past them instead of failing
+    /// half sent. `None` where responses stream (the local service): exports are unbounded.
+    pub buffered_export_max: Option<usize>,
 }
 
 impl HttpConfig {
-    /// Settings for `app_origin` with the default session lifetime.
+    /// Settings for `app_origin` with the default session lifetime, streamed responses.
     pub fn new(app_origin: &str) -> Self {
         Self {
             app_origin: app_origin.to_owned(),
             lifetime: Lifetime::default(),
+            buffered_export_max: None,
         }
     }
 

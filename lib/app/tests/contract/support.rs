@@ -130,6 +130,8 @@ pub struct Setup {
     /// A store to use instead of the one [`STORE_ENV`] selects (SQLite for a test of several
     /// processes on one file, say).
     pub store: Option<Arc<dyn TestStore>>,
+    /// Responses buffered whole, exports bounded to these bytes, as on Lambda.
+    pub buffered_export_max: Option<usize>,
 }
 
 impl Setup {
@@ -142,6 +144,7 @@ impl Setup {
             origin: None,
             egress: Egress::ANYWHERE,
             store: None,
+            buffered_export_max: None,
         }
     }
 }
@@ -211,6 +214,7 @@ impl Api {
             ))),
             egress: setup.egress,
             clock: clock.clone(),
+            buffered_export_max: setup.buffered_export_max,
             ..Settings::new(&origin)
         };
         let app = App::new(settings, store.clone()).with_stored_integrations();

@@ -9,7 +9,8 @@ use knowledge_core::domain::{Actor, AuditAction, AuditEntry};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::{Api, PricedAgent, User, admin};
+use crate::support::{Api, PricedAgent, Setup, User, admin};
+use knowledge_core::adapters::agent::BuiltinAgent;
 
 const SESSION: &str = "/api/managed-agents/session";
 
@@ -275,4 +276,26 @@ async fn the_audit_export_holds_exactly_its_filters_entries_newest_first_across_
     let viewer = api.new_user(&api.user.org).await;
     let (status, _, _) = download(&api, &viewer, base).await;
     assert_eq!(status, 403);
+}
+
+#[tokio::test]
+async fn where_responses_are_buffered_an_export_over_the_limit_is_refused_whole() {
+    // As on Lambda: 20 KB at most. The whole log is over it; a week of it is not.
+    let api = Api::start_setup(Setup {
+        buffered_export_max: Some(20_000),
+        ..Setup::new(Arc::new(BuiltinAgent))
+    })
+    .await;
+    seed_audit(&api).await;
+    let base = "/api/admin/audit/export?format=jsonl";
+    let r = api.get(base).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (413, "export_too_large"),
+        "{}",
+        r.body
+    );
+    let (status, _, text) = download(&api, &api.user, &format!("{base}&to=2026-01-07")).await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(text.lines().count(), 7 * 4);
 }

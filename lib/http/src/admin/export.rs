@@ -1,7 +1,9 @@
 //! The admin exports, as files to download: a month's usage as CSV (per member and day, or per
 //! member and model), and the audit log as CSV or JSON Lines, filtered by dates, action and
 //! actor, written page by page as it is read, so that a year of entries is never held at
-//! once. Every text field is escaped for CSV and kept from reading as a spreadsheet formula.
+//! once. Where the runtime buffers responses whole (Lambda), an export over
+//! [`crate::HttpConfig::buffered_export_max`] is refused with 413 `export_too_large` instead.
+//! Every text field is escaped for CSV and kept from reading as a spreadsheet formula.
 
 use std::fmt::Write as _;
 
@@ -105,6 +107,9 @@ pub async fn usage(c: Caller, RawQuery(q): RawQuery) -> Result<Response, ApiErro
             }
         }
     }
+    if let Some(limit) = c.app.config.buffered_export_max.filter(|l| csv.len() > *l) {
+        return Err(ApiError::ExportTooLarge { limit });
+    }
     let suffix = if by_model { "-by-model" } else { "" };
     Ok(attachment(
         "text/csv; charset=utf-8",
@@ -189,6 +194,26 @@ pub async fn audit(c: Caller, RawQuery(q): RawQuery) -> Result<Response, ApiErro
         Format::JsonLines => String::new(),
     };
     let first_text = head + &render(format, &first.entries);
+    if let Some(limit) = c.app.config.buffered_export_max {
+        // The response is buffered whole anyway: read it all, and refuse it past the limit.
+        let mut text = first_text;
+        let mut next = first.next;
+        while let Some(before) = next.take() {
+            let page = admin
+                .audit_export_page(&c.admin, &filter, Some(&before))
+                .await?;
+            text.push_str(&render(format, &page.entries));
+            if text.len() > limit {
+                return Err(ApiError::ExportTooLarge { limit });
+            }
+            next = page.next;
+        }
+        return Ok(attachment(
+            content_type,
+            &format!("audit.{ext}"),
+            Body::from(text),
+        ));
+    }
     // Each later page is read when the client has taken the one before.
     let pages = stream::unfold(
         (Some(first_text), first.next, c),
