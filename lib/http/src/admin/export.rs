@@ -178,7 +178,8 @@ pub async fn audit(c: Caller, RawQuery(q): RawQuery) -> Result<Response, ApiErro
         action,
         actor,
     };
-    // The organisation is read before the first byte, so that a missing one is a 404.
+    // The first page is read before the status is sent, so that a store that fails at once
+    // answers an error status, not a cut file.
     let admin = c.administration()?;
     let first = admin
         .audit_export_page(&c.admin, &filter, export_start(&filter).as_ref())
