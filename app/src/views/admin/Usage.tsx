@@ -93,7 +93,7 @@ export function UsagePage() {
             <dt>Members who asked</dt>
             <dd>{count(usage.activeMembers)}</dd>
             <dt>Each member's allowance</dt>
-            <dd>{capsWords({ questionCap: usage.memberQuestionCap, capUsd: usage.memberCapUsd })} a month, unless set for them</dd>
+            <dd>{memberDefault(usage)}</dd>
           </dl>
           <h3>Day by day</h3>
           <DayChart id="org-days" month={usage.month} days={usage.days} />
@@ -136,8 +136,17 @@ export function UsagePage() {
   );
 }
 
+/** Each member's allowance unless set for them, in words. */
+function memberDefault(usage: Usage): string {
+  const words = capsWords({ questionCap: usage.memberQuestionCap, capUsd: usage.memberCapUsd });
+  return `${words === 'Unlimited' ? words : `${words} a month`}, unless set for the member`;
+}
+
+/** The members who used the most. How close each is to their allowance is shown for this month
+ *  only: the allowance is the one that applies now, which says nothing of a month gone. */
 function TopMembers({ usage }: { usage: Usage }) {
   const name = monthName(usage.month);
+  const current = usage.month === monthOf(new Date());
   if (usage.members.length === 0) return <p class="hint">Nobody asked anything in {name}.</p>;
   return (
     <>
@@ -149,8 +158,8 @@ function TopMembers({ usage }: { usage: Usage }) {
             <th scope="col">Questions</th>
             <th scope="col">Dollars</th>
             <th scope="col">Tokens</th>
-            <th scope="col">Allowance</th>
-            <th scope="col">How close</th>
+            <th scope="col">{current ? 'Allowance' : 'Allowance now'}</th>
+            {current && <th scope="col">How close</th>}
           </tr>
         </thead>
         <tbody>
@@ -165,17 +174,19 @@ function TopMembers({ usage }: { usage: Usage }) {
                 <td data-label="Questions">{count(m.questions)}</td>
                 <td data-label="Dollars">{dollars(m.usd)}</td>
                 <td data-label="Tokens">{tokensWords(m.inputTokens, m.outputTokens)}</td>
-                <td data-label="Allowance">{capsWords(m)}</td>
-                <td data-label="How close">
-                  {near ? (
-                    <span class="near">
-                      <meter min={0} max={1} low={0.8} high={0.95} optimum={0} value={Math.min(near.share, 1)} aria-hidden="true" />
-                      {near.words}
-                    </span>
-                  ) : (
-                    'No limit'
-                  )}
-                </td>
+                <td data-label={current ? 'Allowance' : 'Allowance now'}>{capsWords(m)}</td>
+                {current && (
+                  <td data-label="How close">
+                    {near ? (
+                      <span class="near">
+                        <meter min={0} max={1} low={0.8} high={0.95} optimum={0} value={Math.min(near.share, 1)} aria-hidden="true" />
+                        {near.words}
+                      </span>
+                    ) : (
+                      'No limit'
+                    )}
+                  </td>
+                )}
               </tr>
             );
           })}
