@@ -197,8 +197,11 @@ def test_an_allowance_set_from_the_member_list_shows_in_the_report_until_it_is_g
 
 
 def download(page, link) -> str:
+    """Follows the download `link` as a person would; returns the file."""
     with page.expect_download() as event:
         link.click()
+    failure = event.value.failure()
+    assert failure is None, f"the download of {link.get_attribute('href')} failed: {failure}"
     return open(event.value.path(), encoding="utf-8").read()
 
 
