@@ -276,6 +276,26 @@ async fn the_audit_export_holds_exactly_its_filters_entries_newest_first_across_
     let viewer = api.new_user(&api.user.org).await;
     let (status, _, _) = download(&api, &viewer, base).await;
     assert_eq!(status, 403);
+
+    // Compressed, as every browser asks for it: the whole stream, every page.
+    let resp = api
+        .execute(
+            (api.http)
+                .get(format!("{}{base}?format=jsonl", api.base))
+                .header("cookie", &api.user.cookie)
+                .header("accept-encoding", "gzip"),
+        )
+        .await;
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(resp.headers()["content-encoding"], "gzip");
+    let gz = resp.bytes().await.unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text).unwrap();
+    assert!(
+        text.lines().count() >= seeded.len(),
+        "{} lines",
+        text.lines().count()
+    );
 }
 
 #[tokio::test]

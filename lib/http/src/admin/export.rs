@@ -11,7 +11,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::RawQuery;
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
-use futures_util::stream;
+use futures_util::{StreamExt, stream};
 use knowledge_core::CoreError;
 use knowledge_core::admin::{ActorFilter, AuditFilter, MemberMonth, export_start, parse_month};
 use knowledge_core::clock::Timestamp;
@@ -252,7 +252,12 @@ pub async fn audit(c: Caller, RawQuery(q): RawQuery) -> Result<Response, ApiErro
         },
     );
     let name = format!("audit.{ext}");
-    Ok(attachment(content_type, &name, Body::from_stream(pages)))
+    // Fused: a body layer (compression) may poll once more after the end.
+    Ok(attachment(
+        content_type,
+        &name,
+        Body::from_stream(pages.fuse()),
+    ))
 }
 
 fn render(format: Format, entries: &[knowledge_core::domain::AuditEntry]) -> String {
