@@ -53,12 +53,9 @@ pub fn integration_json(i: &IntegrationConfig) -> Value {
     })
 }
 
-/// The JSON an admin command prints for an audit entry.
+/// The JSON an admin command prints for an audit entry: as the admin API shows it (an
+/// operator's change is by `command-line`, people are named, and what changed is said).
 pub fn audit_json(e: &AuditEntry) -> Value {
-    json!({
-        "at": e.at.to_iso8601(),
-        "actor": e.actor.as_str(),
-        "action": e.action.as_str(),
-        "target": e.target,
-    })
+    serde_json::to_value(knowledge_http::admin::wire::AuditEntryView::from(e))
+        .expect("plain strings")
 }
