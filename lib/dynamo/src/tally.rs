@@ -33,11 +33,12 @@ pub(crate) fn day_attribute(day: u8, part: DayPart) -> String {
 }
 
 impl DynamoStore {
-    /// The updates that charge `charge` to the session's organisation (its spend) and member
-    /// (their spend, and the call's tokens and spend on its day and model).
+    /// The updates that charge `charge` to the session's organisation (its spend, when there
+    /// is any: the organisation's item is every question's, and is not written for nothing)
+    /// and member (their spend, and the call's tokens and spend on its day and model).
     pub(crate) fn charge_updates(
         &self, k: &SessionKey, charge: &Charge,
-    ) -> StoreResult<[TransactWriteItem; 2]> {
+    ) -> StoreResult<Vec<TransactWriteItem>> {
         let org = Update::builder()
             .table_name(&self.table)
             .set_key(Some(key_item(keys::usage(&k.org, &charge.month))))
@@ -65,17 +66,25 @@ impl DynamoStore {
             .expression_attribute_values(":i", n(charge.tokens.input))
             .expression_attribute_values(":o", n(charge.tokens.output))
             .expression_attribute_values(":one", n(1));
-        Ok([
-            TransactWriteItem::builder()
-                .update(built(org.build())?)
-                .build(),
+        let mut updates = Vec::with_capacity(2);
+        if charge.micros > 0 {
+            updates.push(
+                TransactWriteItem::builder()
+                    .update(built(org.build())?)
+                    .build(),
+            );
+        }
+        updates.push(
             TransactWriteItem::builder()
                 .update(built(member.build())?)
                 .build(),
-        ])
+        );
+        Ok(updates)
     }
 }
 
+/// The attribute of `part` of `model`'s usage, such as `m:gpt-4o:n` (the model's name as
+/// given: a name holding `:` reads back by its last one).
 fn model_attribute(model: &str, part: char) -> String {
     format!("m:{model}:{part}")
 }

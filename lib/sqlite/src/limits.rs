@@ -71,7 +71,8 @@ fn months(
     }
     let mut stmt = c.prepare_cached(
         "SELECT user_id, day, questions, input_tokens, output_tokens, cost_micros
-         FROM member_usage_days WHERE org_id = ?1 AND month = ?2 AND (?3 IS NULL OR user_id = ?3)",
+         FROM member_usage_days
+         WHERE org_id = ?1 AND month = ?2 AND (?3 IS NULL OR user_id = ?3)",
     )?;
     let mut rows = stmt.query(params![org.as_str(), month, user])?;
     while let Some(r) = rows.next()? {
@@ -86,7 +87,8 @@ fn months(
     }
     let mut stmt = c.prepare_cached(
         "SELECT user_id, model, calls, input_tokens, output_tokens, cost_micros
-         FROM member_usage_models WHERE org_id = ?1 AND month = ?2 AND (?3 IS NULL OR user_id = ?3)",
+         FROM member_usage_models
+         WHERE org_id = ?1 AND month = ?2 AND (?3 IS NULL OR user_id = ?3)",
     )?;
     let mut rows = stmt.query(params![org.as_str(), month, user])?;
     while let Some(r) = rows.next()? {
@@ -232,7 +234,11 @@ pub(crate) fn charge(c: &Connection, key: &SessionKey, charge: &Charge) -> Store
         queries: 0,
         cost_micros: charge.micros,
     };
-    add_both(c, key, &charge.month, spent)?;
+    // A call that cost nothing (no price set) leaves the organisation's counter alone.
+    if charge.micros > 0 {
+        add_usage(c, &key.org, &charge.month, spent).map_err(backend)?;
+    }
+    add_member_usage(c, &key.org, &key.user, &charge.month, spent).map_err(backend)?;
     let (input_tokens, output_tokens) = (charge.tokens.input, charge.tokens.output);
     let day = DayUsage {
         questions: 0,

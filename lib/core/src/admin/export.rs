@@ -14,10 +14,13 @@ pub const EXPORT_PAGE: usize = 100;
 /// the command line told apart from one in the admin API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ActorFilter {
+    /// The identity provider, over SCIM.
     Scim,
     /// A member in the admin API.
     Admin,
+    /// A member acting for themselves (signing out, connecting an account).
     Member,
+    /// An operator at the command line.
     CommandLine,
 }
 
@@ -83,7 +86,7 @@ pub struct MemberMonth {
 impl Administration {
     /// The entries of `filter` among the [`EXPORT_PAGE`] stored before `before`: one store
     /// read. A page may hold none and still have a `next` (the filter passed over it);
-    /// `next` is `None` once the log ends or passes `filter.from`. Errors: `NotFound`.
+    /// `next` is `None` once the log ends or passes `filter.from`. Errors: the store's.
     pub async fn audit_export_page(
         &self, admin: &Admin, filter: &AuditFilter, before: Option<&AuditCursor>,
     ) -> Result<ExportPage, CoreError> {

@@ -64,8 +64,9 @@ impl Administration {
     }
 
     /// The usage report of `month` (`YYYY-MM`, see [`parse_month`]): the organisation's
-    /// counters, and its members' months (one listing, whose sum gives the days and models), with the [`TOP_MEMBERS`] most used read
-    /// by id (at most that many `GetItem`s). A month with no usage reports zeros. Errors: `NotFound`.
+    /// counters, and its members' months (one listing, whose sum gives the days and models),
+    /// with the [`TOP_MEMBERS`] most used read by id (at most that many `GetItem`s). A month
+    /// with no usage reports zeros. Errors: `NotFound`.
     pub async fn usage_of(&self, admin: &Admin, month: &str) -> Result<UsageReport, CoreError> {
         let org = self.org(admin).await?;
         let usage = self.stores.limits.get_usage(&admin.org, month).await?;

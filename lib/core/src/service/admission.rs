@@ -78,8 +78,8 @@ pub(super) fn admit(
 }
 
 /// The gate a question's write passes: `slot`'s rate window, and one query counted against
-/// `month` (on its `day`) under the organisation's quota and cost cap and the member's allowance (theirs as
-/// `read` found it, or the organisation's).
+/// `month` (on its `day`) under the organisation's quota and cost cap and the member's
+/// allowance (theirs as `read` found it, or the organisation's).
 pub(super) fn question<'a>(
     slot: &'a Slot, org: &Org, read: &Snapshot, month: &'a str, day: u8,
 ) -> Gate<'a> {

@@ -191,7 +191,9 @@ impl Service {
             .as_ref()
             .ok_or_else(|| CoreError::internal("this process creates no sessions"))?;
         let (action, now) = (Action::CreateSession, self.now());
-        let (month, window) = (now.month(), action.key(&who.user));
+        // The question's month and day, from one instant: counted on the same day as in the
+        // same month, even when the commit lands after midnight.
+        let (month, day, window) = (now.month(), now.day(), action.key(&who.user));
         let reads = Reads {
             org_record: true,
             usage_month: Some(&month),
@@ -216,7 +218,7 @@ impl Service {
         for _ in 0..MAX_COMMIT_ATTEMPTS {
             let now = self.now();
             let slot = admit(action, &who.user, Some(&org), &read, now)?;
-            let gate = question(&slot, &org, &read, &month, now.day());
+            let gate = question(&slot, &org, &read, &month, day);
             match self
                 .deps
                 .store

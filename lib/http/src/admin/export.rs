@@ -3,9 +3,7 @@
 //! actor, written page by page as it is read, so that a year of entries is never held at
 //! once. Where the runtime buffers responses whole (Lambda), an export over
 //! [`crate::HttpConfig::buffered_export_max`] is refused with 413 `export_too_large` instead.
-//! Every text field is escaped for CSV and kept from reading as a spreadsheet formula.
-
-use std::fmt::Write as _;
+//! The rows are written by [`super::export_text`].
 
 use axum::body::{Body, Bytes};
 use axum::extract::RawQuery;
@@ -13,15 +11,22 @@ use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
 use knowledge_core::CoreError;
-use knowledge_core::admin::{ActorFilter, AuditFilter, MemberMonth, export_start, parse_month};
+use knowledge_core::admin::{
+    ActorFilter, Admin, Administration, AuditFilter, export_start, parse_month,
+};
 use knowledge_core::clock::Timestamp;
-use knowledge_core::domain::{AuditAction, AuditCursor, micros_to_usd};
+use knowledge_core::domain::{AuditAction, AuditCursor};
+use knowledge_core::error::Chain;
 use utoipa::IntoParams;
 
-use super::wire::AuditEntryView;
+use super::export_text::{BY_DAY_HEAD, BY_MODEL_HEAD, Format, usage_rows};
 use super::{AdminErrors, Caller};
 use crate::error::ApiError;
 use crate::extract::QueryParams;
+
+/// Pages of the audit log a buffered export reads at most (100 entries each): a filter that
+/// rarely matches is refused like a large export, rather than read past the request's time.
+const BUFFERED_PAGES_MAX: usize = 300;
 
 /// `GET /usage/export`'s query.
 #[derive(Debug, IntoParams)]
@@ -64,87 +69,31 @@ fn invalid(message: &str) -> ApiError {
         content_type = "text/csv", body = String), AdminErrors))]
 pub async fn usage(c: Caller, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
     let q = QueryParams::parse(q.as_deref());
-    let month = parse_month(
-        q.get("month")
-            .ok_or_else(|| invalid("month is required, YYYY-MM"))?,
-    )?;
+    let month = q.get("month").filter(|m| !m.is_empty());
+    let month = parse_month(month.ok_or_else(|| invalid("month is required, YYYY-MM"))?)?;
     let by_model = match q.get("by") {
-        None | Some("day") => false,
+        None | Some("" | "day") => false,
         Some("model") => true,
         Some(_) => return Err(invalid("by must be day or model")),
     };
     let rows = c.administration()?.usage_export(&c.admin, &month).await?;
-    let mut csv = String::new();
-    if by_model {
-        csv.push_str(
-            "month,user_id,user_name,display_name,model,calls,input_tokens,output_tokens,usd\r\n",
-        );
-    } else {
-        csv.push_str(
-            "date,user_id,user_name,display_name,questions,input_tokens,output_tokens,usd\r\n",
-        );
-    }
+    let mut csv = String::from(if by_model { BY_MODEL_HEAD } else { BY_DAY_HEAD });
     for row in &rows {
-        let (user_name, display_name) = names(row);
-        let who = [row.user.as_str(), user_name, display_name]
-            .map(field)
-            .join(",");
-        if by_model {
-            for (model, m) in row.usage.models_by_cost() {
-                let usd = micros_to_usd(m.cost_micros);
-                let (calls, i, o) = (m.calls, m.input_tokens, m.output_tokens);
-                let _ = write!(
-                    csv,
-                    "{month},{who},{},{calls},{i},{o},{usd:.6}\r\n",
-                    field(model)
-                );
-            }
-        } else {
-            for (day, d) in &row.usage.days {
-                let usd = micros_to_usd(d.cost_micros);
-                let (n, i, o) = (d.questions, d.input_tokens, d.output_tokens);
-                let _ = write!(csv, "{month}-{day:02},{who},{n},{i},{o},{usd:.6}\r\n");
-            }
-        }
+        usage_rows(&mut csv, &month, row, by_model);
     }
     if let Some(limit) = c.app.config.buffered_export_max.filter(|l| csv.len() > *l) {
         return Err(ApiError::ExportTooLarge { limit });
     }
     let suffix = if by_model { "-by-model" } else { "" };
-    Ok(attachment(
-        "text/csv; charset=utf-8",
-        &format!("usage-{month}{suffix}.csv"),
-        Body::from(csv),
-    ))
+    let name = format!("usage-{month}{suffix}.csv");
+    Ok(attachment(Format::Csv, &name, Body::from(csv)))
 }
 
-fn names(row: &MemberMonth) -> (&str, &str) {
-    let profile = row.member.as_ref().and_then(|m| m.profile.as_ref());
-    (
-        profile.map_or("", |p| p.user_name.as_str()),
-        profile.and_then(|p| p.display_name()).unwrap_or(""),
-    )
-}
-
-#[derive(Clone, Copy)]
-enum Format {
-    Csv,
-    JsonLines,
-}
-
-/// The audit log's entries of the filters, newest first, as CSV or JSON Lines (one
-/// [`AuditEntryView`] a line), written as each page of the log is read.
-#[utoipa::path(get, path = "/audit/export", operation_id = "adminExportAudit",
-    params(AuditExportQuery),
-    responses((status = 200, description = "The entries, as an attachment.",
-        content_type = "text/csv", body = String), AdminErrors))]
-pub async fn audit(c: Caller, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
-    let q = QueryParams::parse(q.as_deref());
-    let format = match q.get("format") {
-        None | Some("csv") => Format::Csv,
-        Some("jsonl") => Format::JsonLines,
-        Some(_) => return Err(invalid("format must be csv or jsonl")),
-    };
+/// The audit export asked for: its form and its filter.
+fn audit_request(raw: Option<&str>) -> Result<(Format, AuditFilter), ApiError> {
+    let q = QueryParams::parse(raw);
+    let format =
+        Format::parse(q.get("format")).ok_or_else(|| invalid("format must be csv or jsonl"))?;
     let date = |name: &str| -> Result<Option<Timestamp>, ApiError> {
         match q.get(name) {
             None | Some("") => Ok(None),
@@ -154,9 +103,7 @@ pub async fn audit(c: Caller, RawQuery(q): RawQuery) -> Result<Response, ApiErro
         }
     };
     let (from, to) = (date("from")?, date("to")?);
-    if let (Some(from), Some(to)) = (from, to)
-        && from > to
-    {
+    if from.zip(to).is_some_and(|(from, to)| from > to) {
         return Err(invalid("from must not be after to"));
     }
     let action = match q.get("action") {
@@ -172,163 +119,109 @@ pub async fn audit(c: Caller, RawQuery(q): RawQuery) -> Result<Response, ApiErro
                 .ok_or_else(|| invalid("actor must be admin, command-line, scim or member"))?,
         ),
     };
-    let filter = AuditFilter {
-        from,
-        until: to.map(|to| to.plus_millis(86_400_000)),
-        action,
-        actor,
-    };
-    // The first page is read before the status is sent, so that a store that fails at once
-    // answers an error status, not a cut file.
-    let admin = c.administration()?;
-    let first = admin
-        .audit_export_page(&c.admin, &filter, export_start(&filter).as_ref())
-        .await?;
-    let (content_type, ext) = match format {
-        Format::Csv => ("text/csv; charset=utf-8", "csv"),
-        Format::JsonLines => ("application/x-ndjson", "jsonl"),
-    };
-    let head = match format {
-        Format::Csv => {
-            "at,actor,actor_id,actor_name,action,target,target_name,from,to\r\n".to_owned()
-        }
-        Format::JsonLines => String::new(),
-    };
-    let first_text = head + &render(format, &first.entries);
-    if let Some(limit) = c.app.config.buffered_export_max {
-        // The response is buffered whole anyway: read it all, and refuse it past the limit.
-        let mut text = first_text;
-        let mut next = first.next;
-        while let Some(before) = next.take() {
-            let page = admin
-                .audit_export_page(&c.admin, &filter, Some(&before))
-                .await?;
-            text.push_str(&render(format, &page.entries));
-            if text.len() > limit {
-                return Err(ApiError::ExportTooLarge { limit });
-            }
-            next = page.next;
-        }
-        return Ok(attachment(
-            content_type,
-            &format!("audit.{ext}"),
-            Body::from(text),
-        ));
-    }
-    // Each later page is read when the client has taken the one before.
-    let pages = stream::unfold(
-        (Some(first_text), first.next, c),
-        move |(ready, next, c): (Option<String>, Option<AuditCursor>, Caller)| {
-            let filter = filter.clone();
-            async move {
-                if let Some(text) = ready {
-                    return Some((Ok(Bytes::from(text)), (None, next, c)));
-                }
-                let before = next?;
-                let page = match c.administration() {
-                    Ok(admin) => {
-                        admin
-                            .audit_export_page(&c.admin, &filter, Some(&before))
-                            .await
-                    }
-                    Err(_) => Err(CoreError::internal(
-                        "the admin routes are not assembled here",
-                    )),
-                };
-                match page {
-                    Ok(page) => {
-                        let text = render(format, &page.entries);
-                        Some((Ok(Bytes::from(text)), (None, page.next, c)))
-                    }
-                    Err(e) => {
-                        tracing::error!(error = %knowledge_core::error::Chain(&e), "audit export page");
-                        Some((
-                            Err(std::io::Error::other("the audit log could not be read")),
-                            (None, None, c),
-                        ))
-                    }
-                }
-            }
+    let until = to.map(|to| to.plus_millis(86_400_000));
+    Ok((
+        format,
+        AuditFilter {
+            from,
+            until,
+            action,
+            actor,
         },
-    );
-    let name = format!("audit.{ext}");
-    // Fused: a body layer (compression) may poll once more after the end.
-    Ok(attachment(
-        content_type,
-        &name,
-        Body::from_stream(pages.fuse()),
     ))
 }
 
-fn render(format: Format, entries: &[knowledge_core::domain::AuditEntry]) -> String {
-    let mut out = String::new();
-    for e in entries {
-        let v = AuditEntryView::from(e);
-        match format {
-            Format::JsonLines => {
-                out.push_str(&serde_json::to_string(&v).expect("plain strings"));
-                out.push('\n');
+/// An audit export being read: each call to [`AuditPages::next_text`] reads one page of the
+/// log and gives its entries in the export's form.
+struct AuditPages {
+    admin: Administration,
+    who: Admin,
+    filter: AuditFilter,
+    format: Format,
+    /// Where the next page starts; `None` once the log or the filter's dates end.
+    next: Option<AuditCursor>,
+}
+
+impl AuditPages {
+    /// The next page's text (possibly empty: the filter passed over it), or `None` at the end.
+    async fn next_text(&mut self) -> Result<Option<String>, CoreError> {
+        let Some(before) = self.next.take() else {
+            return Ok(None);
+        };
+        let page = (self.admin)
+            .audit_export_page(&self.who, &self.filter, Some(&before))
+            .await?;
+        self.next = page.next;
+        Ok(Some(self.format.render(&page.entries)))
+    }
+}
+
+/// The audit log's entries of the filters, newest first, as CSV or JSON Lines (one
+/// [`super::wire::AuditEntryView`] a line), written as each page of the log is read.
+#[utoipa::path(get, path = "/audit/export", operation_id = "adminExportAudit",
+    params(AuditExportQuery),
+    responses((status = 200, description = "The entries, as an attachment: CSV, or JSON Lines \
+        (`application/x-ndjson`) with `format=jsonl`. On AWS an export over 4 MiB, or one that \
+        reads more than 30,000 entries, is refused with 413 `export_too_large`.",
+        content_type = "text/csv", body = String), AdminErrors))]
+pub async fn audit(c: Caller, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
+    let (format, filter) = audit_request(q.as_deref())?;
+    let admin = c.administration()?.clone();
+    // The first page is read before the status is sent, so that a store that fails at once
+    // answers an error status, not a cut file.
+    let first = admin
+        .audit_export_page(&c.admin, &filter, export_start(&filter).as_ref())
+        .await?;
+    let text = format!("{}{}", format.head(), format.render(&first.entries));
+    let mut pages = AuditPages {
+        admin,
+        who: c.admin.clone(),
+        filter,
+        format,
+        next: first.next,
+    };
+    let name = format!("audit.{}", format.extension());
+    if let Some(limit) = c.app.config.buffered_export_max {
+        // The response is buffered whole anyway: read it all, and refuse it past the limit.
+        let mut text = text;
+        for _ in 0..BUFFERED_PAGES_MAX {
+            match pages.next_text().await? {
+                Some(page) => text.push_str(&page),
+                None => return Ok(attachment(format, &name, Body::from(text))),
             }
-            Format::Csv => {
-                let cells = [
-                    v.at.as_str(),
-                    &v.actor,
-                    v.actor_id.as_deref().unwrap_or(""),
-                    v.actor_name.as_deref().unwrap_or(""),
-                    &v.action,
-                    &v.target,
-                    v.target_name.as_deref().unwrap_or(""),
-                    v.from.as_deref().unwrap_or(""),
-                    v.to.as_deref().unwrap_or(""),
-                ];
-                out.push_str(&cells.map(field).join(","));
-                out.push_str("\r\n");
+            if text.len() > limit {
+                break;
             }
         }
+        return Err(ApiError::ExportTooLarge { limit });
     }
-    out
+    // Each later page is read when the client has taken the one before.
+    let rest = stream::unfold(pages, |mut pages| async move {
+        match pages.next_text().await {
+            Ok(Some(text)) => Some((Ok(Bytes::from(text)), pages)),
+            Ok(None) => None,
+            Err(e) => {
+                tracing::error!(error = %Chain(&e), "audit export page");
+                Some((
+                    Err(std::io::Error::other("the audit log could not be read")),
+                    pages,
+                ))
+            }
+        }
+    });
+    let body = stream::once(async { Ok(Bytes::from(text)) }).chain(rest);
+    // Fused: a body layer (compression) may poll once more after the end.
+    Ok(attachment(format, &name, Body::from_stream(body.fuse())))
 }
 
-/// `text` as one CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break,
-/// and led by `'` when a spreadsheet would read it as a formula.
-fn field(text: &str) -> String {
-    let formula = text.starts_with(['=', '+', '-', '@', '\t', '\r']);
-    let text = if formula {
-        format!("'{text}")
-    } else {
-        text.to_owned()
-    };
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text
-    }
-}
-
-fn attachment(content_type: &'static str, name: &str, body: Body) -> Response {
+fn attachment(format: Format, name: &str, body: Body) -> Response {
     let disposition = format!("attachment; filename=\"{name}\"");
     (
         [
-            (CONTENT_TYPE, content_type.to_owned()),
+            (CONTENT_TYPE, format.content_type().to_owned()),
             (CONTENT_DISPOSITION, disposition),
         ],
         body,
     )
         .into_response()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::field;
-
-    #[test]
-    fn a_field_is_quoted_when_it_must_be_and_never_reads_as_a_formula() {
-        assert_eq!(field("ann"), "ann");
-        assert_eq!(field("a,b"), "\"a,b\"");
-        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(field("two\nlines"), "\"two\nlines\"");
-        assert_eq!(field("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
-        assert_eq!(field("+1"), "'+1");
-        assert_eq!(field("@sum"), "'@sum");
-    }
 }

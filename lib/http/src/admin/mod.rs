@@ -7,6 +7,7 @@
 
 pub mod caps;
 pub mod export;
+mod export_text;
 pub mod memory;
 pub mod wire;
 

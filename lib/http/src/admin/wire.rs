@@ -9,9 +9,11 @@ use knowledge_core::admin::{
 use knowledge_core::connections::redirect_uri;
 use knowledge_core::domain::{
     AuditAction, AuditCursor, AuditEntry, COST_CAP_MAX_USD, ClientRegistration, IntegrationAuth,
-    IntegrationConfig, Member, MemberCaps, MonthUsage, QUOTA_MAX, Role, SsoConfig, micros_to_usd,
+    IntegrationConfig, Member, MemberCaps, QUOTA_MAX, Role, SsoConfig, micros_to_usd,
 };
 use knowledge_core::ids::{OrgId, UserId};
+
+use crate::usage::{DayUsageView, ModelUsageView, day_views, model_views};
 use knowledge_core::ports::{OrgLimits, ToolSpec};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -438,57 +440,6 @@ pub struct UsageView {
     pub days: Vec<DayUsageView>,
     /// The models called, most spent on first.
     pub models: Vec<ModelUsageView>,
-}
-
-/// One day of a month.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DayUsageView {
-    /// `YYYY-MM-DD`, UTC.
-    pub date: String,
-    /// Questions asked that day.
-    pub questions: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub usd: f64,
-}
-
-/// One model's part of a month.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ModelUsageView {
-    pub model: String,
-    /// Calls to the model (a question takes one per step of the agent).
-    pub calls: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub usd: f64,
-}
-
-/// `month`'s days with usage, in order, as the wire shows them.
-pub fn day_views(month: &str, usage: &MonthUsage) -> Vec<DayUsageView> {
-    (usage.days.iter())
-        .map(|(day, d)| DayUsageView {
-            date: format!("{month}-{day:02}"),
-            questions: d.questions,
-            input_tokens: d.input_tokens,
-            output_tokens: d.output_tokens,
-            usd: micros_to_usd(d.cost_micros),
-        })
-        .collect()
-}
-
-/// The models of `usage`, most spent on first.
-pub fn model_views(usage: &MonthUsage) -> Vec<ModelUsageView> {
-    (usage.models_by_cost().into_iter())
-        .map(|(model, m)| ModelUsageView {
-            model: model.to_owned(),
-            calls: m.calls,
-            input_tokens: m.input_tokens,
-            output_tokens: m.output_tokens,
-            usd: micros_to_usd(m.cost_micros),
-        })
-        .collect()
 }
 
 /// One member's month: their usage against the allowance that applies to them now.
