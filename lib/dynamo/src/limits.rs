@@ -50,19 +50,28 @@ impl LimitStore for DynamoStore {
     ) -> StoreResult<Vec<(UserId, MonthUsage)>> {
         let (pk, prefix) = keys::member_usage_prefix(org, month);
         let items = self.query_items(pk, Some(&prefix), None).await?;
-        items
-            .iter()
-            .map(|item| {
-                let user = keys::member_of_usage(get_s(item, keys::SK)?)
-                    .and_then(|u| UserId::parse(u).ok())
-                    .ok_or_else(|| corrupt("member usage key"))?;
-                Ok((user, month_usage_from(item)?))
-            })
-            .collect()
+        items.iter().map(Self::member_month).collect()
+    }
+
+    async fn list_member_usage_after(
+        &self, org: &OrgId, month: &str, after: Option<&UserId>, limit: usize,
+    ) -> StoreResult<Vec<(UserId, MonthUsage)>> {
+        let (pk, prefix) = keys::member_usage_prefix(org, month);
+        let start = after.map(|user| keys::member_usage(org, user, month));
+        let items = self.query_page(pk, &prefix, start, limit).await?;
+        items.iter().map(Self::member_month).collect()
     }
 }
 
 impl DynamoStore {
+    /// The member of a member usage item, with its month.
+    fn member_month(item: &Item) -> StoreResult<(UserId, MonthUsage)> {
+        let user = keys::member_of_usage(get_s(item, keys::SK)?)
+            .and_then(|u| UserId::parse(u).ok())
+            .ok_or_else(|| corrupt("member usage key"))?;
+        Ok((user, month_usage_from(item)?))
+    }
+
     /// The conditional put of a rate window: at version 1 where none is stored, else only at
     /// the expected version. Its time to live lets DynamoDB drop it once its last hit is out
     /// of every window.

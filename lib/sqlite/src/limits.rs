@@ -36,7 +36,7 @@ impl LimitStore for SqliteStore {
     ) -> StoreResult<MonthUsage> {
         let (o, u, m) = (org.clone(), user.clone(), month.to_owned());
         self.read(move |c| {
-            let mut found = months(c, &o, &m, Some(&u))?;
+            let mut found = months(c, &o, &m, Which::One(&u))?;
             Ok(found.pop().map(|(_, month)| month).unwrap_or_default())
         })
         .await
@@ -46,22 +46,44 @@ impl LimitStore for SqliteStore {
         &self, org: &OrgId, month: &str,
     ) -> StoreResult<Vec<(UserId, MonthUsage)>> {
         let (o, m) = (org.clone(), month.to_owned());
-        self.read(move |c| months(c, &o, &m, None)).await
+        self.read(move |c| months(c, &o, &m, Which::All)).await
+    }
+
+    async fn list_member_usage_after(
+        &self, org: &OrgId, month: &str, after: Option<&UserId>, limit: usize,
+    ) -> StoreResult<Vec<(UserId, MonthUsage)>> {
+        let (o, m, a) = (org.clone(), month.to_owned(), after.cloned());
+        self.read(move |c| months(c, &o, &m, Which::After(a.as_ref(), limit)))
+            .await
     }
 }
 
-/// The months of `org`'s members in `month` (of `only` when given), with their days and
-/// models: three reads of one key range each.
+/// Which members' months to read: every one, one, or a page by user id.
+#[derive(Clone, Copy)]
+enum Which<'a> {
+    All,
+    One(&'a UserId),
+    After(Option<&'a UserId>, usize),
+}
+
+/// The months of `org`'s members in `month` that `which` names, by user id, with their days
+/// and models: the counters' key range, then the days' and the models' over the same users.
 fn months(
-    c: &Connection, org: &OrgId, month: &str, only: Option<&UserId>,
+    c: &Connection, org: &OrgId, month: &str, which: Which<'_>,
 ) -> rusqlite::Result<Vec<(UserId, MonthUsage)>> {
-    let user = only.map(|u| u.as_str());
+    let (one, after, limit) = match which {
+        Which::All => (None, None, -1),
+        Which::One(user) => (Some(user.as_str()), None, -1),
+        Which::After(after, limit) => (None, after.map(UserId::as_str), limit as i64),
+    };
     let mut each: std::collections::BTreeMap<String, MonthUsage> = Default::default();
     let mut stmt = c.prepare_cached(
         "SELECT user_id, queries, cost_micros FROM member_usage
-         WHERE org_id = ?1 AND month = ?2 AND (?3 IS NULL OR user_id = ?3)",
+         WHERE org_id = ?1 AND month = ?2 AND (?3 IS NULL OR user_id = ?3)
+           AND (?4 IS NULL OR user_id > ?4)
+         ORDER BY user_id LIMIT ?5",
     )?;
-    let mut rows = stmt.query(params![org.as_str(), month, user])?;
+    let mut rows = stmt.query(params![org.as_str(), month, one, after, limit])?;
     while let Some(r) = rows.next()? {
         let usage = Usage {
             queries: r.get(1)?,
@@ -69,12 +91,17 @@ fn months(
         };
         each.entry(r.get(0)?).or_default().usage = usage;
     }
+    // Every member with days or models has counters: the same users' range holds them all.
+    let (Some(first), Some(last)) = (each.keys().next(), each.keys().next_back()) else {
+        return Ok(Vec::new());
+    };
+    let range = params![org.as_str(), month, first.clone(), last.clone()];
     let mut stmt = c.prepare_cached(
         "SELECT user_id, day, questions, input_tokens, output_tokens, cost_micros
          FROM member_usage_days
-         WHERE org_id = ?1 AND month = ?2 AND (?3 IS NULL OR user_id = ?3)",
+         WHERE org_id = ?1 AND month = ?2 AND user_id BETWEEN ?3 AND ?4",
     )?;
-    let mut rows = stmt.query(params![org.as_str(), month, user])?;
+    let mut rows = stmt.query(range)?;
     while let Some(r) = rows.next()? {
         let day = DayUsage {
             questions: r.get(2)?,
@@ -82,15 +109,17 @@ fn months(
             output_tokens: r.get(4)?,
             cost_micros: r.get(5)?,
         };
-        let month = each.entry(r.get(0)?).or_default();
-        month.days.insert(r.get(1)?, day);
+        let user: String = r.get(0)?;
+        if let Some(month) = each.get_mut(&user) {
+            month.days.insert(r.get(1)?, day);
+        }
     }
     let mut stmt = c.prepare_cached(
         "SELECT user_id, model, calls, input_tokens, output_tokens, cost_micros
          FROM member_usage_models
-         WHERE org_id = ?1 AND month = ?2 AND (?3 IS NULL OR user_id = ?3)",
+         WHERE org_id = ?1 AND month = ?2 AND user_id BETWEEN ?3 AND ?4",
     )?;
-    let mut rows = stmt.query(params![org.as_str(), month, user])?;
+    let mut rows = stmt.query(range)?;
     while let Some(r) = rows.next()? {
         let model = ModelUsage {
             calls: r.get(2)?,
@@ -98,8 +127,10 @@ fn months(
             output_tokens: r.get(4)?,
             cost_micros: r.get(5)?,
         };
-        let month = each.entry(r.get(0)?).or_default();
-        month.models.insert(r.get(1)?, model);
+        let user: String = r.get(0)?;
+        if let Some(month) = each.get_mut(&user) {
+            month.models.insert(r.get(1)?, model);
+        }
     }
     each.into_iter()
         .map(|(user, month)| Ok((UserId::parse(&user).map_err(conversion)?, month)))

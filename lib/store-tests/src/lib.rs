@@ -233,7 +233,8 @@ macro_rules! conformance {
                 a_members_own_allowance_reads_back_and_is_given_back;
             tally:
                 questions_and_calls_are_counted_by_day_and_by_model_and_read_back,
-                a_refused_question_counts_on_no_day;
+                a_refused_question_counts_on_no_day,
+                the_members_months_page_by_user_id_each_once;
             batch:
                 a_batch_reads_every_record_asked_for_as_its_own_getter_does,
                 a_batch_reads_nothing_of_another_user_or_organisation;

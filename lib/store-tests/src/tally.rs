@@ -172,3 +172,44 @@ pub async fn a_refused_question_counts_on_no_day(store: Arc<dyn Tested>) {
     assert_eq!(mine.days.get(&9).map(|d| d.questions), Some(1));
     assert_eq!(mine.days.len(), 1);
 }
+
+pub async fn the_members_months_page_by_user_id_each_once(store: Arc<dyn Tested>) {
+    let first = new_key();
+    let mut users = Vec::new();
+    for _ in 0..5 {
+        let key = SessionKey {
+            org: first.org.clone(),
+            ..new_key()
+        };
+        ask_on(&*store, &key, 4, MemberCaps::UNLIMITED)
+            .await
+            .unwrap();
+        users.push(key.user);
+    }
+    users.sort();
+    let month = NOW.month();
+    let mut paged = Vec::new();
+    let mut after = None;
+    loop {
+        let page = (store.list_member_usage_after(&first.org, &month, after.as_ref(), 2))
+            .await
+            .unwrap();
+        assert!(page.len() <= 2, "{page:?}");
+        after = page.last().map(|(user, _)| user.clone());
+        let done = page.len() < 2;
+        paged.extend(page);
+        if done {
+            break;
+        }
+    }
+    let ids: Vec<_> = paged.iter().map(|(user, _)| user.clone()).collect();
+    assert_eq!(ids, users);
+    assert!(
+        paged
+            .iter()
+            .all(|(_, m)| m.days.get(&4).map(|d| d.questions) == Some(1))
+    );
+    let mut all = store.list_member_usage(&first.org, &month).await.unwrap();
+    all.sort_by(|(a, _), (b, _)| a.cmp(b));
+    assert_eq!(all, paged);
+}

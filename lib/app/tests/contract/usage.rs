@@ -319,3 +319,36 @@ async fn where_responses_are_buffered_an_export_over_the_limit_is_refused_whole(
     assert_eq!(status, 200, "{text}");
     assert_eq!(text.lines().count(), 7 * 4);
 }
+
+#[tokio::test]
+async fn the_report_sums_more_members_than_one_page_and_names_the_ten_who_asked_most() {
+    // 105 members, the report reading 100 at a time; the last five asked two more each.
+    let api = Api::start().await;
+    let mut users = Vec::new();
+    for _ in 0..105 {
+        let user = api.new_user(&api.user.org).await;
+        ask(&api, &user, "once").await;
+        users.push(user);
+    }
+    for user in &users[100..] {
+        ask(&api, user, "again").await;
+        ask(&api, user, "and again").await;
+    }
+    let r = admin(&api, Method::GET, "/usage", None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        (&r.body["activeMembers"], &r.body["queries"]),
+        (&json!(105), &json!(115))
+    );
+    assert_eq!(r.body["days"][0]["questions"], json!(115));
+    let members = r.body["members"].as_array().unwrap();
+    assert_eq!(members.len(), 10);
+    let busiest: Vec<&str> = members[..5]
+        .iter()
+        .map(|m| m["userId"].as_str().unwrap())
+        .collect();
+    let mut want: Vec<String> = users[100..].iter().map(|u| u.id.to_string()).collect();
+    want.sort();
+    assert_eq!(busiest, want.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(members[5..].iter().all(|m| m["questions"] == json!(1)));
+}

@@ -9,6 +9,8 @@ use crate::ids::UserId;
 
 /// Members a report names at most, the most used first.
 pub const TOP_MEMBERS: usize = 10;
+/// Members' months a report reads at once.
+const USAGE_PAGE: usize = 100;
 
 /// A month's usage against the organisation's limits.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,23 +66,36 @@ impl Administration {
     }
 
     /// The usage report of `month` (`YYYY-MM`, see [`parse_month`]): the organisation's
-    /// counters, and its members' months (one listing, whose sum gives the days and models),
-    /// with the [`TOP_MEMBERS`] most used read by id (at most that many `GetItem`s). A month
-    /// with no usage reports zeros. Errors: `NotFound`.
+    /// counters, and its members' months (read 100 at a time, one `Query` each; their sum
+    /// gives the days and models), with the [`TOP_MEMBERS`] most used read by id (at most
+    /// that many `GetItem`s). A month with no usage reports zeros. Errors: `NotFound`.
     pub async fn usage_of(&self, admin: &Admin, month: &str) -> Result<UsageReport, CoreError> {
         let org = self.org(admin).await?;
         let usage = self.stores.limits.get_usage(&admin.org, month).await?;
-        let mut each = (self.stores.limits)
-            .list_member_usage(&admin.org, month)
-            .await?;
-        let active_members = each.len();
-        let mut detail = MonthUsage::default();
-        each.iter().for_each(|(_, month)| detail.add(month));
-        each.sort_by(|(a_user, a), (b_user, b)| {
-            let (a, b) = (a.usage, b.usage);
-            (b.cost_micros, b.queries, a_user).cmp(&(a.cost_micros, a.queries, b_user))
-        });
-        each.truncate(TOP_MEMBERS);
+        // Page by page: the sums, the count and the ten largest are all that is kept, so an
+        // organisation of any size is summed in the memory of a page.
+        let (mut detail, mut active_members) = (MonthUsage::default(), 0);
+        let mut top: Vec<(UserId, MonthUsage)> = Vec::with_capacity(TOP_MEMBERS + USAGE_PAGE);
+        let mut after = None;
+        loop {
+            let page = (self.stores.limits)
+                .list_member_usage_after(&admin.org, month, after.as_ref(), USAGE_PAGE)
+                .await?;
+            let last_page = page.len() < USAGE_PAGE;
+            after = page.last().map(|(user, _)| user.clone());
+            active_members += page.len();
+            page.iter().for_each(|(_, month)| detail.add(month));
+            top.extend(page);
+            top.sort_by(|(a_user, a), (b_user, b)| {
+                let (a, b) = (a.usage, b.usage);
+                (b.cost_micros, b.queries, a_user).cmp(&(a.cost_micros, a.queries, b_user))
+            });
+            top.truncate(TOP_MEMBERS);
+            if last_page {
+                break;
+            }
+        }
+        let each = top;
         // At most TOP_MEMBERS reads by key, one after another: a page an admin opens.
         let mut members = Vec::with_capacity(each.len());
         for (user, usage) in each {

@@ -264,6 +264,11 @@ pub trait LimitStore: Send + Sync {
     async fn list_member_usage(
         &self, org: &OrgId, month: &str,
     ) -> StoreResult<Vec<(UserId, MonthUsage)>>;
+    /// One page of [`LimitStore::list_member_usage`], by user id: at most `limit` members
+    /// whose id sorts after `after` (from the first when `None`). One `Query` on DynamoDB.
+    async fn list_member_usage_after(
+        &self, org: &OrgId, month: &str, after: Option<&UserId>, limit: usize,
+    ) -> StoreResult<Vec<(UserId, MonthUsage)>>;
 }
 
 /// Single-use sign-in tickets (the local one-click sign-in link), under the hash of their

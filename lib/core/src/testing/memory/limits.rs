@@ -97,6 +97,16 @@ impl LimitStore for MemoryStore {
             .collect())
     }
 
+    async fn list_member_usage_after(
+        &self, org: &OrgId, month: &str, after: Option<&UserId>, limit: usize,
+    ) -> StoreResult<Vec<(UserId, MonthUsage)>> {
+        let mut each = self.list_member_usage(org, month).await?;
+        each.retain(|(user, _)| after.is_none_or(|after| user > after));
+        each.sort_by(|(a, _), (b, _)| a.cmp(b));
+        each.truncate(limit);
+        Ok(each)
+    }
+
     async fn get_usage(&self, org: &OrgId, month: &str) -> StoreResult<Usage> {
         Ok(self
             .state()
