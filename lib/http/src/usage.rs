@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 
 use crate::admin::wire::UsageQuery;
 use crate::error::ApiError;
-use crate::extract::Member;
+use crate::extract::Claimant;
 use crate::routes::ApiErrors;
 
 /// The member's month.
@@ -57,10 +57,10 @@ impl From<OwnUsage> for OwnUsageView {
 #[utoipa::path(get, path = "/api/usage", operation_id = "getOwnUsage", params(UsageQuery),
     responses((status = 200, description = "The member's month.", body = OwnUsageView), ApiErrors))]
 pub async fn get(
-    Member { app, p }: Member, RawQuery(q): RawQuery,
+    Claimant { app, who }: Claimant, RawQuery(q): RawQuery,
 ) -> Result<Json<OwnUsageView>, ApiError> {
     let month = UsageQuery::parse(q.as_deref())?;
-    let usage = app.service.own_usage(&p, month.as_deref()).await?;
+    let usage = app.service.own_usage(&who, month.as_deref()).await?;
     Ok(Json(usage.into()))
 }
 

@@ -6,7 +6,7 @@ use crate::domain::{MemberCaps, MonthUsage};
 use crate::error::CoreError;
 use crate::ports::Reads;
 
-use super::{Principal, Service};
+use super::{Service, SignedIn};
 
 /// What a member sees of their month.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,11 +20,11 @@ pub struct OwnUsage {
 
 impl Service {
     /// The member's usage in `month` (this month when `None`; `YYYY-MM`). Two store round
-    /// trips: the membership and the organisation read together, then the member's month.
-    /// Errors: `InvalidInput` (the month), `Unauthenticated` (no longer a member), `NotFound`
-    /// (the organisation).
+    /// trips: the membership (checked here) and the organisation read together, then the
+    /// member's month. Errors: `InvalidInput` (the month), `Unauthenticated` (not a member, or
+    /// signed out since), `NotFound` (the organisation).
     pub async fn own_usage(
-        &self, p: &Principal, month: Option<&str>,
+        &self, who: &SignedIn, month: Option<&str>,
     ) -> Result<OwnUsage, CoreError> {
         let month = match month {
             Some(raw) => parse_month(raw)?,
@@ -32,13 +32,13 @@ impl Service {
         };
         let reads = Reads {
             org_record: true,
-            ..Reads::member(&p.org, &p.user)
+            ..who.reads()
         };
-        let read = self.deps.store.read_batch(&reads).await?;
+        let read = self.read_as(who, reads).await?;
         let member = read.member.ok_or(CoreError::Unauthenticated)?;
         let org = read.org.ok_or(CoreError::NotFound("organisation"))?;
         let usage = (self.deps.store)
-            .get_member_usage(&p.org, &p.user, &month)
+            .get_member_usage(&who.org, &who.user, &month)
             .await?;
         Ok(OwnUsage {
             month,
