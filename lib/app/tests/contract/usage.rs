@@ -107,6 +107,10 @@ async fn a_members_month_by_day_and_model_is_theirs_and_the_report_sums_every_me
         .send((api.http).get(format!("{}/api/usage", api.base)))
         .await;
     assert_eq!(r.status, 401);
+    // A member removed since their cookie was issued reads nothing more.
+    let r = admin(&api, Method::DELETE, &format!("/members/{}", bob.id), None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(api.get_as(&bob, "/api/usage").await.status, 401);
 }
 
 #[tokio::test]
