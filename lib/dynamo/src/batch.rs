@@ -85,7 +85,7 @@ impl BatchStore for DynamoStore {
 impl DynamoStore {
     /// The items stored under `wanted` (at most 100 distinct keys), read strongly consistent,
     /// by key. Keys left unprocessed are asked for again with backoff.
-    async fn batch_get(
+    pub(crate) async fn batch_get(
         &self, wanted: Vec<(String, String)>,
     ) -> StoreResult<HashMap<(String, String), Item>> {
         let mut found = HashMap::with_capacity(wanted.len());

@@ -43,6 +43,18 @@ impl DirectoryStore for DynamoStore {
             .transpose()
     }
 
+    async fn get_members(&self, org: &OrgId, users: &[UserId]) -> StoreResult<Vec<Member>> {
+        if users.is_empty() {
+            return Ok(Vec::new());
+        }
+        let wanted = users.iter().map(|u| keys::member(org, u)).collect();
+        self.batch_get(wanted)
+            .await?
+            .values()
+            .map(member_from)
+            .collect()
+    }
+
     async fn find_member_by_user_name(
         &self, org: &OrgId, key: &str,
     ) -> StoreResult<Option<Member>> {

@@ -268,6 +268,18 @@ impl DirectoryStore for SqliteStore {
         self.read(move |c| read_member(c, &o, &u)).await
     }
 
+    async fn get_members(&self, org: &OrgId, users: &[UserId]) -> StoreResult<Vec<Member>> {
+        let (o, us) = (org.clone(), users.to_vec());
+        self.read(move |c| {
+            let mut found = Vec::with_capacity(us.len());
+            for u in &us {
+                found.extend(read_member(c, &o, u)?);
+            }
+            Ok(found)
+        })
+        .await
+    }
+
     async fn find_member_by_user_name(
         &self, org: &OrgId, key: &str,
     ) -> StoreResult<Option<Member>> {

@@ -234,7 +234,8 @@ macro_rules! conformance {
             tally:
                 questions_and_calls_are_counted_by_day_and_by_model_and_read_back,
                 a_refused_question_counts_on_no_day,
-                the_members_months_page_by_user_id_each_once;
+                the_members_months_page_by_user_id_each_once,
+                a_pages_members_are_read_at_once_and_only_this_organisations;
             batch:
                 a_batch_reads_every_record_asked_for_as_its_own_getter_does,
                 a_batch_reads_nothing_of_another_user_or_organisation;

@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
-use knowledge_core::domain::{DayUsage, MemberCaps, ModelUsage, Usage};
+use knowledge_core::domain::{AuditAction, DayUsage, Member, MemberCaps, ModelUsage, Role, Usage};
 use knowledge_core::ids::SessionKey;
 use knowledge_core::ports::{Charge, Gate, QueryCount, StoreError, TokenUsage};
 
 use crate::limits::{opening, update};
-use crate::{NOW, Tested, new_key};
+use crate::{NOW, Tested, audit, member_with_session, new_key};
 
 /// One question by `key`'s member on `day` of this month, through a fresh rate window.
 async fn ask_on(
@@ -212,4 +212,40 @@ pub async fn the_members_months_page_by_user_id_each_once(store: Arc<dyn Tested>
     let mut all = store.list_member_usage(&first.org, &month).await.unwrap();
     all.sort_by(|(a, _), (b, _)| a.cmp(b));
     assert_eq!(all, paged);
+}
+
+pub async fn a_pages_members_are_read_at_once_and_only_this_organisations(store: Arc<dyn Tested>) {
+    let ann = new_key();
+    let bob = SessionKey {
+        org: ann.org.clone(),
+        ..new_key()
+    };
+    for key in [&ann, &bob] {
+        let member = Member::new(key.org.clone(), key.user.clone(), Role::Viewer, NOW);
+        let added = audit(&key.org, AuditAction::MemberAdded, key.user.as_str());
+        store.create_member(&member, &added).await.unwrap();
+    }
+    // A member of another organisation, and someone who is nobody's member.
+    let stranger = member_with_session(&*store, 1).await;
+    let nobody = knowledge_core::ids::UserId::generate();
+    let asked = [
+        ann.user.clone(),
+        stranger.user.clone(),
+        bob.user.clone(),
+        nobody,
+    ];
+    let mut found: Vec<_> = (store.get_members(&ann.org, &asked))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.org, m.user))
+        .collect();
+    found.sort_by(|a, b| a.1.cmp(&b.1));
+    let mut want = vec![
+        (ann.org.clone(), ann.user.clone()),
+        (ann.org.clone(), bob.user.clone()),
+    ];
+    want.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(found, want);
+    assert!(store.get_members(&ann.org, &[]).await.unwrap().is_empty());
 }

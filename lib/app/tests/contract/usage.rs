@@ -355,4 +355,22 @@ async fn the_report_sums_more_members_than_one_page_and_names_the_ten_who_asked_
     want.sort();
     assert_eq!(busiest, want.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(members[5..].iter().all(|m| m["questions"] == json!(1)));
+
+    // The export is written a page at a time too: every member once, by user id.
+    let month = api.clock_now().month();
+    let path = format!("/api/admin/usage/export?month={month}");
+    let (status, _, csv) = download(&api, &api.user, &path).await;
+    assert_eq!(status, 200, "{csv}");
+    let ids: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(1).unwrap())
+        .collect();
+    let mut all: Vec<String> = users.iter().map(|u| u.id.to_string()).collect();
+    all.sort();
+    assert_eq!(ids, all.iter().map(String::as_str).collect::<Vec<_>>());
+    let asked: u64 = (csv.lines().skip(1))
+        .map(|l| l.split(',').nth(4).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(asked, 115);
 }

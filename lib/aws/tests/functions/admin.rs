@@ -164,6 +164,32 @@ async fn admin_usage_reads_the_months_member_counters_in_one_query_and_the_top_m
     // counters; one read by key per member named.
     assert_eq!(made, requests(&[("GetItem", 3 + 3), ("Query", 1)]));
 
+    // The month's export: the membership (guard); a page of the member counters, then its
+    // members at once.
+    d.counter.take();
+    let mut request = d.event(functions::ADMIN);
+    *request.method_mut() = axum::http::Method::GET;
+    *request.uri_mut() = format!("/api/admin/usage/export?month={month}")
+        .parse()
+        .unwrap();
+    *request.body_mut() = lambda_http::Body::Empty;
+    let response = d
+        .router(functions::ADMIN)
+        .await
+        .oneshot(request)
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&bytes).lines().count(), 1 + 3);
+    let made = d.take_checked(functions::ADMIN.name);
+    assert_eq!(
+        made,
+        requests(&[("GetItem", 1), ("Query", 1), ("BatchGetItem", 1)])
+    );
+
     // A member's own month: the membership (checked, and their allowance) and the
     // organisation together; then their month.
     d.counter.take();

@@ -1,5 +1,6 @@
-//! What the admin exports read: the audit log filtered by date range, action and actor, one
-//! page at a time (a year of entries is never held at once), and a month's usage per member.
+//! What the admin exports read: the audit log filtered by date range, action and actor, and a
+//! month's usage per member, one page at a time (a year of entries, or a million members'
+//! months, is never held at once).
 
 use super::{Admin, Administration};
 use crate::clock::Timestamp;
@@ -7,8 +8,10 @@ use crate::domain::{AuditAction, AuditCursor, AuditEntry, Member, MonthUsage};
 use crate::error::CoreError;
 use crate::ids::UserId;
 
-/// Entries read from the store for one page of an export.
+/// Entries (or members' months) read from the store for one page of an export: at most
+/// [`crate::ports::MEMBERS_AT_ONCE`].
 pub const EXPORT_PAGE: usize = 100;
+const _: () = assert!(EXPORT_PAGE <= crate::ports::MEMBERS_AT_ONCE);
 
 /// Who acted, as an export filters it: the three [`crate::domain::Actor`]s, with an admin at
 /// the command line told apart from one in the admin API.
@@ -110,25 +113,24 @@ impl Administration {
         Ok(ExportPage { entries, next })
     }
 
-    /// Every member's usage in `month` (`YYYY-MM`), by user id, each with the member as
-    /// stored now (one listing of the month and one of the members). Errors: `NotFound`.
-    pub async fn usage_export(
-        &self, admin: &Admin, month: &str,
+    /// The members' months of `month` (`YYYY-MM`) whose user id sorts after `after`, at most
+    /// [`EXPORT_PAGE`], by user id, each with the member as stored now: two store reads (a
+    /// page of the month's member counters, then those members at once). An empty page ends
+    /// the export. Errors: the store's.
+    pub async fn usage_export_page(
+        &self, admin: &Admin, month: &str, after: Option<&UserId>,
     ) -> Result<Vec<MemberMonth>, CoreError> {
-        self.org(admin).await?;
-        let mut each = (self.stores.limits)
-            .list_member_usage(&admin.org, month)
+        let page = (self.stores.limits)
+            .list_member_usage_after(&admin.org, month, after, EXPORT_PAGE)
             .await?;
-        each.sort_by(|(a, _), (b, _)| a.cmp(b));
-        let mut members = self
-            .stores
-            .directory
-            .list_members(&admin.org)
+        let users: Vec<UserId> = page.iter().map(|(user, _)| user.clone()).collect();
+        let mut members: std::collections::HashMap<UserId, Member> = (self.stores.directory)
+            .get_members(&admin.org, &users)
             .await?
             .into_iter()
             .map(|m| (m.user.clone(), m))
-            .collect::<std::collections::HashMap<_, _>>();
-        Ok(each
+            .collect();
+        Ok(page
             .into_iter()
             .map(|(user, usage)| MemberMonth {
                 member: members.remove(&user),

@@ -45,6 +45,9 @@ pub struct OrgLimits {
     pub member: MemberCaps,
 }
 
+/// Members [`DirectoryStore::get_members`] reads at most at once (DynamoDB's `BatchGetItem`).
+pub const MEMBERS_AT_ONCE: usize = 100;
+
 /// Organisations and their settings.
 #[async_trait]
 pub trait OrgStore: Send + Sync {
@@ -90,6 +93,9 @@ pub trait DirectoryStore: Send + Sync {
     /// identity is claimed.
     async fn create_member(&self, member: &Member, audit: &AuditEntry) -> StoreResult<()>;
     async fn get_member(&self, org: &OrgId, user: &UserId) -> StoreResult<Option<Member>>;
+    /// The members of `org` among `users` (at most [`MEMBERS_AT_ONCE`]), in no particular
+    /// order; those who are not members are left out. One `BatchGetItem` on DynamoDB.
+    async fn get_members(&self, org: &OrgId, users: &[UserId]) -> StoreResult<Vec<Member>>;
     /// The member whose profile's [`crate::domain::Profile::user_name_key`] is `key`.
     async fn find_member_by_user_name(&self, org: &OrgId, key: &str)
     -> StoreResult<Option<Member>>;

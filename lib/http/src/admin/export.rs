@@ -1,7 +1,7 @@
 //! The admin exports, as files to download: a month's usage as CSV (per member and day, or per
 //! member and model), and the audit log as CSV or JSON Lines, filtered by dates, action and
-//! actor, written page by page as it is read, so that a year of entries is never held at
-//! once. Where the runtime buffers responses whole (Lambda), an export over
+//! actor, each written page by page as it is read, so that a year of entries (or a million
+//! members' months) is never held at once. Where the runtime buffers responses whole (Lambda), an export over
 //! [`crate::HttpConfig::buffered_export_max`] is refused with 413 `export_too_large` instead.
 //! The rows are written by [`super::export_text`].
 
@@ -12,11 +12,12 @@ use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
 use knowledge_core::CoreError;
 use knowledge_core::admin::{
-    ActorFilter, Admin, Administration, AuditFilter, export_start, parse_month,
+    ActorFilter, Admin, Administration, AuditFilter, EXPORT_PAGE, export_start, parse_month,
 };
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{AuditAction, AuditCursor};
 use knowledge_core::error::Chain;
+use knowledge_core::ids::UserId;
 use utoipa::IntoParams;
 
 use super::export_text::{BY_DAY_HEAD, BY_MODEL_HEAD, Format, usage_rows};
@@ -62,10 +63,11 @@ fn invalid(message: &str) -> ApiError {
 }
 
 /// A month's usage as CSV: a row per member and day with any usage (`by=day`), or per member
-/// and model (`by=model`), members by user id.
+/// and model (`by=model`), members by user id, written page by page as it is read.
 #[utoipa::path(get, path = "/usage/export", operation_id = "adminExportUsage",
     params(UsageExportQuery),
-    responses((status = 200, description = "The month's usage, as an attachment.",
+    responses((status = 200, description = "The month's usage, as an attachment. On AWS an \
+        export over 4 MiB is refused with 413 `export_too_large`.",
         content_type = "text/csv", body = String), AdminErrors))]
 pub async fn usage(c: Caller, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
     let q = QueryParams::parse(q.as_deref());
@@ -76,17 +78,16 @@ pub async fn usage(c: Caller, RawQuery(q): RawQuery) -> Result<Response, ApiErro
         Some("model") => true,
         Some(_) => return Err(invalid("by must be day or model")),
     };
-    let rows = c.administration()?.usage_export(&c.admin, &month).await?;
-    let mut csv = String::from(if by_model { BY_MODEL_HEAD } else { BY_DAY_HEAD });
-    for row in &rows {
-        usage_rows(&mut csv, &month, row, by_model);
-    }
-    if let Some(limit) = c.app.config.buffered_export_max.filter(|l| csv.len() > *l) {
-        return Err(ApiError::ExportTooLarge { limit });
-    }
     let suffix = if by_model { "-by-model" } else { "" };
     let name = format!("usage-{month}{suffix}.csv");
-    Ok(attachment(Format::Csv, &name, Body::from(csv)))
+    let head = if by_model { BY_MODEL_HEAD } else { BY_DAY_HEAD };
+    let pages = Pages::Usage {
+        month,
+        by_model,
+        after: None,
+        done: false,
+    };
+    answer(&c, Format::Csv, &name, head, pages).await
 }
 
 /// The audit export asked for: its form and its filter.
@@ -131,28 +132,76 @@ fn audit_request(raw: Option<&str>) -> Result<(Format, AuditFilter), ApiError> {
     ))
 }
 
-/// An audit export being read: each call to [`AuditPages::next_text`] reads one page of the
-/// log and gives its entries in the export's form.
-struct AuditPages {
-    admin: Administration,
-    who: Admin,
-    filter: AuditFilter,
-    format: Format,
-    /// Where the next page starts; `None` once the log or the filter's dates end.
-    next: Option<AuditCursor>,
+/// An export being read: each call to [`Export::next_text`] reads one page and gives its rows.
+enum Pages {
+    Audit {
+        filter: AuditFilter,
+        format: Format,
+        /// Where the next page ends (from the newest entry when `Some(None)`); `None` once the
+        /// log or the filter's dates end.
+        next: Option<Option<AuditCursor>>,
+    },
+    Usage {
+        month: String,
+        by_model: bool,
+        /// The last member of the page before.
+        after: Option<UserId>,
+        done: bool,
+    },
 }
 
-impl AuditPages {
-    /// The next page's text (possibly empty: the filter passed over it), or `None` at the end.
+struct Export {
+    admin: Administration,
+    who: Admin,
+    pages: Pages,
+}
+
+impl Export {
+    /// Reads nothing more: the next call to [`Export::next_text`] ends the export.
+    fn stop(&mut self) {
+        match &mut self.pages {
+            Pages::Audit { next, .. } => *next = None,
+            Pages::Usage { done, .. } => *done = true,
+        }
+    }
+
+    /// The next page's rows (possibly none: a filter passed over them), or `None` at the end.
     async fn next_text(&mut self) -> Result<Option<String>, CoreError> {
-        let Some(before) = self.next.take() else {
-            return Ok(None);
-        };
-        let page = (self.admin)
-            .audit_export_page(&self.who, &self.filter, Some(&before))
-            .await?;
-        self.next = page.next;
-        Ok(Some(self.format.render(&page.entries)))
+        let (admin, who) = (&self.admin, &self.who);
+        match &mut self.pages {
+            Pages::Audit {
+                filter,
+                format,
+                next,
+            } => {
+                let Some(before) = next.take() else {
+                    return Ok(None);
+                };
+                let page = admin
+                    .audit_export_page(who, filter, before.as_ref())
+                    .await?;
+                *next = page.next.map(Some);
+                Ok(Some(format.render(&page.entries)))
+            }
+            Pages::Usage {
+                month,
+                by_model,
+                after,
+                done,
+            } => {
+                if *done {
+                    return Ok(None);
+                }
+                let page = admin.usage_export_page(who, month, after.as_ref()).await?;
+                *done = page.len() < EXPORT_PAGE;
+                *after = page.last().map(|row| row.user.clone());
+                let mut text = String::new();
+                for row in &page {
+                    usage_rows(&mut text, month, row, *by_model);
+                }
+                Ok(Some(text))
+            }
+        }
     }
 }
 
@@ -166,52 +215,59 @@ impl AuditPages {
         content_type = "text/csv", body = String), AdminErrors))]
 pub async fn audit(c: Caller, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
     let (format, filter) = audit_request(q.as_deref())?;
-    let admin = c.administration()?.clone();
-    // The first page is read before the status is sent, so that a store that fails at once
-    // answers an error status, not a cut file.
-    let first = admin
-        .audit_export_page(&c.admin, &filter, export_start(&filter).as_ref())
-        .await?;
-    let text = format!("{}{}", format.head(), format.render(&first.entries));
-    let mut pages = AuditPages {
-        admin,
-        who: c.admin.clone(),
+    let name = format!("audit.{}", format.extension());
+    let next = Some(export_start(&filter));
+    let pages = Pages::Audit {
         filter,
         format,
-        next: first.next,
+        next,
     };
-    let name = format!("audit.{}", format.extension());
+    answer(&c, format, &name, format.head(), pages).await
+}
+
+/// The export as an attachment named `name`: `head`, then each page as it is read. The first
+/// page is read before the status is sent, so that a store that fails at once answers an
+/// error status, not a cut file. Where responses are buffered, every page is read first, and
+/// an export over the limit, or over [`BUFFERED_PAGES_MAX`] pages, is refused.
+async fn answer(
+    c: &Caller, format: Format, name: &str, head: &str, pages: Pages,
+) -> Result<Response, ApiError> {
+    let mut export = Export {
+        admin: c.administration()?.clone(),
+        who: c.admin.clone(),
+        pages,
+    };
+    let first = export.next_text().await?.unwrap_or_default();
+    let text = format!("{head}{first}");
     if let Some(limit) = c.app.config.buffered_export_max {
-        // The response is buffered whole anyway: read it all, and refuse it past the limit.
         let mut text = text;
         for _ in 0..BUFFERED_PAGES_MAX {
-            match pages.next_text().await? {
-                Some(page) => text.push_str(&page),
-                None => return Ok(attachment(format, &name, Body::from(text))),
-            }
             if text.len() > limit {
                 break;
+            }
+            match export.next_text().await? {
+                Some(page) => text.push_str(&page),
+                None => return Ok(attachment(format, name, Body::from(text))),
             }
         }
         return Err(ApiError::ExportTooLarge { limit });
     }
     // Each later page is read when the client has taken the one before.
-    let rest = stream::unfold(pages, |mut pages| async move {
-        match pages.next_text().await {
-            Ok(Some(text)) => Some((Ok(Bytes::from(text)), pages)),
+    let rest = stream::unfold(export, |mut export| async move {
+        match export.next_text().await {
+            Ok(Some(text)) => Some((Ok(Bytes::from(text)), export)),
             Ok(None) => None,
             Err(e) => {
-                tracing::error!(error = %Chain(&e), "audit export page");
-                Some((
-                    Err(std::io::Error::other("the audit log could not be read")),
-                    pages,
-                ))
+                tracing::error!(error = %Chain(&e), "export page");
+                export.stop();
+                let cut = std::io::Error::other("the export could not be read");
+                Some((Err(cut), export))
             }
         }
     });
     let body = stream::once(async { Ok(Bytes::from(text)) }).chain(rest);
     // Fused: a body layer (compression) may poll once more after the end.
-    Ok(attachment(format, &name, Body::from_stream(body.fuse())))
+    Ok(attachment(format, name, Body::from_stream(body.fuse())))
 }
 
 fn attachment(format: Format, name: &str, body: Body) -> Response {

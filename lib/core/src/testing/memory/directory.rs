@@ -115,6 +115,14 @@ impl DirectoryStore for MemoryStore {
             .cloned())
     }
 
+    async fn get_members(&self, org: &OrgId, users: &[UserId]) -> StoreResult<Vec<Member>> {
+        let state = self.state();
+        let members = state.members.get(org);
+        Ok((users.iter())
+            .filter_map(|u| members.and_then(|m| m.get(u)).cloned())
+            .collect())
+    }
+
     async fn find_member_by_user_name(
         &self, org: &OrgId, key: &str,
     ) -> StoreResult<Option<Member>> {
