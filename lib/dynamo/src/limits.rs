@@ -45,14 +45,6 @@ impl LimitStore for DynamoStore {
         }
     }
 
-    async fn list_member_usage(
-        &self, org: &OrgId, month: &str,
-    ) -> StoreResult<Vec<(UserId, MonthUsage)>> {
-        let (pk, prefix) = keys::member_usage_prefix(org, month);
-        let items = self.query_items(pk, Some(&prefix), None).await?;
-        items.iter().map(Self::member_month).collect()
-    }
-
     async fn list_member_usage_after(
         &self, org: &OrgId, month: &str, after: Option<&UserId>, limit: usize,
     ) -> StoreResult<Vec<(UserId, MonthUsage)>> {

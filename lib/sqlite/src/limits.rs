@@ -42,13 +42,6 @@ impl LimitStore for SqliteStore {
         .await
     }
 
-    async fn list_member_usage(
-        &self, org: &OrgId, month: &str,
-    ) -> StoreResult<Vec<(UserId, MonthUsage)>> {
-        let (o, m) = (org.clone(), month.to_owned());
-        self.read(move |c| months(c, &o, &m, Which::All)).await
-    }
-
     async fn list_member_usage_after(
         &self, org: &OrgId, month: &str, after: Option<&UserId>, limit: usize,
     ) -> StoreResult<Vec<(UserId, MonthUsage)>> {
@@ -58,10 +51,9 @@ impl LimitStore for SqliteStore {
     }
 }
 
-/// Which members' months to read: every one, one, or a page by user id.
+/// Which members' months to read: one, or a page by user id.
 #[derive(Clone, Copy)]
 enum Which<'a> {
-    All,
     One(&'a UserId),
     After(Option<&'a UserId>, usize),
 }
@@ -72,7 +64,6 @@ fn months(
     c: &Connection, org: &OrgId, month: &str, which: Which<'_>,
 ) -> rusqlite::Result<Vec<(UserId, MonthUsage)>> {
     let (one, after, limit) = match which {
-        Which::All => (None, None, -1),
         Which::One(user) => (Some(user.as_str()), None, -1),
         Which::After(after, limit) => (None, after.map(UserId::as_str), limit as i64),
     };

@@ -190,6 +190,24 @@ pub async fn member_with_session(store: &dyn Store, events: usize) -> SessionKey
     key
 }
 
+/// Every member's month of `org` in `month`, by user id, read a page of 100 at a time.
+pub async fn member_months(
+    store: &dyn Store, org: &OrgId, month: &str,
+) -> Vec<(UserId, knowledge_core::domain::MonthUsage)> {
+    let mut all: Vec<(UserId, knowledge_core::domain::MonthUsage)> = Vec::new();
+    loop {
+        let after = all.last().map(|(user, _)| user.clone());
+        let page = (store.list_member_usage_after(org, month, after.as_ref(), 100))
+            .await
+            .unwrap();
+        let done = page.len() < 100;
+        all.extend(page);
+        if done {
+            return all;
+        }
+    }
+}
+
 /// Declares every case of the contract as a `#[tokio::test]` of the invoking crate, in one
 /// module per role, each on the fresh store that `$open().await` returns as
 /// `(Arc<dyn Tested>, guard)`; the guard (a temporary directory, say) lives as long as the case.

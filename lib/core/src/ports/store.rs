@@ -265,13 +265,9 @@ pub trait LimitStore: Send + Sync {
     async fn get_member_usage(
         &self, org: &OrgId, user: &UserId, month: &str,
     ) -> StoreResult<MonthUsage>;
-    /// Each member's usage in `month`, by day and by model, of the members who asked anything
-    /// in it, in no particular order. One partition's key range on DynamoDB (paged through).
-    async fn list_member_usage(
-        &self, org: &OrgId, month: &str,
-    ) -> StoreResult<Vec<(UserId, MonthUsage)>>;
-    /// One page of [`LimitStore::list_member_usage`], by user id: at most `limit` members
-    /// whose id sorts after `after` (from the first when `None`). One `Query` on DynamoDB.
+    /// Members' usage in `month`, by day and by model, of the members who asked anything in
+    /// it: at most `limit`, by user id, whose id sorts after `after` (from the first when
+    /// `None`). One `Query` of one partition's key range on DynamoDB.
     async fn list_member_usage_after(
         &self, org: &OrgId, month: &str, after: Option<&UserId>, limit: usize,
     ) -> StoreResult<Vec<(UserId, MonthUsage)>>;

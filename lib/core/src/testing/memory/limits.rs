@@ -85,23 +85,13 @@ impl LimitStore for MemoryStore {
             .unwrap_or_default())
     }
 
-    async fn list_member_usage(
-        &self, org: &OrgId, month: &str,
-    ) -> StoreResult<Vec<(UserId, MonthUsage)>> {
-        Ok(self
-            .state()
-            .member_usage
-            .iter()
-            .filter(|((o, _, m), _)| o == org && m == month)
-            .map(|((_, user, _), usage)| (user.clone(), usage.clone()))
-            .collect())
-    }
-
     async fn list_member_usage_after(
         &self, org: &OrgId, month: &str, after: Option<&UserId>, limit: usize,
     ) -> StoreResult<Vec<(UserId, MonthUsage)>> {
-        let mut each = self.list_member_usage(org, month).await?;
-        each.retain(|(user, _)| after.is_none_or(|after| user > after));
+        let mut each: Vec<_> = (self.state().member_usage.iter())
+            .filter(|((o, user, m), _)| o == org && m == month && after.is_none_or(|a| user > a))
+            .map(|((_, user, _), usage)| (user.clone(), usage.clone()))
+            .collect();
         each.sort_by(|(a, _), (b, _)| a.cmp(b));
         each.truncate(limit);
         Ok(each)
