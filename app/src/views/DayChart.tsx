@@ -4,7 +4,8 @@
 // numbers are a table beneath it. Shared by the admin's Usage page and the member's own.
 import { useState } from 'preact/hooks';
 
-import { type DayUsage, SERIES, type Series, chartSummary, count, dayName, dollars, fillMonth, monthName, scaleTop } from '../usage';
+import { type DayUsage, SERIES, type Series, chartSummary, count, dayName, fillMonth, monthName, scaleTop } from '../usage';
+import { FigureCells, FigureHeads } from './MonthUsage';
 
 // The drawing's own units; it scales to the width it is given (style.css caps it).
 const W = 400;
@@ -84,32 +85,26 @@ function DayTable({ month, days }: { month: string; days: DayUsage[] }) {
     <table class="stack numbers">
       <caption>Usage per day in {monthName(month)}</caption>
       <thead>
-        <tr>
-          <th scope="col">Day</th>
-          <th scope="col">Questions</th>
-          <th scope="col">Input tokens</th>
-          <th scope="col">Output tokens</th>
-          <th scope="col">Dollars</th>
-        </tr>
+        <FigureHeads name="Day" countLabel="Questions" />
       </thead>
       <tbody>
         {days.map((d) => (
           <tr key={d.date}>
             <th scope="row">{dayName(d.date)}</th>
-            <td data-label="Questions">{count(d.questions)}</td>
-            <td data-label="Input tokens">{count(d.inputTokens)}</td>
-            <td data-label="Output tokens">{count(d.outputTokens)}</td>
-            <td data-label="Dollars">{dollars(d.usd)}</td>
+            <FigureCells countLabel="Questions" n={d.questions} input={d.inputTokens} output={d.outputTokens} usd={d.usd} />
           </tr>
         ))}
       </tbody>
       <tfoot>
         <tr>
           <th scope="row">Total</th>
-          <td data-label="Questions">{count(sum((d) => d.questions))}</td>
-          <td data-label="Input tokens">{count(sum((d) => d.inputTokens))}</td>
-          <td data-label="Output tokens">{count(sum((d) => d.outputTokens))}</td>
-          <td data-label="Dollars">{dollars(sum((d) => d.usd))}</td>
+          <FigureCells
+            countLabel="Questions"
+            n={sum((d) => d.questions)}
+            input={sum((d) => d.inputTokens)}
+            output={sum((d) => d.outputTokens)}
+            usd={sum((d) => d.usd)}
+          />
         </tr>
       </tfoot>
     </table>

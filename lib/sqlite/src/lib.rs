@@ -16,6 +16,7 @@ mod orgs;
 mod schema;
 mod sessions;
 mod tail;
+mod tally;
 mod tickets;
 
 use std::path::{Path, PathBuf};

@@ -1,12 +1,13 @@
-//! [`LimitStore`] on SQLite: the `rate_windows`, `usage` and `member_usage` tables, and the
-//! members' months by day and by model (`member_usage_days`, `member_usage_models`).
+//! [`LimitStore`] on SQLite: the `rate_windows`, `usage` and `member_usage` tables; the
+//! members' months by day and by model are `tally`'s.
 
 use async_trait::async_trait;
 use knowledge_core::clock::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::tally::{self, At, Which, months};
 use crate::{SqliteStore, backend, conversion};
-use knowledge_core::domain::{DayUsage, ModelUsage, MonthUsage, Usage};
+use knowledge_core::domain::{MonthUsage, Usage};
 use knowledge_core::ids::{OrgId, SessionKey, UserId};
 use knowledge_core::policy::limits::Slot;
 use knowledge_core::ports::{
@@ -49,137 +50,6 @@ impl LimitStore for SqliteStore {
         self.read(move |c| months(c, &o, &m, Which::After(a.as_ref(), limit)))
             .await
     }
-}
-
-/// Which members' months to read: one, or a page by user id.
-#[derive(Clone, Copy)]
-enum Which<'a> {
-    One(&'a UserId),
-    After(Option<&'a UserId>, usize),
-}
-
-/// The months of `org`'s members in `month` that `which` names, by user id, with their days
-/// and models: the counters' key range, then the days' and the models' over the same users.
-fn months(
-    c: &Connection, org: &OrgId, month: &str, which: Which<'_>,
-) -> rusqlite::Result<Vec<(UserId, MonthUsage)>> {
-    let (one, after, limit) = match which {
-        Which::One(user) => (Some(user.as_str()), None, -1),
-        Which::After(after, limit) => (None, after.map(UserId::as_str), limit as i64),
-    };
-    let mut each: std::collections::BTreeMap<String, MonthUsage> = Default::default();
-    let mut stmt = c.prepare_cached(
-        "SELECT user_id, queries, cost_micros FROM member_usage
-         WHERE org_id = ?1 AND month = ?2 AND (?3 IS NULL OR user_id = ?3)
-           AND (?4 IS NULL OR user_id > ?4)
-         ORDER BY user_id LIMIT ?5",
-    )?;
-    let mut rows = stmt.query(params![org.as_str(), month, one, after, limit])?;
-    while let Some(r) = rows.next()? {
-        let usage = Usage {
-            queries: r.get(1)?,
-            cost_micros: r.get(2)?,
-        };
-        each.entry(r.get(0)?).or_default().usage = usage;
-    }
-    // Every member with days or models has counters: the same users' range holds them all.
-    let (Some(first), Some(last)) = (each.keys().next(), each.keys().next_back()) else {
-        return Ok(Vec::new());
-    };
-    let range = params![org.as_str(), month, first.clone(), last.clone()];
-    let mut stmt = c.prepare_cached(
-        "SELECT user_id, day, questions, input_tokens, output_tokens, cost_micros
-         FROM member_usage_days
-         WHERE org_id = ?1 AND month = ?2 AND user_id BETWEEN ?3 AND ?4",
-    )?;
-    let mut rows = stmt.query(range)?;
-    while let Some(r) = rows.next()? {
-        let day = DayUsage {
-            questions: r.get(2)?,
-            input_tokens: r.get(3)?,
-            output_tokens: r.get(4)?,
-            cost_micros: r.get(5)?,
-        };
-        let user: String = r.get(0)?;
-        if let Some(month) = each.get_mut(&user) {
-            month.days.insert(r.get(1)?, day);
-        }
-    }
-    let mut stmt = c.prepare_cached(
-        "SELECT user_id, model, calls, input_tokens, output_tokens, cost_micros
-         FROM member_usage_models
-         WHERE org_id = ?1 AND month = ?2 AND user_id BETWEEN ?3 AND ?4",
-    )?;
-    let mut rows = stmt.query(range)?;
-    while let Some(r) = rows.next()? {
-        let model = ModelUsage {
-            calls: r.get(2)?,
-            input_tokens: r.get(3)?,
-            output_tokens: r.get(4)?,
-            cost_micros: r.get(5)?,
-        };
-        let user: String = r.get(0)?;
-        if let Some(month) = each.get_mut(&user) {
-            month.models.insert(r.get(1)?, model);
-        }
-    }
-    each.into_iter()
-        .map(|(user, month)| Ok((UserId::parse(&user).map_err(conversion)?, month)))
-        .collect()
-}
-
-/// Adds to the member's day: `add`'s questions and spend, and these tokens.
-fn add_day(
-    c: &Connection, key: &SessionKey, month: &str, day: u8, add: &DayUsage,
-) -> rusqlite::Result<()> {
-    c.prepare_cached(
-        "INSERT INTO member_usage_days
-           (org_id, month, user_id, day, questions, input_tokens, output_tokens, cost_micros)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-         ON CONFLICT (org_id, month, user_id, day) DO UPDATE SET
-           questions = questions + excluded.questions,
-           input_tokens = input_tokens + excluded.input_tokens,
-           output_tokens = output_tokens + excluded.output_tokens,
-           cost_micros = cost_micros + excluded.cost_micros",
-    )?
-    .execute(params![
-        key.org.as_str(),
-        month,
-        key.user.as_str(),
-        day,
-        add.questions,
-        add.input_tokens,
-        add.output_tokens,
-        add.cost_micros
-    ])
-    .map(|_| ())
-}
-
-/// Adds one call of `model` to the member's month.
-fn add_model(
-    c: &Connection, key: &SessionKey, month: &str, model: &str, add: &ModelUsage,
-) -> rusqlite::Result<()> {
-    c.prepare_cached(
-        "INSERT INTO member_usage_models
-           (org_id, month, user_id, model, calls, input_tokens, output_tokens, cost_micros)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-         ON CONFLICT (org_id, month, user_id, model) DO UPDATE SET
-           calls = calls + excluded.calls,
-           input_tokens = input_tokens + excluded.input_tokens,
-           output_tokens = output_tokens + excluded.output_tokens,
-           cost_micros = cost_micros + excluded.cost_micros",
-    )?
-    .execute(params![
-        key.org.as_str(),
-        month,
-        key.user.as_str(),
-        model,
-        add.calls,
-        add.input_tokens,
-        add.output_tokens,
-        add.cost_micros
-    ])
-    .map(|_| ())
 }
 
 /// The member's usage in `month` (zero when they asked nothing).
@@ -261,21 +131,16 @@ pub(crate) fn charge(c: &Connection, key: &SessionKey, charge: &Charge) -> Store
         add_usage(c, &key.org, &charge.month, spent).map_err(backend)?;
     }
     add_member_usage(c, &key.org, &key.user, &charge.month, spent).map_err(backend)?;
-    let (input_tokens, output_tokens) = (charge.tokens.input, charge.tokens.output);
-    let day = DayUsage {
-        questions: 0,
-        input_tokens,
-        output_tokens,
+    // The call's tokens and spend on its day, and as one call of its model.
+    let spent = |count| tally::Add {
+        count,
+        input_tokens: charge.tokens.input,
+        output_tokens: charge.tokens.output,
         cost_micros: charge.micros,
     };
-    let call = ModelUsage {
-        calls: 1,
-        input_tokens,
-        output_tokens,
-        cost_micros: charge.micros,
-    };
-    add_day(c, key, &charge.month, charge.day, &day).map_err(backend)?;
-    add_model(c, key, &charge.month, &charge.model, &call).map_err(backend)
+    let month = &charge.month;
+    tally::add(c, key, month, At::Day(charge.day), &spent(0)).map_err(backend)?;
+    tally::add(c, key, month, At::Model(&charge.model), &spent(1)).map_err(backend)
 }
 
 /// The rate window under `key` (empty, version 0, when absent).
@@ -337,11 +202,13 @@ fn count_query(c: &Connection, key: &SessionKey, count: &QueryCount<'_>) -> Stor
         cost_micros: 0,
     };
     add_both(c, key, count.month, one)?;
-    let question = DayUsage {
-        questions: 1,
-        ..DayUsage::default()
+    let question = tally::Add {
+        count: 1,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost_micros: 0,
     };
-    add_day(c, key, count.month, count.day, &question).map_err(backend)
+    tally::add(c, key, count.month, At::Day(count.day), &question).map_err(backend)
 }
 
 /// Passes `gate` for a write to the session `key`: the rate window, then the query count.

@@ -12,9 +12,9 @@ use crate::limits::{answer_charged, opening, update};
 use crate::{NOW, Tested, audit, member_with_session, new_key};
 
 /// One question by `key`'s member through a fresh rate window of its own, so that only the
-/// usage limits can refuse it.
-async fn ask(
-    store: &dyn Tested, key: &SessionKey, quota: Option<u64>, member: MemberCaps,
+/// usage limits can refuse it: on `day` of this month, under the organisation's `quota`.
+pub(crate) async fn ask_on(
+    store: &dyn Tested, key: &SessionKey, day: u8, quota: Option<u64>, member: MemberCaps,
 ) -> Result<(), StoreError> {
     let month = NOW.month();
     let window = format!("create#{}", key.session);
@@ -23,13 +23,20 @@ async fn ask(
         rate: update(&window, &[NOW], 0),
         query: Some(QueryCount {
             month: &month,
-            day: NOW.day(),
+            day,
             quota,
             cap_micros: None,
             member,
         }),
     };
     store.create_session(&session, &events, Some(&gate)).await
+}
+
+/// [`ask_on`] today.
+async fn ask(
+    store: &dyn Tested, key: &SessionKey, quota: Option<u64>, member: MemberCaps,
+) -> Result<(), StoreError> {
+    ask_on(store, key, NOW.day(), quota, member).await
 }
 
 /// How many of `tasks` asked successfully; each checked its own refusal.

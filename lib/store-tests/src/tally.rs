@@ -6,30 +6,10 @@ use std::sync::Arc;
 
 use knowledge_core::domain::{AuditAction, DayUsage, Member, MemberCaps, ModelUsage, Role, Usage};
 use knowledge_core::ids::SessionKey;
-use knowledge_core::ports::{Charge, Gate, QueryCount, StoreError, TokenUsage};
+use knowledge_core::ports::{Charge, StoreError, TokenUsage};
 
-use crate::limits::{opening, update};
+use crate::caps::ask_on;
 use crate::{NOW, Tested, audit, member_with_session, new_key};
-
-/// One question by `key`'s member on `day` of this month, through a fresh rate window.
-async fn ask_on(
-    store: &dyn Tested, key: &SessionKey, day: u8, member: MemberCaps,
-) -> Result<(), StoreError> {
-    let month = NOW.month();
-    let window = format!("create#{}", key.session);
-    let (session, events) = opening(key);
-    let gate = Gate {
-        rate: update(&window, &[NOW], 0),
-        query: Some(QueryCount {
-            month: &month,
-            day,
-            quota: None,
-            cap_micros: None,
-            member,
-        }),
-    };
-    store.create_session(&session, &events, Some(&gate)).await
-}
 
 /// A call to `model` on `day`, charged with an answer committed to `key`'s session.
 async fn call(
@@ -71,12 +51,14 @@ pub async fn questions_and_calls_are_counted_by_day_and_by_model_and_read_back(
     };
     let month = NOW.month();
     let unlimited = MemberCaps::UNLIMITED;
-    ask_on(&*store, &ann, 3, unlimited).await.unwrap();
-    ask_on(&*store, &another(&ann), 3, unlimited).await.unwrap();
-    ask_on(&*store, &another(&ann), 17, unlimited)
+    ask_on(&*store, &ann, 3, None, unlimited).await.unwrap();
+    ask_on(&*store, &another(&ann), 3, None, unlimited)
         .await
         .unwrap();
-    ask_on(&*store, &bob, 17, unlimited).await.unwrap();
+    ask_on(&*store, &another(&ann), 17, None, unlimited)
+        .await
+        .unwrap();
+    ask_on(&*store, &bob, 17, None, unlimited).await.unwrap();
     // A model's name may hold the separator the store uses.
     let (a, b) = ("gpt-4o-mini", "anthropic.claude:1");
     call(&*store, &ann, 3, a, (100, 20), 700).await;
@@ -159,8 +141,8 @@ pub async fn a_refused_question_counts_on_no_day(store: Arc<dyn Tested>) {
         queries: Some(1),
         cost_micros: None,
     };
-    ask_on(&*store, &key, 9, one).await.unwrap();
-    let refused = ask_on(&*store, &another(&key), 9, one).await;
+    ask_on(&*store, &key, 9, None, one).await.unwrap();
+    let refused = ask_on(&*store, &another(&key), 9, None, one).await;
     assert!(
         matches!(refused, Err(StoreError::MemberLimit(_))),
         "{refused:?}"
@@ -181,7 +163,7 @@ pub async fn the_members_months_page_by_user_id_each_once(store: Arc<dyn Tested>
             org: first.org.clone(),
             ..new_key()
         };
-        ask_on(&*store, &key, 4, MemberCaps::UNLIMITED)
+        ask_on(&*store, &key, 4, None, MemberCaps::UNLIMITED)
             .await
             .unwrap();
         users.push(key.user);

@@ -36,11 +36,7 @@ export function AuditPage() {
         <label for="audit-action">Action</label>
         <select id="audit-action" value={action} onChange={(e) => setAction((e.target as HTMLSelectElement).value)}>
           <option value="">All actions</option>
-          {AUDIT_ACTIONS.map((a) => (
-            <option key={a} value={a}>
-              {ACTIONS[a] ?? a}
-            </option>
-          ))}
+          <ActionOptions />
         </select>
       </div>
       <NoticeLine notice={notice} />
@@ -86,6 +82,18 @@ export function AuditPage() {
   );
 }
 
+/** Each audit action as an option, in words. */
+function ActionOptions() {
+  return (
+    <>
+      {AUDIT_ACTIONS.map((a) => (
+        <option key={a} value={a}>
+          {ACTIONS[a] ?? a}
+        </option>
+      ))}
+    </>
+  );
+}
 
 const FORMATS = { csv: 'CSV', jsonl: 'JSON Lines' } as const;
 
@@ -111,11 +119,7 @@ function AuditDownload() {
         <label for="export-kind">Kind of change</label>
         <select id="export-kind" value={filter.action ?? ''} onChange={set('action')}>
           <option value="">Every kind</option>
-          {AUDIT_ACTIONS.map((a) => (
-            <option key={a} value={a}>
-              {ACTIONS[a] ?? a}
-            </option>
-          ))}
+          <ActionOptions />
         </select>
       </div>
       <div class="field">

@@ -101,7 +101,7 @@ async fn admin_event_promotes_the_member_with_its_audit_entry_naming_the_admin()
 }
 
 #[tokio::test]
-async fn admin_usage_reads_the_months_member_counters_in_one_query_and_the_top_members_by_key() {
+async fn admin_usage_reads_the_months_member_counters_in_one_query_and_the_top_members_at_once() {
     let d = Deployment::new().await;
     let org = OrgId::parse(ORG).unwrap();
     let now = SystemClock.now();
@@ -137,21 +137,9 @@ async fn admin_usage_reads_the_months_member_counters_in_one_query_and_the_top_m
     }
     d.counter.take();
 
-    let mut request = d.event(functions::ADMIN);
-    *request.method_mut() = axum::http::Method::GET;
-    *request.uri_mut() = "/api/admin/usage".parse().unwrap();
-    *request.body_mut() = lambda_http::Body::Empty;
-    let response = d
-        .router(functions::ADMIN)
-        .await
-        .oneshot(request)
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 200);
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    let (status, text, made) = d.invoke_get(functions::ADMIN, "/api/admin/usage").await;
+    assert_eq!(status, 200, "{text}");
+    let body: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(
         (body["activeMembers"].clone(), body["queries"].clone()),
         (3.into(), 3.into())
@@ -159,32 +147,19 @@ async fn admin_usage_reads_the_months_member_counters_in_one_query_and_the_top_m
     assert_eq!(body["members"].as_array().unwrap().len(), 3);
     // The days come with the members' counters, in the same Query.
     assert_eq!(body["days"][0]["questions"], serde_json::json!(3));
-    let made = d.take_checked(functions::ADMIN.name);
     // The membership, the organisation and its month's counter; one Query of the members'
-    // counters; one read by key per member named.
-    assert_eq!(made, requests(&[("GetItem", 3 + 3), ("Query", 1)]));
+    // counters; the members named, at once.
+    assert_eq!(
+        made,
+        requests(&[("GetItem", 3), ("Query", 1), ("BatchGetItem", 1)])
+    );
 
     // The month's export: the membership (guard); a page of the member counters, then its
     // members at once.
-    d.counter.take();
-    let mut request = d.event(functions::ADMIN);
-    *request.method_mut() = axum::http::Method::GET;
-    *request.uri_mut() = format!("/api/admin/usage/export?month={month}")
-        .parse()
-        .unwrap();
-    *request.body_mut() = lambda_http::Body::Empty;
-    let response = d
-        .router(functions::ADMIN)
-        .await
-        .oneshot(request)
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 200);
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&bytes).lines().count(), 1 + 3);
-    let made = d.take_checked(functions::ADMIN.name);
+    let path = format!("/api/admin/usage/export?month={month}");
+    let (status, text, made) = d.invoke_get(functions::ADMIN, &path).await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(text.lines().count(), 1 + 3);
     assert_eq!(
         made,
         requests(&[("GetItem", 1), ("Query", 1), ("BatchGetItem", 1)])
@@ -192,16 +167,7 @@ async fn admin_usage_reads_the_months_member_counters_in_one_query_and_the_top_m
 
     // A member's own month: the membership (checked, and their allowance) and the
     // organisation together; then their month.
-    d.counter.take();
-    let mut request = d.event(functions::USAGE);
-    *request.uri_mut() = "/api/usage".parse().unwrap();
-    let response = d
-        .router(functions::USAGE)
-        .await
-        .oneshot(request)
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 200);
-    let made = d.take_checked(functions::USAGE.name);
+    let (status, text, made) = d.invoke_get(functions::USAGE, "/api/usage").await;
+    assert_eq!(status, 200, "{text}");
     assert_eq!(made, requests(&[("GetItem", 1), ("BatchGetItem", 1)]));
 }

@@ -252,6 +252,24 @@ impl Deployment {
         (status, body, self.take_checked(function.name))
     }
 
+    /// `GET path` on `function`, signed in as the sample user; returns status, body as text
+    /// and the DynamoDB requests it made.
+    pub(crate) async fn invoke_get(
+        &self, function: Function, path: &str,
+    ) -> (u16, String, BTreeMap<String, u64>) {
+        let mut request = self.event(function);
+        *request.method_mut() = axum::http::Method::GET;
+        *request.uri_mut() = path.parse().unwrap();
+        *request.body_mut() = lambda_http::Body::Empty;
+        let response = self.router(function).await.oneshot(request).await.unwrap();
+        let status = response.status().as_u16();
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let text = String::from_utf8(bytes.to_vec()).unwrap();
+        (status, text, self.take_checked(function.name))
+    }
+
     /// The DynamoDB requests made since the last take, checked against what `function`'s
     /// policies allow ([`allowed`]).
     pub(crate) fn take_checked(&self, function: &str) -> BTreeMap<String, u64> {

@@ -123,14 +123,23 @@ impl Administration {
         let page = (self.stores.limits)
             .list_member_usage_after(&admin.org, month, after, EXPORT_PAGE)
             .await?;
-        let users: Vec<UserId> = page.iter().map(|(user, _)| user.clone()).collect();
+        self.named(admin, page).await
+    }
+
+    /// `months` with their members as stored now, read at once (at most
+    /// [`crate::ports::MEMBERS_AT_ONCE`]; one `BatchGetItem` on DynamoDB), in the same order;
+    /// a removed member's is `None`.
+    pub(super) async fn named(
+        &self, admin: &Admin, months: Vec<(UserId, MonthUsage)>,
+    ) -> Result<Vec<MemberMonth>, CoreError> {
+        let users: Vec<UserId> = months.iter().map(|(user, _)| user.clone()).collect();
         let mut members: std::collections::HashMap<UserId, Member> = (self.stores.directory)
             .get_members(&admin.org, &users)
             .await?
             .into_iter()
             .map(|m| (m.user.clone(), m))
             .collect();
-        Ok(page
+        Ok(months
             .into_iter()
             .map(|(user, usage)| MemberMonth {
                 member: members.remove(&user),

@@ -67,8 +67,8 @@ impl Administration {
 
     /// The usage report of `month` (`YYYY-MM`, see [`parse_month`]): the organisation's
     /// counters, and its members' months (read 100 at a time, one `Query` each; their sum
-    /// gives the days and models), with the [`TOP_MEMBERS`] most used read by id (at most
-    /// that many `GetItem`s). A month with no usage reports zeros. Errors: `NotFound`.
+    /// gives the days and models), with the [`TOP_MEMBERS`] most used read at once. A month
+    /// with no usage reports zeros. Errors: `NotFound`.
     pub async fn usage_of(&self, admin: &Admin, month: &str) -> Result<UsageReport, CoreError> {
         let org = self.org(admin).await?;
         let usage = self.stores.limits.get_usage(&admin.org, month).await?;
@@ -95,19 +95,15 @@ impl Administration {
                 break;
             }
         }
-        let each = top;
-        // At most TOP_MEMBERS reads by key, one after another: a page an admin opens.
-        let mut members = Vec::with_capacity(each.len());
-        for (user, usage) in each {
-            let member = self.stores.directory.get_member(&admin.org, &user).await?;
-            let caps = member.as_ref().map_or(org.member_caps, |m| m.caps_in(&org));
-            members.push(MemberUsage {
-                user,
-                member,
-                usage,
-                caps,
-            });
-        }
+        let members = (self.named(admin, top).await?)
+            .into_iter()
+            .map(|m| MemberUsage {
+                caps: (m.member.as_ref()).map_or(org.member_caps, |member| member.caps_in(&org)),
+                user: m.user,
+                member: m.member,
+                usage: m.usage,
+            })
+            .collect();
         Ok(UsageReport {
             month: month.to_owned(),
             usage,
