@@ -201,7 +201,17 @@ def test_scripts_and_json_arrive_compressed(service, page):
 def test_single_sign_on_saved_off_says_so_and_a_failed_test_is_warned_about(service, page):
     # The test of an issuer that does not answer is a 502, on purpose.
     page.expected_statuses.add(502)
+    # The stored settings are held back: until they arrive there is no form to type into, so
+    # nothing typed is overwritten by them.
+    held = []
+    page.route(
+        "**/api/admin/sso",
+        lambda route: held.append(route) if route.request.method == "GET" and not held else route.continue_(),
+    )
     sign_in_admin(service, page, "sso")
+    expect(page.get_by_text("Loading…")).to_be_visible()
+    expect(page.get_by_label("Issuer URL")).to_have_count(0)
+    held[0].continue_()
     page.get_by_label("Issuer URL").fill("http://127.0.0.1:9/not-a-provider")
     page.get_by_label("Client ID").fill("knowledge")
     page.get_by_label("Client secret").fill("secret")

@@ -77,11 +77,14 @@ export function SingleSignOn() {
   return (
     <section aria-labelledby="sso-title">
       <h2 id="sso-title">Single sign-on</h2>
-      <p>
-        {!sso?.configured
-          ? 'Not configured yet.'
-          : `Single sign-on is ${sso.enabled ? 'on' : 'off'}${sso.updatedAt ? `, last changed ${when(sso.updatedAt)}` : ''}.`}
-      </p>
+      {sso === null && !notice && <p class="hint">Loading…</p>}
+      {sso && (
+        <p>
+          {!sso.configured
+            ? 'Not configured yet.'
+            : `Single sign-on is ${sso.enabled ? 'on' : 'off'}${sso.updatedAt ? `, last changed ${when(sso.updatedAt)}` : ''}.`}
+        </p>
+      )}
       {sso && <CopyField id="callback-url" label="Redirect URI to register at the provider" value={sso.callbackUrl} />}
       {sso?.configured && (
         <p class="hint">
@@ -89,7 +92,8 @@ export function SingleSignOn() {
           before, register this one there: the shared address signs nobody in.
         </p>
       )}
-      <form
+      {/* The form waits for the stored settings: typed before they arrive, it would be overwritten. */}
+      {sso && <form
         onSubmit={(e) => {
           e.preventDefault();
           void save();
@@ -124,7 +128,7 @@ export function SingleSignOn() {
             </button>
           )}
         </div>
-      </form>
+      </form>}
       <NoticeLine notice={notice} />
     </section>
   );
