@@ -132,6 +132,7 @@ export const AUDIT_ACTIONS = [
   'member.caps_changed',
   'org.limits_changed',
   'org.memory_changed',
+  'org.changed',
 ] as const;
 
 /** Who made a change, for the audit export's filter: the `actor` of an entry. */

@@ -24,6 +24,7 @@ export const ACTIONS: Record<string, string> = {
   'member.caps_changed': "Set a member's allowance",
   'org.limits_changed': 'Set the usage limits',
   'org.memory_changed': 'Switched memory on or off',
+  'org.changed': "Changed the organisation's plan, status or limits",
 };
 
 /** A person, or the organisation's integration or settings, as a name and an id. */

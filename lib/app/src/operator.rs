@@ -11,10 +11,10 @@ use knowledge_core::admin::{
 };
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{
-    AuditEntry, IntegrationAuth, IntegrationConfig, Member, Org, OrgStatus, Plan, Role, SsoConfig,
-    Usage,
+    AuditEntry, IntegrationAuth, IntegrationConfig, Member, Org, Plan, Role, SsoConfig, Usage,
 };
 use knowledge_core::ids::{OrgId, UserId};
+pub use knowledge_core::ports::OrgChanges;
 use knowledge_core::ports::{Store, StoreError};
 use knowledge_core::seal::Sealer;
 use knowledge_core::sso::SsoChange;
@@ -41,25 +41,25 @@ pub enum OperatorError {
 pub const DEFAULT_ORG: &str = "org_default";
 pub const DEFAULT_USER: &str = "usr_default";
 
-/// Settings to change; `None` leaves one as it is. For the limits, an inner `None` means
-/// unlimited.
-#[derive(Debug, Clone, Default)]
-pub struct OrgChanges {
-    pub quota: Option<Option<u64>>,
-    pub cap_micros: Option<Option<u64>>,
-    pub plan: Option<Plan>,
-    pub status: Option<OrgStatus>,
-}
-
 /// The operator of every organisation in `store`.
 pub struct Operator {
     pub store: Arc<dyn Store>,
 }
 
 impl Operator {
+    /// Creates an organisation, with a new id unless `id` is given. Errors: `Invalid` when an
+    /// organisation has that id already (its settings are changed with `update_org`, never
+    /// reset by a create).
     pub async fn create_org(
         &self, id: Option<OrgId>, name: &str, plan: Plan,
     ) -> Result<Org, OperatorError> {
+        if let Some(id) = &id
+            && self.store.get_org(id).await?.is_some()
+        {
+            return Err(OperatorError::Invalid(format!(
+                "{id} exists already; change it with `org set`"
+            )));
+        }
         let org = Org::new(
             id.unwrap_or_else(OrgId::generate),
             name,
@@ -77,15 +77,14 @@ impl Operator {
             .ok_or_else(|| OperatorError::NoSuchOrg(id.clone()))
     }
 
-    /// Applies `changes` to the organisation's settings.
+    /// Makes `changes` to the organisation's plan, status and limits, keeping its other
+    /// settings (one an admin changes meanwhile is kept), recorded in its audit log as done at
+    /// the command line. Errors: `NoSuchOrg`, `Invalid` (nothing to change).
     pub async fn update_org(&self, id: &OrgId, changes: OrgChanges) -> Result<Org, OperatorError> {
-        let mut org = self.org(id).await?;
-        org.monthly_query_quota = changes.quota.unwrap_or(org.monthly_query_quota);
-        org.cost_cap_micros = changes.cap_micros.unwrap_or(org.cost_cap_micros);
-        org.plan = changes.plan.unwrap_or(org.plan);
-        org.status = changes.status.unwrap_or(org.status);
-        self.store.put_org(&org).await?;
-        Ok(org)
+        self.administration(None)
+            .change_org(&CoreAdmin::operator(id.clone()), &changes)
+            .await
+            .map_err(|e| Self::error(id, None, e))
     }
 
     pub async fn usage(&self, id: &OrgId) -> Result<Usage, OperatorError> {

@@ -10,7 +10,7 @@ use knowledge_core::ports::{StoreError, StoreResult};
 use crate::codec::*;
 use crate::transact::TransactError;
 use crate::{DynamoStore, keys};
-use knowledge_core::ports::{OrgLimits, OrgStore};
+use knowledge_core::ports::{OrgChanges, OrgLimits, OrgStore};
 
 /// Rounds of reading and replacing the settings before giving up under contention.
 const LIMITS_ATTEMPTS: usize = 8;
@@ -123,6 +123,13 @@ impl OrgStore for DynamoStore {
             settings.member_caps = limits.member;
         })
         .await
+    }
+
+    async fn change_org(
+        &self, org: &OrgId, changes: &OrgChanges, audit: &AuditEntry,
+    ) -> StoreResult<()> {
+        self.change_settings(org, audit, |settings| changes.apply(settings))
+            .await
     }
 
     async fn set_memory(&self, org: &OrgId, on: bool, audit: &AuditEntry) -> StoreResult<()> {

@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use crate::{SqliteStore, backend, conversion, text_parse};
 use knowledge_core::domain::{AuditEntry, Org, SsoConfig};
 use knowledge_core::ids::OrgId;
-use knowledge_core::ports::{OrgLimits, OrgStore, StoreError, StoreResult};
+use knowledge_core::ports::{OrgChanges, OrgLimits, OrgStore, StoreError, StoreResult};
 
 use crate::directory::{insert_audit, unique};
 
@@ -147,6 +147,37 @@ impl OrgStore for SqliteStore {
                     "UPDATE orgs SET monthly_query_quota = ?2, cost_cap_micros = ?3,
                      member_caps = ?4 WHERE id = ?1",
                     params![o.as_str(), l.quota, l.cap_micros, member],
+                )
+                .map_err(backend)?;
+            if n == 0 {
+                return Err(StoreError::Gone);
+            }
+            insert_audit(tx, &a)
+        })
+        .await
+    }
+
+    async fn change_org(
+        &self, org: &OrgId, changes: &OrgChanges, audit: &AuditEntry,
+    ) -> StoreResult<()> {
+        let (o, c, a) = (org.clone(), *changes, audit.clone());
+        self.write(move |tx| {
+            // Only the columns changed are written, in the one write transaction.
+            let n = tx
+                .execute(
+                    "UPDATE orgs SET plan = COALESCE(?2, plan), status = COALESCE(?3, status),
+                     monthly_query_quota = CASE WHEN ?4 THEN ?5 ELSE monthly_query_quota END,
+                     cost_cap_micros = CASE WHEN ?6 THEN ?7 ELSE cost_cap_micros END
+                     WHERE id = ?1",
+                    params![
+                        o.as_str(),
+                        c.plan.map(|p| p.as_str()),
+                        c.status.map(|s| s.as_str()),
+                        c.quota.is_some(),
+                        c.quota.flatten(),
+                        c.cap_micros.is_some(),
+                        c.cap_micros.flatten()
+                    ],
                 )
                 .map_err(backend)?;
             if n == 0 {

@@ -1,11 +1,14 @@
 //! Cases of what the admin use cases need of the stores: role changes and removals that keep
-//! another admin, pages of members and of the audit log, and the monthly limits.
+//! another admin, pages of members and of the audit log, the monthly limits, and the
+//! operator's changes of plan, status and limits.
 
 use std::sync::Arc;
 
-use knowledge_core::domain::{AuditAction, Member, MemberCaps, MemberData, MemberDataKind, Role};
+use knowledge_core::domain::{
+    AuditAction, Member, MemberCaps, MemberData, MemberDataKind, OrgStatus, Plan, Role,
+};
 use knowledge_core::ids::{OrgId, UserId};
-use knowledge_core::ports::{OrgLimits, StoreError};
+use knowledge_core::ports::{OrgChanges, OrgLimits, StoreError};
 
 use crate::{NOW, Tested, audit, business_org};
 
@@ -244,4 +247,108 @@ pub async fn limits_are_set_with_their_audit_and_keep_the_other_settings(store: 
         store.set_limits(&OrgId::generate(), &limits, &unset).await,
         Err(StoreError::Gone)
     ));
+}
+
+pub async fn the_operators_changes_are_audited_and_keep_every_other_setting(
+    store: Arc<dyn Tested>,
+) {
+    let org = business_org(&*store).await;
+    let limits = OrgLimits {
+        quota: Some(7),
+        cap_micros: Some(2_500_000),
+        member: MemberCaps {
+            queries: Some(3),
+            cost_micros: None,
+        },
+    };
+    let set = audit(&org.id, AuditAction::OrgLimitsChanged, org.id.as_str());
+    store.set_limits(&org.id, &limits, &set).await.unwrap();
+    let off = audit(&org.id, AuditAction::OrgMemoryChanged, org.id.as_str());
+    store.set_memory(&org.id, false, &off).await.unwrap();
+
+    let changes = OrgChanges {
+        plan: Some(Plan::Pro),
+        quota: Some(None),
+        ..OrgChanges::default()
+    };
+    let changed = audit(&org.id, AuditAction::OrgChanged, org.id.as_str());
+    store.change_org(&org.id, &changes, &changed).await.unwrap();
+    let read = store.get_org(&org.id).await.unwrap().unwrap();
+    assert_eq!((read.plan, read.monthly_query_quota), (Plan::Pro, None));
+    assert_eq!(
+        (
+            read.status,
+            read.cost_cap_micros,
+            read.member_caps,
+            read.memory_off
+        ),
+        (org.status, Some(2_500_000), limits.member, true)
+    );
+
+    let changes = OrgChanges {
+        status: Some(OrgStatus::Active),
+        cap_micros: Some(Some(1)),
+        ..OrgChanges::default()
+    };
+    let again = audit(&org.id, AuditAction::OrgChanged, org.id.as_str());
+    store.change_org(&org.id, &changes, &again).await.unwrap();
+    let read = store.get_org(&org.id).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            read.status,
+            read.cost_cap_micros,
+            read.plan,
+            read.monthly_query_quota
+        ),
+        (OrgStatus::Active, Some(1), Plan::Pro, None)
+    );
+    let log = store.list_audit(&org.id, None, 10).await.unwrap();
+    assert_eq!(log, [again.clone(), changed, off, set]);
+    assert!(matches!(
+        store.change_org(&OrgId::generate(), &changes, &again).await,
+        Err(StoreError::Gone)
+    ));
+}
+
+pub async fn concurrent_changes_of_different_settings_all_land(store: Arc<dyn Tested>) {
+    let org = business_org(&*store).await;
+    let member = MemberCaps {
+        queries: Some(9),
+        cost_micros: None,
+    };
+    let limits = OrgLimits {
+        member,
+        ..OrgLimits::default()
+    };
+    let plan = OrgChanges {
+        plan: Some(Plan::Free),
+        ..OrgChanges::default()
+    };
+    let status = OrgChanges {
+        status: Some(OrgStatus::Active),
+        ..OrgChanges::default()
+    };
+    let audits = ["a", "b", "c", "d"].map(|by| {
+        let action = match by {
+            "b" => AuditAction::OrgMemoryChanged,
+            "c" => AuditAction::OrgLimitsChanged,
+            _ => AuditAction::OrgChanged,
+        };
+        audit(&org.id, action, by)
+    });
+    let (a, b, c, d) = tokio::join!(
+        store.change_org(&org.id, &plan, &audits[0]),
+        store.set_memory(&org.id, false, &audits[1]),
+        store.set_limits(&org.id, &limits, &audits[2]),
+        store.change_org(&org.id, &status, &audits[3]),
+    );
+    for landed in [a, b, c, d] {
+        landed.unwrap();
+    }
+    let read = store.get_org(&org.id).await.unwrap().unwrap();
+    assert_eq!(
+        (read.plan, read.status, read.memory_off, read.member_caps),
+        (Plan::Free, OrgStatus::Active, true, member)
+    );
+    assert_eq!(store.list_audit(&org.id, None, 10).await.unwrap().len(), 4);
 }

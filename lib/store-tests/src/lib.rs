@@ -267,7 +267,9 @@ macro_rules! conformance {
                 a_keeper_that_moved_refuses_the_change_and_the_removal_and_nothing_is_written,
                 members_are_paged_by_user_id_within_their_organisation,
                 the_audit_log_is_paged_newest_first_and_names_who_acted,
-                limits_are_set_with_their_audit_and_keep_the_other_settings;
+                limits_are_set_with_their_audit_and_keep_the_other_settings,
+                the_operators_changes_are_audited_and_keep_every_other_setting,
+                concurrent_changes_of_different_settings_all_land;
             tickets:
                 a_ticket_is_taken_once_and_a_hash_is_stored_once,
                 of_concurrent_takes_of_one_ticket_exactly_one_gets_it;

@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
-use knowledge_app::operator::OrgChanges;
+use knowledge_app::operator::{OperatorError, OrgChanges};
 use knowledge_core::adapters::agent::BuiltinAgent;
-use knowledge_core::domain::EventKind;
+use knowledge_core::domain::{EventKind, Plan};
 use knowledge_core::ids::{EventId, SessionId};
+use reqwest::Method;
 use serde_json::json;
 
 use knowledge_core::ports::{
@@ -16,7 +17,7 @@ use knowledge_core::ports::{
 };
 use knowledge_core::steps::MAX_AGENT_CALLS;
 
-use crate::support::{Api, GatedAgent, PricedAgent, Setup, docs};
+use crate::support::{Api, GatedAgent, PricedAgent, Setup, admin, docs};
 
 const SESSION: &str = "/api/managed-agents/session";
 
@@ -114,6 +115,60 @@ async fn rate_limits_hold_across_two_services_sharing_one_data_directory() {
         second.post(SESSION, json!({ "text": "x" })).await.status,
         429
     );
+}
+
+#[tokio::test]
+async fn the_operators_org_set_keeps_what_an_admin_set_and_says_so_in_the_audit_log() {
+    let api = Api::start().await;
+    let limits = json!({ "monthlyQueryQuota": 50, "memberQuestionCap": 4 });
+    let set = admin(&api, Method::PUT, "/usage/limits", Some(limits)).await;
+    assert_eq!(set.status, 200);
+    let off = admin(
+        &api,
+        Method::PUT,
+        "/memory",
+        Some(json!({ "enabled": false })),
+    )
+    .await;
+    assert_eq!(off.status, 200);
+    let changes = OrgChanges {
+        plan: Some(Plan::Pro),
+        cap_micros: Some(Some(3_000_000)),
+        ..Default::default()
+    };
+    let org = api
+        .admin()
+        .update_org(&api.user.org, changes)
+        .await
+        .unwrap();
+    assert_eq!(
+        (org.plan, org.cost_cap_micros, org.monthly_query_quota),
+        (Plan::Pro, Some(3_000_000), Some(50))
+    );
+    assert_eq!((org.member_caps.queries, org.memory_off), (Some(4), true));
+    let log = admin(&api, Method::GET, "/audit?action=org.changed", None).await;
+    let entry = &log.body["entries"][0];
+    assert_eq!(entry["actor"], "command-line");
+    assert_eq!(entry["to"], "plan pro, cost cap $3.00");
+    // Nothing to change is said, and writes nothing.
+    let nothing = api
+        .admin()
+        .update_org(&api.user.org, OrgChanges::default())
+        .await;
+    assert!(
+        matches!(nothing, Err(OperatorError::Invalid(_))),
+        "{nothing:?}"
+    );
+    let log = admin(&api, Method::GET, "/audit?action=org.changed", None).await;
+    assert_eq!(log.body["entries"].as_array().unwrap().len(), 1);
+    // A create of an organisation that exists is refused, and resets nothing.
+    let again = api
+        .admin()
+        .create_org(Some(api.user.org.clone()), "Again", Plan::Free)
+        .await;
+    assert!(matches!(again, Err(OperatorError::Invalid(_))), "{again:?}");
+    let org = api.admin().org(&api.user.org).await.unwrap();
+    assert_eq!((org.plan, org.member_caps.queries), (Plan::Pro, Some(4)));
 }
 
 #[tokio::test]

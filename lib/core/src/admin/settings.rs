@@ -2,9 +2,9 @@
 //! SCIM token, the monthly limits with the month's usage, and the audit log that records it all.
 
 use crate::clock::Timestamp;
-use crate::domain::{AuditAction, AuditCursor, AuditEntry, MemberCaps, SsoConfig};
+use crate::domain::{AuditAction, AuditCursor, AuditEntry, MemberCaps, Org, SsoConfig};
 use crate::error::CoreError;
-use crate::ports::{OrgLimits, StoreError};
+use crate::ports::{OrgChanges, OrgLimits, StoreError};
 use crate::scim;
 use crate::sso::{self, SsoChange};
 
@@ -137,6 +137,31 @@ impl Administration {
         }
     }
 
+    /// Makes the operator's `changes` to the organisation's plan, status and limits, keeping
+    /// its other settings as they are then, even those an admin changes meanwhile; returns the
+    /// organisation as changed. Errors: `NotFound`, `InvalidInput` (nothing to change).
+    pub async fn change_org(&self, admin: &Admin, changes: &OrgChanges) -> Result<Org, CoreError> {
+        let text = changes_text(changes).ok_or_else(|| {
+            CoreError::invalid(
+                "invalid_field",
+                "nothing to change: give a plan, a status, a query quota or a cost cap",
+            )
+        })?;
+        let audit = admin
+            .audit(self.now(), AuditAction::OrgChanged, admin.org.as_str())
+            .became(&text);
+        match self
+            .stores
+            .orgs
+            .change_org(&admin.org, changes, &audit)
+            .await
+        {
+            Ok(()) => self.org(admin).await,
+            Err(StoreError::Gone) => Err(CoreError::NotFound("organisation")),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Switches the agent's memory on or off for every member; returns whether it is on.
     /// Members' notes are kept either way, and no admin sees them. Errors: `NotFound`.
     pub async fn set_memory(&self, admin: &Admin, on: bool) -> Result<bool, CoreError> {
@@ -210,6 +235,25 @@ fn limits_text(limits: &OrgLimits) -> String {
         .map_or("no cost cap".to_owned(), |c| format!("cap {}", dollars(c)));
     let member = caps_text(&limits.member);
     format!("{quota}, {cap} a month; each member {member}")
+}
+
+/// The operator's changes in words, for the audit log; `None` when there are none.
+fn changes_text(changes: &OrgChanges) -> Option<String> {
+    let limit = |l: Option<u64>, unit: fn(u64) -> String| l.map_or("unlimited".to_owned(), unit);
+    let words: Vec<String> = [
+        changes.plan.map(|p| format!("plan {p}")),
+        changes.status.map(|s| format!("status {s}")),
+        changes
+            .quota
+            .map(|q| format!("quota {}", limit(q, |q| format!("{q} questions")))),
+        changes
+            .cap_micros
+            .map(|c| format!("cost cap {}", limit(c, dollars))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!words.is_empty()).then(|| words.join(", "))
 }
 
 /// A member's allowance in words, for the audit log.

@@ -27,6 +27,7 @@ text_enum!(AuditAction {
     AccountDisconnected => "account.disconnected",
     OrgLimitsChanged => "org.limits_changed",
     OrgMemoryChanged => "org.memory_changed",
+    OrgChanged => "org.changed",
 });
 
 /// Who did something recorded in the audit log.
@@ -74,6 +75,8 @@ pub enum AuditAction {
     OrgLimitsChanged,
     /// The agent's memory was switched on or off for the organisation.
     OrgMemoryChanged,
+    /// The operator changed the organisation's plan, status or limits at the command line.
+    OrgChanged,
 }
 
 /// One entry of an organisation's audit log. Written in the same transaction as the change it

@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use crate::clock::Timestamp;
 use crate::domain::{
     AuditCursor, AuditEntry, Draft, Event, FoundSessions, GrantOwner, IntegrationConfig, Member,
-    MemberCaps, MemberData, MemberDataKind, MonthUsage, Org, Session, SessionSummary, SsoConfig,
-    Ticket, TitleQuery, Usage,
+    MemberCaps, MemberData, MemberDataKind, MonthUsage, Org, OrgStatus, Plan, Session,
+    SessionSummary, SsoConfig, Ticket, TitleQuery, Usage,
 };
 use crate::ids::{OrgId, RunId, SessionKey, UserId};
 
@@ -45,6 +45,26 @@ pub struct OrgLimits {
     pub member: MemberCaps,
 }
 
+/// The operator's change to an organisation: `None` leaves a setting as it is; for the limits,
+/// an inner `None` means unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OrgChanges {
+    pub quota: Option<Option<u64>>,
+    pub cap_micros: Option<Option<u64>>,
+    pub plan: Option<Plan>,
+    pub status: Option<OrgStatus>,
+}
+
+impl OrgChanges {
+    /// `org` with these changes made, its other settings as they were.
+    pub fn apply(&self, org: &mut Org) {
+        org.monthly_query_quota = self.quota.unwrap_or(org.monthly_query_quota);
+        org.cost_cap_micros = self.cap_micros.unwrap_or(org.cost_cap_micros);
+        org.plan = self.plan.unwrap_or(org.plan);
+        org.status = self.status.unwrap_or(org.status);
+    }
+}
+
 /// Members [`DirectoryStore::get_members`] reads at most at once (DynamoDB's `BatchGetItem`).
 pub const MEMBERS_AT_ONCE: usize = 100;
 
@@ -72,6 +92,12 @@ pub trait OrgStore: Send + Sync {
     /// Errors: `Gone` when the organisation does not exist.
     async fn set_limits(
         &self, org: &OrgId, limits: &OrgLimits, audit: &AuditEntry,
+    ) -> StoreResult<()>;
+    /// Makes the operator's `changes` to the organisation's plan, status and limits, keeping
+    /// its other settings (one changed meanwhile by an admin is kept, not overwritten), and
+    /// writes `audit`, all or nothing. Errors: `Gone` when the organisation does not exist.
+    async fn change_org(
+        &self, org: &OrgId, changes: &OrgChanges, audit: &AuditEntry,
     ) -> StoreResult<()>;
     /// Switches the agent's memory on or off for the whole organisation, keeping its other
     /// settings, and writes `audit`, all or nothing. Errors: `Gone` when the organisation does

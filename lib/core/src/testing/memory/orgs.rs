@@ -1,12 +1,12 @@
-//! [`OrgStore`] in memory: the organisations, their SCIM token, single sign-on, limits and
-//! memory switch, and the e-mail domains their sign-on claims.
+//! [`OrgStore`] in memory: the organisations, their plan and status, SCIM token, single sign-on,
+//! limits and memory switch, and the e-mail domains their sign-on claims.
 
 use async_trait::async_trait;
 
 use super::MemoryStore;
 use crate::domain::{AuditEntry, Org, SsoConfig};
 use crate::ids::OrgId;
-use crate::ports::{OrgLimits, OrgStore, StoreError, StoreResult};
+use crate::ports::{OrgChanges, OrgLimits, OrgStore, StoreError, StoreResult};
 
 #[async_trait]
 impl OrgStore for MemoryStore {
@@ -78,6 +78,15 @@ impl OrgStore for MemoryStore {
         stored.monthly_query_quota = limits.quota;
         stored.cost_cap_micros = limits.cap_micros;
         stored.member_caps = limits.member;
+        s.audit(audit);
+        Ok(())
+    }
+
+    async fn change_org(
+        &self, org: &OrgId, changes: &OrgChanges, audit: &AuditEntry,
+    ) -> StoreResult<()> {
+        let mut s = self.state();
+        changes.apply(s.orgs.get_mut(org).ok_or(StoreError::Gone)?);
         s.audit(audit);
         Ok(())
     }
