@@ -192,6 +192,23 @@ def test_escape_stops_a_running_turn_and_the_stop_is_shown_plainly(held, page):
     expect(page.locator("article.agent")).to_have_count(0)
 
 
+def test_escape_stops_the_turn_from_the_moment_the_stop_button_shows(held, page):
+    service, agent = held
+    page.goto(service.first_link())
+    # Escape is pressed in the very task that puts the Stop button on the page, before any
+    # effect of that render has run.
+    page.evaluate(
+        """() => new MutationObserver((_, seen) => {
+            if (!document.querySelector('button.stop')) return;
+            seen.disconnect();
+            document.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape', bubbles: true }));
+        }).observe(document.body, { childList: true, subtree: true })"""
+    )
+    ask(page, "Stop me at once")
+    agent.asked()
+    expect(page.locator(".terminated")).to_have_text("Stopped.", timeout=15_000)
+
+
 def test_html_in_an_answer_never_runs_and_code_blocks_can_be_copied(held, page):
     service, agent = held
     page.goto(service.first_link())

@@ -70,6 +70,8 @@ def test_escape_stops_a_turn_wherever_the_focus_is(held, page):
     page.goto(service.first_link())
     ask(page, "Stop me from the sidebar")
     agent.asked()
+    # A person presses Escape once they see the turn running.
+    expect(page.get_by_role("button", name="Stop", exact=True)).to_be_visible()
     page.get_by_role("navigation", name="Conversations").get_by_role("link").first.focus()
     page.keyboard.press("Escape")
     expect(page.locator(".terminated")).to_contain_text("Stopped.", timeout=15_000)

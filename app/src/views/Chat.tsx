@@ -196,17 +196,20 @@ export function Chat(props: {
   };
 
   const running = busy(t);
-  // Escape stops the turn wherever focus is (a dialog or the drawer takes it first).
+  // Escape stops the turn wherever focus is (a dialog or the drawer takes it first). The
+  // listener stays for the page's life and asks this render whether a turn runs, so Escape
+  // works from the moment the Stop button shows, not an effect later.
+  const escape = useRef<(() => void) | null>(null);
+  escape.current = running ? () => void stop() : null;
   useEffect(() => {
-    if (!running) return;
     const onKey = (e: KeyboardEvent) => {
-      if (e.key !== 'Escape' || e.defaultPrevented || e.isComposing) return;
+      if (e.key !== 'Escape' || e.defaultPrevented || e.isComposing || !escape.current) return;
       e.preventDefault();
-      void stop();
+      escape.current();
     };
     document.addEventListener('keydown', onKey);
     return () => document.removeEventListener('keydown', onKey);
-  }, [running, sessionId]);
+  }, []);
 
   const rename = async (title: string) => {
     if (!sessionId) return;

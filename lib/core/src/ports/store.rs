@@ -56,7 +56,7 @@ pub struct OrgChanges {
 }
 
 impl OrgChanges {
-    /// `org` with these changes made, its other settings as they were.
+    /// Makes these changes to `org`, leaving its other settings as they were.
     pub fn apply(&self, org: &mut Org) {
         org.monthly_query_quota = self.quota.unwrap_or(org.monthly_query_quota);
         org.cost_cap_micros = self.cap_micros.unwrap_or(org.cost_cap_micros);
