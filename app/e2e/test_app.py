@@ -116,7 +116,9 @@ def test_the_organisation_switcher_shows_the_other_organisations_conversations(s
     wait_answered(page)
     switcher = page.get_by_label("Organisation", exact=True)
     expect(switcher).to_have_value("org_default")
-    switcher.select_option("org_second")
+    # The page is loaded again in the other organisation, its list read afresh.
+    with page.expect_response(lambda r: r.url.endswith("/sessions") and r.request.method == "GET"):
+        switcher.select_option("org_second")
     expect(page).to_have_url(f"{service.base}/")
     expect(page.get_by_label("Organisation", exact=True)).to_have_value("org_second")
     expect(page.get_by_role("navigation").get_by_role("link")).to_have_count(0)
@@ -178,6 +180,33 @@ def test_a_turn_reads_the_session_list_once_when_sent_and_not_again_when_it_ends
         page.clock.fast_forward(31_000)
     assert len(lists) == 1, lists
     expect(page.get_by_role("navigation").get_by_role("link")).to_have_text(["Counted question"])
+
+
+def test_a_message_sent_while_a_transcript_read_is_on_its_way_is_shown_without_waiting(service, page):
+    page.goto(service.first_link())
+    ask(page, "First question")
+    wait_answered(page)
+    # A read of the transcript leaves, and its answer, read before the next message, is held.
+    held = []
+
+    def hold(route):
+        if held:
+            route.continue_()
+        else:
+            held.append((route, route.fetch()))
+
+    page.route(lambda url: "/transcript" in url, hold)
+    page.evaluate("window.dispatchEvent(new Event('focus'))")
+    for _ in range(500):  # the read is held within 10 s
+        if held:
+            break
+        page.wait_for_timeout(20)
+    ask(page, "Second question")
+    expect(page.get_by_label("Message")).to_have_value("")
+    route, stale = held[0]
+    route.fulfill(response=stale)
+    # The read asked for after the send is made once the held one answers, not 30 s later.
+    expect(page.locator("article.agent")).to_have_count(2, timeout=10_000)
 
 
 def test_escape_stops_a_running_turn_and_the_stop_is_shown_plainly(held, page):
@@ -271,6 +300,9 @@ def test_a_provider_that_is_down_is_said_plainly_and_nothing_is_created(held, pa
     page.goto(service.first_link())
     ask(page, "Anyone there?")
     expect(page.get_by_role("alert")).to_have_text("The AI provider cannot be reached right now. Try again in a moment.")
+    # No conversation was made: the list, read again, is empty.
+    with page.expect_response(lambda r: r.url.endswith("/sessions") and r.request.method == "GET"):
+        page.reload()
     expect(page.get_by_role("navigation").get_by_role("link")).to_have_count(0)
     expect(page).to_have_url(f"{service.base}/")
 

@@ -57,7 +57,8 @@ def sign_in_and_add(service, page, url: str):
     page.get_by_label("MCP endpoint URL").fill(url)
     page.get_by_label("Credentials").select_option("oauth_member")
     page.get_by_role("button", name="Connect", exact=True).click()
-    expect(page.get_by_role("status")).to_have_text("wiki is connected.")
+    # The service discovers the server's authorization server and registers with it first.
+    expect(page.get_by_role("status")).to_have_text("wiki is connected.", timeout=20_000)
 
 
 def test_an_admin_adds_a_server_by_url_a_member_connects_in_the_app_and_asks_through_it(greeting, example_server, page):
@@ -77,12 +78,14 @@ def test_an_admin_adds_a_server_by_url_a_member_connects_in_the_app_and_asks_thr
     expect(page).to_have_url(f"{service.base}/connections")
     expect(page.get_by_role("row").filter(has_text="wiki")).to_contain_text("Not connected")
     page.get_by_role("button", name="Connect: wiki").click()
+    # Through the server's authorization page and back: the status is on the page come back.
+    expect(page.get_by_role("status")).to_have_text("wiki is connected.", timeout=20_000)
     expect(page).to_have_url(f"{service.base}/connections")
-    expect(page.get_by_role("status")).to_have_text("wiki is connected.")
     expect(page.get_by_role("row").filter(has_text="wiki")).to_contain_text("Connected since")
 
     # A question calls the server's tool with the member's grant.
-    page.get_by_role("button", name="New chat").click()
+    with page.expect_response(lambda r: r.url.endswith("/api/integrations") and r.request.method == "GET"):
+        page.get_by_role("button", name="New chat").click()
     expect(page.get_by_text("wiki is not connected")).to_have_count(0)
     page.get_by_label("Message").fill("Greet Ann please")
     page.get_by_role("button", name="Send").click()

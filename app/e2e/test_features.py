@@ -40,6 +40,24 @@ def test_a_conversation_is_renamed_in_place_and_keeps_its_name_after_a_reload(se
     expect(heading).to_have_text("Cancelling, explained")
 
 
+def test_a_rename_begun_in_one_conversation_is_left_behind_when_another_is_opened(service, page):
+    page.goto(service.first_link())
+    ask(page, "Refund policy for annual plans")
+    wait_answered(page)
+    page.get_by_role("button", name="New chat").click()
+    ask(page, "Onboarding checklist")
+    wait_answered(page)
+    page.get_by_role("button", name="Rename this conversation").click()
+    page.get_by_label("Title").fill("Meant for the checklist")
+    page.get_by_role("navigation", name="Conversations").get_by_role("link", name="Refund policy for annual plans").click()
+    # The other conversation opens with its own title, and no rename of the first under way.
+    expect(page.locator("h2.title")).to_have_text("Refund policy for annual plans")
+    expect(page.get_by_label("Title")).to_have_count(0)
+    expect(page.get_by_role("navigation", name="Conversations").get_by_role("link")).to_have_text(
+        ["Onboarding checklist", "Refund policy for annual plans"]
+    )
+
+
 def test_conversations_are_found_by_words_of_their_titles_whatever_their_case(service, page):
     page.goto(service.first_link())
     for text in ("Refund policy for annual plans", "Onboarding checklist", "Annual leave rules"):

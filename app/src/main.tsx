@@ -57,15 +57,21 @@ function App() {
   // when a turn ends if the last read failed. Otherwise a turn's end needs no read: the session
   // went first when its message was sent, and the list shows no times.
   const stale = useRef(false);
+  // Reads are numbered: an answer to one overtaken by a later read is dropped, so an older list
+  // never replaces a newer one.
+  const reads = useRef(0);
   const refresh = useCallback(() => {
+    const read = ++reads.current;
     api
       .sessions()
       .then((r) => {
+        if (read !== reads.current) return;
         stale.current = false;
         setSessions(r.sessions);
         setProblem(null);
       })
       .catch((e) => {
+        if (read !== reads.current) return;
         stale.current = true;
         if (!(e instanceof ApiFailure && e.transient)) setProblem(e instanceof ApiFailure ? explain(e) : String(e));
       });

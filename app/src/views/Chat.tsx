@@ -70,8 +70,10 @@ export function Chat(props: {
   onSettled: () => void;
 }) {
   const { sessionId } = props;
-  // The poller folds pages into `state.current.t` and shows each result.
-  const [t, setT] = useState<Transcript>(empty);
+  // The poller folds pages into `state.current.t` and shows each result, tagged with its
+  // conversation: the render that opens another one shows nothing of the last.
+  const [view, setView] = useState<{ of: string | null; t: Transcript }>({ of: sessionId, t: empty });
+  const t = view.of === sessionId ? view.t : empty;
   const [problem, setProblemState] = useState<Problem | null>(null);
   const setProblem = (text: string | null) => setProblemState(text === null ? null : { text });
   const [draft, setDraft] = useState('');
@@ -84,7 +86,7 @@ export function Chat(props: {
 
   // The poller: one transcript request at a time, scheduled after each answer.
   useEffect(() => {
-    setT(empty);
+    setView({ of: sessionId, t: empty });
     setProblem(null);
     if (!sessionId) return;
     const s = state.current;
@@ -92,6 +94,9 @@ export function Chat(props: {
     s.failures = 0;
     let stopped = false;
     let inFlight = false;
+    // A poll asked for while one is on its way (after a send, say) runs when it answers: the
+    // answer on its way may have been read before the change.
+    let again = false;
     const schedule = () => {
       if (stopped) return;
       const now = Date.now();
@@ -109,14 +114,18 @@ export function Chat(props: {
       s.timer = window.setTimeout(poll, delay);
     };
     const poll = async () => {
-      if (stopped || inFlight) return;
+      if (stopped) return;
+      if (inFlight) {
+        again = true;
+        return;
+      }
       inFlight = true;
       try {
         const page = await api.transcript(sessionId, s.t.cursor);
         if (stopped) return;
         const wasBusy = busy(s.t);
         s.t = applyPage(s.t, page);
-        setT(s.t);
+        setView({ of: sessionId, t: s.t });
         if (wasBusy && !busy(s.t)) settled.current();
         s.failures = 0;
         setProblem(null);
@@ -132,6 +141,11 @@ export function Chat(props: {
         setProblem(explain(f));
       } finally {
         inFlight = false;
+      }
+      if (again) {
+        again = false;
+        void poll();
+        return;
       }
       schedule();
     };
@@ -220,7 +234,7 @@ export function Chat(props: {
   return (
     <section class="chat" aria-label="Conversation">
       {sessionId ? (
-        <Conversation transcript={t} retry={running || sending ? undefined : (q) => void send(q)} rename={rename} />
+        <Conversation key={sessionId} transcript={t} retry={running || sending ? undefined : (q) => void send(q)} rename={rename} />
       ) : (
         <div class="empty">
           <h2>Ask your organisation's knowledge</h2>

@@ -14,10 +14,15 @@ export function ChatLayout(props: { heading: string; children: (close: () => voi
   const menu = useRef<HTMLButtonElement>(null);
   const close = () => setOpen(false);
   useEffect(() => {
-    if (!open) return;
-    document.querySelector<HTMLElement>('#sidebar button, #sidebar a')?.focus();
+    if (open) document.querySelector<HTMLElement>('#sidebar button, #sidebar a')?.focus();
+  }, [open]);
+  // The listener lives for the page and asks the latest render whether the drawer is open, so
+  // it takes an Escape from the moment the drawer shows.
+  const isOpen = useRef(open);
+  isOpen.current = open;
+  useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      if (e.key !== 'Escape') return;
+      if (e.key !== 'Escape' || !isOpen.current) return;
       // The drawer takes this Escape: a running turn is not stopped by closing it.
       e.preventDefault();
       e.stopImmediatePropagation();
@@ -26,7 +31,7 @@ export function ChatLayout(props: { heading: string; children: (close: () => voi
     };
     document.addEventListener('keydown', onKey, true);
     return () => document.removeEventListener('keydown', onKey, true);
-  }, [open]);
+  }, []);
   return (
     <div class={`layout chat-layout${open ? ' drawer-open' : ''}`}>
       <a

@@ -1,7 +1,7 @@
 // The audit log (/admin/audit): changes to the organisation, newest first, of one action when
 // asked, people named as they were then; and a download of the log, of the days, the kind of
 // change and who made it that the admin picks, as CSV or JSON Lines.
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { AUDIT_ACTIONS, AUDIT_ACTORS, type AuditEntry, type AuditExport, admin, auditExportUrl } from '../../admin';
 import { ACTIONS, type Named, readable } from '../../audit';
@@ -22,9 +22,13 @@ export function AuditPage() {
   const [next, setNext] = useState<string | null>(null);
   const [action, setAction] = useState('');
   const { notice, busy, run } = useNotice();
+  // An answer for a filter no longer chosen is dropped: it never lands under another one.
+  const chosen = useRef(action);
+  chosen.current = action;
   const load = (filter: string, before?: string) =>
     run(async () => {
       const page = await admin.audit({ action: filter || undefined, before });
+      if (filter !== chosen.current) return;
       setEntries((shown) => (before ? [...shown, ...page.entries] : page.entries));
       setNext(page.next ?? null);
     });

@@ -34,7 +34,8 @@ function arrival(): Notice {
 }
 
 export function Integrations({ me }: { me: string }) {
-  const [list, setList] = useState<Integration[]>([]);
+  // `null` until first read: the empty list is said only once it is known to be empty.
+  const [list, setList] = useState<Integration[] | null>(null);
   const [name, setName] = useState('');
   const [url, setUrl] = useState('');
   const [auth, setAuth] = useState<Integration['auth']>('none');
@@ -78,8 +79,9 @@ export function Integrations({ me }: { me: string }) {
       setCredential('');
       return `The token for ${credentialFor} is stored, sealed; it is not shown again.`;
     });
-  const perUser = list.filter((i) => i.auth === 'per_user');
-  const oauth = list.filter((i) => i.oauth);
+  const shown = list ?? [];
+  const perUser = shown.filter((i) => i.auth === 'per_user');
+  const oauth = shown.filter((i) => i.oauth);
   const connectAccount = (i: Integration) =>
     run(async () => {
       const started = await admin.connectOrganisation(i.name);
@@ -115,7 +117,7 @@ export function Integrations({ me }: { me: string }) {
           </tr>
         </thead>
         <tbody>
-          {list.map((i) => (
+          {shown.map((i) => (
             <tr key={i.name}>
               <th scope="row">{i.name}</th>
               <td class="url" data-label="URL">{i.url}</td>
@@ -147,7 +149,8 @@ export function Integrations({ me }: { me: string }) {
           ))}
         </tbody>
       </table>
-      {list.length === 0 && <p class="hint">No integration is connected.</p>}
+      {list === null && !notice && <p class="hint">Loading…</p>}
+      {list?.length === 0 && <p class="hint">No integration is connected.</p>}
       <NoticeLine notice={notice ?? arrived} />
       {oauth.length > 0 && (
         <div>
