@@ -16,6 +16,16 @@ def ask(page, question: str):
     page.keyboard.press("Enter")
 
 
+def wait_until(page, ready, what: str, seconds: int = 10):
+    """Lets the page's events in (a route's handler, say) until `ready()` holds, for at most
+    `seconds`."""
+    for _ in range(seconds * 50):
+        if ready():
+            return
+        page.wait_for_timeout(20)
+    raise AssertionError(f"{what} did not happen within {seconds} s")
+
+
 def wait_answered(page):
     expect(page.locator("article.agent").last).to_be_visible(timeout=20_000)
     expect(page.locator(".thinking")).to_have_count(0, timeout=20_000)
@@ -197,10 +207,7 @@ def test_a_message_sent_while_a_transcript_read_is_on_its_way_is_shown_without_w
 
     page.route(lambda url: "/transcript" in url, hold)
     page.evaluate("window.dispatchEvent(new Event('focus'))")
-    for _ in range(500):  # the read is held within 10 s
-        if held:
-            break
-        page.wait_for_timeout(20)
+    wait_until(page, lambda: held, "a transcript read held")
     ask(page, "Second question")
     expect(page.get_by_label("Message")).to_have_value("")
     route, stale = held[0]

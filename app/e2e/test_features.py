@@ -6,7 +6,7 @@ import re
 
 from playwright.sync_api import expect
 
-from test_app import ask, wait_answered
+from test_app import ask, wait_answered, wait_until
 from test_admin import sign_in_admin
 
 
@@ -228,10 +228,7 @@ def test_single_sign_on_saved_off_says_so_and_a_failed_test_is_warned_about(serv
     )
     sign_in_admin(service, page, "sso")
     expect(page.get_by_role("region", name="Single sign-on").get_by_text("Loading…")).to_be_visible()
-    for _ in range(500):  # the settings' request is held within 10 s
-        if held:
-            break
-        page.wait_for_timeout(20)
+    wait_until(page, lambda: held, "the settings' read held")
     expect(page.get_by_label("Issuer URL")).to_have_count(0)
     held[0].continue_()
     page.get_by_label("Issuer URL").fill("http://127.0.0.1:9/not-a-provider")

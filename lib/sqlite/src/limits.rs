@@ -132,15 +132,15 @@ pub(crate) fn charge(c: &Connection, key: &SessionKey, charge: &Charge) -> Store
     }
     add_member_usage(c, &key.org, &key.user, &charge.month, spent).map_err(backend)?;
     // The call's tokens and spend on its day, and as one call of its model.
-    let spent = |count| tally::Add {
+    let call = |count| tally::Add {
         count,
         input_tokens: charge.tokens.input,
         output_tokens: charge.tokens.output,
         cost_micros: charge.micros,
     };
     let month = &charge.month;
-    tally::add(c, key, month, At::Day(charge.day), &spent(0)).map_err(backend)?;
-    tally::add(c, key, month, At::Model(&charge.model), &spent(1)).map_err(backend)
+    tally::add(c, key, month, At::Day(charge.day), &call(0)).map_err(backend)?;
+    tally::add(c, key, month, At::Model(&charge.model), &call(1)).map_err(backend)
 }
 
 /// The rate window under `key` (empty, version 0, when absent).

@@ -1,8 +1,9 @@
 //! The admin exports, as files to download: a month's usage as CSV (per member and day, or per
 //! member and model), and the audit log as CSV or JSON Lines, filtered by dates, action and
 //! actor, each written page by page as it is read, so that a year of entries (or a million
-//! members' months) is never held at once. Where the runtime buffers responses whole (Lambda), an export over
-//! [`crate::HttpConfig::buffered_export_max`] is refused with 413 `export_too_large` instead.
+//! members' months) is never held at once. Where the runtime buffers responses whole (Lambda),
+//! an export over [`crate::HttpConfig::buffered_export_max`] is refused with 413
+//! `export_too_large` instead.
 //! The rows are written by [`super::export_text`].
 
 use axum::body::{Body, Bytes};
