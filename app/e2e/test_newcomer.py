@@ -1,0 +1,85 @@
+"""A newcomer's walk through the app (issue 39), in Chromium against the real binary: what a first
+look found wrong, a test for each. Each test here failed on the build before the change it covers
+(run once with KNOWLEDGE_APP_DIR serving that build)."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from conftest import Service
+from fake_openai import FakeOpenAi
+from test_admin import add_member
+from test_app import ask
+
+
+@pytest.fixture
+def answering():
+    """A service whose agent (the fake OpenAI server) answers at once and saves notes when asked."""
+    fake = FakeOpenAi(hold=False)
+    service = Service(env=fake.env())
+    yield service
+    fake.stop()
+    service.stop()
+
+
+def scroll_to_the_end(page, frame) -> dict | None:
+    """Scrolls every pane of the page to its end, and the window too if it can; None when the
+    window stayed put and `frame` (what must stay in view) is in view, else what happened."""
+    end = page.evaluate("""() => {
+        for (const e of document.querySelectorAll('*')) e.scrollTop = e.scrollHeight;
+        window.scrollTo(0, document.scrollingElement.scrollHeight);
+        return {scrollHeight: document.scrollingElement.scrollHeight, innerHeight, scrollY};
+    }""")
+    end["frame in view"] = frame.evaluate("e => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }")
+    still = end["scrollHeight"] <= end["innerHeight"] and end["scrollY"] == 0 and end["frame in view"]
+    return None if still else end
+
+
+def open_days_table(page):
+    page.get_by_text("The numbers as a table").click()
+    expect(page.locator("details table")).to_be_visible()
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_scrolled_to_its_end_no_page_scrolls_the_window(answering, page, width):
+    service = answering
+    page.set_viewport_size({"width": width, "height": 740})
+    add_member(service, "usr_ann", "ann@example.org")
+    page.goto(service.first_link())
+    # A note remembered, and a question counted in the usage pages' chart, members and models.
+    ask(page, "Remember I prefer metric units")
+    expect(page.locator("article.agent").get_by_text(re.compile("^The tool said:"))).to_be_visible(timeout=20_000)
+    conversation = page.url
+    # What stays in view at the end of each page: the chat's sidebar (a top bar on the phone),
+    # or the admin sections.
+    chat_frame = page.get_by_role("button", name="New chat" if width > 600 else "Conversations")
+    admin_frame = page.get_by_role("link", name="Back to the chat")
+    found = {}
+
+    def scrolled(name: str, frame):
+        moved = scroll_to_the_end(page, frame)
+        if moved:
+            found[name] = moved
+
+    for name, path, ready in (
+        ("new chat", "/", page.get_by_label("Message")),
+        ("conversation", conversation.removeprefix(service.base), page.locator("article.agent")),
+        ("connections", "/connections", page.get_by_text("Your organisation has no integration to connect.")),
+        ("memory", "/memory", page.get_by_role("table", name="What the assistant remembers")),
+        ("usage", "/usage", page.locator("svg.chart rect.bar")),
+        ("admin/members", "/admin/members", page.get_by_role("row", name=re.compile("ann@example.org"))),
+        ("admin/sso", "/admin/sso", page.get_by_label("Issuer URL")),
+        ("admin/scim", "/admin/scim", page.get_by_label("SCIM base URL", exact=True)),
+        ("admin/integrations", "/admin/integrations", page.get_by_role("heading", name="Integrations", exact=True)),
+        ("admin/usage", "/admin/usage", page.locator("svg.chart rect.bar")),
+        ("admin/audit", "/admin/audit", page.get_by_role("row", name=re.compile("Added a member")).filter(has_text="usr_ann")),
+    ):
+        frame = admin_frame if path.startswith("/admin") else chat_frame
+        page.goto(f"{service.base}{path}")
+        expect(ready).to_be_visible()
+        scrolled(name, frame)
+        if name.endswith("usage"):
+            open_days_table(page)
+            scrolled(f"{name} with the table open", frame)
+    assert found == {}, found
