@@ -83,3 +83,28 @@ def test_scrolled_to_its_end_no_page_scrolls_the_window(answering, page, width):
             open_days_table(page)
             scrolled(f"{name} with the table open", frame)
     assert found == {}, found
+
+
+def wider_than_the_window(page) -> list:
+    """The elements that end past the window's right edge, and the panes that scroll sideways."""
+    return page.evaluate("""() => [...document.querySelectorAll('body *')]
+        .filter(e => e.getBoundingClientRect().right > innerWidth + 0.5
+            || ['auto', 'scroll'].includes(getComputedStyle(e).overflowX) && e.scrollWidth > e.clientWidth)
+        .map(e => `${e.tagName.toLowerCase()}${e.id ? '#' + e.id : ''}${e.className ? '.' + e.className : ''}: ${e.getBoundingClientRect().right} px, ${e.scrollWidth} wide inside`)""")
+
+
+def test_at_phone_width_nothing_on_the_audit_page_or_beside_it_is_wider_than_the_screen(service, page):
+    page.set_viewport_size({"width": 375, "height": 740})
+    add_member(service, "usr_ann", "ann@example.org")
+    page.goto(service.first_link())
+    expect(page.get_by_label("Message")).to_be_visible()
+    found = {}
+    admin = [f"/admin/{section}" for section in ("audit", "members", "sso", "scim", "integrations", "usage")]
+    for path in (*admin, "/usage", "/memory", "/connections"):
+        page.goto(f"{service.base}{path}")
+        expect(page.locator("main h1").first).to_be_visible()
+        page.wait_for_load_state("networkidle")
+        wider = wider_than_the_window(page)
+        if wider:
+            found[path] = wider
+    assert found == {}, found
