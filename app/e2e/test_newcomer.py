@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from conftest import Service
 from fake_openai import FakeOpenAi
 from test_admin import add_member
-from test_app import ask
+from test_app import ask, wait_answered
 
 
 @pytest.fixture
@@ -108,3 +108,42 @@ def test_at_phone_width_nothing_on_the_audit_page_or_beside_it_is_wider_than_the
         if wider:
             found[path] = wider
     assert found == {}, found
+
+
+def test_a_conversation_opened_from_the_list_takes_what_is_typed_in_its_message_box(service, page):
+    page.goto(service.first_link())
+    ask(page, "First question")
+    wait_answered(page)
+    page.get_by_role("button", name="New chat").click()
+    ask(page, "Second question")
+    expect(page.locator("article.user")).to_have_text(["Second question"])
+    wait_answered(page)
+    conversations = page.get_by_role("navigation", name="Conversations")
+    box = page.get_by_label("Message")
+    conversations.get_by_role("link", name="First question").click()
+    expect(page.locator("article.user")).to_have_text(["First question"])
+    page.keyboard.type("A follow-up")
+    expect(box).to_have_value("A follow-up")
+    # New chat, even on the new chat already open.
+    box.fill("")
+    page.get_by_role("button", name="New chat").click()
+    page.get_by_role("button", name="New chat").click()
+    page.keyboard.type("Something new")
+    expect(box).to_have_value("Something new")
+    # Also from a page beside the chat, where the message box is not there yet.
+    box.fill("")
+    page.get_by_role("link", name="Usage").click()
+    expect(page.get_by_role("heading", name="Your usage")).to_be_visible()
+    conversations.get_by_role("link", name="Second question").click()
+    expect(page.locator("article.user")).to_have_text(["Second question"])
+    page.keyboard.type("Another")
+    expect(box).to_have_value("Another")
+    # And from the drawer on a phone, which the choice closes.
+    box.fill("")
+    page.set_viewport_size({"width": 375, "height": 740})
+    page.get_by_role("button", name="Conversations").click()
+    conversations.get_by_role("link", name="First question").click()
+    expect(page.locator("article.user")).to_have_text(["First question"])
+    expect(conversations).to_be_hidden()
+    page.keyboard.type("On the phone")
+    expect(box).to_have_value("On the phone")

@@ -6,7 +6,7 @@ import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 
 import { ApiFailure, api, explain } from './api';
 import { Chat } from './views/Chat';
-import { ChatLayout } from './views/ChatLayout';
+import { ChatLayout, focusComposer } from './views/ChatLayout';
 import { Connections } from './views/Connections';
 import { Memory } from './views/Memory';
 import { OwnUsage } from './views/OwnUsage';
@@ -93,7 +93,15 @@ function App() {
     document.title = title ? `${title} – Knowledge` : 'Knowledge';
   }, [current, sessions, section, page]);
 
-  const open = (id: string | null) => {
+  // A conversation (or a new chat) opened by the member's choice is ready for typing: the focus
+  // goes to its message box once it is drawn, whether or not the chat was on screen before (each
+  // ask is counted, so that one which changes nothing else is drawn too).
+  const [focusAsked, askFocus] = useState(0);
+  useEffect(() => {
+    if (focusAsked) focusComposer();
+  }, [focusAsked]);
+  const open = (id: string | null, focus = false) => {
+    if (focus) askFocus((n) => n + 1);
     history.pushState(null, '', id ? `/c/${encodeURIComponent(id)}` : '/');
     setCurrent(id);
     setSection(null);
@@ -119,9 +127,9 @@ function App() {
             account={account}
             sessions={sessions}
             current={current}
-            open={(id) => {
+            open={(id, focus) => {
               close();
-              open(id);
+              open(id, focus);
             }}
             go={(path) => {
               close();
@@ -139,7 +147,7 @@ function App() {
             {page === 'connections' ? (
               <Connections />
             ) : page === 'memory' ? (
-              <Memory open={(id) => open(id)} />
+              <Memory open={(id) => open(id, true)} />
             ) : page === 'usage' ? (
               <OwnUsage />
             ) : (

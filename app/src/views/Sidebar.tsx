@@ -1,19 +1,19 @@
-// The sessions of the active organisation, newest first: open, start a new chat, find by title,
-// delete (with confirmation; focus moves to the conversation that takes its place); the
-// organisation switcher, the member's connections, memory and usage, the admin area for admins,
-// and sign-out.
+// The sessions of the active organisation, newest first: open (the focus goes to the message box),
+// start a new chat, find by title, delete (with confirmation; focus moves to the conversation that
+// takes its place); the organisation switcher, the member's connections, memory and usage, the
+// admin area for admins, and sign-out.
 import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { ApiFailure, api, explain } from '../api';
 import { listedTitle } from '../transcript';
 import type { Account, SessionSummary } from '../wire';
-import { focusComposer } from './ChatLayout';
 
 export function Sidebar(props: {
   account: Account;
   sessions: SessionSummary[];
   current: string | null;
-  open: (id: string | null) => void;
+  /** Opens a conversation (null: a new chat); `focus` puts the focus in its message box. */
+  open: (id: string | null, focus?: boolean) => void;
   go: (path: string) => void;
   changed: () => void;
   problem: (text: string) => void;
@@ -82,10 +82,7 @@ export function Sidebar(props: {
         type="button"
         class="new"
         ref={newChat}
-        onClick={() => {
-          props.open(null);
-          focusComposer();
-        }}
+        onClick={() => props.open(null, true)}
       >
         New chat
       </button>
@@ -123,7 +120,7 @@ export function Sidebar(props: {
                 aria-current={s.id === current ? 'page' : undefined}
                 onClick={(e) => {
                   e.preventDefault();
-                  props.open(s.id);
+                  props.open(s.id, true);
                 }}
               >
                 {listedTitle(s.title)}
