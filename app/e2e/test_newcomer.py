@@ -147,3 +147,23 @@ def test_a_conversation_opened_from_the_list_takes_what_is_typed_in_its_message_
     expect(conversations).to_be_hidden()
     page.keyboard.type("On the phone")
     expect(box).to_have_value("On the phone")
+
+
+def side_by_side(first, second) -> bool:
+    """Whether `first` stands before `second` on one line: to its left, their middles level."""
+    a, b = first.bounding_box(), second.bounding_box()
+    middles = abs((a["y"] + a["height"] / 2) - (b["y"] + b["height"] / 2))
+    return a["x"] + a["width"] <= b["x"] and middles < min(a["height"], b["height"]) / 2
+
+
+def test_the_memory_switches_sit_beside_their_labels(service, page):
+    page.goto(service.first_link())
+    expect(page.get_by_label("Message")).to_be_visible()
+    for path, label in (
+        ("/admin/usage", "Let the assistant remember things about members"),
+        ("/memory", "Let the assistant remember things about me"),
+    ):
+        page.goto(f"{service.base}{path}")
+        switch = page.get_by_label(label)
+        expect(switch).to_be_visible()
+        assert side_by_side(switch, page.locator("label", has_text=label)), path
