@@ -167,3 +167,19 @@ def test_the_memory_switches_sit_beside_their_labels(service, page):
         switch = page.get_by_label(label)
         expect(switch).to_be_visible()
         assert side_by_side(switch, page.locator("label", has_text=label)), path
+
+
+def test_sign_out_stays_on_one_line_beside_a_long_name_cut_with_an_ellipsis(service, page):
+    # 60 characters: words, as a display name, and one long address.
+    for name in ("Maria Fernanda de los Santos Albuquerque (Finance and Legal)", "someone.with.a.rather.long.name.for.a.sidebar@example.org.uk"):
+        assert len(name) == 60
+        add_member(service, "usr_default", name, "admin")
+        page.goto(service.link())
+        sign_out = page.get_by_role("button", name="Sign out")
+        expect(sign_out).to_be_in_viewport()
+        lines = sign_out.evaluate("e => { const r = document.createRange(); r.selectNodeContents(e); return r.getClientRects().length; }")
+        assert lines == 1, f"beside {name}, Sign out is on {lines} lines"
+        shown = page.locator(".sidebar .me").get_by_text(name)
+        assert shown.evaluate("e => getComputedStyle(e).textOverflow") == "ellipsis", name
+        assert shown.evaluate("e => e.scrollWidth > e.clientWidth"), f"{name} is not cut"
+        assert side_by_side(shown, sign_out), name

@@ -19,6 +19,7 @@ export function Sidebar(props: {
   problem: (text: string) => void;
 }) {
   const { account, current } = props;
+  const name = account.user.displayName ?? account.user.userName ?? account.user.id;
   const [query, setQuery] = useState('');
   const [found, setFound] = useState<{ sessions: SessionSummary[]; complete: boolean } | null>(null);
   const sessions = found?.sessions ?? props.sessions;
@@ -175,7 +176,9 @@ export function Sidebar(props: {
         </a>
       )}
       <div class="me">
-        <span>{account.user.displayName ?? account.user.userName ?? account.user.id}</span>
+        <span class="name" title={name}>
+          {name}
+        </span>
         <button
           type="button"
           onClick={async () => {
