@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from conftest import Service
 from fake_openai import FakeOpenAi
-from test_admin import add_member
+from test_admin import add_member, sign_in_admin
 from test_app import ask, wait_answered
 
 
@@ -183,3 +183,16 @@ def test_sign_out_stays_on_one_line_beside_a_long_name_cut_with_an_ellipsis(serv
         assert shown.evaluate("e => getComputedStyle(e).textOverflow") == "ellipsis", name
         assert shown.evaluate("e => e.scrollWidth > e.clientWidth"), f"{name} is not cut"
         assert side_by_side(shown, sign_out), name
+
+
+def test_each_admin_section_names_its_tab(service, page):
+    sign_in_admin(service, page, "members")
+    expect(page).to_have_title("Members – Admin – Knowledge")
+    sections = page.get_by_role("navigation", name="Admin")
+    for label in ("Single sign-on", "SCIM", "Integrations", "Usage", "Audit log", "Members"):
+        sections.get_by_role("link", name=label, exact=True).click()
+        expect(page).to_have_title(f"{label} – Admin – Knowledge")
+    page.goto(f"{service.base}/admin/usage")
+    expect(page).to_have_title("Usage – Admin – Knowledge")
+    page.get_by_role("link", name="Back to the chat").click()
+    expect(page).to_have_title("Knowledge")

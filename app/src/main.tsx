@@ -11,7 +11,7 @@ import { Connections } from './views/Connections';
 import { Memory } from './views/Memory';
 import { OwnUsage } from './views/OwnUsage';
 import { Sidebar } from './views/Sidebar';
-import { Admin, type Section, sectionFromPath } from './views/admin/Admin';
+import { Admin, type Section, sectionFromPath, sectionName } from './views/admin/Admin';
 import { SignIn } from './views/SignIn';
 import { listedTitle } from './transcript';
 import type { Account, SessionSummary } from './wire';
@@ -86,10 +86,10 @@ function App() {
     return () => window.removeEventListener('online', refresh);
   }, [account, refresh, section]);
 
-  // The tab is titled after what it shows: the open conversation, or the page.
+  // The tab is titled after what it shows: the open conversation, or the page ("Usage – Admin").
   useEffect(() => {
     const listed = sessions.find((s) => s.id === current)?.title;
-    const title = section ? 'Admin' : page ? PAGE_TITLES[page] : listed && listedTitle(listed);
+    const title = section ? `${sectionName(section)} – Admin` : page ? PAGE_TITLES[page] : listed && listedTitle(listed);
     document.title = title ? `${title} – Knowledge` : 'Knowledge';
   }, [current, sessions, section, page]);
 

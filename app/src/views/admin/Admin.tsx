@@ -1,8 +1,6 @@
 // The admin area, for the organisation's admins: one page per concern under /admin/<section>,
 // reached from the sidebar; each section has a file of its own. The service decides who is an
 // admin: a viewer who comes here is told so.
-import { useEffect } from 'preact/hooks';
-
 import type { Account } from '../../wire';
 import { AuditPage } from './Audit';
 import { Integrations } from './Integrations';
@@ -22,6 +20,11 @@ export const SECTIONS = [
 
 export type Section = (typeof SECTIONS)[number][0];
 
+/** The section's name, as its link and the tab's title say it. */
+export function sectionName(section: Section): string {
+  return SECTIONS.find(([id]) => id === section)![1];
+}
+
 export function sectionFromPath(path: string): Section | null {
   const m = path.match(/^\/admin(?:\/([a-z]+))?\/?$/);
   if (!m) return null;
@@ -31,12 +34,6 @@ export function sectionFromPath(path: string): Section | null {
 
 export function Admin(props: { account: Account; section: Section; go: (path: string) => void }) {
   const { account, section } = props;
-  useEffect(() => {
-    document.title = `${SECTIONS.find(([id]) => id === section)?.[1]} · Admin`;
-    return () => {
-      document.title = 'Knowledge';
-    };
-  }, [section]);
   if (account.org.role !== 'admin') {
     return (
       <main class="admin">
