@@ -196,3 +196,16 @@ def test_each_admin_section_names_its_tab(service, page):
     expect(page).to_have_title("Usage – Admin – Knowledge")
     page.get_by_role("link", name="Back to the chat").click()
     expect(page).to_have_title("Knowledge")
+
+
+def test_the_audit_log_names_the_organisation_and_writes_numbers_as_the_usage_page(service, page):
+    service.admin("org", "set", "--org", "org_default", "--query-quota", "1000", "--cost-cap-usd", "1234.5")
+    sign_in_admin(service, page, "usage")
+    expect(page.locator("dl.usage")).to_contain_text("0 of 1,000")
+    expect(page.locator("dl.usage")).to_contain_text("$0.00 of $1,234.50")
+    org = page.request.get(f"{service.base}/api/auth/me").json()["org"]["name"]
+    page.get_by_role("navigation", name="Admin").get_by_role("link", name="Audit log").click()
+    cells = page.get_by_role("row", name=re.compile("Changed the organisation's plan")).get_by_role("cell")
+    expect(cells.nth(2)).to_have_text(f"{org}org_default")
+    expect(cells.nth(1)).to_have_text("Changed the organisation's plan, status or limitsquota 1,000 questions, cost cap $1,234.50")
+    expect(cells.nth(3)).to_have_text("Command line")

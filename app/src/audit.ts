@@ -1,7 +1,9 @@
 // How an audit entry reads: who, did what, to whom, from what to what. People are named as
 // they were when the entry was written, with their id beside the name (the id is what other
-// records and the identity provider use).
+// records and the identity provider use); the organisation by the name the app knows it by; the
+// figures of limits as the Usage page writes them ("1,000", "$1,234.50").
 import type { AuditEntry } from './admin';
+import { count } from './usage';
 
 /** What each action says, in words. */
 export const ACTIONS: Record<string, string> = {
@@ -54,8 +56,23 @@ function actor(e: AuditEntry): Named {
   }
 }
 
-export function readable(e: AuditEntry): ReadableEntry {
-  const change = e.from && e.to ? `${e.from} → ${e.to}` : (e.to ?? '');
-  const target: Named = e.targetName ? { name: e.targetName, id: e.target } : { name: e.target };
+/** The actions whose change is limits in words, written by the service with bare figures
+ *  ("quota 1000 questions, cost cap $1234.50"). */
+const LIMITS = new Set(['org.limits_changed', 'org.changed', 'member.caps_changed']);
+
+/** Groups the thousands of each whole figure in `text` (a dollar amount's cents untouched). */
+function grouped(text: string): string {
+  return text.replace(/(?<![\w.,])\d{4,}(?!\w)/g, (n) => count(Number(n)));
+}
+
+/** `org` is the organisation whose log this is: an entry about it names it by id only. */
+export function readable(e: AuditEntry, org?: { id: string; name: string }): ReadableEntry {
+  const words = (text: string) => (LIMITS.has(e.action) ? grouped(text) : text);
+  const change = e.from && e.to ? `${words(e.from)} → ${words(e.to)}` : words(e.to ?? '');
+  const target: Named = e.targetName
+    ? { name: e.targetName, id: e.target }
+    : org && e.target === org.id
+      ? { name: org.name, id: org.id }
+      : { name: e.target };
   return { what: ACTIONS[e.action] ?? e.action, change, target, by: actor(e) };
 }

@@ -84,7 +84,7 @@ export function Admin(props: { account: Account; section: Section; go: (path: st
             <MemorySetting />
           </>
         )}
-        {section === 'audit' && <AuditPage />}
+        {section === 'audit' && <AuditPage org={account.org} />}
       </main>
     </div>
   );

@@ -1,10 +1,12 @@
 // The audit log (/admin/audit): changes to the organisation, newest first, of one action when
-// asked, people named as they were then; and a download of the log, of the days, the kind of
-// change and who made it that the admin picks, as CSV or JSON Lines.
+// asked, people named as they were then, the organisation by its name; and a download of the
+// log, of the days, the kind of change and who made it that the admin picks, as CSV or JSON
+// Lines.
 import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { AUDIT_ACTIONS, AUDIT_ACTORS, type AuditEntry, type AuditExport, admin, auditExportUrl } from '../../admin';
 import { ACTIONS, type Named, readable } from '../../audit';
+import type { OrgView } from '../../wire';
 import { NoticeLine, useNotice, when } from './common';
 
 /** A name, with its id in small type beneath when there is one. */
@@ -17,7 +19,8 @@ function NamedCell({ named }: { named: Named }) {
   );
 }
 
-export function AuditPage() {
+/** `org`: the organisation whose log it is, named in words where an entry names it by id. */
+export function AuditPage({ org }: { org: OrgView }) {
   const [entries, setEntries] = useState<AuditEntry[]>([]);
   const [next, setNext] = useState<string | null>(null);
   const [action, setAction] = useState('');
@@ -56,7 +59,7 @@ export function AuditPage() {
         </thead>
         <tbody>
           {entries.map((e, i) => {
-            const r = readable(e);
+            const r = readable(e, org);
             return (
               <tr key={`${e.at}-${i}`}>
                 <td data-label="When">{when(e.at)}</td>
