@@ -2,7 +2,7 @@
 // the admin area. The URL names the conversation (/c/<id>), so a reload resumes it from the
 // log, or the admin section (/admin/<section>).
 import { render } from 'preact';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 
 import { ApiFailure, api, explain } from './api';
 import { Chat } from './views/Chat';
@@ -94,10 +94,11 @@ function App() {
   }, [current, sessions, section, page]);
 
   // A conversation (or a new chat) opened by the member's choice is ready for typing: the focus
-  // goes to its message box once it is drawn, whether or not the chat was on screen before (each
-  // ask is counted, so that one which changes nothing else is drawn too).
+  // goes to its message box as soon as it is drawn (a layout effect: before the next key is
+  // handled), whether or not the chat was on screen before. Each ask is counted, so that one
+  // which changes nothing else is drawn too.
   const [focusAsked, askFocus] = useState(0);
-  useEffect(() => {
+  useLayoutEffect(() => {
     if (focusAsked) focusComposer();
   }, [focusAsked]);
   const open = (id: string | null, focus = false) => {
