@@ -399,7 +399,10 @@ async fn a_server_that_issued_nothing_gets_the_lease_back_and_the_next_caller_re
     rig.server.set(Mode::Down);
     let sealed = rig.sealed().await;
     let down = rig.vault().access(&rig.at, sealed.as_deref()).await;
-    assert!(matches!(down, Err(VaultError::Unavailable(_))), "{down:?}");
+    assert!(
+        matches!(&down, Err(VaultError::Unavailable(why)) if why.starts_with("the authorization server: ")),
+        "names the party that failed: {down:?}"
+    );
     let grant = rig.grant().await;
     assert_eq!(
         (grant.generation, grant.lease, grant.status),
@@ -502,4 +505,97 @@ async fn connecting_again_replaces_the_grant_and_revokes_the_old_one() {
     let grant = rig.grant().await;
     assert_eq!(grant.access_token, "at-1");
     assert_eq!(*rig.server.revoked.lock().unwrap(), ["rt-0"]);
+}
+
+/// Reads the stored grant until `settled` holds of it, for at most `within`: the grant as it
+/// was then, or `None` when it never did.
+async fn settles(rig: &Rig, within: Duration, settled: impl Fn(&Grant) -> bool) -> Option<Grant> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let grant = rig.grant().await;
+        if settled(&grant) {
+            return Some(grant);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_caller_that_stops_waiting_mid_refresh_still_has_the_lost_answer_recorded_within_the_lease()
+ {
+    let rig = Rig::new(Duration::from_millis(300)).await;
+    rig.connect(Duration::from_secs(5)).await;
+    rig.server.set(Mode::LoseAnswer);
+    let sealed = rig.sealed().await;
+    let vault = rig.vault();
+    let gave_up = tokio::time::timeout(
+        Duration::from_millis(50),
+        vault.access(&rig.at, sealed.as_deref()),
+    )
+    .await;
+    assert!(gave_up.is_err(), "the caller's own bound ran out first");
+    // The lease lasts 2 s: the refresher records the lost answer well before it runs out, so
+    // no caller sees `connected` for a grant whose refresh token may be spent.
+    let retired = settles(&rig, Duration::from_millis(1500), |g| g.lease.is_none()).await;
+    let grant = retired.expect("the lost answer was recorded before the lease ran out");
+    assert_eq!(
+        grant.status,
+        GrantStatus::NeedsReconnect(ReconnectReason::RefreshInterrupted)
+    );
+    assert_eq!(rig.server.refreshes(), 1);
+}
+
+#[tokio::test]
+async fn a_caller_that_stops_waiting_mid_refresh_loses_none_of_the_rotated_tokens() {
+    let rig = Rig::new(Duration::from_millis(300)).await;
+    rig.connect(Duration::from_secs(5)).await;
+    let sealed = rig.sealed().await;
+    let vault = rig.vault();
+    let gave_up = tokio::time::timeout(
+        Duration::from_millis(50),
+        vault.access(&rig.at, sealed.as_deref()),
+    )
+    .await;
+    assert!(gave_up.is_err(), "the caller's own bound ran out first");
+    let stored = settles(&rig, Duration::from_millis(1500), |g| g.generation == 2).await;
+    let grant = stored.expect("the refreshed tokens were stored");
+    assert_eq!((grant.lease, grant.status), (None, GrantStatus::Active));
+    let sealed = rig.sealed().await;
+    let access = vault.access(&rig.at, sealed.as_deref()).await.unwrap();
+    assert_eq!((access.token.as_str(), rig.server.refreshes()), ("at-1", 1));
+}
+
+#[tokio::test]
+async fn a_token_endpoint_that_hangs_is_given_up_on_and_recorded_before_the_lease_runs_out() {
+    // Far longer than the 2 s lease: only the vault's own bound ends the request.
+    let rig = Rig::new(Duration::from_secs(3600)).await;
+    rig.connect(Duration::from_secs(5)).await;
+    let sealed = rig.sealed().await;
+    let started = tokio::time::Instant::now();
+    let answer = tokio::time::timeout(
+        Duration::from_secs(5),
+        rig.vault().access(&rig.at, sealed.as_deref()),
+    )
+    .await
+    .expect("the vault bounds the request itself");
+    assert_eq!(
+        answer,
+        Err(VaultError::NeedsReconnect(
+            ReconnectReason::RefreshInterrupted
+        ))
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    let grant = rig.grant().await;
+    assert_eq!(grant.lease, None);
+    assert_eq!(
+        grant.status,
+        GrantStatus::NeedsReconnect(ReconnectReason::RefreshInterrupted)
+    );
 }

@@ -26,8 +26,10 @@ use crate::seal::{Sealer, grant_context, oauth_client_context};
 pub struct VaultTiming {
     /// An access token is refreshed this long before it expires.
     pub margin: Duration,
-    /// How long a claim on a refresh holds: longer than a refresh request may take (its client
-    /// gives up after 10 s), so that a living refresher always stores its result in time.
+    /// How long a claim on a refresh holds. A living refresher always stores its result in
+    /// time: the refresh request is bounded by three quarters of it (its client gives up after
+    /// 10 s, the default lease is 20 s), and it is sent and settled by a task of its own, which
+    /// a caller that gives up first (a tool listing's bound, say) does not cancel.
     pub lease: Duration,
     /// The first pause of a caller waiting for another process's refresh; it doubles, up to 1 s.
     pub poll: Duration,
@@ -123,7 +125,9 @@ fn unavailable(e: StoreError) -> VaultError {
 }
 
 /// The vault of every grant this process touches. Share one per process: its single flight of
-/// refreshes is per instance (across processes, the store's lease serialises them).
+/// refreshes is per instance and its clones (across processes, the store's lease serialises
+/// them).
+#[derive(Clone)]
 pub struct Vault {
     store: Arc<dyn GrantStore>,
     tokens: Arc<dyn TokenEndpoint>,
@@ -132,8 +136,11 @@ pub struct Vault {
     timing: VaultTiming,
     /// One lock per grant being refreshed here, so that one caller refreshes and the others
     /// wait for it, then read its result.
-    flights: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    flights: Arc<Mutex<FlightLocks>>,
 }
+
+/// One lock per grant being refreshed, by the grant's place.
+type FlightLocks = HashMap<String, Arc<tokio::sync::Mutex<()>>>;
 
 impl Vault {
     pub fn new(
@@ -146,7 +153,7 @@ impl Vault {
             sealer,
             clock,
             timing,
-            flights: Mutex::new(HashMap::new()),
+            flights: Arc::default(),
         }
     }
 

@@ -38,8 +38,7 @@ impl Vault {
     pub(super) async fn refresh(
         &self, at: &GrantAt, needed: impl Fn(&Grant, Timestamp) -> bool,
     ) -> Result<Access, VaultError> {
-        let flight = self.flight(at);
-        let _turn = flight.lock().await;
+        let turn = self.flight(at).lock_owned().await;
         // A lease lasts `lease`; a waiter gives up a little after one would have run out.
         let give_up = Instant::now() + self.timing.lease + self.timing.lease / 2;
         let mut pause = self.timing.poll;
@@ -82,6 +81,8 @@ impl Vault {
                 }
                 _ => {}
             }
+            // Read before the claim: a secret that no longer opens must not leave a lease.
+            let secret = self.client_secret(at)?;
             let Some(refresh_token) = grant.refresh_token.clone() else {
                 match self
                     .retire(at, &sealed, grant, ReconnectReason::Expired)
@@ -105,17 +106,46 @@ impl Vault {
                 Err(StoreError::Conflict) => continue,
                 Err(e) => return Err(unavailable(e)),
             }
-            fault::point("refresh", "claimed").await;
-            let secret = self.client_secret(at)?;
-            let server = at.server()?;
-            let answer = (self.tokens)
-                .refresh(server, secret.as_deref(), &refresh_token)
-                .await;
-            fault::point("refresh", "answered").await;
-            return self
-                .settle(at, &claimed_sealed, claimed, refresh_token, answer)
-                .await;
+            // The request is sent and its answer stored by a task of its own, holding this
+            // process's turn: a caller that stops waiting (its own bound ran out) leaves the
+            // refresh to finish and be recorded within the lease, instead of a live lease with
+            // nobody behind it.
+            let (vault, at) = (self.clone(), at.clone());
+            let settled = tokio::spawn(async move {
+                let answer = vault.send(&at, secret.as_deref(), &refresh_token).await;
+                let settled = vault
+                    .settle(&at, &claimed_sealed, claimed, refresh_token, answer)
+                    .await;
+                drop(turn);
+                settled
+            });
+            return settled.await.unwrap_or_else(|e| {
+                Err(VaultError::Unavailable(format!("a refresh failed: {e}")))
+            });
         }
+    }
+
+    /// Sends the refresh of a claimed grant: bounded by three quarters of the lease, so that
+    /// its answer is stored before the lease runs out. An answer not come by then is lost (the
+    /// token may have been spent).
+    async fn send(
+        &self, at: &GrantAt, secret: Option<&str>, refresh_token: &str,
+    ) -> Result<crate::ports::IssuedTokens, TokenError> {
+        fault::point("refresh", "claimed").await;
+        let server = at
+            .server()
+            .map_err(|e| TokenError::Refused(e.to_string()))?;
+        let bound = self.timing.lease * 3 / 4;
+        let answer =
+            tokio::time::timeout(bound, self.tokens.refresh(server, secret, refresh_token))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(TokenError::Uncertain(format!(
+                        "the token endpoint did not answer within {bound:?}"
+                    )))
+                });
+        fault::point("refresh", "answered").await;
+        answer
     }
 
     /// Stores what the refresh of `claimed` (stored as `claimed_sealed`) answered.
@@ -150,7 +180,9 @@ impl Vault {
                 if let Err(e) = self.swap(at, claimed_sealed, Some(&sealed)).await {
                     tracing::warn!(integration = at.name(), error = %e, "releasing a lease failed");
                 }
-                return Err(VaultError::Unavailable(why));
+                return Err(VaultError::Unavailable(format!(
+                    "the authorization server: {why}"
+                )));
             }
         };
         let next = Grant {
