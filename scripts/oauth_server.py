@@ -183,7 +183,19 @@ def main() -> None:
         provider.access.clear()
         return JSONResponse({"ok": True})
 
-    extra = [Route("/stats", stats), Route("/expire", expire, methods=["POST"])]
+    # POST /token-fault {"status": 500} makes the token endpoint answer that status, without
+    # issuing anything, until {"status": null} (a failing authorization server).
+    fault = {"status": None}
+
+    async def token_fault(request):
+        fault["status"] = (await request.json()).get("status")
+        return JSONResponse({"ok": True})
+
+    extra = [
+        Route("/stats", stats),
+        Route("/expire", expire, methods=["POST"]),
+        Route("/token-fault", token_fault, methods=["POST"]),
+    ]
     if args.mcp:
         app = mcp_app(provider, issuer, extra)
     else:
@@ -194,7 +206,7 @@ def main() -> None:
             revocation_options=RevocationOptions(enabled=True),
         )
         app = Starlette(routes=routes + extra)
-    config = uvicorn.Config(app, log_level="warning")
+    config = uvicorn.Config(failing_token_endpoint(app, fault), log_level="warning")
     server = uvicorn.Server(config)
 
     async def serve() -> None:
@@ -205,6 +217,21 @@ def main() -> None:
         await task
 
     asyncio.run(serve())
+
+
+def failing_token_endpoint(app, fault: dict):
+    """`app`, whose token endpoint answers `fault["status"]` with an empty body while it is
+    set."""
+
+    async def wrapped(scope, receive, send):
+        status = fault["status"]
+        if status and scope["type"] == "http" and scope["path"] == "/token":
+            await send({"type": "http.response.start", "status": status, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await app(scope, receive, send)
+
+    return wrapped
 
 
 def mcp_app(provider: RotatingProvider, issuer: str, extra: list[Route]):

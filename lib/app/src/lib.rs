@@ -9,6 +9,7 @@
 //! [`AssemblyError`] at start-up, never a failure at request time.
 
 pub mod functions;
+pub mod logs;
 pub mod operator;
 pub mod workflow;
 

@@ -215,7 +215,7 @@ async fn run_sweep(parts: Parts) -> Result<(), lambda_runtime::Error> {
 /// Runs the function `parts` are of, as its row says: serving HTTP, a Task or the sweep.
 /// `parts` are [`Parts::of`] its row, evaluated at compile time: use [`main!`].
 pub async fn run(parts: Parts) -> Result<(), lambda_runtime::Error> {
-    lambda_runtime::tracing::init_default_subscriber();
+    knowledge_app::logs::init_lambda();
     (parts.entry)(parts).await
 }
 

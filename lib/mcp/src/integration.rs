@@ -220,7 +220,10 @@ impl McpIntegration {
     /// What the vault's refusal means for a call.
     fn vault_error(&self, error: VaultError) -> IntegrationError {
         match error {
-            VaultError::Unavailable(why) => self.unavailable(why),
+            // The vault names the party that failed (the authorization server, the store).
+            VaultError::Unavailable(why) => {
+                IntegrationError::Unavailable(format!("integration {}: {why}", self.name))
+            }
             refused => IntegrationError::Invalid(format!(
                 "the connection to {} is not usable ({refused}); the member must connect it \
                  again under Connections",

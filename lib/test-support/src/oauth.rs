@@ -152,6 +152,18 @@ impl RotatingServer {
         answer.json().await.unwrap()
     }
 
+    /// Makes its token endpoint answer `status` without issuing anything, or serve again
+    /// (`None`).
+    pub async fn fail_token_endpoint(&self, status: Option<u16>) {
+        let answer = reqwest::Client::new()
+            .post(format!("{}/token-fault", self.issuer))
+            .json(&serde_json::json!({ "status": status }))
+            .send()
+            .await
+            .unwrap();
+        assert!(answer.status().is_success());
+    }
+
     /// Ends every access token it issued, as a server that revokes them early does.
     pub async fn expire_access_tokens(&self) {
         let client = reqwest::Client::new();

@@ -14,6 +14,7 @@ use knowledge_core::vault::{Vault, VaultTiming};
 use knowledge_egress::Egress;
 use knowledge_mcp::{StoredIntegrations, Timeouts};
 use knowledge_oauth::{BoundedHttp, HttpAuthorizationServers};
+use knowledge_test_support::WAIT;
 use knowledge_test_support::oauth::{RotatingServer, SdkExampleServer, authorize};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -241,6 +242,115 @@ async fn a_token_the_server_stops_taking_is_refreshed_once_and_the_call_retried(
         .await
         .unwrap();
     assert!(answer.to_string().contains("client"), "{answer}");
+    assert_eq!(server.stats().await["refreshes"], 1);
+}
+
+/// What reached the process's subscriber, which has the service's log filter: rmcp's worker's
+/// reports of a server's 401 that were logged at all (seen before the filter, outermost), and
+/// those it wrote at ERROR.
+#[derive(Clone, Default)]
+struct Refusals {
+    logged: Arc<std::sync::atomic::AtomicUsize>,
+    errors: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+/// An event's message, when it is rmcp's worker's report of a 401.
+fn refusal(event: &tracing::Event<'_>) -> Option<String> {
+    if event.metadata().target() != "rmcp::transport::worker" {
+        return None;
+    }
+    let mut line = String::new();
+    event.record(
+        &mut |field: &tracing::field::Field, value: &dyn std::fmt::Debug| {
+            if field.name() == "message" {
+                line = format!("{value:?}");
+            }
+        },
+    );
+    (line.contains("AuthRequired") || line.contains("Auth required")).then_some(line)
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Refusals {
+    fn event_enabled(
+        &self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        if refusal(event).is_some() {
+            self.logged
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        true
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        if *event.metadata().level() == tracing::Level::ERROR
+            && let Some(line) = refusal(event)
+        {
+            self.errors.lock().unwrap().push(line);
+        }
+    }
+}
+
+#[test]
+fn only_rmcps_report_of_a_401_is_left_out_of_the_log() {
+    use knowledge_app::logs::is_expected;
+    let closed = "worker quit with fatal: Transport channel closed, when AuthRequired(\
+                  AuthRequiredError { www_authenticate_header: \"Bearer\" })";
+    assert!(is_expected(closed));
+    assert!(is_expected(
+        "worker quit with fatal: Auth required, when send initialize request"
+    ));
+    let broken = "worker quit with fatal: Transport channel closed, when Client(reqwest)";
+    assert!(!is_expected(broken));
+    assert!(!is_expected("worker quit with join error: panicked"));
+}
+
+#[tokio::test]
+async fn a_routine_refresh_after_the_servers_401_logs_no_error() {
+    use tracing_subscriber::layer::SubscriberExt;
+    // The process's subscriber (no other test sets one): rmcp's worker logs from tasks on any
+    // thread. Other tests' 401s may be counted too; each must be left out all the same.
+    let refusals = Refusals::default();
+    let subscriber = tracing_subscriber::registry()
+        .with(knowledge_app::logs::ExpectedErrors)
+        .with(refusals.clone());
+    tracing::subscriber::set_global_default(subscriber).expect("no other test sets one");
+    let server = RotatingServer::with_mcp(3600).await;
+    let api = connected_service(&server).await;
+    server.expire_access_tokens().await;
+    let integrations = another_process(&api).await;
+    let answer = whoami(&integrations, &api.user.org, &api.user.id).await;
+    assert!(answer.is_ok(), "{answer:?}");
+    assert_eq!(server.stats().await["refreshes"], 1);
+    // The refused session's worker reports the 401 as it ends, on its own task.
+    let reported = tokio::time::timeout(WAIT, async {
+        while refusals.logged.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    });
+    reported.await.expect("rmcp reported the server's 401");
+    assert_eq!(*refusals.errors.lock().unwrap(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_failing_authorization_server_is_named_as_the_party_that_failed() {
+    let server = RotatingServer::with_mcp(3600).await;
+    let api = connected_service(&server).await;
+    server.expire_access_tokens().await;
+    server.fail_token_endpoint(Some(500)).await;
+    let integrations = another_process(&api).await;
+    let failed = whoami(&integrations, &api.user.org, &api.user.id).await;
+    let Err(IntegrationError::Unavailable(why)) = &failed else {
+        panic!("{failed:?}")
+    };
+    assert!(
+        why.contains("authorization server") && why.contains("500"),
+        "{why}"
+    );
+    assert!(!why.contains("MCP server"), "{why}");
+    // It issued nothing: the grant keeps its refresh token and refreshes once the server does.
+    server.fail_token_endpoint(None).await;
+    let answer = whoami(&integrations, &api.user.org, &api.user.id).await;
+    assert!(answer.is_ok(), "{answer:?}");
     assert_eq!(server.stats().await["refreshes"], 1);
 }
 
