@@ -264,10 +264,12 @@ async fn transcript_pages_hold_a_hundred_events_and_has_more_leads_to_the_rest()
 }
 
 /// An agent whose every step costs `micros` and that searches again at each step until it
-/// must answer, so a turn takes as many paid steps as the workflow allows.
+/// must answer, so a turn takes as many paid steps as the workflow allows. It answers nothing
+/// until `open` is true.
 struct SearchingAgent {
     micros: u64,
     calls: AtomicU64,
+    open: tokio::sync::watch::Sender<bool>,
 }
 
 #[async_trait]
@@ -277,6 +279,8 @@ impl Agent for SearchingAgent {
     }
 
     async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError> {
+        let mut open = self.open.subscribe();
+        open.wait_for(|open| *open).await.expect("the gate is kept");
         self.calls.fetch_add(1, Ordering::SeqCst);
         let action = if request.must_answer {
             AgentAction::Answer("done searching".into())
@@ -303,6 +307,7 @@ async fn concurrent_turns_overspend_the_cost_cap_by_at_most_one_step_each() {
     let agent = Arc::new(SearchingAgent {
         micros: STEP,
         calls: AtomicU64::new(0),
+        open: tokio::sync::watch::Sender::new(false),
     });
     let api = Api::start_setup(Setup {
         integrations: docs(),
@@ -320,7 +325,10 @@ async fn concurrent_turns_overspend_the_cost_cap_by_at_most_one_step_each() {
         .await
         .unwrap();
     let questions: Vec<String> = (0..TURNS).map(|i| format!("question {i}")).collect();
+    // Every turn is admitted before any spends: what is measured is the spending of turns
+    // already running, not whether a late question is let in (it is not, once the cap is met).
     let ids = futures_util::future::join_all(questions.iter().map(|q| api.create(q))).await;
+    agent.open.send_replace(true);
     api.settle().await;
 
     // Unbounded, each turn would take MAX_AGENT_CALLS paid steps.
