@@ -23,7 +23,7 @@ use utoipa::ToSchema;
 
 use crate::auth::{for_the_browser, navigation, see_other, with_cookie};
 use crate::cookie::{clear_cookie_header, cookie_value, now_secs, set_cookie_header};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Member, QueryParams};
 use crate::routes::ApiErrors;
 use crate::state::SessionApi;
@@ -115,7 +115,9 @@ pub async fn list(Member { app, p }: Member) -> Result<Json<ConnectionList>, Api
 #[utoipa::path(post, path = "/api/integrations/{name}/connect", operation_id = "connect",
     params(("name" = String, Path, description = "The integration's name")),
     responses((status = 200, description = "Go to `authorizationUrl`.", body = ConnectStarted,
-        headers(("Set-Cookie" = String, description = "The connect in progress, for ten minutes"))), ApiErrors))]
+        headers(("Set-Cookie" = String, description = "The connect in progress, for ten minutes"))),
+        (status = 409, description = "`wrong_kind`: an admin connects this integration for everyone.",
+        body = ErrorBody), ApiErrors))]
 pub async fn connect(
     Member { app, p }: Member, Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -187,8 +189,13 @@ pub async fn disconnect(
         ("code" = Option<String>, Query, description = "The authorization code"),
         ("iss" = Option<String>, Query, description = "The server's issuer identifier (RFC 9207)"),
         ("error" = Option<String>, Query, description = "The server's refusal, instead of `code`")),
-    responses((status = 303, description = "Connected; on to the connections page.",
-        headers(("Location" = String, description = "`/connections?connected=<name>`"))), ApiErrors))]
+    responses((status = 303, description = "A browser's page: connected, on to the connections \
+        page; or refused, on to it with `connect_error=<code>`.",
+        headers(("Location" = String, description = "`/connections?connected=<name>`, \
+        `/admin/integrations?connected=<name>` or `/connections?connect_error=<code>`"))),
+        (status = 200, description = "Connected (a request that is not a browser's page).", body = Done),
+        (status = 409, description = "`wrong_kind`: the connect was begun as the other kind of \
+        connection (a request that is not a browser's page).", body = ErrorBody), ApiErrors))]
 pub async fn callback(
     State(app): State<SessionApi>, Path((org, name)): Path<(String, String)>,
     RawQuery(q): RawQuery, headers: HeaderMap,

@@ -133,7 +133,9 @@ pub async fn callback(
 /// the sign-in page says so. The sign-in in progress is cleared.
 #[utoipa::path(get, path = "/api/auth/callback", operation_id = "signInCallbackRetired",
     responses((status = 400, description = "Never signs in: the organisation's provider must send browsers to `/api/auth/callback/{org}`.",
-        body = crate::error::ErrorBody)), )]
+        body = crate::error::ErrorBody),
+        (status = 303, description = "A browser's page with a sign-in in progress: on to the sign-in page, which names the redirect URI to register.",
+        headers(("Location" = String, description = "`/?signin=redirect_uri_changed&org=<org>`")))), )]
 pub async fn retired_callback(State(app): State<SessionApi>, headers: HeaderMap) -> Response {
     let config = &app.config;
     let cleared = clear_cookie_header(config.login_cookie_name(), config.secure_cookies());

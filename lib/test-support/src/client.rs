@@ -24,13 +24,22 @@ pub trait Transport: Send + Sync {
     async fn execute(&self, req: reqwest::RequestBuilder) -> reqwest::Response;
 }
 
-/// Over the network: a server on a socket.
+/// Over the network: a server on a socket. Each answer's status is checked against the
+/// OpenAPI document ([`crate::documented::check`]).
 pub struct Network;
 
 #[async_trait]
 impl Transport for Network {
     async fn execute(&self, req: reqwest::RequestBuilder) -> reqwest::Response {
-        req.send().await.expect("request reaches the server")
+        let (client, req) = req.build_split();
+        let req = req.expect("a well-formed request");
+        let (method, path) = (req.method().to_string(), req.url().path().to_owned());
+        let answer = client
+            .execute(req)
+            .await
+            .expect("request reaches the server");
+        crate::documented::check(&method, &path, answer.status().as_u16());
+        answer
     }
 }
 

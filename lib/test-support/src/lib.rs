@@ -4,6 +4,7 @@
 
 pub mod agents;
 pub mod client;
+pub mod documented;
 pub mod oauth;
 pub mod stores;
 

@@ -60,3 +60,31 @@ async fn every_documented_operation_is_routed_to_its_handler_not_to_the_unknown_
         }
     }
 }
+
+#[test]
+fn a_path_matches_its_template_segment_by_segment() {
+    use knowledge_test_support::documented::matches;
+    assert!(matches(
+        "/api/admin/members/{id}",
+        "/api/admin/members/usr_1"
+    ));
+    assert!(!matches("/api/admin/members/{id}", "/api/admin/members/"));
+    assert!(!matches(
+        "/api/admin/members/{id}",
+        "/api/admin/members/usr_1/role"
+    ));
+    assert!(matches(
+        "/api/integrations/{name}/connect",
+        "/api/integrations/wiki/connect"
+    ));
+}
+
+#[test]
+fn an_answer_the_document_does_not_list_for_its_operation_fails_the_test_that_meets_it() {
+    use knowledge_test_support::documented::check;
+    check("POST", "/api/integrations/wiki/connect", 409);
+    check("GET", "/no/such/route", 418);
+    let unlisted =
+        std::panic::catch_unwind(|| check("POST", "/api/integrations/wiki/connect", 418));
+    assert!(unlisted.is_err());
+}

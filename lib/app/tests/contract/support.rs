@@ -101,7 +101,9 @@ impl Transport for InProcess {
             .entry(http::header::HOST)
             .or_insert(http::HeaderValue::from_static("app.test"));
         let req = http::Request::from_parts(parts, axum::body::Body::new(body));
+        let (method, path) = (req.method().to_string(), req.uri().path().to_owned());
         let answer = self.router.clone().oneshot(req).await.unwrap();
+        knowledge_test_support::documented::check(&method, &path, answer.status().as_u16());
         let (parts, body) = answer.into_parts();
         let bytes = axum::body::to_bytes(body, ANSWER_LIMIT).await.unwrap();
         reqwest::Response::from(http::Response::from_parts(parts, bytes))
