@@ -182,6 +182,32 @@ def test_the_built_in_agent_neither_repeats_the_question_nor_lists_its_sources_t
     expect(sources.first).to_be_visible()
     listed = sources.all_text_contents()
     assert len(listed) == len(set(listed)), listed
+    # Each passage quoted (its section, in bold, and its file) is a source of its own, also
+    # two sections of one file.
+    quoted = body.evaluate(
+        """b => [...b.querySelectorAll('p')].filter(p => p.querySelector('strong') && p.querySelector('code'))
+              .map(p => `${p.querySelector('strong').textContent} (${p.querySelector('code').textContent})`)"""
+    )
+    assert quoted, body.inner_html()
+    for passage in quoted:
+        assert any(passage in s for s in listed), (passage, listed)
+
+
+def test_two_sections_of_one_file_quoted_in_an_answer_are_two_sources(service, page):
+    page.goto(service.first_link())
+    ask(page, "rate limits of sessions and messages")
+    wait_answered(page)
+    answer = page.locator("article.agent")
+    expect(answer.locator(".sources li").first).to_be_visible()
+    quoted = answer.locator(".markdown").evaluate(
+        """b => [...b.querySelectorAll('p')].filter(p => p.querySelector('strong') && p.querySelector('code'))
+              .map(p => [p.querySelector('strong').textContent, p.querySelector('code').textContent])"""
+    )
+    files = [f for _, f in quoted]
+    assert len(files) > len(set(files)), f"the question should quote two sections of one file: {quoted}"
+    listed = answer.locator(".sources li").all_text_contents()
+    for heading, file in quoted:
+        assert any(f"{heading} ({file})" in s for s in listed), (heading, file, listed)
 
 
 def test_every_example_on_the_empty_page_is_answered_from_the_sample_guide(service, page):

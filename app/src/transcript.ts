@@ -66,9 +66,12 @@ export function sourcesOf(output: unknown): Source[] {
   return found;
 }
 
+/** `into` and then each of `more` not listed yet: a source is a passage (its locator and its
+ *  label, say a file and its section), so two sections of one file are two sources. */
 function addSources(into: Source[], more: Source[]): Source[] {
-  const seen = new Set(into.map((s) => s.locator));
-  return [...into, ...more.filter((s) => !seen.has(s.locator) && (seen.add(s.locator), true))];
+  const key = (s: Source) => `${s.locator}\n${s.label}`;
+  const seen = new Set(into.map(key));
+  return [...into, ...more.filter((s) => !seen.has(key(s)) && (seen.add(key(s)), true))];
 }
 
 /** `items` with the oldest queued question marked as being answered. */

@@ -37,7 +37,7 @@ test('folding the same page twice changes nothing', () => {
   assert.deepEqual(applyPage(once, page(events)), once);
 });
 
-test('a tool call is shown with its input and then its output, and its sources go under the answer', () => {
+test('a tool call is shown with its input and then its output, and its passages go under the answer as sources', () => {
   const use = ev({ type: 'tool_use', payload: { tool: 'docs_search', input: { query: 'refund' } } });
   const output = [
     { source: 'guide/refunds.md', heading: 'Refunds', text: '...' },
@@ -55,8 +55,8 @@ test('a tool call is shown with its input and then its output, and its sources g
   assert.deepEqual(called.kind === 'tool' && called.output, output);
   assert.ok(answer.kind === 'agent');
   assert.deepEqual(
-    answer.kind === 'agent' && answer.sources.map((s) => s.locator),
-    ['guide/refunds.md', 'https://wiki.example.com/policy'],
+    answer.kind === 'agent' && answer.sources.map((s) => s.label),
+    ['Refunds (guide/refunds.md)', 'Refunds again (guide/refunds.md)', 'Policy (https://wiki.example.com/policy)'],
   );
   assert.deepEqual(t.pendingSources, []);
 });

@@ -40,7 +40,7 @@ function Answer({ item }: { item: Extract<Item, { kind: 'agent' }> }) {
           <h3>Sources</h3>
           <ul>
             {item.sources.map((s) => (
-              <li key={s.locator}>
+              <li key={`${s.locator}\n${s.label}`}>
                 {/^https?:\/\//.test(s.locator) ? (
                   <a href={s.locator} target="_blank" rel="noopener noreferrer">
                     {s.label}
