@@ -6,6 +6,11 @@
 //! the same run: a bare axum server (`axum::serve`, nothing of the service) answering a tail
 //! poll's bytes, then the service's server and edge (limits, compression, request log) doing
 //! the same.
+//!
+//! `transcript-poll wrk [options]` measures a tail poll and bare axum with `wrk` instead, in
+//! alternating rounds: see [`wrk::Plan`].
+
+mod wrk;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -102,65 +107,121 @@ async fn measure(
     }
 }
 
-#[tokio::main]
-async fn main() {
-    let mut args = std::env::args().skip(1);
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let plan =
+        (args.first().map(String::as_str) == Some("wrk")).then(|| wrk::Plan::parse(&args[1..]));
+    // Before the runtime's threads start: they inherit this thread's CPUs.
+    if let Some(plan) = &plan {
+        plan.pin_this_process();
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    match plan {
+        Some(plan) => runtime.block_on(with_wrk(plan)),
+        None => runtime.block_on(with_client(args)),
+    }
+}
+
+/// The real service over a fresh store with seeded sessions, and a member's cookie.
+struct Bench {
+    _dir: tempfile::TempDir,
+    _service: knowledge_local::LocalService,
+    cookie: String,
+    scenarios: Vec<Scenario>,
+}
+
+impl Bench {
+    /// Starts the service and seeds sessions of 10, 1,000 and 10,000 events; the first
+    /// scenario is the tail poll of the 10-event one.
+    async fn start() -> Self {
+        let (dir, store, org, user) = fresh_store().await;
+        let (service, base) = serve(
+            &store,
+            Arc::new(BuiltinAgent),
+            Arc::new(FixedIntegrations::new()),
+        )
+        .await;
+        let signer = CookieSigner::new(&KEY).unwrap();
+        let cookie = format!("{COOKIE_NAME}={}", signer.mint(&user, &org, 3600).unwrap());
+
+        let transcript = |s: &SessionId, since: Option<u64>| match since {
+            None => format!("{base}/api/managed-agents/transcript?sessionId={s}"),
+            Some(seq) => format!(
+                "{base}/api/managed-agents/transcript?sessionId={s}&sinceEventId={}",
+                EventId::from_seq(seq)
+            ),
+        };
+        let mut scenarios = vec![];
+        for n in [10usize, 1_000, 10_000] {
+            let s = seed(&store, &user, &org, n).await;
+            scenarios.push(Scenario {
+                name: format!("{n} events, poll at the tail (nothing new)"),
+                path: transcript(&s, Some(n as u64)),
+            });
+            scenarios.push(Scenario {
+                name: format!("{n} events, 10 new since the cursor"),
+                path: transcript(&s, Some(n as u64 - 10)),
+            });
+            if n >= 1_000 {
+                scenarios.push(Scenario {
+                    name: format!("{n} events, first page (100 events)"),
+                    path: transcript(&s, None),
+                });
+            }
+        }
+        Self {
+            _dir: dir,
+            _service: service,
+            cookie,
+            scenarios,
+        }
+    }
+
+    /// The bytes of the tail poll (the first scenario), as the service answers them.
+    async fn tail_body(&self, client: &reqwest::Client) -> axum::body::Bytes {
+        let r = client
+            .get(&self.scenarios[0].path)
+            .header("cookie", &self.cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        r.bytes().await.unwrap()
+    }
+}
+
+/// wrk against bare axum and the tail poll, in alternating rounds.
+async fn with_wrk(plan: wrk::Plan) {
+    let bench = Bench::start().await;
+    let body = bench.tail_body(&reqwest::Client::new()).await;
+    let bare = bare_axum(body).await;
+    let tail = bench.scenarios[0].path.clone();
+    let cookie = bench.cookie.clone();
+    // wrk blocks while it runs: off the runtime's workers, which serve.
+    tokio::task::spawn_blocking(move || plan.run(&bare, &tail, &cookie))
+        .await
+        .unwrap();
+}
+
+/// The keep-alive client (reqwest) against every scenario and the baselines.
+async fn with_client(args: Vec<String>) {
+    let mut args = args.into_iter();
     let requests: usize = args.next().map_or(5_000, |a| a.parse().expect("requests"));
     let concurrency: usize = args.next().map_or(8, |a| a.parse().expect("concurrency"));
     // Only the scenarios whose name holds this (a profile of one of them, say).
     let only = args.next().unwrap_or_default();
-
-    let (_dir, store, org, user) = fresh_store().await;
-    let (_service, base) = serve(
-        &store,
-        Arc::new(BuiltinAgent),
-        Arc::new(FixedIntegrations::new()),
-    )
-    .await;
-    let signer = CookieSigner::new(&KEY).unwrap();
-    let cookie = format!("{COOKIE_NAME}={}", signer.mint(&user, &org, 3600).unwrap());
-
-    let transcript = |s: &SessionId, since: Option<u64>| match since {
-        None => format!("{base}/api/managed-agents/transcript?sessionId={s}"),
-        Some(seq) => format!(
-            "{base}/api/managed-agents/transcript?sessionId={s}&sinceEventId={}",
-            EventId::from_seq(seq)
-        ),
-    };
-    let mut scenarios = vec![];
-    for n in [10usize, 1_000, 10_000] {
-        let s = seed(&store, &user, &org, n).await;
-        scenarios.push(Scenario {
-            name: format!("{n} events, poll at the tail (nothing new)"),
-            path: transcript(&s, Some(n as u64)),
-        });
-        scenarios.push(Scenario {
-            name: format!("{n} events, 10 new since the cursor"),
-            path: transcript(&s, Some(n as u64 - 10)),
-        });
-        if n >= 1_000 {
-            scenarios.push(Scenario {
-                name: format!("{n} events, first page (100 events)"),
-                path: transcript(&s, None),
-            });
-        }
-    }
+    let bench = Bench::start().await;
+    let (cookie, scenarios) = (&bench.cookie, &bench.scenarios);
 
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(concurrency)
         .build()
         .unwrap();
     // The baseline: the same server and router stack answering the bytes of a tail poll.
-    let tail = &scenarios[0].path;
-    let body = client
-        .get(tail)
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
+    let body = bench.tail_body(&client).await;
     let bare = bare_axum(body.clone()).await;
     let server = service_server(answering(body.clone())).await;
     let edge = service_server(knowledge_http::edge(answering(body))).await;
@@ -168,21 +229,21 @@ async fn main() {
     println!("{requests} requests per scenario, {concurrency} concurrent keep-alive connections\n");
     println!("| scenario | requests/s | p50 | p99 |");
     println!("|---|---:|---:|---:|");
-    let baseline = measure(&client, &bare, &cookie, requests, concurrency).await;
+    let baseline = measure(&client, &bare, cookie, requests, concurrency).await;
     print_row("bare axum: axum::serve answering those bytes", &baseline);
-    let served = measure(&client, &server, &cookie, requests, concurrency).await;
+    let served = measure(&client, &server, cookie, requests, concurrency).await;
     print_row(
         "the service's server (its timeouts and limits), the same",
         &served,
     );
-    let edged = measure(&client, &edge, &cookie, requests, concurrency).await;
+    let edged = measure(&client, &edge, cookie, requests, concurrency).await;
     print_row(
         "the service's server and edge (head limits, compression, request log), the same",
         &edged,
     );
     let mut tail_rps = None;
     for s in scenarios.iter().filter(|s| s.name.contains(&only)) {
-        let f = measure(&client, &s.path, &cookie, requests, concurrency).await;
+        let f = measure(&client, &s.path, cookie, requests, concurrency).await;
         print_row(&s.name, &f);
         if std::ptr::eq(s, &scenarios[0]) {
             tail_rps = Some(f.rps);
@@ -190,7 +251,7 @@ async fn main() {
     }
     // The bare baseline again, last: the machine's speed drifts during a run, and the ratio
     // takes the faster of the two (the less flattering).
-    let again = measure(&client, &bare, &cookie, requests, concurrency).await;
+    let again = measure(&client, &bare, cookie, requests, concurrency).await;
     print_row("bare axum, again (last)", &again);
     let baseline = if again.rps > baseline.rps {
         again
