@@ -11,6 +11,7 @@ mod connections;
 mod crashes;
 mod durability;
 mod handover;
+mod revocation;
 mod runs;
 mod serve;
 mod sso;
