@@ -45,10 +45,16 @@ async fn sweeping(wrap: crate::support::WrapTasks) -> Api {
 }
 
 /// Moves the service's clock past the lease until `done` holds of the session's events (the
-/// sweep runs on its own), within [`WAIT`].
+/// sweep runs on its own), within [`WAIT`]. The clock moves only once no execution is in
+/// flight: what the sweep must find is an execution that ended, and one that is only slow (its
+/// `LoadTurn` on a loaded store) must not see its lease run out while it works. An execution
+/// the sweep starts meanwhile sees the clock move once more at most, a tenth of its lease.
 async fn swept_until(api: &Api, id: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
+        tokio::time::timeout_at(deadline, api.svc.workflow.idle())
+            .await
+            .expect("the executions in flight end");
         let t = api.transcript(id).await.body;
         let seen = kinds(t["events"].as_array().unwrap());
         if t["workflowRunId"].is_null() && done(&seen) {
