@@ -1,12 +1,13 @@
 //! `GET /api/auth/me` and `POST /api/auth/logout`: who is signed in and where they belong, and
 //! signing out everywhere at once.
 
+use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{Plan, Role};
 use knowledge_core::ids::OrgId;
 use knowledge_core::signin;
 use serde_json::{Value, json};
 
-use crate::support::{Api, User};
+use crate::support::{Api, User, WAIT};
 
 /// The default user made a member of a second organisation too.
 async fn second_org(api: &Api) -> OrgId {
@@ -30,6 +31,21 @@ fn in_org(api: &Api, org: &OrgId) -> User {
         id: api.user.id.clone(),
         org: org.clone(),
     }
+}
+
+/// Waits (bounded) until the wall clock, which a cookie's issue time is read from, has passed
+/// the default user's sign-out stamp: a cookie minted in the stamp's own millisecond counts as
+/// issued before it and is refused, and the requests between a sign-out and a mint may all fit
+/// in that millisecond.
+async fn after_sign_out(api: &Api) {
+    let member = (api.svc.store.get_member(&api.user.org, &api.user.id)).await;
+    let out = (member.unwrap().and_then(|m| m.signed_out_at)).expect("the sign-out is stamped");
+    let passed = async {
+        while SystemClock.now() <= out {
+            tokio::task::yield_now().await;
+        }
+    };
+    (tokio::time::timeout(WAIT, passed).await).expect("the clock passes the sign-out");
 }
 
 #[tokio::test]
@@ -114,6 +130,7 @@ async fn logout_ends_every_cookie_of_the_person_in_every_organisation_and_clears
     assert_eq!(switch.status, 401, "{}", switch.body);
     // Someone else stays signed in; a cookie issued after the sign-out works.
     assert_eq!(api.get_as(&colleague, "/api/auth/me").await.status, 200);
+    after_sign_out(&api).await;
     let again = in_org(&api, &OrgId::parse("org_default").unwrap());
     let back = api.get_as(&again, "/api/managed-agents/sessions").await;
     assert_eq!(back.status, 200, "{}", back.body);
