@@ -159,7 +159,7 @@ async fn removing_a_member_with_the_admin_command_cancels_their_running_turns() 
         user: user.id.clone(),
         ..key
     };
-    api.svc.workflow.idle().await;
+    api.settle().await;
     let events = api.svc.store.list_events(&key, 0, 100).await.unwrap();
     let kinds: Vec<&str> = events.iter().map(|e| e.kind().as_str()).collect();
     assert_eq!(kinds, ["user_message", "status_terminated"]);
