@@ -183,6 +183,11 @@ impl Rig {
 
     /// A vault over the rig's store and server: one per process it stands for.
     fn vault(&self) -> Arc<Vault> {
+        self.vault_leasing(Duration::from_secs(2))
+    }
+
+    /// The same, whose refresh leases last `lease`.
+    fn vault_leasing(&self, lease: Duration) -> Arc<Vault> {
         Arc::new(Vault::new(
             self.store.clone(),
             self.server.clone(),
@@ -190,7 +195,7 @@ impl Rig {
             Arc::new(SystemClock),
             VaultTiming {
                 margin: Duration::from_secs(60),
-                lease: Duration::from_secs(2),
+                lease,
                 poll: Duration::from_millis(10),
             },
         ))
@@ -507,6 +512,13 @@ async fn connecting_again_replaces_the_grant_and_revokes_the_old_one() {
     assert_eq!(*rig.server.revoked.lock().unwrap(), ["rt-0"]);
 }
 
+/// The lease of the tests of a refresh that outlives its caller or hangs: long enough that a
+/// busy machine does not run it out first, so what they show is that the result is recorded
+/// before it runs out.
+const LEASE: Duration = Duration::from_secs(10);
+/// How long those tests wait for the result to be recorded: less than the lease.
+const WITHIN_LEASE: Duration = Duration::from_secs(8);
+
 /// Reads the stored grant until `settled` holds of it, for at most `within`: the grant as it
 /// was then, or `None` when it never did.
 async fn settles(rig: &Rig, within: Duration, settled: impl Fn(&Grant) -> bool) -> Option<Grant> {
@@ -530,16 +542,16 @@ async fn a_caller_that_stops_waiting_mid_refresh_still_has_the_lost_answer_recor
     rig.connect(Duration::from_secs(5)).await;
     rig.server.set(Mode::LoseAnswer);
     let sealed = rig.sealed().await;
-    let vault = rig.vault();
+    let vault = rig.vault_leasing(LEASE);
     let gave_up = tokio::time::timeout(
         Duration::from_millis(50),
         vault.access(&rig.at, sealed.as_deref()),
     )
     .await;
     assert!(gave_up.is_err(), "the caller's own bound ran out first");
-    // The lease lasts 2 s: the refresher records the lost answer well before it runs out, so
-    // no caller sees `connected` for a grant whose refresh token may be spent.
-    let retired = settles(&rig, Duration::from_millis(1500), |g| g.lease.is_none()).await;
+    // The refresher records the lost answer before the lease runs out, so no caller sees
+    // `connected` for a grant whose refresh token may be spent.
+    let retired = settles(&rig, WITHIN_LEASE, |g| g.lease.is_none()).await;
     let grant = retired.expect("the lost answer was recorded before the lease ran out");
     assert_eq!(
         grant.status,
@@ -553,14 +565,14 @@ async fn a_caller_that_stops_waiting_mid_refresh_loses_none_of_the_rotated_token
     let rig = Rig::new(Duration::from_millis(300)).await;
     rig.connect(Duration::from_secs(5)).await;
     let sealed = rig.sealed().await;
-    let vault = rig.vault();
+    let vault = rig.vault_leasing(LEASE);
     let gave_up = tokio::time::timeout(
         Duration::from_millis(50),
         vault.access(&rig.at, sealed.as_deref()),
     )
     .await;
     assert!(gave_up.is_err(), "the caller's own bound ran out first");
-    let stored = settles(&rig, Duration::from_millis(1500), |g| g.generation == 2).await;
+    let stored = settles(&rig, WITHIN_LEASE, |g| g.generation == 2).await;
     let grant = stored.expect("the refreshed tokens were stored");
     assert_eq!((grant.lease, grant.status), (None, GrantStatus::Active));
     let sealed = rig.sealed().await;
@@ -570,14 +582,14 @@ async fn a_caller_that_stops_waiting_mid_refresh_loses_none_of_the_rotated_token
 
 #[tokio::test]
 async fn a_token_endpoint_that_hangs_is_given_up_on_and_recorded_before_the_lease_runs_out() {
-    // Far longer than the 2 s lease: only the vault's own bound ends the request.
+    // Far longer than the lease: only the vault's own bound ends the request.
     let rig = Rig::new(Duration::from_secs(3600)).await;
     rig.connect(Duration::from_secs(5)).await;
     let sealed = rig.sealed().await;
     let started = tokio::time::Instant::now();
     let answer = tokio::time::timeout(
-        Duration::from_secs(5),
-        rig.vault().access(&rig.at, sealed.as_deref()),
+        LEASE * 2,
+        rig.vault_leasing(LEASE).access(&rig.at, sealed.as_deref()),
     )
     .await
     .expect("the vault bounds the request itself");
@@ -587,11 +599,7 @@ async fn a_token_endpoint_that_hangs_is_given_up_on_and_recorded_before_the_leas
             ReconnectReason::RefreshInterrupted
         ))
     );
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < LEASE, "{:?}", started.elapsed());
     let grant = rig.grant().await;
     assert_eq!(grant.lease, None);
     assert_eq!(
