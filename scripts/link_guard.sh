@@ -13,7 +13,7 @@ target="${CARGO_TARGET_DIR:-target}/debug"
 
 # function: the crates whose code it must not link.
 #   openidconnect: signing in (only sso-login and sso-callback; the admin function discovers)
-#   rmcp: the MCP client (only the agent and tool steps, and the admin function's tests)
+#   rmcp: the MCP client (only the agent and tool steps, and test-integration: an admin's test)
 #   tantivy, rusqlite: the local service's docs search and embedded store (never on AWS)
 #   knowledge_providers::openai: the agent's provider (only create-session and CallAgent)
 #   knowledge_http::admin: the admin API's handlers (only the admin function's routes)
@@ -29,6 +29,8 @@ declare -A forbidden=(
   [create-session]="openidconnect rmcp tantivy rusqlite knowledge_oauth::endpoint"
   [sso-callback]="rmcp tantivy rusqlite knowledge_providers::openai"
   [call-agent]="openidconnect tantivy rusqlite"
+  [admin]="rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::scim::users"
+  [test-integration]="openidconnect tantivy rusqlite knowledge_providers::openai knowledge_http::scim::users"
 )
 
 bin_args=()

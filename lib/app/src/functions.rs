@@ -21,6 +21,10 @@ pub struct Function {
     pub serves: Serves,
     pub parts: Uses,
     pub secrets: Secrets,
+    /// The most bytes its arm64 binary may hold, as `cargo lambda build --release --arm64`
+    /// builds it (`CargoLambda.toml`): a function's size is its cold start's first cost.
+    /// Checked by `scripts/binary_sizes.sh`.
+    pub max_bytes: u32,
 }
 
 /// What a function serves.
@@ -111,6 +115,10 @@ impl Secrets {
 }
 
 impl Function {
+    /// The size every function stays under unless its row says otherwise: 10 MB, which keeps
+    /// a cold start short (docs/performance.md).
+    pub const MAX_BYTES: u32 = 10_000_000;
+
     /// An endpoint that reads and mints session cookies and builds no optional part.
     const fn routes(name: &'static str, routes: Routes) -> Self {
         Self {
@@ -118,6 +126,7 @@ impl Function {
             serves: Serves::Routes(routes),
             parts: Uses::NOTHING,
             secrets: Secrets::COOKIE,
+            max_bytes: Self::MAX_BYTES,
         }
     }
 
@@ -196,11 +205,11 @@ pub const OAUTH_CALLBACK: Function = Function {
     ..INTEGRATIONS
 };
 /// The admin function seals identity providers' secrets and integration credentials, tests a
-/// provider's discovery and an integration's tools.
+/// provider's discovery, and revokes a removed member's grants.
 pub const ADMIN: Function = Function {
     parts: Uses {
         identity: Identity::Discovery,
-        integrations: Integrations::Tools,
+        integrations: Integrations::Grants,
         agent: false,
     },
     secrets: Secrets {
@@ -208,6 +217,20 @@ pub const ADMIN: Function = Function {
         ..Secrets::COOKIE
     },
     ..Function::routes("admin", endpoints::ADMIN)
+};
+/// An admin's test of an integration lists its tools through the MCP client (with the
+/// admin's own credential, sealed): a function of its own, so that the admin function links no
+/// MCP client (1.3 MB of its arm64 binary).
+pub const TEST_INTEGRATION: Function = Function {
+    parts: Uses {
+        integrations: Integrations::Tools,
+        ..Uses::NOTHING
+    },
+    secrets: Secrets {
+        sealing_key: true,
+        ..Secrets::COOKIE
+    },
+    ..Function::routes("test-integration", endpoints::ADMIN_TEST_INTEGRATION)
 };
 /// SCIM authenticates by the organisation's bearer token: no cookie. Deprovisioning opens a
 /// member's OAuth grants to revoke them.
@@ -219,18 +242,21 @@ pub const SCIM: Function = Function {
         ..Uses::NOTHING
     },
     secrets: Secrets::SEALING,
+    max_bytes: Function::MAX_BYTES,
 };
 pub const OPENAPI: Function = Function {
     name: "openapi",
     serves: Serves::Document,
     parts: Uses::NOTHING,
     secrets: Secrets::NONE,
+    max_bytes: Function::MAX_BYTES,
 };
 pub const WEB: Function = Function {
     name: "web",
     serves: Serves::AppFiles,
     parts: Uses::NOTHING,
     secrets: Secrets::NONE,
+    max_bytes: Function::MAX_BYTES,
 };
 pub const LOAD_TURN: Function = Function::task("load-turn", Handler::LoadTurn);
 pub const CALL_AGENT: Function = Function::task("call-agent", Handler::CallAgent);
@@ -242,6 +268,7 @@ pub const SWEEP: Function = Function {
     serves: Serves::Sweep,
     parts: Uses::NOTHING,
     secrets: Secrets::NONE,
+    max_bytes: Function::MAX_BYTES,
 };
 
 impl Function {
@@ -266,12 +293,13 @@ impl Function {
                 sealing_key: integrations,
                 provider_key: handler.asks_agent(),
             },
+            max_bytes: Self::MAX_BYTES,
         }
     }
 }
 
 /// Every function, as `template.yaml` lists them.
-pub const ALL: [Function; 27] = [
+pub const ALL: [Function; 28] = [
     CREATE_SESSION,
     MESSAGE,
     TRANSCRIPT,
@@ -293,6 +321,7 @@ pub const ALL: [Function; 27] = [
     OPENAPI,
     WEB,
     ADMIN,
+    TEST_INTEGRATION,
     LOAD_TURN,
     CALL_AGENT,
     RUN_TOOL,

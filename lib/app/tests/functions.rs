@@ -29,3 +29,36 @@ fn function_names_are_unique_and_in_kebab_case() {
     names.dedup();
     assert_eq!(names.len(), ALL.len());
 }
+
+/// Where `scripts/binary_sizes.sh` has cargo-lambda's arm64 binaries (`<name>/bootstrap`).
+const LAMBDA_DIR: &str = "KNOWLEDGE_LAMBDA_DIR";
+
+#[test]
+fn every_functions_arm64_binary_fits_the_budget_of_its_row() {
+    let Some(dir) = std::env::var_os(LAMBDA_DIR) else {
+        eprintln!(
+            "skipped: {LAMBDA_DIR} is not set; scripts/binary_sizes.sh builds the arm64 \
+             binaries and runs this check"
+        );
+        return;
+    };
+    let dir = std::path::PathBuf::from(dir);
+    let mut over = Vec::new();
+    for row in ALL {
+        let path = dir.join(row.name).join("bootstrap");
+        let bytes = std::fs::metadata(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .len();
+        println!(
+            "{:<16} {bytes:>11} of {:>11} bytes",
+            row.name, row.max_bytes
+        );
+        if bytes > u64::from(row.max_bytes) {
+            over.push(format!(
+                "{} is {bytes} bytes, over its {}",
+                row.name, row.max_bytes
+            ));
+        }
+    }
+    assert!(over.is_empty(), "{}", over.join("; "));
+}

@@ -124,10 +124,19 @@ pub const MEMORY: Routes = Routes::auth(&[
 ]);
 /// A member's own usage this month or another.
 pub const USAGE: Routes = Routes::auth(&[(|| routes!(usage::get), AuthGuard::Member)]);
-/// Every route under [`admin::PREFIX`], behind the member guard and then the admin role.
+/// Every route under [`admin::PREFIX`] but [`ADMIN_TEST_INTEGRATION`]'s, behind the member
+/// guard and then the admin role.
 pub const ADMIN: Routes = Routes {
     admin: Some(admin_routes),
     connects: true,
+    ..Routes::NONE
+};
+
+/// An admin's test of an integration, under [`admin::PREFIX`] behind the same guards: it lists
+/// the integration's tools through the MCP client, which no other admin route needs, so it is
+/// an endpoint of its own and the admin function links no MCP client.
+pub const ADMIN_TEST_INTEGRATION: Routes = Routes {
+    admin: Some(|| OpenApiRouter::new().routes(routes!(admin::test_integration))),
     ..Routes::NONE
 };
 
@@ -146,7 +155,6 @@ fn admin_routes() -> OpenApiRouter<SessionApi> {
             admin::connect_integration,
             admin::disconnect_integration
         ))
-        .routes(routes!(admin::test_integration))
         .routes(routes!(admin::credential_holders))
         .routes(routes!(admin::store_credential))
         .routes(routes!(admin::connect_organisation))

@@ -116,7 +116,8 @@ fn session_parts(endpoints: &[Routes]) -> SessionParts {
     let mut doc = utoipa::openapi::OpenApi::default().nest(SESSION_PREFIX, prefixed);
     let admin = endpoints
         .iter()
-        .find_map(|r| r.admin.map(|routes| routes()))
+        .filter_map(|r| r.admin.map(|routes| routes()))
+        .reduce(OpenApiRouter::merge)
         .map(|routes| {
             let (router, part) = routes.split_for_parts();
             doc = std::mem::take(&mut doc).nest(admin::PREFIX, part);

@@ -46,7 +46,7 @@ async fn scim_event_provisions_the_entra_user_with_one_read_and_one_transaction(
 }
 
 /// The sample user becomes an admin of the sample organisation.
-async fn promote_the_sample_user(d: &Deployment) {
+pub(crate) async fn promote_the_sample_user(d: &Deployment) {
     let org = OrgId::parse(ORG).unwrap();
     let admin = d
         .store

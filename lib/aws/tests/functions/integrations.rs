@@ -222,3 +222,27 @@ async fn two_call_agent_functions_needing_one_expired_grant_at_once_refresh_it_o
         "{stats}"
     );
 }
+
+#[tokio::test]
+async fn test_integration_event_lists_the_servers_tools_with_the_admins_own_grant() {
+    let server = RotatingServer::with_mcp(3600).await;
+    let d = on_loopback().await;
+    crate::admin::promote_the_sample_user(&d).await;
+    connect_oauth(&d, &server).await;
+    d.counter.take();
+    let (status, body, made) = d.invoke(functions::TEST_INTEGRATION).await;
+    assert_eq!(status, 200, "{body}");
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["wiki_whoami"], "{body}");
+    // The admin's membership (the guard); the admin probe's rate window, read and written;
+    // the integrations, read to find this one and again with the admin's data to reach it.
+    assert_eq!(
+        made,
+        requests(&[("GetItem", 2), ("PutItem", 1), ("Query", 3)])
+    );
+}

@@ -1,0 +1,4 @@
+//! The `test-integration` Lambda function (`TestIntegrationFunction` in template.yaml); its row
+//! is `knowledge_app::functions::TEST_INTEGRATION`.
+
+knowledge_aws::main!(TEST_INTEGRATION);
