@@ -29,7 +29,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::middleware::from_fn_with_state;
 use axum::routing::any;
-use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 
 pub use crate::endpoints::Routes;
 pub use crate::state::{HttpConfig, ScimApi, SessionApi};
@@ -96,9 +96,9 @@ enum AuthGuard {
 }
 
 /// The declared session routes of some endpoints, before their guards: those under
-/// [`SESSION_PREFIX`] (relative to it), the `/api/auth` routes by guard, and the document of
-/// their operations.
+/// [`SESSION_PREFIX`], the `/api/auth` routes by guard, and the document of their operations.
 struct SessionParts {
+    /// At their full paths: see [`under_session_prefix`].
     under_prefix: Router<SessionApi>,
     /// The admin routes, relative to [`admin::PREFIX`], when the admin endpoint is among them.
     admin: Option<Router<SessionApi>>,
@@ -110,10 +110,11 @@ fn session_parts(endpoints: &[Routes]) -> SessionParts {
     let (under_prefix, prefixed) = endpoints
         .iter()
         .flat_map(|r| r.session)
-        .map(|route| route())
+        .map(|route| under_session_prefix(route()))
         .fold(OpenApiRouter::new(), OpenApiRouter::routes)
         .split_for_parts();
-    let mut doc = utoipa::openapi::OpenApi::default().nest(SESSION_PREFIX, prefixed);
+    let mut doc = utoipa::openapi::OpenApi::default();
+    doc.merge(prefixed);
     let admin = endpoints
         .iter()
         .filter_map(|r| r.admin.map(|routes| routes()))
@@ -140,16 +141,35 @@ fn session_parts(endpoints: &[Routes]) -> SessionParts {
     }
 }
 
+/// A session route, declared relative to [`SESSION_PREFIX`], at its full path. The session
+/// routes are not a nested router: `Router::nest` rewrites every request's URI on its way in
+/// (axum's `StripPrefix`), which cost a tail poll more than its membership check.
+fn under_session_prefix(route: UtoipaMethodRouter<SessionApi>) -> UtoipaMethodRouter<SessionApi> {
+    let (schemas, mut paths, handler) = route;
+    paths.paths = std::mem::take(&mut paths.paths)
+        .into_iter()
+        .map(|(path, item)| (format!("{SESSION_PREFIX}{path}"), item))
+        .collect();
+    (schemas, paths, handler)
+}
+
 /// The session routes of `endpoints` behind the member guard, and the `/api/auth` routes
 /// behind theirs.
 fn session_routes(state: SessionApi, endpoints: &[Routes]) -> Router {
     let parts = session_parts(endpoints);
+    // Unknown routes under the prefix (the prefix itself, with or without its slash, and
+    // anything below it) and unknown methods of known ones are answered behind the guard: a
+    // non-member learns nothing of the routes (401).
+    let unknown = any(routes::member_route_not_found);
+    #[allow(clippy::disallowed_methods)]
     let under_prefix = parts
         .under_prefix
-        .fallback(routes::member_route_not_found)
+        .route(SESSION_PREFIX, unknown.clone())
+        .route(&format!("{SESSION_PREFIX}/"), unknown.clone())
+        .route(&format!("{SESSION_PREFIX}/{{*unknown}}"), unknown);
+    let mut app = under_prefix
         .method_not_allowed_fallback(routes::member_method_not_allowed)
         .layer(guard::MemberGuard(state.clone()));
-    let mut app = Router::new().nest(SESSION_PREFIX, under_prefix);
     if let Some(admin) = parts.admin {
         // The same guard, then the admin role ([`admin::Caller`]); unknown admin routes are
         // refused as unknown session routes are, after the guard.
@@ -168,20 +188,21 @@ fn session_routes(state: SessionApi, endpoints: &[Routes]) -> Router {
             AuthGuard::Public => route,
         });
     }
-    // The nested router's fallback does not see the prefix with a bare trailing slash: an
-    // unknown route, not an operation.
-    let bare = any(routes::member_route_not_found).layer(guard::MemberGuard(state.clone()));
-    #[allow(clippy::disallowed_methods)]
-    let app = app.route("/api/managed-agents/", bare);
     app.with_state(state)
 }
 
-/// What every request passes, whatever its route: the head limits, compression and the request
-/// log; and the answers to unknown routes outside the guarded prefixes.
+/// What every request passes, whatever its route: the request log, compression and the head
+/// limits, in that order, before routing; and the answers to unknown routes outside the
+/// guarded prefixes. The layers wrap the router once, not each route (`Router::layer` would box
+/// them around every route, and clone each box on every request).
 pub fn edge(app: Router) -> Router {
-    app.fallback(routes::route_not_found)
-        .method_not_allowed_fallback(routes::method_not_allowed)
-        .layer(edge::HeadLimits)
-        .layer(edge::compression())
+    let routed = app
+        .fallback(routes::route_not_found)
+        .method_not_allowed_fallback(routes::method_not_allowed);
+    let edged = tower::ServiceBuilder::new()
         .layer(edge::RequestLog)
+        .layer(edge::compression())
+        .layer(edge::HeadLimits)
+        .service(routed);
+    Router::new().fallback_service(edged)
 }
