@@ -106,13 +106,38 @@ pub struct TranscriptQuery {
 }
 
 impl TranscriptQuery {
-    /// The parameters of a query string; the first occurrence of a name wins.
+    /// The parameters of a query string (`application/x-www-form-urlencoded`); the first
+    /// occurrence of a name wins. Read in place, the names and the other parameters never
+    /// copied, and without decoding when nothing is encoded: a client polls with this query
+    /// about once a second, and decoding took a tail poll's handler a fifth of its time.
     pub fn parse(raw: Option<&str>) -> Self {
-        let q = QueryParams::parse(raw);
-        Self {
-            session_id: q.get("sessionId").map(str::to_owned),
-            since_event_id: q.get("sinceEventId").map(str::to_owned),
+        let mut q = Self {
+            session_id: None,
+            since_event_id: None,
+        };
+        let raw = raw.unwrap_or("");
+        let mut take = |name: &str, value: &str| {
+            let field = match name {
+                "sessionId" => &mut q.session_id,
+                "sinceEventId" => &mut q.since_event_id,
+                _ => return,
+            };
+            field.get_or_insert_with(|| value.to_owned());
+        };
+        // Two memchr scans: `str::contains` with a set of characters decodes each one.
+        let encoded = raw.as_bytes().contains(&b'%') || raw.as_bytes().contains(&b'+');
+        if encoded {
+            for (name, value) in form_urlencoded::parse(raw.as_bytes()) {
+                take(&name, &value);
+            }
+        } else {
+            // What form_urlencoded yields for text with nothing to decode.
+            for pair in raw.split('&').filter(|p| !p.is_empty()) {
+                let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+                take(name, value);
+            }
         }
+        q
     }
 }
 
@@ -426,5 +451,27 @@ impl From<Account> for AccountView {
             org: view(&a.org, &a.member),
             orgs: a.memberships.iter().map(|(o, m)| view(o, m)).collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TranscriptQuery;
+
+    #[test]
+    fn a_transcript_query_takes_the_first_of_each_name_decoded_and_ignores_the_rest() {
+        let q = TranscriptQuery::parse(Some(
+            "x=1&sinceEventId=evt%5F000000000007&sessionId=a+b&sessionId=second&sinceEventId=",
+        ));
+        assert_eq!(q.session_id.as_deref(), Some("a b"));
+        assert_eq!(q.since_event_id.as_deref(), Some("evt_000000000007"));
+        let none = TranscriptQuery::parse(None);
+        assert_eq!((none.session_id, none.since_event_id), (None, None));
+        let empty = TranscriptQuery::parse(Some("sessionId=&sessionId=x"));
+        assert_eq!(
+            empty.session_id.as_deref(),
+            Some(""),
+            "an empty first one wins"
+        );
     }
 }
