@@ -148,7 +148,9 @@ impl QueryParams {
 
 /// A session route's caller as the cookie names them, not yet checked against the membership:
 /// for the use cases that check it in their own first read. Only behind
-/// [`crate::guard::MemberGuard`]; elsewhere it refuses as unauthenticated.
+/// [`crate::guard::MemberGuard`]; elsewhere it refuses as unauthenticated. Takes the guard's
+/// [`SignedIn`] out of the request (a handler has one caller: this, [`Member`], or an
+/// extractor built on them).
 pub struct Claimant {
     pub app: SessionApi,
     pub who: SignedIn,
@@ -158,7 +160,7 @@ impl FromRequestParts<SessionApi> for Claimant {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, app: &SessionApi) -> Result<Self, ApiError> {
-        let who = parts.extensions.get::<SignedIn>().cloned();
+        let who = parts.extensions.remove::<SignedIn>();
         let who = who.ok_or(CoreError::Unauthenticated)?;
         Ok(Self {
             app: app.clone(),
