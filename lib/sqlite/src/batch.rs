@@ -19,15 +19,15 @@ use crate::tail::Tails;
 impl BatchStore for SqliteStore {
     async fn read_batch(&self, reads: &Reads<'_>) -> StoreResult<Snapshot> {
         // A tail poll whose answer no commit can have changed since it was last read.
-        let tail = Tails::key(reads).and_then(|key| Some((key, self.inner.tails.version()?)));
-        if let Some((key, version)) = &tail
-            && let Some(kept) = self.inner.tails.get(key, *version)
+        let tail = Tails::asked(reads).and_then(|tail| Some((tail, self.inner.tails.version()?)));
+        if let Some((tail, version)) = &tail
+            && let Some(kept) = self.inner.tails.get(tail, *version)
         {
             return Ok(kept);
         }
         let read = self.read_uncached(reads).await?;
-        if let Some((key, version)) = tail {
-            self.inner.tails.put(key, version, &read);
+        if let Some((tail, version)) = tail {
+            self.inner.tails.put(&tail, version, &read);
         }
         Ok(read)
     }

@@ -30,14 +30,37 @@ use rusqlite::Connection;
 /// Tails kept at most; past it the copies are dropped and gathered again.
 const MAX_TAILS: usize = 10_000;
 
-/// What a tail read asked for: whose session, after which event, how many.
-type TailKey = (OrgId, UserId, SessionId, EventsAfter);
+/// What a tail read asks for: whose session, after which event, how many. Borrowed from the
+/// read, so that a poll answered from a copy copies none of it.
+#[derive(Clone, Copy)]
+pub(crate) struct Tail<'a> {
+    org: &'a OrgId,
+    user: &'a UserId,
+    session: &'a SessionId,
+    page: EventsAfter,
+}
 
-/// The kept tails, all read at one data version.
+/// A kept tail: the rest of what it was read for (its session is its key), and the read.
+struct Kept {
+    org: OrgId,
+    user: UserId,
+    page: EventsAfter,
+    read: Snapshot,
+}
+
+impl Kept {
+    fn answers(&self, tail: &Tail<'_>) -> bool {
+        self.page == tail.page && self.org == *tail.org && self.user == *tail.user
+    }
+}
+
+/// The kept tails, all read at one data version, by session.
 #[derive(Default)]
 struct Copies {
     version: i64,
-    tails: HashMap<TailKey, Snapshot>,
+    tails: HashMap<SessionId, Vec<Kept>>,
+    /// How many are kept, in all.
+    count: usize,
 }
 
 /// The two copies of the wal-index header, 48 bytes each, at the start of the `-shm` file.
@@ -107,47 +130,65 @@ impl Tails {
         asked.query_row([], |r| r.get(0)).ok()
     }
 
-    /// The key of a tail read: a transcript page (membership, session and events, nothing
-    /// else). Other reads are never kept.
-    pub(crate) fn key(reads: &Reads<'_>) -> Option<TailKey> {
+    /// What a tail read asks for, if `reads` is one: a transcript page (membership, session
+    /// and events, nothing else). Other reads are never kept.
+    pub(crate) fn asked<'a>(reads: &Reads<'a>) -> Option<Tail<'a>> {
         let transcript = !reads.org_record
             && reads.usage_month.is_none()
             && reads.rate_window.is_none()
             && !reads.memory;
         match (reads.session, reads.events) {
-            (Some(session), Some(page)) if transcript => {
-                Some((reads.org.clone(), reads.user.clone(), session.clone(), page))
-            }
+            (Some(session), Some(page)) if transcript => Some(Tail {
+                org: reads.org,
+                user: reads.user,
+                session,
+                page,
+            }),
             _ => None,
         }
     }
 
-    /// The tail kept under `key`, if it was read at `version`.
-    pub(crate) fn get(&self, key: &TailKey, version: i64) -> Option<Snapshot> {
+    /// The copy of `tail`, if it was read at `version`.
+    pub(crate) fn get(&self, tail: &Tail<'_>, version: i64) -> Option<Snapshot> {
         let copies = self.copies.lock().unwrap_or_else(|p| p.into_inner());
         if copies.version != version {
             return None;
         }
-        copies.tails.get(key).cloned()
+        let kept = copies.tails.get(tail.session)?;
+        kept.iter()
+            .find(|k| k.answers(tail))
+            .map(|k| k.read.clone())
     }
 
-    /// Keeps `read` under `key` as read at `version` (taken before the read began, so a commit
+    /// Keeps `read` as `tail` read at `version` (taken before the read began, so a commit
     /// during the read makes the copy stale, never wrong), if it is a tail: a member's session
     /// with no new event.
-    pub(crate) fn put(&self, key: TailKey, version: i64, read: &Snapshot) {
+    pub(crate) fn put(&self, tail: &Tail<'_>, version: i64, read: &Snapshot) {
         if read.member.is_none() || read.session.is_none() || !read.events.is_empty() {
             return;
         }
         let mut copies = self.copies.lock().unwrap_or_else(|p| p.into_inner());
-        if copies.version != version {
-            // Everything kept was read before a commit: none of it can answer again.
+        if copies.version != version || copies.count >= MAX_TAILS {
+            // A new version: everything kept was read before a commit, and none of it can
+            // answer again.
             copies.version = version;
             copies.tails.clear();
+            copies.count = 0;
         }
-        if copies.tails.len() >= MAX_TAILS {
-            copies.tails.clear();
+        let kept = copies.tails.entry(tail.session.clone()).or_default();
+        let read = read.clone();
+        match kept.iter_mut().find(|k| k.answers(tail)) {
+            Some(k) => k.read = read,
+            None => {
+                kept.push(Kept {
+                    org: tail.org.clone(),
+                    user: tail.user.clone(),
+                    page: tail.page,
+                    read,
+                });
+                copies.count += 1;
+            }
         }
-        copies.tails.insert(key, read.clone());
     }
 }
 
@@ -158,13 +199,17 @@ mod tests {
     use knowledge_core::domain::{Member, Role, Session};
     use knowledge_core::ids::SessionKey;
 
-    fn tail_of(key: &TailKey) -> Snapshot {
-        let (org, user, session, _) = key.clone();
+    fn tail_of(tail: &Tail<'_>) -> Snapshot {
         let now = Timestamp(1);
         Snapshot {
-            member: Some(Member::new(org.clone(), user.clone(), Role::Viewer, now)),
+            member: Some(Member::new(
+                tail.org.clone(),
+                tail.user.clone(),
+                Role::Viewer,
+                now,
+            )),
             session: Some(Session::new(
-                SessionKey::new(&user, &org, &session),
+                SessionKey::new(tail.user, tail.org, tail.session),
                 "t".into(),
                 now,
             )),
@@ -175,32 +220,54 @@ mod tests {
     #[test]
     fn a_kept_tail_answers_at_the_version_it_was_read_and_no_other() {
         let tails = Tails::open(Path::new(":memory:")).unwrap();
-        let key: TailKey = (
-            OrgId::generate(),
-            UserId::generate(),
-            SessionId::generate(),
-            EventsAfter {
-                after: 3,
-                limit: 101,
-            },
-        );
-        let read = tail_of(&key);
-        tails.put(key.clone(), 7, &read);
-        let kept = tails.get(&key, 7).expect("kept at the version it was read");
+        let (org, user, session) = (OrgId::generate(), UserId::generate(), SessionId::generate());
+        let page = EventsAfter {
+            after: 3,
+            limit: 101,
+        };
+        let tail = Tail {
+            org: &org,
+            user: &user,
+            session: &session,
+            page,
+        };
+        let read = tail_of(&tail);
+        tails.put(&tail, 7, &read);
+        let kept = tails
+            .get(&tail, 7)
+            .expect("kept at the version it was read");
         assert_eq!(kept.session, read.session);
         assert!(
-            tails.get(&key, 8).is_none(),
+            tails.get(&tail, 8).is_none(),
             "a commit since makes it stale"
         );
+        // Another member, or another page, of the same session is not this tail.
+        let (stranger, later) = (UserId::generate(), EventsAfter { after: 4, ..page });
+        for other in [
+            Tail {
+                user: &stranger,
+                ..tail
+            },
+            Tail {
+                page: later,
+                ..tail
+            },
+        ] {
+            assert!(tails.get(&other, 7).is_none());
+        }
         // A read at a newer version drops every older copy.
-        let other = (key.0.clone(), key.1.clone(), SessionId::generate(), key.3);
-        tails.put(other, 9, &tail_of(&key));
-        assert!(tails.get(&key, 7).is_none());
+        let another = SessionId::generate();
+        let newer = Tail {
+            session: &another,
+            ..tail
+        };
+        tails.put(&newer, 9, &tail_of(&newer));
+        assert!(tails.get(&tail, 7).is_none());
         // Nothing but a member's session without new events is kept.
-        let mut no_member = tail_of(&key);
+        let mut no_member = tail_of(&tail);
         no_member.member = None;
-        tails.put(key.clone(), 9, &no_member);
-        assert!(tails.get(&key, 9).is_none());
+        tails.put(&tail, 9, &no_member);
+        assert!(tails.get(&tail, 9).is_none());
     }
 
     #[test]
