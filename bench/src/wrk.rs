@@ -3,6 +3,10 @@
 //! each round's requests/s printed, then the median ratio of the rounds. wrk is a lighter
 //! client than either server, so the ratio is the servers', not the client's.
 //!
+//! Each round also gives the CPU time this process (the servers) spent per request, user and
+//! system, from `/proc/self/stat`: on a shared machine, where the rate depends on what else
+//! runs, that cost does not.
+//!
 //! Pinning (`--server-cpus`, `--wrk-cpus`, on by default): this process, both servers in it,
 //! runs on the first CPUs and wrk on the last, so that neither takes the other's core when the
 //! scheduler would hand it over unevenly; each round's figures are then those of one server
@@ -86,9 +90,10 @@ impl Plan {
         }
     }
 
-    /// One wrk round against `url` with `cookie`: its requests/s. Panics when wrk is missing
-    /// or when any answer was not a success (a refused cookie would be measured as fast).
-    fn round(&self, url: &str, cookie: &str, seconds: u64) -> f64 {
+    /// One wrk round against `url` with `cookie`: its requests/s, and this process's CPU time
+    /// per request in µs. Panics when wrk is missing or when any answer was not a success (a
+    /// refused cookie would be measured as fast).
+    fn round(&self, url: &str, cookie: &str, seconds: u64) -> (f64, f64) {
         let mut command = match &self.server_cpus {
             Some(_) => {
                 let mut c = Command::new("taskset");
@@ -97,6 +102,7 @@ impl Plan {
             }
             None => Command::new("wrk"),
         };
+        let cpu = cpu_seconds();
         let out = command
             .args(["-t", &self.threads.to_string()])
             .args(["-c", &self.connections.to_string()])
@@ -105,16 +111,24 @@ impl Plan {
             .arg(url)
             .output()
             .expect("wrk (apt-get install -y wrk)");
+        let cpu = cpu_seconds() - cpu;
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "wrk failed: {text}");
         assert!(
             !text.contains("Non-2xx") && !text.contains("Socket errors"),
             "wrk saw failures against {url}:\n{text}"
         );
-        text.lines()
+        let rate: f64 = text
+            .lines()
             .find_map(|l| l.strip_prefix("Requests/sec:"))
             .and_then(|v| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no Requests/sec in wrk's output:\n{text}"))
+            .unwrap_or_else(|| panic!("no Requests/sec in wrk's output:\n{text}"));
+        let requests: f64 = text
+            .lines()
+            .find(|l| l.contains(" requests in "))
+            .and_then(|l| l.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no request count in wrk's output:\n{text}"));
+        (rate, cpu / requests * 1e6)
     }
 
     /// Runs the rounds, bare axum (`bare`) then the tail poll (`tail`) in each, after one
@@ -132,32 +146,60 @@ impl Plan {
             println!("pid {}", std::process::id());
             let url = if only == "tail" { tail } else { bare };
             for n in 1..=self.rounds {
-                let rate = self.round(url, cookie, self.seconds);
-                println!("round {n}: {only} {rate:.0} requests/s");
+                let (rate, cpu) = self.round(url, cookie, self.seconds);
+                println!("round {n}: {only} {rate:.0} requests/s, {cpu:.1} µs of CPU each");
             }
             return;
         }
         self.round(bare, cookie, 2);
         self.round(tail, cookie, 2);
-        println!("| round | bare axum, requests/s | tail poll, requests/s | ratio |");
-        println!("|---:|---:|---:|---:|");
-        let (mut bares, mut tails, mut ratios) = (vec![], vec![], vec![]);
+        println!(
+            "| round | bare axum, requests/s | tail poll, requests/s | ratio \
+             | CPU µs per request, bare | the same, tail |"
+        );
+        println!("|---:|---:|---:|---:|---:|---:|");
+        let (mut bares, mut tails, mut ratios, mut costs) = (vec![], vec![], vec![], vec![]);
         for n in 1..=self.rounds {
-            let a = self.round(bare, cookie, self.seconds);
-            let b = self.round(tail, cookie, self.seconds);
-            println!("| {n} | {a:.0} | {b:.0} | {:.2} |", b / a);
+            let (a, a_cpu) = self.round(bare, cookie, self.seconds);
+            let (b, b_cpu) = self.round(tail, cookie, self.seconds);
+            println!(
+                "| {n} | {a:.0} | {b:.0} | {:.2} | {a_cpu:.1} | {b_cpu:.1} |",
+                b / a
+            );
             bares.push(a);
             tails.push(b);
             ratios.push(b / a);
+            costs.push(a_cpu / b_cpu);
         }
         println!(
             "\nMedians: bare axum {:.0}, tail poll {:.0} requests/s; ratio {:.2} \
-             (the median of the rounds' ratios).",
+             (the median of the rounds' ratios); bare axum's CPU time per request over the \
+             tail poll's, {:.2}.",
             median(&mut bares),
             median(&mut tails),
-            median(&mut ratios)
+            median(&mut ratios),
+            median(&mut costs)
         );
     }
+}
+
+/// The CPU time this process has used so far, user and system, in seconds
+/// (`/proc/self/stat`, in clock ticks of `getconf CLK_TCK`).
+fn cpu_seconds() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    let per_second = *TICKS.get_or_init(|| {
+        let out = Command::new("getconf").arg("CLK_TCK").output();
+        out.ok()
+            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+            .unwrap_or(100.0)
+    });
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    // After the command name (in parentheses): the state is field 3, utime 14, stime 15.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |field: usize| fields[field - 3].parse::<f64>().expect("clock ticks");
+    (ticks(14) + ticks(15)) / per_second
 }
 
 /// The median of `values` (the mean of the middle two for an even count).
