@@ -20,10 +20,9 @@ const AUTH_REQUIRED: &str = ", when AuthRequired(";
 ///
 /// rmcp's transport worker logs `worker quit with fatal: Transport channel closed, when
 /// AuthRequired(…)` at ERROR whenever an MCP server answers 401, and that is how a member's
-/// access token is found to need a refresh:
-/// routine, and handled (refreshed once, the call tried again). What is not routine the service
-/// logs in its own words (a refused refresh, a token refused once refreshed). Every other event,
-/// rmcp's other errors included, passes.
+/// access token is found to need a refresh: routine, and handled (refreshed once, the call
+/// tried again). What is not routine the service logs in its own words (a refused refresh, a
+/// token refused once refreshed). Every other event, rmcp's other errors included, passes.
 pub struct ExpectedErrors;
 
 impl<S: Subscriber> Layer<S> for ExpectedErrors {
