@@ -772,15 +772,22 @@ async fn tool_calls_in_two_processes_on_one_sqlite_file_when_the_token_expires_c
                 .args(["--exact", this, "--test-threads=1"])
                 .env(CHILD, &spec)
                 .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
                 .kill_on_drop(true)
                 .spawn()
                 .unwrap()
         })
         .collect();
-    for mut child in children {
-        let done = tokio::time::timeout(std::time::Duration::from_secs(90), child.wait());
-        let status = done.await.expect("the process finishes").unwrap();
-        assert!(status.success(), "a process's calls failed: {status}");
+    for child in children {
+        let done =
+            tokio::time::timeout(std::time::Duration::from_secs(90), child.wait_with_output());
+        let output = done.await.expect("the process finishes").unwrap();
+        assert!(
+            output.status.success(),
+            "a process's calls failed: {}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
     let stats = server.stats().await;
     assert_eq!(stats["refreshes"], 1, "{stats}");
