@@ -535,20 +535,26 @@ async fn settles(rig: &Rig, within: Duration, settled: impl Fn(&Grant) -> bool) 
     }
 }
 
-#[tokio::test]
-async fn a_caller_that_stops_waiting_mid_refresh_still_has_the_lost_answer_recorded_within_the_lease()
- {
-    let rig = Rig::new(Duration::from_millis(300)).await;
-    rig.connect(Duration::from_secs(5)).await;
-    rig.server.set(Mode::LoseAnswer);
+/// A caller of `vault` that gives up 50 ms into the refresh its access starts (the server
+/// answers after 300 ms).
+async fn give_up_mid_refresh(rig: &Rig, vault: &Vault) {
     let sealed = rig.sealed().await;
-    let vault = rig.vault_leasing(LEASE);
     let gave_up = tokio::time::timeout(
         Duration::from_millis(50),
         vault.access(&rig.at, sealed.as_deref()),
     )
     .await;
     assert!(gave_up.is_err(), "the caller's own bound ran out first");
+}
+
+#[tokio::test]
+async fn a_caller_that_stops_waiting_mid_refresh_still_has_the_lost_answer_recorded_within_the_lease()
+ {
+    let rig = Rig::new(Duration::from_millis(300)).await;
+    rig.connect(Duration::from_secs(5)).await;
+    rig.server.set(Mode::LoseAnswer);
+    let vault = rig.vault_leasing(LEASE);
+    give_up_mid_refresh(&rig, &vault).await;
     // The refresher records the lost answer before the lease runs out, so no caller sees
     // `connected` for a grant whose refresh token may be spent.
     let retired = settles(&rig, WITHIN_LEASE, |g| g.lease.is_none()).await;
@@ -564,14 +570,8 @@ async fn a_caller_that_stops_waiting_mid_refresh_still_has_the_lost_answer_recor
 async fn a_caller_that_stops_waiting_mid_refresh_loses_none_of_the_rotated_tokens() {
     let rig = Rig::new(Duration::from_millis(300)).await;
     rig.connect(Duration::from_secs(5)).await;
-    let sealed = rig.sealed().await;
     let vault = rig.vault_leasing(LEASE);
-    let gave_up = tokio::time::timeout(
-        Duration::from_millis(50),
-        vault.access(&rig.at, sealed.as_deref()),
-    )
-    .await;
-    assert!(gave_up.is_err(), "the caller's own bound ran out first");
+    give_up_mid_refresh(&rig, &vault).await;
     let stored = settles(&rig, WITHIN_LEASE, |g| g.generation == 2).await;
     let grant = stored.expect("the refreshed tokens were stored");
     assert_eq!((grant.lease, grant.status), (None, GrantStatus::Active));
