@@ -229,7 +229,7 @@ def test_escape_stops_a_running_turn_and_the_stop_is_shown_plainly(held, page):
 
 
 def test_escape_stops_the_turn_from_the_moment_the_stop_button_shows(held, page):
-    service, agent = held
+    service, _agent = held
     page.goto(service.first_link())
     # Escape is pressed in the very task that puts the Stop button on the page, before any
     # effect of that render has run.
@@ -241,7 +241,8 @@ def test_escape_stops_the_turn_from_the_moment_the_stop_button_shows(held, page)
         }).observe(document.body, { childList: true, subtree: true })"""
     )
     ask(page, "Stop me at once")
-    agent.asked()
+    # The stop can reach the service before its worker asks the model, and then the model is
+    # never asked: what counts is that the turn ends stopped, not whether the agent was asked.
     expect(page.locator(".terminated")).to_have_text("Stopped.", timeout=15_000)
 
 
