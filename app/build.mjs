@@ -20,6 +20,8 @@ if (process.argv.includes('--tests')) {
     bundle: true,
     platform: 'node',
     format: 'esm',
+    // test/openapi runs the generator of src/openapi.d.ts from node_modules, TypeScript and all.
+    external: ['openapi-typescript'],
     logLevel: 'warning',
   });
   process.exit(0);

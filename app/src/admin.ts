@@ -1,116 +1,50 @@
-// The admin API (/api/admin), as docs/openapi.json describes it: the calls the admin pages make
-// and the parts of the answers they read.
+// The admin API (/api/admin), as docs/openapi.json describes it: the calls the admin pages make,
+// their answers' and requests' types named from the document's schemas (see wire.ts).
 import { call } from './api';
-import type { Caps, DayUsage, ModelUsage } from './usage';
+import type { Caps } from './usage';
+import type { Narrow, Schemas } from './wire';
 
-export interface AdminMember {
-  userId: string;
-  userName?: string | null;
-  displayName?: string | null;
-  role: 'admin' | 'viewer';
-  createdAt: string;
-  identityBound: boolean;
-  /** The member's own monthly allowance; absent or null: the organisation's applies. */
-  caps?: Caps | null;
-}
+export type Role = 'admin' | 'viewer';
 
-export interface Sso {
-  configured: boolean;
-  issuer?: string | null;
-  clientId?: string | null;
-  clientSecretSet: boolean;
-  userNameClaim?: string | null;
-  emailDomains: string[];
-  enabled: boolean;
-  justInTime: boolean;
-  updatedAt?: string | null;
-  callbackUrl: string;
-}
+/** A member; `caps` is the member's own monthly allowance (absent or null: the organisation's
+ *  applies). */
+export type AdminMember = Narrow<Schemas['MemberView'], { role: Role }>;
 
-export interface SsoSettings {
-  issuer: string;
-  clientId: string;
-  clientSecret?: string;
-  userNameClaim?: string;
-  emailDomains: string[];
-  justInTime: boolean;
-}
+export type Sso = Schemas['SsoView'];
 
-export interface Scim {
-  tokenExists: boolean;
-  createdAt?: string | null;
-  baseUrl: string;
-  available: boolean;
-}
+/** What the single sign-on form sends (`PUT /sso`). */
+export type SsoSettings = Narrow<
+  Schemas['SsoRequest'],
+  { clientSecret?: string; userNameClaim?: string; emailDomains: string[]; justInTime: boolean }
+>;
 
-export interface Integration {
-  name: string;
-  url: string;
-  auth: 'none' | 'per_user' | 'oauth_member' | 'oauth_organisation';
-  createdAt: string;
-  /** For the OAuth kinds: what discovery found, and the service's client there. */
-  oauth?: {
-    issuer: string;
-    authorizationEndpoint: string;
-    scopes: string[];
-    registration: 'pre_registered' | 'metadata_document' | 'dynamic';
-    clientId: string;
-    redirectUri: string;
-    revocation: boolean;
-  };
-}
+export type Scim = Schemas['ScimView'];
+
+/** An integration; `oauth`, for the OAuth kinds: what discovery found, and the service's client
+ *  there. */
+export type Integration = Narrow<
+  Schemas['IntegrationView'],
+  {
+    auth: 'none' | 'per_user' | 'oauth_member' | 'oauth_organisation';
+    oauth?: Narrow<Schemas['OAuthView'], { registration: 'pre_registered' | 'metadata_document' | 'dynamic' }> | null;
+  }
+>;
 
 /** The organisation's limits, and each member's allowance unless set for the member; absent or
  *  null: unlimited. */
-export interface Limits {
-  monthlyQueryQuota?: number | null;
-  costCapUsd?: number | null;
-  memberQuestionCap?: number | null;
-  memberCapUsd?: number | null;
-}
+export type Limits = Schemas['LimitsRequest'];
 
-/** `GET /usage`: one month of the organisation's usage against its limits. */
-export interface Usage extends Limits {
-  month: string;
-  queries: number;
-  monthToDateUsd: number;
-  inputTokens: number;
-  outputTokens: number;
-  /** How many members asked anything in the month. */
-  activeMembers: number;
-  /** The members who used the most, spend first; at most ten. */
-  members: MemberUsage[];
-  /** Only the days with any usage, in order. */
-  days: DayUsage[];
-  /** Most dollars first. */
-  models: ModelUsage[];
-}
+/** `GET /usage`: one month of the organisation's usage against its limits: `activeMembers` asked
+ *  anything in the month, `members` used the most (spend first; at most ten), `days` are only
+ *  those with any usage, in order, `models` most dollars first. */
+export type Usage = Schemas['UsageView'];
 
-/** One member's month, against the allowance that applies to them now (absent: unlimited). */
-export interface MemberUsage extends Caps {
-  userId: string;
-  userName?: string | null;
-  displayName?: string | null;
-  /** Removed since; their usage still counts. */
-  removed: boolean;
-  questions: number;
-  usd: number;
-  inputTokens: number;
-  outputTokens: number;
-}
+/** One member's month, against the allowance that applies to them now (absent: unlimited);
+ *  `removed`: removed since, their usage still counts. */
+export type MemberUsage = Schemas['MemberUsageView'];
 
-export interface AuditEntry {
-  at: string;
-  /** `admin`, `command-line`, `scim` or `member`. */
-  actor: string;
-  actorId?: string | null;
-  actorName?: string;
-  action: string;
-  target: string;
-  targetName?: string;
-  from?: string;
-  to?: string;
-}
+/** An entry of the audit log; `actor` is `admin`, `command-line`, `scim` or `member`. */
+export type AuditEntry = Schemas['AuditEntryView'];
 
 /** The audit log's actions, for its filter. */
 export const AUDIT_ACTIONS = [
@@ -166,35 +100,43 @@ const integration = (name: string) => `${ADMIN}/integrations/${encodeURIComponen
 
 export const admin = {
   members: (q: { q?: string; after?: string }) =>
-    call<{ members: AdminMember[]; next?: string | null }>('GET', `${ADMIN}/members${query(q)}`),
-  invite: (userName: string, role: 'admin' | 'viewer') => call<AdminMember>('POST', `${ADMIN}/members`, { userName, role }),
-  setRole: (userId: string, role: 'admin' | 'viewer') => call<AdminMember>('PATCH', member(userId), { role }),
-  remove: (userId: string) => call<{ ok: boolean; cancelledTurns: number }>('DELETE', member(userId)),
+    call<Narrow<Schemas['MemberList'], { members: AdminMember[] }>>('GET', `${ADMIN}/members${query(q)}`),
+  invite: (userName: string, role: Role) =>
+    call<AdminMember>('POST', `${ADMIN}/members`, { userName, role } satisfies Schemas['InviteRequest']),
+  setRole: (userId: string, role: Role) => call<AdminMember>('PATCH', member(userId), { role } satisfies Schemas['RoleRequest']),
+  remove: (userId: string) => call<Schemas['Removed']>('DELETE', member(userId)),
   sso: () => call<Sso>('GET', `${ADMIN}/sso`),
   setSso: (s: SsoSettings) => call<Sso>('PUT', `${ADMIN}/sso`, s),
-  enableSso: (enabled: boolean) => call<Sso>('PUT', `${ADMIN}/sso/enabled`, { enabled }),
-  testSso: (issuer: string) => call<{ ok: boolean; issuer: string }>('POST', `${ADMIN}/sso/test`, { issuer }),
+  enableSso: (enabled: boolean) => call<Sso>('PUT', `${ADMIN}/sso/enabled`, { enabled } satisfies Schemas['SsoEnabledRequest']),
+  testSso: (issuer: string) =>
+    call<Schemas['SsoTested']>('POST', `${ADMIN}/sso/test`, { issuer } satisfies Schemas['SsoTestRequest']),
   scim: () => call<Scim>('GET', `${ADMIN}/scim`),
-  newScimToken: () => call<{ token: string; createdAt: string; baseUrl: string }>('POST', `${ADMIN}/scim/token`),
-  integrations: () => call<{ integrations: Integration[] }>('GET', `${ADMIN}/integrations`),
+  newScimToken: () => call<Schemas['ScimToken']>('POST', `${ADMIN}/scim/token`),
+  integrations: () =>
+    call<Narrow<Schemas['IntegrationList'], { integrations: Integration[] }>>('GET', `${ADMIN}/integrations`),
   connect: (name: string, url: string, auth: Integration['auth'], client?: { clientId: string; clientSecret?: string }) =>
-    call<Integration>('PUT', integration(name), { url, auth, ...client }),
-  connectOrganisation: (name: string) => call<{ authorizationUrl: string }>('POST', `${integration(name)}/connect`),
-  disconnectOrganisation: (name: string) => call<{ ok: boolean }>('DELETE', `${integration(name)}/connection`),
-  disconnect: (name: string) => call<{ ok: boolean }>('DELETE', integration(name)),
-  test: (name: string) =>
-    call<{ tools: { name: string; description: string }[] }>('POST', `${integration(name)}/test`),
+    call<Integration>('PUT', integration(name), { url, auth, ...client } satisfies Schemas['IntegrationRequest']),
+  connectOrganisation: (name: string) => call<Schemas['ConnectStarted']>('POST', `${integration(name)}/connect`),
+  disconnectOrganisation: (name: string) => call<Schemas['Done']>('DELETE', `${integration(name)}/connection`),
+  disconnect: (name: string) => call<Schemas['Done']>('DELETE', integration(name)),
+  test: (name: string) => call<Schemas['ToolList']>('POST', `${integration(name)}/test`),
   storeCredential: (name: string, userId: string, token: string) =>
-    call<{ ok: boolean }>('PUT', `${integration(name)}/credentials/${encodeURIComponent(userId)}`, { token }),
-  holders: (name: string) => call<{ members: AdminMember[] }>('GET', `${integration(name)}/credentials`),
+    call<Schemas['Done']>(
+      'PUT',
+      `${integration(name)}/credentials/${encodeURIComponent(userId)}`,
+      { token } satisfies Schemas['CredentialRequest'],
+    ),
+  holders: (name: string) =>
+    call<Narrow<Schemas['HolderList'], { members: AdminMember[] }>>('GET', `${integration(name)}/credentials`),
   usage: (month?: string) => call<Usage>('GET', `${ADMIN}/usage${query({ month })}`),
-  memory: () => call<{ enabled: boolean }>('GET', `${ADMIN}/memory`),
-  setMemory: (enabled: boolean) => call<{ enabled: boolean }>('PUT', `${ADMIN}/memory`, { enabled }),
+  memory: () => call<Schemas['MemorySetting']>('GET', `${ADMIN}/memory`),
+  setMemory: (enabled: boolean) =>
+    call<Schemas['MemorySetting']>('PUT', `${ADMIN}/memory`, { enabled } satisfies Schemas['MemorySetting']),
   setLimits: (limits: Limits) => call<Usage>('PUT', `${ADMIN}/usage/limits`, limits),
-  setCaps: (userId: string, caps: Caps) => call<AdminMember>('PUT', `${member(userId)}/caps`, caps),
+  setCaps: (userId: string, caps: Caps) =>
+    call<AdminMember>('PUT', `${member(userId)}/caps`, caps satisfies Schemas['MemberCapsRequest']),
   clearCaps: (userId: string) => call<AdminMember>('DELETE', `${member(userId)}/caps`),
-  audit: (q: { before?: string; action?: string }) =>
-    call<{ entries: AuditEntry[]; next?: string | null }>('GET', `${ADMIN}/audit${query(q)}`),
+  audit: (q: { before?: string; action?: string }) => call<Schemas['AuditList']>('GET', `${ADMIN}/audit${query(q)}`),
 };
 
 /** Where to download a month's usage as CSV: a row per member per day, or per member per model. */

@@ -2,7 +2,7 @@
 // ApiFailure a person can read: the status, the service's code and message, and what to do.
 
 import { rateLimitWords, waitWords } from './limits';
-import type { Account, Connection, ErrorBody, MemoryPage, SessionSummary, TranscriptPage } from './wire';
+import type { Account, Connection, ErrorBody, MemoryPage, Narrow, Schemas, TranscriptPage } from './wire';
 
 export class ApiFailure extends Error {
   constructor(
@@ -63,7 +63,7 @@ export function explain(f: ApiFailure): string {
 /** Which of the member's own limits was reached, with their figures, and when it renews. */
 function memberCapWords(f: ApiFailure): string {
   const b = f.body;
-  const questions = b?.memberQuestionCap !== undefined && (b.memberMonthToDateQuestions ?? 0) >= b.memberQuestionCap;
+  const questions = b?.memberQuestionCap != null && (b.memberMonthToDateQuestions ?? 0) >= b.memberQuestionCap;
   const reached = questions
     ? `all ${b?.memberQuestionCap} of your questions for this month`
     : `your spending allowance for this month ($${b?.memberMonthToDateUsd?.toFixed(2) ?? '?'} of $${b?.memberCapUsd?.toFixed(2) ?? '?'})`;
@@ -117,23 +117,29 @@ const SESSIONS = '/api/managed-agents';
 
 export const api = {
   me: () => call<Account>('GET', '/api/auth/me'),
-  connections: () => call<{ connections: Connection[] }>('GET', '/api/integrations'),
-  connect: (name: string) => call<{ authorizationUrl: string }>('POST', `/api/integrations/${encodeURIComponent(name)}/connect`),
-  disconnect: (name: string) => call<{ ok: boolean }>('DELETE', `/api/integrations/${encodeURIComponent(name)}/connection`),
+  connections: () => call<Narrow<Schemas['ConnectionList'], { connections: Connection[] }>>('GET', '/api/integrations'),
+  connect: (name: string) =>
+    call<Schemas['ConnectStarted']>('POST', `/api/integrations/${encodeURIComponent(name)}/connect`),
+  disconnect: (name: string) => call<Schemas['Done']>('DELETE', `/api/integrations/${encodeURIComponent(name)}/connection`),
   memory: () => call<MemoryPage>('GET', '/api/memory'),
-  switchMemory: (enabled: boolean) => call<MemoryPage>('PUT', '/api/memory', { enabled }),
-  forgetNote: (id: string) => call<{ forgotten: number }>('DELETE', `/api/memory/notes/${encodeURIComponent(id)}`),
-  forgetAllNotes: () => call<{ forgotten: number }>('DELETE', '/api/memory/notes'),
-  logout: () => call<{ ok: boolean }>('POST', '/api/auth/logout'),
-  switchOrg: (orgId: string) => call<{ ok: boolean; orgId: string }>('POST', '/api/auth/switch-org', { orgId }),
-  sessions: () => call<{ sessions: SessionSummary[] }>('GET', `${SESSIONS}/sessions`),
-  find: (q: string) => call<{ sessions: SessionSummary[]; complete: boolean }>('GET', `${SESSIONS}/find?${new URLSearchParams({ q })}`),
-  rename: (sessionId: string, title: string) => call<{ ok: boolean; title: string }>('POST', `${SESSIONS}/rename`, { sessionId, title }),
-  create: (text: string) => call<{ id: string; runId: string; noConnectors: boolean }>('POST', `${SESSIONS}/session`, { text }),
-  message: (sessionId: string, text: string) => call<{ ok: boolean }>('POST', `${SESSIONS}/message`, { sessionId, text }),
-  cancel: (sessionId: string) => call<{ ok: boolean }>('POST', `${SESSIONS}/cancel`, { sessionId }),
+  switchMemory: (enabled: boolean) => call<MemoryPage>('PUT', '/api/memory', { enabled } satisfies Schemas['MemorySwitch']),
+  forgetNote: (id: string) => call<Schemas['Forgotten']>('DELETE', `/api/memory/notes/${encodeURIComponent(id)}`),
+  forgetAllNotes: () => call<Schemas['Forgotten']>('DELETE', '/api/memory/notes'),
+  logout: () => call<Schemas['Done']>('POST', '/api/auth/logout'),
+  switchOrg: (orgId: string) =>
+    call<Schemas['SwitchedOrg']>('POST', '/api/auth/switch-org', { orgId } satisfies Schemas['SwitchOrgRequest']),
+  sessions: () => call<Schemas['SessionList']>('GET', `${SESSIONS}/sessions`),
+  find: (q: string) => call<Schemas['FoundView']>('GET', `${SESSIONS}/find?${new URLSearchParams({ q })}`),
+  rename: (sessionId: string, title: string) =>
+    call<Schemas['Renamed']>('POST', `${SESSIONS}/rename`, { sessionId, title } satisfies Schemas['RenameRequest']),
+  create: (text: string) =>
+    call<Schemas['CreatedSessionView']>('POST', `${SESSIONS}/session`, { text } satisfies Schemas['CreateSessionRequest']),
+  message: (sessionId: string, text: string) =>
+    call<Schemas['Done']>('POST', `${SESSIONS}/message`, { sessionId, text } satisfies Schemas['MessageRequest']),
+  cancel: (sessionId: string) =>
+    call<Schemas['Cancelled']>('POST', `${SESSIONS}/cancel`, { sessionId } satisfies Schemas['CancelRequest']),
   remove: (sessionId: string) =>
-    call<{ ok: boolean }>('DELETE', `${SESSIONS}/session?sessionId=${encodeURIComponent(sessionId)}`),
+    call<Schemas['Done']>('DELETE', `${SESSIONS}/session?sessionId=${encodeURIComponent(sessionId)}`),
   transcript: (sessionId: string, since: string | null) => {
     const q = new URLSearchParams({ sessionId });
     if (since) q.set('sinceEventId', since);

@@ -138,7 +138,7 @@ export function applyPage(t: Transcript, page: TranscriptPage): Transcript {
     next = fold(next, e);
     next.cursor = e.id;
   }
-  const running = page.workflowRunId !== null;
+  const running = page.workflowRunId != null;
   return { ...next, running, hasMore: page.hasMore, draft: running ? (page.draft?.text ?? null) : null };
 }
 

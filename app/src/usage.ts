@@ -3,39 +3,17 @@
 // month filled in, dollars and counts, how close someone is to a limit. Pure but for the call;
 // tested in test/usage.
 import { call } from './api';
+import type { Schemas } from './wire';
 
-/** One day of a month (UTC) with any usage. */
-export interface DayUsage {
-  /** `YYYY-MM-DD`. */
-  date: string;
-  questions: number;
-  inputTokens: number;
-  outputTokens: number;
-  usd: number;
-}
+/** One day of a month (UTC) with any usage; `date` is `YYYY-MM-DD`. */
+export type DayUsage = Schemas['DayUsageView'];
 
 /** One model's calls in a month. */
-export interface ModelUsage {
-  model: string;
-  calls: number;
-  inputTokens: number;
-  outputTokens: number;
-  usd: number;
-}
+export type ModelUsage = Schemas['ModelUsageView'];
 
-/** `GET /api/usage`: the member's own month, against the allowance that applies to them now. */
-export interface OwnUsage {
-  month: string;
-  questions: number;
-  usd: number;
-  inputTokens: number;
-  outputTokens: number;
-  /** Absent or null: no limit. */
-  questionCap?: number | null;
-  capUsd?: number | null;
-  days: DayUsage[];
-  models: ModelUsage[];
-}
+/** `GET /api/usage`: the member's own month, against the allowance that applies to them now
+ *  (a cap absent or null: no limit). */
+export type OwnUsage = Schemas['OwnUsageView'];
 
 export const usage = {
   own: (month: string) => call<OwnUsage>('GET', `/api/usage?${new URLSearchParams({ month })}`),
@@ -143,10 +121,7 @@ export function scaleTop(max: number): number {
 }
 
 /** A monthly allowance; absent or null is unlimited. */
-export interface Caps {
-  questionCap?: number | null;
-  capUsd?: number | null;
-}
+export type Caps = Schemas['MemberCapsView'];
 
 /** The allowance in words: "50 questions and $5.00", "Unlimited". */
 export function capsWords(caps: Caps): string {

@@ -18,6 +18,7 @@ const page = (events: WireEvent[], running = false, hasMore = false): Transcript
   workflowRunId: running ? 'run_1' : null,
   events,
   hasMore,
+  backfillFailed: false,
 });
 
 test('a question and its answer read in order, and the cursor is the last event', () => {

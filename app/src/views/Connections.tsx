@@ -26,7 +26,7 @@ function arrival(): Notice {
   return null;
 }
 
-function since(at?: string): string {
+function since(at?: string | null): string {
   return at ? new Date(at).toLocaleDateString() : '';
 }
 
