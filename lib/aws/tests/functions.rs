@@ -1,7 +1,8 @@
 //! The Lambda functions in-process, on moto (DynamoDB, Step Functions, Secrets Manager) on
 //! loopback: every sample event in `events/` fed to its function's handler, the DynamoDB
 //! requests each endpoint makes counted, and the Step Functions start shown idempotent.
-//! `scripts/test` starts moto and sets `KNOWLEDGE_TEST_DYNAMODB_ENDPOINT`.
+//! `scripts/test` starts moto and sets `KNOWLEDGE_TEST_DYNAMODB_ENDPOINT`; without it each test
+//! that needs moto begins by skipping itself (`knowledge_test_support::skip_without_dynamodb!`).
 //!
 //! The shared deployment and helpers are in `functions/support.rs`; the tests are grouped by
 //! the function family they feed, one module each under `functions/`.

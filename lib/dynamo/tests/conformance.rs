@@ -1,21 +1,22 @@
 //! The storage ports' contract on DynamoDB: a table of its own for each case, in the stand-in
 //! (moto on loopback) that `KNOWLEDGE_TEST_DYNAMODB_ENDPOINT` names; `scripts/test` starts it.
+//! Without it each case is skipped (`knowledge_test_support::stores`).
 
 use std::sync::Arc;
 
 use knowledge_dynamo::{DynamoStore, RequestCounter, connect, create_table_if_missing};
 use knowledge_store_tests::Tested;
 
-const ENDPOINT_ENV: &str = "KNOWLEDGE_TEST_DYNAMODB_ENDPOINT";
-
-async fn open() -> (Arc<dyn Tested>, ()) {
-    let endpoint = std::env::var(ENDPOINT_ENV).unwrap_or_else(|_| {
-        panic!("{ENDPOINT_ENV} must name a DynamoDB endpoint; scripts/test starts moto and sets it")
-    });
+/// A fresh table on the stand-in, or `None` (the case skipped) when no stand-in is named.
+async fn open() -> Option<(Arc<dyn Tested>, ())> {
+    if knowledge_test_support::stores::skip_dynamodb() {
+        return None;
+    }
+    let endpoint = knowledge_test_support::stores::dynamodb_endpoint();
     let client = connect(Some(&endpoint), RequestCounter::default()).await;
     let table = format!("conformance-{}", uuid::Uuid::new_v4().simple());
     create_table_if_missing(&client, &table).await.unwrap();
-    (Arc::new(DynamoStore::new(client, table)), ())
+    Some((Arc::new(DynamoStore::new(client, table)), ()))
 }
 
 knowledge_store_tests::conformance!(open);
@@ -29,7 +30,8 @@ async fn a_search_reads_only_its_pages_of_the_index_and_says_when_it_stopped_sho
     use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
     use knowledge_core::ports::SessionStore;
 
-    let endpoint = std::env::var(ENDPOINT_ENV).unwrap();
+    knowledge_test_support::skip_without_dynamodb!();
+    let endpoint = knowledge_test_support::stores::dynamodb_endpoint();
     let client = connect(Some(&endpoint), RequestCounter::default()).await;
     let table = format!("find-{}", uuid::Uuid::new_v4().simple());
     create_table_if_missing(&client, &table).await.unwrap();

@@ -211,6 +211,7 @@ pub async fn member_months(
 /// Declares every case of the contract as a `#[tokio::test]` of the invoking crate, in one
 /// module per role, each on the fresh store that `$open().await` returns as
 /// `(Arc<dyn Tested>, guard)`; the guard (a temporary directory, say) lives as long as the case.
+/// An `$open` may return that in an `Option` instead, `None` skipping the case ([`Opened`]).
 #[macro_export]
 macro_rules! conformance {
     ($open:path) => {
@@ -295,6 +296,28 @@ macro_rules! conformance {
     };
 }
 
+/// What a [`conformance!`] `$open` returns: the store to test and its guard, or, in an
+/// `Option`, `None` when there is no store to test here (DynamoDB with no stand-in running: the
+/// case is skipped; `knowledge_test_support::stores` decides and says so).
+pub trait Opened {
+    type Guard;
+    fn opened(self) -> Option<(std::sync::Arc<dyn Tested>, Self::Guard)>;
+}
+
+impl<G> Opened for (std::sync::Arc<dyn Tested>, G) {
+    type Guard = G;
+    fn opened(self) -> Option<(std::sync::Arc<dyn Tested>, G)> {
+        Some(self)
+    }
+}
+
+impl<G> Opened for Option<(std::sync::Arc<dyn Tested>, G)> {
+    type Guard = G;
+    fn opened(self) -> Self {
+        self
+    }
+}
+
 /// One `#[tokio::test]` per case, in one module per role; see [`conformance!`].
 #[doc(hidden)]
 #[macro_export]
@@ -305,7 +328,9 @@ macro_rules! cases {
 
             $(#[tokio::test]
             async fn $case() {
-                let (store, _guard) = $open().await;
+                let Some((store, _guard)) = $crate::Opened::opened($open().await) else {
+                    return;
+                };
                 $crate::$role::$case(store).await;
             })+
         })+

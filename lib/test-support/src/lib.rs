@@ -1,6 +1,7 @@
 //! What the service's HTTP tests share, in process (`lib/app/tests/contract`) and over a socket
 //! (`lib/local/tests/api`): a client that speaks the interface, agents whose timing the tests
-//! control, the docs search as an integration with tools, and DynamoDB on moto as a store.
+//! control, the docs search as an integration with tools, and DynamoDB on moto as a store (with
+//! the skip of the DynamoDB cases when no moto runs: [`stores::skip_dynamodb`]).
 
 pub mod agents;
 pub mod client;

@@ -13,6 +13,7 @@ use crate::support::{Deployment, ORG, USER, requests};
 
 #[tokio::test]
 async fn scim_event_provisions_the_entra_user_with_one_read_and_one_transaction() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let (status, body, made) = d.invoke(functions::SCIM).await;
     assert_eq!(status, 201, "{body}");
@@ -82,6 +83,7 @@ async fn add_viewer(d: &Deployment, user: &UserId) {
 
 #[tokio::test]
 async fn admin_event_promotes_the_member_with_its_audit_entry_naming_the_admin() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let org = OrgId::parse(ORG).unwrap();
     // The sample user administers the organisation; the event promotes another member.
@@ -102,6 +104,7 @@ async fn admin_event_promotes_the_member_with_its_audit_entry_naming_the_admin()
 
 #[tokio::test]
 async fn admin_usage_reads_the_months_member_counters_in_one_query_and_the_top_members_at_once() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let org = OrgId::parse(ORG).unwrap();
     let now = SystemClock.now();

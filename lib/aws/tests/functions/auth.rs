@@ -11,6 +11,7 @@ use crate::support::{Deployment, ORG, SECOND_ORG, requests};
 
 #[tokio::test]
 async fn switch_org_event_sets_a_cookie_for_the_other_organisation() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let response = d
         .router(functions::SWITCH_ORG)
@@ -27,6 +28,7 @@ async fn switch_org_event_sets_a_cookie_for_the_other_organisation() {
 
 #[tokio::test]
 async fn me_event_lists_both_organisations_of_the_sample_user() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let (status, body, made) = d.invoke(functions::ME).await;
     assert_eq!(status, 200, "{body}");
@@ -45,6 +47,7 @@ async fn me_event_lists_both_organisations_of_the_sample_user() {
 
 #[tokio::test]
 async fn logout_event_signs_the_sample_user_out_of_both_organisations() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     // A request signed in before the sign-out, sent after it.
     let earlier = d.event(functions::LIST_SESSIONS);
@@ -74,6 +77,7 @@ async fn logout_event_signs_the_sample_user_out_of_both_organisations() {
 
 #[tokio::test]
 async fn signin_link_event_signs_the_sample_user_in_once() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let response = d
         .router(functions::SIGNIN_LINK)
@@ -95,6 +99,7 @@ async fn signin_link_event_signs_the_sample_user_in_once() {
 
 #[tokio::test]
 async fn sso_events_reach_their_functions_which_read_no_more_than_they_need() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     // The sample's e-mail domain leads to no organisation: one GetItem, the common answer.
     let (status, body, reads) = d.invoke(functions::SSO_LOGIN).await;

@@ -28,6 +28,7 @@ use crate::support::{
 
 #[tokio::test]
 async fn integrations_event_lists_the_organisations_oauth_integrations_in_two_queries() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let (status, body, made) = d.invoke(functions::INTEGRATIONS).await;
     assert_eq!((status, &body), (200, &json!({ "connections": [] })));
@@ -37,6 +38,7 @@ async fn integrations_event_lists_the_organisations_oauth_integrations_in_two_qu
 
 #[tokio::test]
 async fn oauth_callback_event_without_its_connect_in_progress_connects_nothing() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let response = (d.router(functions::OAUTH_CALLBACK).await)
         .oneshot(d.event(functions::OAUTH_CALLBACK))
@@ -154,6 +156,7 @@ async fn call_agent_with_grant(server: &RotatingServer) -> (Value, BTreeMap<Stri
 #[tokio::test]
 async fn call_agent_reads_an_oauth_grant_with_the_members_data_and_a_refresh_costs_three_requests()
 {
+    knowledge_test_support::skip_without_dynamodb!();
     // Tokens that last an hour: no refresh is due.
     let server = RotatingServer::with_mcp(3600).await;
     let (answered, made) = call_agent_with_grant(&server).await;
@@ -186,6 +189,7 @@ async fn call_agent_reads_an_oauth_grant_with_the_members_data_and_a_refresh_cos
 
 #[tokio::test]
 async fn two_call_agent_functions_needing_one_expired_grant_at_once_refresh_it_once() {
+    knowledge_test_support::skip_without_dynamodb!();
     // The first token lasts 30 s, under the 60 s margin: due at once; the refreshed one an
     // hour; each refresh takes a second, so the other invocations meet it in flight.
     let server = RotatingServer::expiring(30).await;
@@ -225,6 +229,7 @@ async fn two_call_agent_functions_needing_one_expired_grant_at_once_refresh_it_o
 
 #[tokio::test]
 async fn test_integration_event_lists_the_servers_tools_with_the_admins_own_grant() {
+    knowledge_test_support::skip_without_dynamodb!();
     let server = RotatingServer::with_mcp(3600).await;
     let d = on_loopback().await;
     crate::admin::promote_the_sample_user(&d).await;

@@ -13,6 +13,7 @@ use crate::support::{Deployment, SESSION, requests};
 
 #[tokio::test]
 async fn create_session_event_creates_a_session_and_starts_its_execution() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let (status, body, made) = d.invoke(functions::CREATE_SESSION).await;
     assert_eq!(status, 200, "{body}");
@@ -35,6 +36,7 @@ async fn create_session_event_creates_a_session_and_starts_its_execution() {
 
 #[tokio::test]
 async fn transcript_event_reads_the_events_after_its_cursor_with_one_query() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let (status, body, made) = d.invoke(functions::TRANSCRIPT).await;
     assert_eq!(status, 200, "{body}");
@@ -53,6 +55,7 @@ async fn transcript_event_reads_the_events_after_its_cursor_with_one_query() {
 
 #[tokio::test]
 async fn message_event_appends_the_question_and_starts_a_run() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let (status, body, made) = d.invoke(functions::MESSAGE).await;
     assert_eq!((status, &body), (200, &json!({ "ok": true })));
@@ -69,6 +72,7 @@ async fn message_event_appends_the_question_and_starts_a_run() {
 
 #[tokio::test]
 async fn list_sessions_event_lists_the_session() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let (status, body, made) = d.invoke(functions::LIST_SESSIONS).await;
     assert_eq!(status, 200, "{body}");
@@ -79,6 +83,7 @@ async fn list_sessions_event_lists_the_session() {
 
 #[tokio::test]
 async fn titles_event_renames_the_session_in_one_transaction_with_its_rate_window() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let before = d.store.get_session(&d.key).await.unwrap().unwrap();
     d.counter.take();
@@ -99,6 +104,7 @@ async fn titles_event_renames_the_session_in_one_transaction_with_its_rate_windo
 #[tokio::test]
 async fn memory_event_reads_the_membership_the_memory_and_the_switch_and_a_forget_is_one_transaction()
  {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let from = knowledge_core::domain::SavedFrom {
         session: &d.key.session,
@@ -145,6 +151,7 @@ async fn memory_event_reads_the_membership_the_memory_and_the_switch_and_a_forge
 
 #[tokio::test]
 async fn finding_sessions_by_title_is_the_membership_and_one_query_of_the_index() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let mut request = d.event(functions::TITLES);
     *request.method_mut() = axum::http::Method::GET;
@@ -169,6 +176,7 @@ async fn finding_sessions_by_title_is_the_membership_and_one_query_of_the_index(
 
 #[tokio::test]
 async fn cancel_event_on_an_idle_session_changes_nothing() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let before = d.store.get_session(&d.key).await.unwrap();
     d.counter.take();
@@ -181,6 +189,7 @@ async fn cancel_event_on_an_idle_session_changes_nothing() {
 
 #[tokio::test]
 async fn cancel_event_on_a_running_turn_stamps_it_with_its_rate_window_in_one_transaction() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let (status, body, _) = d.invoke(functions::MESSAGE).await;
     assert_eq!(status, 200, "{body}");
@@ -200,6 +209,7 @@ async fn cancel_event_on_a_running_turn_stamps_it_with_its_rate_window_in_one_tr
 
 #[tokio::test]
 async fn delete_session_event_removes_the_session_and_its_events() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let (status, body, made) = d.invoke(functions::DELETE_SESSION).await;
     assert_eq!((status, &body), (200, &json!({ "ok": true })));

@@ -29,11 +29,10 @@ pub(crate) const SESSION: &str = "ses_0123456789abcdef0123456789abcdef";
 pub(crate) const RUN: &str = "run_0123456789abcdef0123456789abcdef";
 pub(crate) const ORIGIN: &str = "https://app.example.com";
 
+/// moto's endpoint; a test that reaches it begins with `skip_without_dynamodb!()`, so that a
+/// plain `cargo test` skips it (`knowledge_test_support::stores`).
 pub(crate) fn endpoint() -> String {
-    std::env::var("KNOWLEDGE_TEST_DYNAMODB_ENDPOINT").expect(
-        "KNOWLEDGE_TEST_DYNAMODB_ENDPOINT must name moto's endpoint; scripts/test starts moto \
-         on loopback and sets it",
-    )
+    knowledge_test_support::stores::dynamodb_endpoint()
 }
 
 pub(crate) fn repo_file(path: &str) -> String {

@@ -76,6 +76,7 @@ impl Deployment {
 
 #[tokio::test]
 async fn sweep_event_revives_a_run_whose_execution_was_stopped_and_its_turn_is_answered() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let (key, run) = d.dead_run(0).await;
     // Its execution ran on Step Functions and was stopped there, never to come back.
@@ -130,6 +131,7 @@ async fn sweep_event_revives_a_run_whose_execution_was_stopped_and_its_turn_is_a
 
 #[tokio::test]
 async fn sweep_event_ends_a_turn_that_keeps_killing_its_executions_as_failed() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let (key, run) = d.dead_run(MAX_REVIVALS).await;
     let (answer, made) = d.sweep().await;
@@ -163,6 +165,7 @@ async fn sweep_event_ends_a_turn_that_keeps_killing_its_executions_as_failed() {
 
 #[tokio::test]
 async fn a_sweep_racing_a_message_to_the_dead_run_starts_exactly_one_execution() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let (key, run) = d.dead_run(0).await;
     let mut event = d.event(functions::MESSAGE);

@@ -10,6 +10,7 @@ use crate::support::{Deployment, pascal, repo_file};
 
 #[tokio::test]
 async fn a_function_answers_another_endpoints_request_as_an_unknown_route() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let response = d
         .router(functions::TRANSCRIPT)
@@ -30,6 +31,7 @@ async fn a_function_answers_another_endpoints_request_as_an_unknown_route() {
 
 #[tokio::test]
 async fn only_the_functions_that_use_a_key_read_its_secret() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let without_keys = Env {
         signing_key_secret: None,

@@ -13,6 +13,7 @@ use crate::support::{Deployment, follow_up, requests, row, sample_input, step, t
 
 #[tokio::test]
 async fn a_retried_start_succeeds_where_the_machine_keeps_execution_names_unique() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let workflow = SfnWorkflow::new(d.sfn.clone(), Some(d.state_machine_arn.clone()));
     let run = RunId::generate();
@@ -24,6 +25,7 @@ async fn a_retried_start_succeeds_where_the_machine_keeps_execution_names_unique
 
 #[tokio::test]
 async fn task_events_drive_a_turn_through_the_task_functions() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let follow_up = follow_up(&d).await;
     let (user_seq, started_at) = follow_up.clone();
@@ -86,6 +88,7 @@ async fn task_events_drive_a_turn_through_the_task_functions() {
 
 #[tokio::test]
 async fn a_task_given_malformed_input_fails_with_the_error_name_the_state_machine_matches() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let error = task(&d, Handler::LoadTurn, json!({ "session": 7 }))
         .await
@@ -102,6 +105,7 @@ async fn a_task_given_malformed_input_fails_with_the_error_name_the_state_machin
 #[tokio::test]
 async fn call_agent_writes_a_streamed_answers_draft_at_most_once_a_second_and_a_poll_reads_no_more()
 {
+    knowledge_test_support::skip_without_dynamodb!();
     use knowledge_providers::fake::{AgentSetup, Fake, OpenAi, Reply, Wire};
     use std::time::{Duration, Instant};
 

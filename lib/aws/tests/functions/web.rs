@@ -7,6 +7,7 @@ use crate::support::Deployment;
 
 #[tokio::test]
 async fn web_event_gets_the_apps_page_under_its_policy_without_reading_anything() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     // As the function's main serves it: the built-in files, without a cold start.
     let files = Parts::of(functions::WEB).files.unwrap();
@@ -26,6 +27,7 @@ async fn web_event_gets_the_apps_page_under_its_policy_without_reading_anything(
 
 #[tokio::test]
 async fn web_function_sends_the_script_in_brotli_or_gzip_as_the_browser_accepts() {
+    knowledge_test_support::skip_without_dynamodb!();
     let d = Deployment::new().await;
     let files = Parts::of(functions::WEB).files.unwrap();
     let script = knowledge_web::embedded_assets()

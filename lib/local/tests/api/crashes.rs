@@ -296,6 +296,7 @@ fn fresh_table() -> String {
 
 #[tokio::test]
 async fn on_dynamodb_a_kill_at_any_step_is_recovered_by_the_restarted_instance_at_once() {
+    knowledge_test_support::skip_without_dynamodb!();
     for point in TURN_POINTS {
         let dir = tempfile::tempdir().unwrap();
         let store = on_dynamodb(&fresh_table());
@@ -322,6 +323,7 @@ async fn on_dynamodb_a_kill_at_any_step_is_recovered_by_the_restarted_instance_a
 
 #[tokio::test]
 async fn on_dynamodb_a_run_a_killed_process_left_is_swept_up_by_another_serving_process() {
+    knowledge_test_support::skip_without_dynamodb!();
     for point in TURN_POINTS {
         let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let store = on_dynamodb(&fresh_table());

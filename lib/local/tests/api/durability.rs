@@ -264,6 +264,7 @@ async fn a_run_left_in_flight_by_a_dead_process_is_resumed_and_answered_at_start
 
 #[tokio::test]
 async fn serve_on_dynamodb_answers_and_keeps_its_sessions_across_a_restart() {
+    knowledge_test_support::skip_without_dynamodb!();
     let dir = tempfile::tempdir().unwrap();
     let endpoint = crate::support::dynamodb_endpoint();
     let table = format!("knowledge-bin-{}", uuid::Uuid::new_v4().simple());
