@@ -1,5 +1,4 @@
-//! The `memory` Lambda function (`MemoryFunction` in template.yaml): a member's own memory
-//! (what the agent keeps, forgetting, the switch, the export); its row is
-//! `knowledge_app::functions::MEMORY`.
+//! The `memory` Lambda function (`MemoryFunction` in template.yaml); its row is
+//! `knowledge_app::functions::MEMORY`. Written by `cargo xtask derive`.
 
 knowledge_aws::main!(MEMORY);

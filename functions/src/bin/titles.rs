@@ -1,4 +1,4 @@
-//! The `titles` Lambda function (`TitlesFunction` in template.yaml): renaming a session and
-//! finding sessions by title; its row is `knowledge_app::functions::TITLES`.
+//! The `titles` Lambda function (`TitlesFunction` in template.yaml); its row is
+//! `knowledge_app::functions::TITLES`. Written by `cargo xtask derive`.
 
 knowledge_aws::main!(TITLES);

@@ -1,4 +1,4 @@
-//! The `usage` Lambda function (`UsageFunction` in template.yaml): a member's own usage, by
-//! day and by model, against their allowance; its row is `knowledge_app::functions::USAGE`.
+//! The `usage` Lambda function (`UsageFunction` in template.yaml); its row is
+//! `knowledge_app::functions::USAGE`. Written by `cargo xtask derive`.
 
 knowledge_aws::main!(USAGE);

@@ -1,7 +1,8 @@
 //! Counts the DynamoDB requests a client sends, by operation, so that tests and benchmarks can
 //! show what each endpoint costs. An SDK interceptor: it sees every attempt that goes on the
-//! wire, retries included. With the `testing` feature it also notes what the items of each
-//! transaction need IAM to allow, which the operation's name does not say.
+//! wire, retries included. With the `testing` feature it also notes what IAM must allow that
+//! the operation's name does not say: the items of each transaction, and what each query reads
+//! (the table or an index).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -28,25 +29,34 @@ impl RequestCounter {
         std::mem::take(&mut *self.counts.lock().expect("request counter lock"))
     }
 
-    /// The IAM actions the items of the transactions sent so far need (`dynamodb:PutItem`,
-    /// `dynamodb:UpdateItem`, `dynamodb:DeleteItem`, `dynamodb:ConditionCheckItem`: IAM
-    /// authorises a transaction item by item), and none from now on.
+    /// What the transactions and queries sent so far need IAM to allow, and nothing from now
+    /// on: the actions of the transactions' items (`dynamodb:PutItem`, `dynamodb:UpdateItem`,
+    /// `dynamodb:DeleteItem`, `dynamodb:ConditionCheckItem`: IAM authorises a transaction item
+    /// by item), and for each query `dynamodb:Query` on the table or `dynamodb:Query index/<name>`
+    /// on an index.
     #[cfg(feature = "testing")]
     pub fn take_item_actions(&self) -> std::collections::BTreeSet<String> {
         std::mem::take(&mut *self.item_actions.lock().expect("request counter lock"))
     }
 
     #[cfg(feature = "testing")]
-    fn note_items(&self, body: Option<&[u8]>) {
-        let Some(body) = body.and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok())
-        else {
+    fn note_needs(&self, operation: &str, body: Option<&[u8]>) {
+        let body = body.and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok());
+        let Some(body) = body else {
             return;
         };
+        let mut noted = self.item_actions.lock().expect("request counter lock");
+        if operation == "Query" {
+            noted.insert(match body["IndexName"].as_str() {
+                Some(index) => format!("dynamodb:Query index/{index}"),
+                None => "dynamodb:Query".to_owned(),
+            });
+            return;
+        }
         let items = body["TransactItems"].as_array().into_iter().flatten();
         let kinds = items
             .filter_map(serde_json::Value::as_object)
             .flat_map(|i| i.keys());
-        let mut noted = self.item_actions.lock().expect("request counter lock");
         noted.extend(kinds.map(|kind| format!("dynamodb:{kind}Item")));
     }
 }
@@ -65,8 +75,8 @@ impl Intercept for RequestCounter {
             .map_or("unknown", |m| m.name())
             .to_owned();
         #[cfg(feature = "testing")]
-        if operation == "TransactWriteItems" {
-            self.note_items(_context.request().body().bytes());
+        if operation == "TransactWriteItems" || operation == "Query" {
+            self.note_needs(&operation, _context.request().body().bytes());
         }
         *self
             .counts

@@ -56,6 +56,43 @@ pub fn document(endpoints: &[Routes]) -> utoipa::openapi::OpenApi {
     openapi::document([sessions, scim::document(), openapi::document_of_itself()])
 }
 
+/// A route as the document declares it: what `template.yaml` routes to each function derives
+/// from these.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeclaredRoute {
+    /// In upper case: `GET`, `POST`, ...
+    pub method: &'static str,
+    /// With its path parameters in braces: `/api/integrations/{name}/connect`.
+    pub path: String,
+    /// The operation's id in the document, unique in it.
+    pub operation_id: String,
+}
+
+/// The routes of some endpoints, by path and then method.
+pub fn declared_routes(endpoints: &[Routes]) -> Vec<DeclaredRoute> {
+    let doc = session_parts(endpoints).doc;
+    let mut routes = Vec::new();
+    for (path, item) in doc.paths.paths {
+        let methods = [
+            ("GET", item.get),
+            ("PUT", item.put),
+            ("POST", item.post),
+            ("DELETE", item.delete),
+            ("PATCH", item.patch),
+        ];
+        for (method, operation) in methods {
+            if let Some(operation) = operation {
+                routes.push(DeclaredRoute {
+                    method,
+                    path: path.clone(),
+                    operation_id: operation.operation_id.unwrap_or_default(),
+                });
+            }
+        }
+    }
+    routes
+}
+
 /// The router of one Lambda function's session endpoint. Any other request is answered exactly
 /// as the full router answers an unknown route (401 without a valid cookie, then 404 or 405):
 /// every request under `/api/managed-agents/` passes the member guard first, unknown paths and

@@ -46,18 +46,27 @@ pub enum Files {
     Folder(PathBuf),
 }
 
+/// The paths at which the app's page is served (`GET`): every view a link can open.
+pub const PAGES: [&str; 7] = [
+    "/",
+    "/c/{session}",
+    "/connections",
+    "/memory",
+    "/usage",
+    "/admin",
+    "/admin/{section}",
+];
+
+/// The path of the app's hashed assets (`GET`).
+pub const ASSETS: &str = "/assets/{name}";
+
 /// The routes of the app's files.
 pub fn routes(files: Files) -> Router {
     let files = Arc::new(files);
-    Router::new()
-        .route("/", get(page))
-        .route("/c/{session}", get(page))
-        .route("/connections", get(page))
-        .route("/memory", get(page))
-        .route("/usage", get(page))
-        .route("/admin", get(page))
-        .route("/admin/{section}", get(page))
-        .route("/assets/{name}", get(asset))
+    PAGES
+        .iter()
+        .fold(Router::new(), |router, path| router.route(path, get(page)))
+        .route(ASSETS, get(asset))
         .with_state(files)
 }
 

@@ -1,0 +1,262 @@
+//! Each function's resource in `template.yaml`, from its row: the binary it builds, its
+//! memory and timeout, its environment (from the parts and secrets it uses), its routes as
+//! API events (from the routes' declarations), and its IAM policy (from what it asks of the
+//! table, the secrets it reads and whether it starts runs).
+
+use std::fmt::Write;
+
+use knowledge_app::functions::{ADMIN, ALL, Function, Index, Serves};
+use knowledge_aws::config::{
+    APP_ORIGIN_ENV, PROVIDER_KEY_SECRET_ENV, SEALING_KEY_SECRET_ENV, SIGNING_KEY_SECRET_ENV,
+    STATE_MACHINE_ENV, TABLE_ENV,
+};
+use knowledge_http::declared_routes;
+
+use crate::pascal;
+
+/// An event of a function: a route of the HTTP API, or its schedule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    Api {
+        name: String,
+        /// `ANY` or a method in upper case.
+        method: &'static str,
+        path: String,
+    },
+    EveryMinute,
+}
+
+/// The resources of every function, as the derived part of `template.yaml` holds them.
+pub fn functions() -> String {
+    let resources: Vec<String> = ALL.iter().map(|row| resource(*row)).collect();
+    format!("\n{}\n", resources.join("\n"))
+}
+
+/// The routes API Gateway sends to a function, and its schedule.
+pub fn events(row: Function) -> Vec<Event> {
+    let api = |name: &str, method: &'static str, path: &str| Event::Api {
+        name: name.to_owned(),
+        method,
+        path: path.to_owned(),
+    };
+    match row.serves {
+        // The admin function takes every path under the prefix that no other function's route
+        // names more exactly (API Gateway picks the most specific route): its own, and unknown
+        // ones, which it answers 401, 404 or 405 as the local service does.
+        Serves::Routes(_) if row.name == ADMIN.name => {
+            vec![api("Api", "ANY", "/api/admin/{proxy+}")]
+        }
+        Serves::Routes(routes) => declared_routes(&[routes])
+            .into_iter()
+            .map(|r| api(&pascal(&r.operation_id), r.method, &r.path))
+            .collect(),
+        Serves::Scim => vec![
+            api("Scim", "ANY", "/api/scim/{proxy+}"),
+            api("ScimV2", "ANY", "/api/scim/v2/{proxy+}"),
+        ],
+        Serves::Document => vec![api("Document", "GET", "/api/openapi.json")],
+        Serves::AppFiles => knowledge_web::PAGES
+            .iter()
+            .chain([&knowledge_web::ASSETS])
+            .map(|path| api(&path_name(path), "GET", path))
+            .collect(),
+        Serves::Task(_) => Vec::new(),
+        Serves::Sweep => vec![Event::EveryMinute],
+    }
+}
+
+/// An event's name from its path: `/admin/{section}` is `AdminSection`, `/` is `Home`.
+fn path_name(path: &str) -> String {
+    let name = pascal(&path.replace(['/', '{', '}'], "-"));
+    if name.is_empty() { "Home".into() } else { name }
+}
+
+/// What the function is, for a person reading the console and `functions/README.md`.
+pub(crate) fn description(row: Function) -> String {
+    match row.serves {
+        Serves::Routes(_) if row.name == ADMIN.name => {
+            "Every route under /api/admin that no other function serves".to_owned()
+        }
+        Serves::Routes(_) => events(row)
+            .iter()
+            .filter_map(|e| match e {
+                Event::Api { method, path, .. } => Some(format!("{method} {path}")),
+                Event::EveryMinute => None,
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        Serves::Scim => {
+            "SCIM 2.0 provisioning: every route under /api/scim and /api/scim/v2".into()
+        }
+        Serves::Document => "GET /api/openapi.json: the OpenAPI document, built in".into(),
+        Serves::AppFiles => "The browser app: its page and hashed assets, built in".into(),
+        Serves::Task(handler) => format!("{} Task of the agent workflow", handler.name()),
+        Serves::Sweep => {
+            "Every minute: revives the runs whose execution died, or ends their turn".into()
+        }
+    }
+}
+
+/// The environment its cold start reads: names only, never a secret's value.
+fn environment(row: Function) -> Vec<(&'static str, &'static str)> {
+    let mut vars = Vec::new();
+    if row.table.any() {
+        vars.push((TABLE_ENV, "!Ref Table"));
+    }
+    if matches!(row.serves, Serves::Routes(_) | Serves::Scim) {
+        vars.push((APP_ORIGIN_ENV, "!Ref AppOrigin"));
+    }
+    if row.secrets.cookie_key {
+        vars.push((SIGNING_KEY_SECRET_ENV, "!Ref SigningKeySecretArn"));
+    }
+    if row.secrets.sealing_key {
+        vars.push((SEALING_KEY_SECRET_ENV, "!Ref SealingKeySecretArn"));
+    }
+    if row.starts_runs {
+        vars.push((STATE_MACHINE_ENV, "!Ref AgentStateMachine"));
+    }
+    if row.parts.agent {
+        // The provider's settings (lib/providers/src/config.rs).
+        vars.extend([
+            ("KNOWLEDGE_AGENT", "!Ref AgentProvider"),
+            ("KNOWLEDGE_MODEL", "!Ref AgentModel"),
+            ("KNOWLEDGE_PRICES", "!Ref AgentPrices"),
+            ("OPENAI_BASE_URL", "!Ref ProviderBaseUrl"),
+            ("ANTHROPIC_BASE_URL", "!Ref ProviderBaseUrl"),
+        ]);
+    }
+    if row.secrets.provider_key {
+        vars.push((PROVIDER_KEY_SECRET_ENV, PROVIDER_KEY));
+    }
+    vars
+}
+
+/// The provider's key, when the deployment names one.
+const PROVIDER_KEY: &str = "!If [HasProviderKey, !Ref ProviderApiKeySecretArn, !Ref AWS::NoValue]";
+
+/// One statement of its policy: the actions, and the resources they are allowed on.
+struct Statement {
+    actions: Vec<String>,
+    resources: Vec<String>,
+}
+
+/// Its policy: no more than its row declares.
+fn statements(row: Function) -> Vec<Statement> {
+    let mut statements = Vec::new();
+    if !row.table.operations.is_empty() {
+        statements.push(Statement {
+            actions: (row.table.operations.iter())
+                .map(|op| format!("dynamodb:{}", op.name()))
+                .collect(),
+            resources: vec!["!GetAtt Table.Arn".into()],
+        });
+    }
+    if !row.table.indexes.is_empty() {
+        statements.push(Statement {
+            actions: vec!["dynamodb:Query".into()],
+            resources: (row.table.indexes.iter())
+                .map(|index: &Index| format!("!Sub \"${{Table.Arn}}/index/{}\"", index.name()))
+                .collect(),
+        });
+    }
+    let secrets = [
+        (row.secrets.cookie_key, "!Ref SigningKeySecretArn"),
+        (row.secrets.sealing_key, "!Ref SealingKeySecretArn"),
+        (row.secrets.provider_key, PROVIDER_KEY),
+    ];
+    let secrets: Vec<String> = (secrets.iter())
+        .filter(|(read, _)| *read)
+        .map(|(_, arn)| (*arn).to_owned())
+        .collect();
+    if !secrets.is_empty() {
+        statements.push(Statement {
+            actions: vec!["secretsmanager:GetSecretValue".into()],
+            resources: secrets,
+        });
+    }
+    if row.starts_runs {
+        statements.push(Statement {
+            actions: vec!["states:StartExecution".into()],
+            resources: vec!["!Ref AgentStateMachine".into()],
+        });
+    }
+    statements
+}
+
+/// The function's resource, indented as an entry of `Resources:`.
+fn resource(row: Function) -> String {
+    let mut out = String::new();
+    let mut line = |indent: usize, text: &str| {
+        let _ = writeln!(out, "{:indent$}{text}", "", indent = indent);
+    };
+    line(2, &format!("{}Function:", pascal(row.name)));
+    line(4, "Type: AWS::Serverless::Function");
+    line(4, "Metadata:");
+    line(6, "BuildMethod: rust-cargolambda");
+    line(6, "BuildProperties:");
+    line(8, &format!("Binary: {}", row.name));
+    line(4, "Properties:");
+    line(6, &format!("Description: {}", quoted(&description(row))));
+    line(6, &format!("MemorySize: {}", row.lambda.memory_mb));
+    line(6, &format!("Timeout: {}", row.lambda.timeout_secs));
+    let environment = environment(row);
+    if !environment.is_empty() {
+        line(6, "Environment:");
+        line(8, "Variables:");
+        for (name, value) in environment {
+            line(10, &format!("{name}: {value}"));
+        }
+    }
+    let events = events(row);
+    if !events.is_empty() {
+        line(6, "Events:");
+    }
+    for event in events {
+        match event {
+            Event::Api { name, method, path } => {
+                line(8, &format!("{name}:"));
+                line(10, "Type: HttpApi");
+                line(10, "Properties:");
+                line(12, "ApiId: !Ref HttpApi");
+                line(12, &format!("Method: {method}"));
+                line(12, &format!("Path: {path}"));
+            }
+            Event::EveryMinute => {
+                line(8, "EveryMinute:");
+                line(10, "Type: ScheduleV2");
+                line(10, "Properties:");
+                line(12, "ScheduleExpression: rate(1 minute)");
+                line(12, "Input: '{\"source\": \"knowledge.sweep\"}'");
+                line(
+                    12,
+                    "# A sweep that fails is not retried: the next one comes within the minute.",
+                );
+                line(12, "RetryPolicy:");
+                line(14, "MaximumRetryAttempts: 0");
+            }
+        }
+    }
+    let statements = statements(row);
+    if !statements.is_empty() {
+        line(6, "Policies:");
+        line(8, "- Version: \"2012-10-17\"");
+        line(10, "Statement:");
+        for statement in statements {
+            line(12, "- Effect: Allow");
+            line(14, "Action:");
+            for action in statement.actions {
+                line(16, &format!("- {action}"));
+            }
+            line(14, "Resource:");
+            for resource in statement.resources {
+                line(16, &format!("- {resource}"));
+            }
+        }
+    }
+    out
+}
+
+/// A YAML string in double quotes.
+fn quoted(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}

@@ -1,0 +1,257 @@
+//! The files derived from the rows are what the rows make them, and the template, read as
+//! YAML, routes every documented operation to the function whose row declares it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use knowledge_app::functions::{ALL, Serves};
+use knowledge_core::steps::Handler;
+use serde_norway::Value;
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(xtask::root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// template.yaml, with CloudFormation's tags kept (`!Ref Table` is a tagged value).
+fn template() -> Value {
+    serde_norway::from_str(&read("template.yaml")).expect("template.yaml is YAML")
+}
+
+/// The functions' resources, by the binary they build.
+fn functions(template: &Value) -> BTreeMap<String, (String, Value)> {
+    let resources = template["Resources"].as_mapping().expect("Resources");
+    resources
+        .iter()
+        .filter(|(_, r)| r["Type"] == "AWS::Serverless::Function")
+        .map(|(name, r)| {
+            let binary = r["Metadata"]["BuildProperties"]["Binary"].as_str().unwrap();
+            let name = name.as_str().unwrap().to_owned();
+            (binary.to_owned(), (name, r["Properties"].clone()))
+        })
+        .collect()
+}
+
+#[test]
+fn every_derived_file_is_what_the_rows_make_it() {
+    let stale = xtask::stale(&xtask::root()).unwrap();
+    let paths: Vec<String> = stale.iter().map(|f| f.path.display().to_string()).collect();
+    assert!(
+        paths.is_empty(),
+        "stale: {}; run `cargo xtask derive` and commit what it writes",
+        paths.join(", ")
+    );
+}
+
+#[test]
+fn a_stale_or_extra_derived_file_is_found() {
+    let root = tempfile_root();
+    let stale: BTreeSet<String> = xtask::stale(root.path())
+        .unwrap()
+        .into_iter()
+        .map(|f| f.path.display().to_string())
+        .collect();
+    // The copy's template lost a function, and a binary without a row is left over.
+    assert!(stale.contains("template.yaml"), "{stale:?}");
+    assert!(stale.contains("functions/src/bin/retired.rs"), "{stale:?}");
+    assert!(!stale.contains("functions/README.md"), "{stale:?}");
+    // Writing fixes both.
+    xtask::write(root.path()).unwrap();
+    assert!(xtask::stale(root.path()).unwrap().is_empty());
+    assert!(!root.path().join("functions/src/bin/retired.rs").exists());
+}
+
+/// A copy of the derived files, with one function's resource cut from the template and a
+/// binary left over from a retired row.
+fn tempfile_root() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = |path: &str, text: &str| {
+        let to = dir.path().join(path);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::write(to, text).unwrap();
+    };
+    let template = read("template.yaml");
+    let start = template.find("\n  MessageFunction:\n").unwrap();
+    let end = template.find("\n  TranscriptFunction:\n").unwrap();
+    copy(
+        "template.yaml",
+        &format!("{}{}", &template[..start], &template[end..]),
+    );
+    for path in [
+        "functions/Cargo.toml",
+        "functions/README.md",
+        "docs/openapi.json",
+    ] {
+        copy(path, &read(path));
+    }
+    for row in ALL {
+        let path = format!("functions/src/bin/{}.rs", row.name);
+        copy(&path, &read(&path));
+    }
+    copy(
+        "functions/src/bin/retired.rs",
+        "knowledge_aws::main!(RETIRED);\n",
+    );
+    dir
+}
+
+#[test]
+fn every_row_has_its_resource_and_sample_event_and_the_template_builds_nothing_else() {
+    let template = template();
+    let built = functions(&template);
+    for row in ALL {
+        let (resource, _) = built
+            .get(row.name)
+            .unwrap_or_else(|| panic!("template.yaml builds no {}", row.name));
+        assert_eq!(*resource, format!("{}Function", xtask::pascal(row.name)));
+        read(&format!("events/{}.json", row.name));
+    }
+    let rows: BTreeSet<&str> = ALL.iter().map(|row| row.name).collect();
+    for binary in built.keys() {
+        assert!(rows.contains(binary.as_str()), "{binary} has no row");
+    }
+}
+
+#[test]
+fn every_task_of_the_workflow_gets_its_functions_arn() {
+    let template = template();
+    let machine = &template["Resources"]["AgentStateMachine"]["Properties"];
+    let definition = read("infra/statemachine/agent.asl.json");
+    for handler in Handler::ALL {
+        assert!(
+            definition.contains(&handler.resource()),
+            "{}",
+            handler.name()
+        );
+        let substitution =
+            &machine["DefinitionSubstitutions"][format!("{}FunctionArn", handler.name())];
+        let arn = serde_norway::to_string(substitution).unwrap();
+        assert_eq!(
+            arn.trim(),
+            format!("!GetAtt {}Function.Arn", handler.name())
+        );
+    }
+}
+
+#[test]
+fn every_function_refuses_private_destinations_unless_the_deployment_says_otherwise() {
+    let template = template();
+    let globals = &template["Globals"]["Function"]["Environment"]["Variables"];
+    let allow = serde_norway::to_string(&globals["KNOWLEDGE_ALLOW_PRIVATE_DESTINATIONS"]).unwrap();
+    assert_eq!(allow.trim(), "!Ref AllowPrivateDestinations");
+    assert_eq!(
+        template["Parameters"]["AllowPrivateDestinations"]["Default"],
+        "false"
+    );
+    // Unset, a function's environment refuses them too.
+    assert_eq!(
+        knowledge_aws::config::Env::default().egress,
+        knowledge_egress::Egress::PUBLIC_ONLY
+    );
+}
+
+/// A route of the HTTP API: its method (or `ANY`), its path's segments, and its function.
+struct ApiRoute {
+    method: String,
+    segments: Vec<String>,
+    function: String,
+}
+
+impl ApiRoute {
+    /// How exactly it matches `method path`, if it does: API Gateway picks the most exact.
+    fn rank(&self, method: &str, path: &[&str]) -> Option<(usize, bool, usize)> {
+        let greedy = self.segments.last().is_some_and(|s| s.ends_with("+}"));
+        let fixed = if greedy {
+            self.segments.len() - 1
+        } else {
+            self.segments.len()
+        };
+        let fits = if greedy {
+            path.len() > fixed
+        } else {
+            path.len() == fixed
+        };
+        let same = self.segments[..fixed]
+            .iter()
+            .zip(path)
+            .all(|(s, p)| s == p || s.starts_with('{'));
+        let literal = self.segments[..fixed]
+            .iter()
+            .filter(|s| !s.starts_with('{'))
+            .count();
+        let method_fits = self.method == "ANY" || self.method == method;
+        (fits && same && method_fits).then_some((
+            usize::from(!greedy),
+            self.method != "ANY",
+            literal,
+        ))
+    }
+}
+
+#[test]
+fn every_documented_operation_reaches_the_function_whose_row_serves_it() {
+    let template = template();
+    let mut routes = Vec::new();
+    for (binary, (_, properties)) in functions(&template) {
+        let events = properties["Events"]
+            .as_mapping()
+            .cloned()
+            .unwrap_or_default();
+        for (_, event) in events.iter().filter(|(_, e)| e["Type"] == "HttpApi") {
+            let path = event["Properties"]["Path"].as_str().unwrap();
+            routes.push(ApiRoute {
+                method: event["Properties"]["Method"]
+                    .as_str()
+                    .unwrap()
+                    .to_uppercase(),
+                segments: path.split('/').skip(1).map(str::to_owned).collect(),
+                function: binary.clone(),
+            });
+        }
+    }
+    // Who serves what, by the rows.
+    let mut expected = BTreeMap::new();
+    for row in ALL {
+        if let Serves::Routes(r) = row.serves {
+            for route in knowledge_http::declared_routes(&[r]) {
+                expected.insert((route.method.to_owned(), route.path), row.name);
+            }
+        }
+    }
+    let document: serde_json::Value = serde_json::from_str(&read("docs/openapi.json")).unwrap();
+    let mut checked = 0;
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            let method = method.to_uppercase();
+            let owner = expected
+                .get(&(method.clone(), path.clone()))
+                .copied()
+                .unwrap_or(if path.starts_with("/api/scim") {
+                    "scim"
+                } else {
+                    "openapi"
+                });
+            // A path parameter stands for one segment of any value.
+            let segments: Vec<&str> = path.split('/').skip(1).collect();
+            let best = routes
+                .iter()
+                .filter_map(|r| r.rank(&method, &segments).map(|rank| (rank, r)))
+                .max_by_key(|(rank, _)| *rank)
+                .map(|(_, r)| r.function.as_str());
+            assert_eq!(best, Some(owner), "{method} {path}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "only {checked} operations documented");
+    // And the app's pages reach the app.
+    for page in knowledge_web::PAGES {
+        let segments: Vec<&str> = page.split('/').skip(1).collect();
+        let best = routes
+            .iter()
+            .filter_map(|r| r.rank("GET", &segments).map(|k| (k, r)))
+            .max_by_key(|(k, _)| *k);
+        assert_eq!(
+            best.map(|(_, r)| r.function.as_str()),
+            Some("web"),
+            "{page}"
+        );
+    }
+}
