@@ -6,8 +6,9 @@
 # cookies, admins' for the admin routes (and the organisation's SCIM token) are handed out by
 # scripts/schemathesis_hooks.py.
 #   scripts/fuzz_api.sh path/to/knowledge
-# Starts the service on a free loopback port over a fresh data directory and stops it; exits
-# non-zero on any failure. Needs .venv with scripts/requirements.txt (scripts/test makes it).
+# Starts the service on a loopback port (scripts/common.sh's start_server) over a fresh data
+# directory and stops it; exits non-zero on any failure. Needs .venv with
+# scripts/requirements.txt (scripts/test makes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/common.sh
@@ -15,8 +16,9 @@ cd "$(dirname "$0")/.."
 knowledge=$1
 dir=$(mktemp -d)
 pid=
+# shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
-  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  stop_server "$pid"
   if [ -n "${FUZZ_KEEP_LOG:-}" ]; then cp "$dir/serve.log" "$FUZZ_KEEP_LOG"; fi
   rm -rf "$dir"
 }
@@ -45,23 +47,18 @@ for i in 1 2 3; do
 done
 token=$(k scim token --org org_fuzz)
 
-port=$(free_port)
-url="http://127.0.0.1:${port}"
-KNOWLEDGE_ADDR="127.0.0.1:${port}" "$knowledge" --data-dir "$dir" serve >"$dir/serve.log" 2>&1 &
-pid=$!
-deadline=$((SECONDS + 30))
-until grep -q "listening on" "$dir/serve.log"; do
-  if [ "$SECONDS" -ge "$deadline" ] || ! kill -0 "$pid" 2>/dev/null; then
-    echo "the service did not start; its output:"; cat "$dir/serve.log"; exit 1
-  fi
-  sleep 0.2
-done
-
+# On a port the system picks; the service's "listening on" line names it.
 status=0
+start_server "the service" "$dir/serve.log" \
+  env KNOWLEDGE_ADDR=127.0.0.1:0 "$knowledge" --data-dir "$dir" serve || status=1
+pid=$server_pid
+[ "$status" -eq 0 ] || exit 1
+url=$server_url
+
 FUZZ_COOKIES="$cookies" FUZZ_ADMIN_COOKIES="$admin_cookies" FUZZ_SCIM_TOKEN="$token" SCHEMATHESIS_HOOKS=scripts/schemathesis_hooks.py \
   .venv/bin/schemathesis --config-file scripts/schemathesis.toml run docs/openapi.json \
   --url "$url" --header "Origin: ${url}" --no-color || status=$?
-echo "the service's answers by status:" $(grep -o 'status=[0-9]*' "$dir/serve.log" | sort | uniq -c | awk '{printf "%s %s,", $2, $1}')
+echo "the service's answers by status: $(grep -o 'status=[0-9]*' "$dir/serve.log" | sort | uniq -c | awk '{printf "%s %s,", $2, $1}')"
 if [ "$status" -ne 0 ]; then
   echo "the service's log:"; tail -n 50 "$dir/serve.log"
 fi

@@ -8,7 +8,8 @@
 #   - each function's binary (dev profile, built here by cargo) runs as Lambda would start it:
 #     the environment template.yaml gives that function (read by scripts/lambda_events.py) and
 #     nothing else from this shell, with the AWS SDK pointed at moto (scripts/moto_server.py on
-#     another free port) for DynamoDB, Secrets Manager and Step Functions;
+#     another loopback port, started by scripts/common.sh's start_moto) for DynamoDB, Secrets
+#     Manager and Step Functions;
 #   - `cargo lambda invoke NAME --data-file FILE` sends each event, and each answer is checked
 #     against what that function must answer (scripts/lambda_events.py, CHECKS).
 # The run: moto gets the two key secrets, the agent state machine, and the table with the
@@ -31,8 +32,8 @@ cd "$(dirname "$0")/.."
 # cargo-lambda's watch and invoke only; installed without its dependencies, since ziglang
 # (about 400 MB) serves only cross-compiling builds (docs/deploy.md).
 CARGO_LAMBDA_VERSION=1.9.2
-# Bounds, in seconds: a server coming up, one invocation (a cold start included).
-START_TIMEOUT=30
+# Bound, in seconds, on one invocation (a cold start included); on a server coming up it is
+# scripts/common.sh's SERVER_TIMEOUT.
 INVOKE_TIMEOUT=60
 ORIGIN=https://app.example.com
 ORG=org_sample
@@ -77,18 +78,6 @@ fail() {
   exit 1
 }
 
-# wait_until WHAT PID LOG CMD...: polls CMD every 0.2 s until it succeeds, failing when PID
-# exits or START_TIMEOUT passes.
-wait_until() {
-  local what=$1 pid=$2 log=$3 deadline=$((SECONDS + START_TIMEOUT))
-  shift 3
-  until "$@" 2>/dev/null; do
-    kill -0 "$pid" 2>/dev/null || fail "${what} exited" "$log"
-    [ "$SECONDS" -lt "$deadline" ] || fail "${what} not up within ${START_TIMEOUT} s" "$log"
-    sleep 0.2
-  done
-}
-
 echo "-- cargo-lambda ${CARGO_LAMBDA_VERSION} and the Python environment in .venv"
 python_env
 installed=$(.venv/bin/cargo-lambda lambda --version 2>/dev/null || true)
@@ -108,20 +97,21 @@ for name in "${FUNCTIONS[@]}" knowledge; do bin_args+=(--bin "$name"); done
 cargo build --locked --workspace --tests "${bin_args[@]}"
 
 echo "-- moto and the Lambda Runtime API emulator on loopback"
-moto_port=$(free_port)
-endpoint="http://127.0.0.1:${moto_port}"
-.venv/bin/python scripts/moto_server.py 127.0.0.1 "$moto_port" >"$work/moto.log" 2>&1 &
-server_pids+=($!)
-wait_until moto "$!" "$work/moto.log" \
-  .venv/bin/python -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \
-  "${endpoint}/moto-api/"
+up=yes
+start_moto "$work/moto.log" || up=no
+server_pids+=("$moto_pid")
+[ "$up" = yes ] || fail "moto did not start"
+endpoint=$moto_url
+# The emulator takes no port 0 and prints no "listening on": a free port, and a connection to
+# it is its sign.
 port=$(free_port)
 cargo lambda watch --only-lambda-apis --invoke-address 127.0.0.1 --invoke-port "$port" \
   >"$work/watch.log" 2>&1 &
 server_pids+=($!)
-wait_until "cargo lambda watch" "$!" "$work/watch.log" \
+await_server "cargo lambda watch" "$!" "$work/watch.log" \
   .venv/bin/python -c \
-  'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)' "$port"
+  'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)' "$port" \
+  || fail "cargo lambda watch did not start"
 
 echo "-- the deployment on moto: secrets, state machine, table, the sample member and a cookie"
 table="knowledge-invoke-$$"

@@ -15,6 +15,10 @@ boto3 knows only its own member names (`stateMachineArn`), so the request fails 
 `KeyError`. Here they are mapped onto the operation's members, as Step Functions does, so the
 agent workflow's `Handover` state runs.
 
+Once its socket accepts connections it prints "moto listening on http://HOST:PORT", the line
+scripts/common.sh's start_moto waits for; PORT 0 takes a port the system picks, which that line
+names.
+
 Usage: python scripts/moto_server.py HOST PORT
 """
 
@@ -27,7 +31,7 @@ from moto.moto_server.werkzeug_app import (
     MotoRequestHandler,
     create_backend_app,
 )
-from werkzeug.serving import run_simple
+from werkzeug.serving import make_server
 
 
 class SerialDynamoDB:
@@ -67,16 +71,18 @@ def map_step_functions_parameters():
 
 def main():
     host, port = sys.argv[1], int(sys.argv[2])
-    # moto's Step Functions call its own Lambda at MOTO_PORT.
-    os.environ["MOTO_PORT"] = str(port)
     map_step_functions_parameters()
-    run_simple(
+    server = make_server(
         host,
         port,
         SerialDynamoDB(DomainDispatcherApplication(create_backend_app)),
         threaded=True,
         request_handler=MotoRequestHandler,
     )
+    # moto's Step Functions call its own Lambda at MOTO_PORT: the port bound, not 0.
+    os.environ["MOTO_PORT"] = str(server.port)
+    print(f"moto listening on http://{host}:{server.port}", flush=True)
+    server.serve_forever()
 
 
 if __name__ == "__main__":

@@ -8,10 +8,9 @@ from that folder instead of the embedded copy (to try a test on another build of
 import json
 import os
 import re
-import socket
 import subprocess
+import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -21,37 +20,27 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = os.environ.get("KNOWLEDGE_BIN", str(ROOT / "target" / "debug" / "knowledge"))
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# Starting a server and waiting until it listens, as scripts/common.sh's start_server does.
+sys.path.insert(0, str(ROOT / "scripts"))
+from servers import free_port, start  # noqa: E402  (free_port: for the tests' own servers)
 
 
 class Service:
-    """`knowledge serve` on a free port over a fresh data directory."""
+    """`knowledge serve` on a loopback port the system picks, over a fresh data directory."""
 
     def __init__(self, env: dict | None = None):
         self.dir = tempfile.TemporaryDirectory()
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.log = open(Path(self.dir.name) / "serve.log", "w+")
+        self.log = Path(self.dir.name) / "serve.log"
         app_dir = ["--app-dir", os.environ["KNOWLEDGE_APP_DIR"]] if os.environ.get("KNOWLEDGE_APP_DIR") else []
-        self.proc = subprocess.Popen(
-            [BIN, "--data-dir", self.dir.name, "serve", "--addr", f"127.0.0.1:{self.port}", *app_dir],
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
+        self.proc, self.base = start(
+            [BIN, "--data-dir", self.dir.name, "serve", "--addr", "127.0.0.1:0", *app_dir],
+            self.log,
             env={**os.environ, **(env or {})},
         )
-        deadline = time.monotonic() + 30
-        while "listening on" not in self.output():
-            assert self.proc.poll() is None, self.output()
-            assert time.monotonic() < deadline, "the service did not start in 30 s"
-            time.sleep(0.1)
+        self.port = int(self.base.rsplit(":", 1)[1])
 
     def output(self) -> str:
-        self.log.flush()
-        return (Path(self.dir.name) / "serve.log").read_text()
+        return self.log.read_text()
 
     def first_link(self) -> str:
         return re.search(r"http://\S+/api/auth/link\?token=[0-9a-f]+", self.output()).group(0)
@@ -70,7 +59,6 @@ class Service:
     def stop(self):
         self.proc.terminate()
         self.proc.wait(timeout=10)
-        self.log.close()
         self.dir.cleanup()
 
 
