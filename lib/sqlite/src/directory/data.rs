@@ -24,7 +24,7 @@ pub(crate) fn member_data_value(
     .optional()
 }
 
-/// [`DirectoryStore::swap_member_data`]'s contract, inside `tx`.
+/// [`knowledge_core::ports::DirectoryStore::swap_member_data`]'s contract, inside `tx`.
 pub(crate) fn swap_member_data(
     tx: &Transaction<'_>, org: &OrgId, user: &UserId, kind: &str, name: &str,
     previous: Option<&str>, next: Option<&str>,
@@ -61,7 +61,7 @@ pub(crate) fn swap_member_data(
     Ok(())
 }
 
-/// See [`DirectoryStore::put_member_data`](knowledge_core::ports::DirectoryStore::put_member_data).
+/// See [`knowledge_core::ports::DirectoryStore::put_member_data`].
 pub(super) fn put_member_data(
     tx: &Transaction<'_>, o: &OrgId, u: &UserId, d: &MemberData, a: &AuditEntry,
 ) -> StoreResult<()> {

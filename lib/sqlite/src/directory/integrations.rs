@@ -9,7 +9,7 @@ use rusqlite::{Connection, Transaction, params};
 use super::audit::insert_audit;
 use crate::backend;
 
-/// See [`DirectoryStore::put_integration`](knowledge_core::ports::DirectoryStore::put_integration):
+/// See [`knowledge_core::ports::DirectoryStore::put_integration`]:
 /// `config` is the integration's settings as JSON.
 pub(super) fn put_integration(
     tx: &Transaction<'_>, o: &OrgId, name: &str, config: &str, a: &AuditEntry,
@@ -45,7 +45,7 @@ pub(super) fn integration_from(
     })
 }
 
-/// See [`DirectoryStore::remove_integration`](knowledge_core::ports::DirectoryStore::remove_integration).
+/// See [`knowledge_core::ports::DirectoryStore::remove_integration`].
 pub(super) fn remove_integration(
     tx: &Transaction<'_>, o: &OrgId, name: &str, a: &AuditEntry,
 ) -> StoreResult<bool> {

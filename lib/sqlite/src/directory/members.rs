@@ -70,7 +70,7 @@ fn profile_json(m: &Member) -> StoreResult<Option<String>> {
         .map_err(backend)
 }
 
-/// See [`DirectoryStore::create_member`](knowledge_core::ports::DirectoryStore::create_member).
+/// See [`knowledge_core::ports::DirectoryStore::create_member`].
 pub(super) fn create_member(tx: &Transaction<'_>, m: &Member, a: &AuditEntry) -> StoreResult<()> {
     let identity = identity_columns(m)?;
     let inserted = tx.execute(
@@ -162,7 +162,7 @@ pub(super) fn at_version(tx: &Transaction<'_>, member: &Member) -> StoreResult<b
     .map_err(backend)
 }
 
-/// See [`DirectoryStore::update_member`](knowledge_core::ports::DirectoryStore::update_member).
+/// See [`knowledge_core::ports::DirectoryStore::update_member`].
 pub(super) fn update_member(
     tx: &Transaction<'_>, p: &Member, m: &Member, a: &AuditEntry,
 ) -> StoreResult<()> {
@@ -205,7 +205,7 @@ pub(super) fn update_member(
     }
 }
 
-/// See [`DirectoryStore::remove_member`](knowledge_core::ports::DirectoryStore::remove_member).
+/// See [`knowledge_core::ports::DirectoryStore::remove_member`].
 pub(super) fn remove_member(
     tx: &Transaction<'_>, o: &OrgId, u: &UserId, a: &AuditEntry,
 ) -> StoreResult<bool> {
@@ -225,7 +225,7 @@ pub(super) fn remove_member(
     Ok(true)
 }
 
-/// See [`DirectoryStore::remove_member_keeping`](knowledge_core::ports::DirectoryStore::remove_member_keeping).
+/// See [`knowledge_core::ports::DirectoryStore::remove_member_keeping`].
 pub(super) fn remove_member_keeping(
     tx: &Transaction<'_>, m: &Member, a: &AuditEntry, k: &Member,
 ) -> StoreResult<bool> {
