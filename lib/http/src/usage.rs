@@ -1,18 +1,20 @@
 //! A member's own usage (`/api/usage`): their month by day and by model, against the
-//! allowance that applies to them. Only their own; the admin API reads everyone's. The day
-//! and model views here are the admin report's too.
+//! allowance that applies to them. Only their own; the admin API reads everyone's. What both
+//! show of a month (the query, the days, the models) is in [`month`].
+
+pub mod month;
 
 use axum::Json;
 use axum::extract::RawQuery;
-use knowledge_core::domain::{MonthUsage, micros_to_usd};
+use knowledge_core::domain::micros_to_usd;
 use knowledge_core::service::OwnUsage;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::admin::wire::UsageQuery;
 use crate::error::ApiError;
 use crate::extract::Claimant;
 use crate::routes::ApiErrors;
+use month::{DayUsageView, ModelUsageView, UsageQuery, day_views, model_views};
 
 /// The member's month.
 #[derive(Debug, Serialize, ToSchema)]
@@ -62,55 +64,4 @@ pub async fn get(
     let month = UsageQuery::parse(q.as_deref())?;
     let usage = app.service.own_usage(&who, month.as_deref()).await?;
     Ok(Json(usage.into()))
-}
-
-/// One day of a month.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DayUsageView {
-    /// `YYYY-MM-DD`, UTC.
-    pub date: String,
-    /// Questions asked that day.
-    pub questions: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub usd: f64,
-}
-
-/// One model's part of a month.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ModelUsageView {
-    pub model: String,
-    /// Calls to the model (a question takes one per step of the agent).
-    pub calls: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub usd: f64,
-}
-
-/// `month`'s days with usage, in order, as the wire shows them.
-pub fn day_views(month: &str, usage: &MonthUsage) -> Vec<DayUsageView> {
-    (usage.days.iter())
-        .map(|(day, d)| DayUsageView {
-            date: format!("{month}-{day:02}"),
-            questions: d.questions,
-            input_tokens: d.input_tokens,
-            output_tokens: d.output_tokens,
-            usd: micros_to_usd(d.cost_micros),
-        })
-        .collect()
-}
-
-/// The models of `usage`, most spent on first.
-pub fn model_views(usage: &MonthUsage) -> Vec<ModelUsageView> {
-    (usage.models_by_cost().into_iter())
-        .map(|(model, m)| ModelUsageView {
-            model: model.to_owned(),
-            calls: m.calls,
-            input_tokens: m.input_tokens,
-            output_tokens: m.output_tokens,
-            usd: micros_to_usd(m.cost_micros),
-        })
-        .collect()
 }

@@ -28,6 +28,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::extract::JsonBody;
 use crate::extract::Member;
 use crate::state::SessionApi;
+use crate::usage::month::UsageQuery;
 use crate::wire::Done;
 use wire::*;
 

@@ -1,14 +1,12 @@
 //! The admin's usage report on the wire: the organisation's month against its limits, its
 //! busiest members, its days and models.
 
-use knowledge_core::admin::{MemberUsage, UsageReport, parse_month};
+use knowledge_core::admin::{MemberUsage, UsageReport};
 use knowledge_core::domain::micros_to_usd;
 use serde::Serialize;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
-use crate::error::ApiError;
-use crate::extract::QueryParams;
-use crate::usage::{DayUsageView, ModelUsageView, day_views, model_views};
+use crate::usage::month::{DayUsageView, ModelUsageView, day_views, model_views};
 
 /// The month's usage against the limits.
 #[derive(Debug, Serialize, ToSchema)]
@@ -75,23 +73,6 @@ impl From<MemberUsage> for MemberUsageView {
             question_cap: m.caps.queries,
             cap_usd: m.caps.cost_micros.map(micros_to_usd),
         }
-    }
-}
-
-/// `GET /usage`'s query.
-#[derive(Debug, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct UsageQuery {
-    /// A calendar month, `YYYY-MM` (UTC); this month when absent.
-    #[param(pattern = "^[0-9]{4}-(0[1-9]|1[0-2])$")]
-    pub month: Option<String>,
-}
-
-impl UsageQuery {
-    /// The month asked for, if one is. Errors: 400 for one that is not `YYYY-MM`.
-    pub fn parse(raw: Option<&str>) -> Result<Option<String>, ApiError> {
-        let q = QueryParams::parse(raw);
-        Ok(q.get("month").map(parse_month).transpose()?)
     }
 }
 
