@@ -1,5 +1,5 @@
-//! HTTP plumbing both adapters share: the client, bounded response reads, the classification
-//! of a provider's answers into [`AgentError`]s, and the cached health probe.
+//! HTTP plumbing both adapters share: the client, the classification of a provider's answers
+//! into [`AgentError`]s, and the cached health probe. Bodies are read with [`crate::body`].
 
 use std::fmt;
 use std::time::{Duration, SystemTime};
@@ -10,6 +10,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Client, Response, StatusCode};
 use serde_json::Value;
 
+use crate::body::{chain, read_bounded, unreachable};
 use crate::error::ConfigError;
 use crate::health::{HealthCache, HealthPolicy};
 use crate::sse::{self, Streamed};
@@ -263,56 +264,6 @@ pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Durati
         let at = httpdate::parse_http_date(value).ok()?;
         Some(at.duration_since(now).unwrap_or(Duration::ZERO))
     })
-}
-
-/// The body, unless it exceeds `limit` bytes. Errors: `Unreachable` when the read times out,
-/// `Failed` when the body is too large or breaks off.
-pub(crate) async fn read_bounded(
-    mut response: Response, limit: usize,
-) -> Result<Vec<u8>, AgentError> {
-    let too_large = || AgentError::Failed(format!("the response exceeds {limit} bytes"));
-    if response.content_length().is_some_and(|n| n > limit as u64) {
-        return Err(too_large());
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(read_failed)? {
-        if body.len() + chunk.len() > limit {
-            return Err(too_large());
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
-}
-
-/// A body that could not be read to its end: `Unreachable` when it timed out, `Failed` when
-/// the connection broke off.
-pub(crate) fn read_failed(e: reqwest::Error) -> AgentError {
-    if e.is_timeout() {
-        unreachable(e)
-    } else {
-        AgentError::Failed(format!("reading the response: {}", chain(&e)))
-    }
-}
-
-/// A request that got no reply: the connection failed, broke off, or timed out.
-fn unreachable(e: reqwest::Error) -> AgentError {
-    if e.is_timeout() {
-        AgentError::Unreachable(format!("timed out: {}", chain(&e)))
-    } else {
-        AgentError::Unreachable(chain(&e))
-    }
-}
-
-/// The error with its sources, which say what actually went wrong (refused, reset, DNS).
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -3,9 +3,11 @@
 //! Both implement the core's [`knowledge_core::ports::Agent`] port with tool calling. The
 //! HTTP plumbing they share (one client each, bounded reads, the classification of provider
 //! answers into [`knowledge_core::ports::AgentError`]s, the cached health check) lives in
-//! `http` and `health`; [`agent_from_env`] picks and configures one from the environment.
+//! `http`, `body` and `health`; [`agent_from_env`] picks and configures one from the
+//! environment.
 
 mod anthropic;
+mod body;
 mod config;
 mod error;
 #[cfg(feature = "fake")]

@@ -11,7 +11,7 @@ use knowledge_core::ports::AgentError;
 use reqwest::Response;
 use reqwest::header::CONTENT_TYPE;
 
-use crate::http::read_failed;
+use crate::body::{read_bounded, read_failed};
 
 /// The most bytes a streamed answer may take, its events' framing included.
 pub(crate) const MAX_STREAM: usize = 8 * 1024 * 1024;
@@ -38,9 +38,7 @@ pub(crate) async fn streamed(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim_start().starts_with("text/event-stream"));
     if !is_stream {
-        return crate::http::read_bounded(response, json_limit)
-            .await
-            .map(Streamed::Json);
+        return read_bounded(response, json_limit).await.map(Streamed::Json);
     }
     let chunks =
         futures_util::stream::unfold((response, 0usize), |(mut response, read)| async move {
