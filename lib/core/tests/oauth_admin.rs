@@ -13,10 +13,12 @@ use knowledge_core::admin::{
     Admin, AdminStores, Administration, IntegrationSettings, PreRegisteredClient,
 };
 use knowledge_core::clock::{Clock, SystemClock};
-use knowledge_core::domain::{ClientRegistration, IntegrationAuth, OAuthServer, Org, Plan};
+use knowledge_core::domain::{
+    ClientRegistration, IntegrationAuth, OAuthAccess, OAuthServer, Org, Plan,
+};
 use knowledge_core::ids::OrgId;
 use knowledge_core::ports::{
-    AuthorizationRequest, AuthorizationServers, DiscoveryFailure, FoundServer, IssuedTokens, Store,
+    AuthorizationRequest, AuthorizationServers, DiscoveryFailure, IssuedTokens, Store,
     TokenEndpoint, TokenError,
 };
 use knowledge_core::seal::{Sealer, oauth_client_context};
@@ -24,14 +26,14 @@ use knowledge_core::testing::MemoryStore;
 
 /// An authorization server whose metadata the test sets, counting registrations.
 struct Server {
-    found: Mutex<FoundServer>,
+    found: Mutex<OAuthServer>,
     registrations: AtomicUsize,
 }
 
 impl Server {
     fn new(metadata_documents: bool, registration: bool) -> Arc<Self> {
         Arc::new(Self {
-            found: Mutex::new(FoundServer {
+            found: Mutex::new(OAuthServer {
                 resource: "https://wiki.example/mcp".into(),
                 issuer: "https://auth.wiki.example".into(),
                 authorization_endpoint: "https://auth.wiki.example/authorize".into(),
@@ -51,24 +53,24 @@ impl Server {
 #[async_trait]
 impl TokenEndpoint for Server {
     async fn refresh(
-        &self, _: &OAuthServer, _: Option<&str>, _: &str,
+        &self, _: &OAuthAccess, _: Option<&str>, _: &str,
     ) -> Result<IssuedTokens, TokenError> {
         Err(TokenError::Unavailable("not in these tests".into()))
     }
 
-    async fn revoke(&self, _: &OAuthServer, _: Option<&str>, _: &str) -> Result<(), TokenError> {
+    async fn revoke(&self, _: &OAuthAccess, _: Option<&str>, _: &str) -> Result<(), TokenError> {
         Ok(())
     }
 }
 
 #[async_trait]
 impl AuthorizationServers for Server {
-    async fn discover(&self, _url: &str) -> Result<FoundServer, DiscoveryFailure> {
+    async fn discover(&self, _url: &str) -> Result<OAuthServer, DiscoveryFailure> {
         Ok(self.found.lock().unwrap().clone())
     }
 
     async fn register(
-        &self, _: &FoundServer, redirect_uri: &str, _: &str,
+        &self, _: &OAuthServer, redirect_uri: &str, _: &str,
     ) -> Result<(String, Option<String>), DiscoveryFailure> {
         let n = self.registrations.fetch_add(1, Ordering::SeqCst);
         assert!(
@@ -77,12 +79,12 @@ impl AuthorizationServers for Server {
         Ok((format!("client-{n}"), Some(format!("secret-{n}"))))
     }
 
-    fn authorization(&self, _: &OAuthServer, _: &str) -> Result<AuthorizationRequest, TokenError> {
+    fn authorization(&self, _: &OAuthAccess, _: &str) -> Result<AuthorizationRequest, TokenError> {
         Err(TokenError::Unavailable("not in these tests".into()))
     }
 
     async fn exchange_code(
-        &self, _: &OAuthServer, _: Option<&str>, _: &str, _: &str, _: &str,
+        &self, _: &OAuthAccess, _: Option<&str>, _: &str, _: &str, _: &str,
     ) -> Result<IssuedTokens, TokenError> {
         Err(TokenError::Unavailable("not in these tests".into()))
     }

@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{
     Actor, AuditAction, AuditEntry, ClientRegistration, Grant, GrantOwner, GrantStatus,
-    IntegrationAuth, IntegrationConfig, Lease, Member, OAuthClient, OAuthServer, ReconnectReason,
-    Role,
+    IntegrationAuth, IntegrationConfig, Lease, Member, OAuthAccess, OAuthClient, OAuthServer,
+    ReconnectReason, Role,
 };
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{DirectoryStore, GrantStore, IssuedTokens, TokenEndpoint, TokenError};
@@ -89,7 +89,7 @@ impl Server {
 #[async_trait]
 impl TokenEndpoint for Server {
     async fn refresh(
-        &self, _server: &OAuthServer, _secret: Option<&str>, refresh_token: &str,
+        &self, _access: &OAuthAccess, _secret: Option<&str>, refresh_token: &str,
     ) -> Result<IssuedTokens, TokenError> {
         self.refreshes.fetch_add(1, Ordering::SeqCst);
         tokio::time::sleep(self.delay).await;
@@ -115,7 +115,7 @@ impl TokenEndpoint for Server {
     }
 
     async fn revoke(
-        &self, _server: &OAuthServer, _secret: Option<&str>, token: &str,
+        &self, _access: &OAuthAccess, _secret: Option<&str>, token: &str,
     ) -> Result<(), TokenError> {
         self.revoked.lock().unwrap().push(token.to_owned());
         self.live.lock().unwrap().remove(token);
@@ -137,15 +137,18 @@ fn wiki() -> IntegrationConfig {
         url: "https://wiki.example/mcp".into(),
         auth: IntegrationAuth::OauthMember,
         created_at: SystemClock.now(),
-        oauth: Some(OAuthServer {
-            resource: "https://wiki.example/mcp".into(),
-            issuer: "https://auth.wiki.example".into(),
-            authorization_endpoint: "https://auth.wiki.example/authorize".into(),
-            token_endpoint: "https://auth.wiki.example/token".into(),
-            registration_endpoint: None,
-            revocation_endpoint: Some("https://auth.wiki.example/revoke".into()),
-            scopes: vec!["read".into()],
-            iss_parameter_supported: false,
+        oauth: Some(OAuthAccess {
+            server: OAuthServer {
+                resource: "https://wiki.example/mcp".into(),
+                issuer: "https://auth.wiki.example".into(),
+                authorization_endpoint: "https://auth.wiki.example/authorize".into(),
+                token_endpoint: "https://auth.wiki.example/token".into(),
+                registration_endpoint: None,
+                revocation_endpoint: Some("https://auth.wiki.example/revoke".into()),
+                scopes: vec!["read".into()],
+                iss_parameter_supported: false,
+                client_id_metadata_document_supported: false,
+            },
             client: OAuthClient {
                 client_id: "knowledge".into(),
                 secret_sealed: None,

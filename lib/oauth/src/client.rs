@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use knowledge_core::domain::OAuthServer;
 use oauth2::basic::{BasicClient, BasicErrorResponseType, BasicRequestTokenError};
 use oauth2::{
     AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointMaybeSet,
@@ -15,7 +16,6 @@ use oauth2::{
 };
 use serde::Deserialize;
 
-use crate::discovery::Discovered;
 use crate::http::{BoundedHttp, HttpError};
 
 /// The service's identity at an authorization server.
@@ -94,7 +94,7 @@ type Configured =
 /// The oauth2 client of `server` as `client`, sending its redirect URI `redirect_uri` (a
 /// refresh sends none).
 fn configured(
-    server: &Discovered, client: &ClientIdentity, redirect_uri: Option<&str>,
+    server: &OAuthServer, client: &ClientIdentity, redirect_uri: Option<&str>,
 ) -> Result<Configured, OAuthError> {
     let url = |what| move |_| OAuthError::NotOffered(what);
     let revocation = match &server.revocation_endpoint {
@@ -137,7 +137,7 @@ fn tokens(answer: &oauth2::basic::BasicTokenResponse) -> Tokens {
 /// `redirect_uri`: the authorization code flow with PKCE S256, a random `state`, and the
 /// resource (RFC 8707). Errors: an endpoint is not a URL (`NotOffered`).
 pub fn authorization(
-    server: &Discovered, client: &ClientIdentity, redirect_uri: &str, scopes: &[String],
+    server: &OAuthServer, client: &ClientIdentity, redirect_uri: &str, scopes: &[String],
 ) -> Result<Authorization, OAuthError> {
     let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
     let (url, state) = configured(server, client, Some(redirect_uri))?
@@ -157,7 +157,7 @@ pub fn authorization(
 /// `verifier` and naming the resource. Errors: `InvalidGrant` for a code that is wrong, used
 /// or expired; the others of [`OAuthError`].
 pub async fn exchange_code(
-    http: &BoundedHttp, server: &Discovered, client: &ClientIdentity, redirect_uri: &str,
+    http: &BoundedHttp, server: &OAuthServer, client: &ClientIdentity, redirect_uri: &str,
     code: &str, verifier: &str,
 ) -> Result<Tokens, OAuthError> {
     let answer = configured(server, client, Some(redirect_uri))?
@@ -174,7 +174,7 @@ pub async fn exchange_code(
 /// sent again. Errors: `InvalidGrant` when the refresh token is no longer good (revoked,
 /// expired, or reused); the others of [`OAuthError`].
 pub async fn refresh(
-    http: &BoundedHttp, server: &Discovered, client: &ClientIdentity, refresh_token: &str,
+    http: &BoundedHttp, server: &OAuthServer, client: &ClientIdentity, refresh_token: &str,
     scopes: &[String],
 ) -> Result<Tokens, OAuthError> {
     let token = RefreshToken::new(refresh_token.to_owned());
@@ -193,7 +193,7 @@ pub async fn refresh(
 /// Errors: `NotOffered` when the server has no revocation endpoint; `Refused` for any answer
 /// but 200; `Unreachable`.
 pub async fn revoke(
-    http: &BoundedHttp, server: &Discovered, client: &ClientIdentity, refresh_token: &str,
+    http: &BoundedHttp, server: &OAuthServer, client: &ClientIdentity, refresh_token: &str,
 ) -> Result<(), OAuthError> {
     let endpoint =
         (server.revocation_endpoint.as_deref()).ok_or(OAuthError::NotOffered("revocation"))?;
@@ -232,7 +232,7 @@ struct Registered {
 /// pile clients up at the server. Errors: `NotOffered` when the server offers no registration;
 /// `Refused` when it refuses; the others of [`OAuthError`].
 pub async fn register(
-    http: &BoundedHttp, server: &Discovered, redirect_uri: &str, client_name: &str,
+    http: &BoundedHttp, server: &OAuthServer, redirect_uri: &str, client_name: &str,
 ) -> Result<ClientIdentity, OAuthError> {
     let endpoint =
         (server.registration_endpoint.as_deref()).ok_or(OAuthError::NotOffered("registration"))?;

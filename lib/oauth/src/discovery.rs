@@ -9,6 +9,7 @@
 //! (plain `http` only on loopback, for a server on the same machine), or a server that offers
 //! no authorization code with PKCE S256. No endpoint is ever guessed.
 
+use knowledge_core::domain::OAuthServer;
 use knowledge_core::ports::DestinationRefused;
 use reqwest::Url;
 use serde::Deserialize;
@@ -95,28 +96,6 @@ fn auth_param(input: &str) -> Option<(String, String, &str)> {
         let end = rest.find(',').unwrap_or(rest.len());
         Some((name.to_owned(), rest[..end].trim().to_owned(), &rest[end..]))
     }
-}
-
-/// How an MCP server is authorized, as discovery found it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Discovered {
-    /// The resource the tokens are for (RFC 8707's `resource`): the server's URL, as its
-    /// metadata names it.
-    pub resource: String,
-    /// The authorization server's issuer identifier.
-    pub issuer: String,
-    pub authorization_endpoint: String,
-    pub token_endpoint: String,
-    /// Dynamic Client Registration (RFC 7591), when offered.
-    pub registration_endpoint: Option<String>,
-    /// Token revocation (RFC 7009), when offered.
-    pub revocation_endpoint: Option<String>,
-    /// The scopes to ask for: the 401's, else the resource's, else the authorization server's.
-    pub scopes: Vec<String>,
-    /// Whether the server takes a Client ID Metadata Document's URL as a client id.
-    pub client_id_metadata_document_supported: bool,
-    /// Whether the server always sends `iss` with its authorization responses (RFC 9207).
-    pub iss_parameter_supported: bool,
 }
 
 /// Why discovery failed.
@@ -206,7 +185,7 @@ struct ServerMetadata {
 /// challenge, reads the resource metadata the challenge names (else at the path-aware, then the
 /// root well-known URL), then the metadata of the first authorization server it lists.
 /// Errors: [`DiscoveryError`]; `NotProtected` when the server answers without a token.
-pub async fn discover(http: &BoundedHttp, server: &Url) -> Result<Discovered, DiscoveryError> {
+pub async fn discover(http: &BoundedHttp, server: &Url) -> Result<OAuthServer, DiscoveryError> {
     let challenge = probe(http, server).await?;
     discover_with(http, server, challenge.as_ref()).await
 }
@@ -215,7 +194,7 @@ pub async fn discover(http: &BoundedHttp, server: &Url) -> Result<Discovered, Di
 /// stopped working), so no probe is sent.
 pub async fn discover_with(
     http: &BoundedHttp, server: &Url, challenge: Option<&Challenge>,
-) -> Result<Discovered, DiscoveryError> {
+) -> Result<OAuthServer, DiscoveryError> {
     let named = challenge.and_then(|c| c.resource_metadata.as_deref());
     let candidates = match named {
         Some(url) => vec![parse_url(url, "resource")?],
@@ -290,7 +269,7 @@ pub async fn discover_with(
     // RFC 8707 and strict servers expect, never a variant the metadata spelled.
     let mut canonical = server.clone();
     canonical.set_fragment(None);
-    Ok(Discovered {
+    Ok(OAuthServer {
         resource: canonical.to_string(),
         issuer,
         authorization_endpoint,

@@ -4,15 +4,14 @@
 //! [`BoundedHttp`].
 
 use async_trait::async_trait;
-use knowledge_core::domain::{OAuthClient, OAuthServer};
-
+use knowledge_core::domain::{OAuthAccess, OAuthClient, OAuthServer};
 use knowledge_core::ports::{
-    AuthorizationRequest, AuthorizationServers, DiscoveryFailure, FoundServer, IssuedTokens,
-    TokenEndpoint, TokenError,
+    AuthorizationRequest, AuthorizationServers, DiscoveryFailure, IssuedTokens, TokenEndpoint,
+    TokenError,
 };
 
 use crate::client::{self, ClientIdentity, OAuthError};
-use crate::discovery::{Discovered, DiscoveryError, discover};
+use crate::discovery::{DiscoveryError, discover};
 use crate::http::{BoundedHttp, HttpError};
 
 /// Every integration's authorization server, over HTTP.
@@ -24,21 +23,6 @@ pub struct HttpAuthorizationServers {
 impl HttpAuthorizationServers {
     pub fn new(http: BoundedHttp) -> Self {
         Self { http }
-    }
-}
-
-/// `server` as discovery found it, for the requests of [`crate::client`].
-pub fn discovered(server: &OAuthServer) -> Discovered {
-    Discovered {
-        resource: server.resource.clone(),
-        issuer: server.issuer.clone(),
-        authorization_endpoint: server.authorization_endpoint.clone(),
-        token_endpoint: server.token_endpoint.clone(),
-        registration_endpoint: server.registration_endpoint.clone(),
-        revocation_endpoint: server.revocation_endpoint.clone(),
-        scopes: server.scopes.clone(),
-        client_id_metadata_document_supported: false,
-        iss_parameter_supported: server.iss_parameter_supported,
     }
 }
 
@@ -75,21 +59,20 @@ fn token_error(e: OAuthError) -> TokenError {
 #[async_trait]
 impl TokenEndpoint for HttpAuthorizationServers {
     async fn refresh(
-        &self, server: &OAuthServer, client_secret: Option<&str>, refresh_token: &str,
+        &self, access: &OAuthAccess, client_secret: Option<&str>, refresh_token: &str,
     ) -> Result<IssuedTokens, TokenError> {
-        let client = identity(&server.client, client_secret);
-        let found = discovered(server);
-        let tokens = client::refresh(&self.http, &found, &client, refresh_token, &server.scopes)
+        let (server, client) = (&access.server, identity(&access.client, client_secret));
+        let tokens = client::refresh(&self.http, server, &client, refresh_token, &server.scopes)
             .await
             .map_err(token_error)?;
         Ok(issued(tokens))
     }
 
     async fn revoke(
-        &self, server: &OAuthServer, client_secret: Option<&str>, token: &str,
+        &self, access: &OAuthAccess, client_secret: Option<&str>, token: &str,
     ) -> Result<(), TokenError> {
-        let client = identity(&server.client, client_secret);
-        client::revoke(&self.http, &discovered(server), &client, token)
+        let client = identity(&access.client, client_secret);
+        client::revoke(&self.http, &access.server, &client, token)
             .await
             .map_err(|e| TokenError::Unavailable(e.to_string()))
     }
@@ -102,36 +85,6 @@ pub fn issued(tokens: client::Tokens) -> IssuedTokens {
         refresh_token: tokens.refresh_token,
         expires_in: tokens.expires_in,
         scope: tokens.scope,
-    }
-}
-
-/// What discovery found, as the service keeps it.
-fn found(d: Discovered) -> FoundServer {
-    FoundServer {
-        resource: d.resource,
-        issuer: d.issuer,
-        authorization_endpoint: d.authorization_endpoint,
-        token_endpoint: d.token_endpoint,
-        registration_endpoint: d.registration_endpoint,
-        revocation_endpoint: d.revocation_endpoint,
-        scopes: d.scopes,
-        iss_parameter_supported: d.iss_parameter_supported,
-        client_id_metadata_document_supported: d.client_id_metadata_document_supported,
-    }
-}
-
-/// The inverse of [`found`], for the requests of [`crate::client`].
-fn unfound(s: &FoundServer) -> Discovered {
-    Discovered {
-        resource: s.resource.clone(),
-        issuer: s.issuer.clone(),
-        authorization_endpoint: s.authorization_endpoint.clone(),
-        token_endpoint: s.token_endpoint.clone(),
-        registration_endpoint: s.registration_endpoint.clone(),
-        revocation_endpoint: s.revocation_endpoint.clone(),
-        scopes: s.scopes.clone(),
-        client_id_metadata_document_supported: s.client_id_metadata_document_supported,
-        iss_parameter_supported: s.iss_parameter_supported,
     }
 }
 
@@ -148,19 +101,16 @@ fn discovery_failure(e: DiscoveryError) -> DiscoveryFailure {
 
 #[async_trait]
 impl AuthorizationServers for HttpAuthorizationServers {
-    async fn discover(&self, url: &str) -> Result<FoundServer, DiscoveryFailure> {
+    async fn discover(&self, url: &str) -> Result<OAuthServer, DiscoveryFailure> {
         let url = reqwest::Url::parse(url)
             .map_err(|e| DiscoveryFailure::Failed(format!("the URL does not parse: {e}")))?;
-        discover(&self.http, &url)
-            .await
-            .map(found)
-            .map_err(discovery_failure)
+        discover(&self.http, &url).await.map_err(discovery_failure)
     }
 
     async fn register(
-        &self, server: &FoundServer, redirect_uri: &str, client_name: &str,
+        &self, server: &OAuthServer, redirect_uri: &str, client_name: &str,
     ) -> Result<(String, Option<String>), DiscoveryFailure> {
-        let client = client::register(&self.http, &unfound(server), redirect_uri, client_name)
+        let client = client::register(&self.http, server, redirect_uri, client_name)
             .await
             .map_err(|e| match e {
                 OAuthError::Unreachable(HttpError::Refused(refused)) => {
@@ -172,12 +122,11 @@ impl AuthorizationServers for HttpAuthorizationServers {
     }
 
     fn authorization(
-        &self, server: &OAuthServer, redirect_uri: &str,
+        &self, access: &OAuthAccess, redirect_uri: &str,
     ) -> Result<AuthorizationRequest, TokenError> {
-        let client = identity(&server.client, None);
-        let request =
-            client::authorization(&discovered(server), &client, redirect_uri, &server.scopes)
-                .map_err(token_error)?;
+        let (server, client) = (&access.server, identity(&access.client, None));
+        let request = client::authorization(server, &client, redirect_uri, &server.scopes)
+            .map_err(token_error)?;
         Ok(AuthorizationRequest {
             url: request.url,
             state: request.state,
@@ -186,14 +135,20 @@ impl AuthorizationServers for HttpAuthorizationServers {
     }
 
     async fn exchange_code(
-        &self, server: &OAuthServer, client_secret: Option<&str>, redirect_uri: &str, code: &str,
+        &self, access: &OAuthAccess, client_secret: Option<&str>, redirect_uri: &str, code: &str,
         verifier: &str,
     ) -> Result<IssuedTokens, TokenError> {
-        let client = identity(&server.client, client_secret);
-        let found = discovered(server);
-        client::exchange_code(&self.http, &found, &client, redirect_uri, code, verifier)
-            .await
-            .map(issued)
-            .map_err(token_error)
+        let client = identity(&access.client, client_secret);
+        client::exchange_code(
+            &self.http,
+            &access.server,
+            &client,
+            redirect_uri,
+            code,
+            verifier,
+        )
+        .await
+        .map(issued)
+        .map_err(token_error)
     }
 }

@@ -13,6 +13,6 @@ pub use client::{
     Authorization, ClientIdentity, OAuthError, Tokens, authorization, exchange_code, refresh,
     register, revoke,
 };
-pub use discovery::{Challenge, Discovered, DiscoveryError, discover, discover_with};
-pub use endpoint::{HttpAuthorizationServers, discovered, identity, issued};
+pub use discovery::{Challenge, DiscoveryError, discover, discover_with};
+pub use endpoint::{HttpAuthorizationServers, identity, issued};
 pub use http::{BODY_LIMIT, BoundedHttp, HttpError};

@@ -3,10 +3,11 @@
 //! environment `scripts/test` makes), with a provider that rotates refresh tokens and revokes the
 //! whole grant when a used one comes back.
 
+use knowledge_core::domain::OAuthServer;
 use knowledge_egress::Egress;
 use knowledge_oauth::{
-    BoundedHttp, ClientIdentity, Discovered, OAuthError, Tokens, authorization, exchange_code,
-    refresh, register, revoke,
+    BoundedHttp, ClientIdentity, OAuthError, Tokens, authorization, exchange_code, refresh,
+    register, revoke,
 };
 use knowledge_test_support::oauth::RotatingServer;
 use reqwest::Url;
@@ -21,7 +22,7 @@ async fn start() -> RotatingServer {
 }
 
 /// What discovery would find of `server`, for the resource `resource`.
-async fn discovered(server: &RotatingServer, resource: &str) -> Discovered {
+async fn discovered(server: &RotatingServer, resource: &str) -> OAuthServer {
     let metadata: Value = reqwest::get(format!(
         "{}/.well-known/oauth-authorization-server",
         server.issuer
@@ -32,7 +33,7 @@ async fn discovered(server: &RotatingServer, resource: &str) -> Discovered {
     .await
     .unwrap();
     let text = |name: &str| metadata[name].as_str().map(str::to_owned);
-    Discovered {
+    OAuthServer {
         resource: resource.into(),
         issuer: text("issuer").unwrap(),
         authorization_endpoint: text("authorization_endpoint").unwrap(),
@@ -59,7 +60,7 @@ fn http() -> BoundedHttp {
 }
 
 /// Registers, authorizes (the server approves at once) and exchanges the code.
-async fn connect(found: &Discovered) -> (ClientIdentity, Result<Tokens, OAuthError>) {
+async fn connect(found: &OAuthServer) -> (ClientIdentity, Result<Tokens, OAuthError>) {
     let http = http();
     let client = register(&http, found, REDIRECT_URI, "Knowledge (test)")
         .await

@@ -10,9 +10,10 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use knowledge_core::domain::OAuthServer;
 use knowledge_egress::Egress;
 use knowledge_oauth::{
-    BoundedHttp, ClientIdentity, Discovered, HttpError, OAuthError, refresh, register, revoke,
+    BoundedHttp, ClientIdentity, HttpError, OAuthError, refresh, register, revoke,
 };
 use serde_json::{Value, json};
 
@@ -24,7 +25,7 @@ type Seen = Arc<Mutex<Vec<Vec<(String, String)>>>>;
 
 /// A fake authorization server whose `/token`, `/revoke` and `/register` answer `answer`;
 /// returns what discovery would have found of it, and what it receives.
-async fn server(answer: fn() -> Response) -> (Discovered, Seen) {
+async fn server(answer: fn() -> Response) -> (OAuthServer, Seen) {
     let seen: Seen = Arc::default();
     async fn record(
         State((seen, answer)): State<(Seen, fn() -> Response)>, body: String,
@@ -43,7 +44,7 @@ async fn server(answer: fn() -> Response) -> (Discovered, Seen) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let origin = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    let discovered = Discovered {
+    let discovered = OAuthServer {
         resource: RESOURCE.into(),
         issuer: origin.clone(),
         authorization_endpoint: format!("{origin}/authorize"),
@@ -178,7 +179,7 @@ async fn a_token_endpoint_that_fails_stalls_or_answers_too_much_is_unreachable()
             open.push(listener.accept().await.unwrap());
         }
     });
-    let found = Discovered {
+    let found = OAuthServer {
         token_endpoint: stalled,
         ..found
     };
@@ -208,7 +209,7 @@ async fn a_revocation_names_the_refresh_token_and_a_server_without_one_is_told()
     assert_eq!(field(&form, "token_type_hint"), Some("refresh_token"));
     assert_eq!(field(&form, "client_id"), Some("client-1"));
     assert_eq!(field(&form, "client_secret"), Some("secret-1"));
-    let found = Discovered {
+    let found = OAuthServer {
         revocation_endpoint: None,
         ..found
     };
@@ -232,7 +233,7 @@ async fn a_registration_refused_or_not_offered_says_so() {
         matches!(e, OAuthError::Refused(ref text) if text.contains("invalid_redirect_uri")),
         "{e:?}"
     );
-    let found = Discovered {
+    let found = OAuthServer {
         registration_endpoint: None,
         ..found
     };

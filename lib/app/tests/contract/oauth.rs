@@ -650,7 +650,7 @@ async fn a_deployment_refusing_private_destinations_never_discovers_a_server_on_
 async fn the_client_metadata_document_is_served_only_for_an_integration_whose_client_it_is() {
     use knowledge_core::domain::{
         Actor, AuditAction, AuditEntry, ClientRegistration, IntegrationAuth, IntegrationConfig,
-        OAuthClient, OAuthServer,
+        OAuthAccess, OAuthClient, OAuthServer,
     };
     let api = Api::start().await;
     let org = api.user.org.clone();
@@ -660,15 +660,18 @@ async fn the_client_metadata_document_is_served_only_for_an_integration_whose_cl
         url: format!("https://{name}.example/mcp"),
         auth: IntegrationAuth::OauthMember,
         created_at: api.clock_now(),
-        oauth: Some(OAuthServer {
-            resource: format!("https://{name}.example/mcp"),
-            issuer: "https://auth.example".into(),
-            authorization_endpoint: "https://auth.example/authorize".into(),
-            token_endpoint: "https://auth.example/token".into(),
-            registration_endpoint: None,
-            revocation_endpoint: None,
-            scopes: vec![],
-            iss_parameter_supported: false,
+        oauth: Some(OAuthAccess {
+            server: OAuthServer {
+                resource: format!("https://{name}.example/mcp"),
+                issuer: "https://auth.example".into(),
+                authorization_endpoint: "https://auth.example/authorize".into(),
+                token_endpoint: "https://auth.example/token".into(),
+                registration_endpoint: None,
+                revocation_endpoint: None,
+                scopes: vec![],
+                iss_parameter_supported: false,
+                client_id_metadata_document_supported: false,
+            },
             client: OAuthClient {
                 client_id: document.clone(),
                 secret_sealed: None,

@@ -3,9 +3,9 @@
 //! integration.
 
 use crate::connections::{client_document_url, redirect_uri};
-use crate::domain::{ClientRegistration, IntegrationConfig, OAuthClient, OAuthServer};
+use crate::domain::{ClientRegistration, IntegrationConfig, OAuthAccess, OAuthClient, OAuthServer};
 use crate::error::CoreError;
-use crate::ports::{DiscoveryFailure, FoundServer};
+use crate::ports::DiscoveryFailure;
 use crate::seal::oauth_client_context;
 
 use super::{Admin, Administration, IntegrationSettings};
@@ -34,7 +34,7 @@ impl Administration {
     /// `DestinationRefused`.
     pub(super) async fn oauth_server(
         &self, admin: &Admin, settings: &IntegrationSettings, previous: Option<&IntegrationConfig>,
-    ) -> Result<OAuthServer, CoreError> {
+    ) -> Result<OAuthAccess, CoreError> {
         let (servers, origin) = (self.oauth.as_ref())
             .ok_or_else(|| CoreError::internal("no authorization servers here"))?;
         let found = servers.discover(&settings.url).await.map_err(refused)?;
@@ -60,7 +60,7 @@ impl Administration {
         }
         let kept = previous
             .and_then(|p| p.oauth.as_ref())
-            .filter(|p| p.issuer == found.issuer)
+            .filter(|p| p.server.issuer == found.issuer)
             .map(|p| p.client.clone());
         if let Some(client) = kept {
             return Ok(found.with_client(client));
@@ -85,8 +85,8 @@ impl Administration {
     /// Registers the service at `found`'s authorization server for `redirect`, its secret
     /// sealed for the organisation, the integration and the client.
     async fn register(
-        &self, admin: &Admin, name: &str, found: FoundServer, redirect: &str,
-    ) -> Result<OAuthServer, CoreError> {
+        &self, admin: &Admin, name: &str, found: OAuthServer, redirect: &str,
+    ) -> Result<OAuthAccess, CoreError> {
         let (servers, _) = self.oauth.as_ref().expect("checked by the caller");
         let org = self.org(admin).await?;
         let client_name = format!("Knowledge ({})", org.name);

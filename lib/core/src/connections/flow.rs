@@ -83,13 +83,13 @@ impl Connections {
         kind: ConnectionKind,
     ) -> Result<Started, CoreError> {
         let integration = self.integration(org, name, kind).await?;
-        let server = integration
+        let access = integration
             .oauth
             .as_ref()
             .expect("an OAuth integration has its server");
         let request = self
             .servers
-            .authorization(server, &self.redirect_uri(org, name))
+            .authorization(access, &self.redirect_uri(org, name))
             .map_err(|e| {
                 tracing::warn!(integration = name, error = %e, "no authorization request");
                 CoreError::AuthorizationServerUnavailable
@@ -99,7 +99,7 @@ impl Connections {
         let progress = InProgress {
             integration: name.to_owned(),
             owner: (kind == ConnectionKind::Member).then(|| user.clone()),
-            issuer: server.issuer.clone(),
+            issuer: access.server.issuer.clone(),
             verifier: request.pkce_verifier,
             browser: sha256(&browser_secret),
             by_name: user_name.map(str::to_owned),
@@ -183,30 +183,30 @@ impl Connections {
             }
         }
         let integration = self.integration(&ticket.org, name, kind).await?;
-        let server = integration
+        let access = integration
             .oauth
             .as_ref()
             .expect("an OAuth integration has its server");
-        if server.issuer != progress.issuer {
+        if access.server.issuer != progress.issuer {
             return Err(failed(
                 "the integration's authorization server changed meanwhile",
             ));
         }
         match params.iss {
-            Some(iss) if iss != server.issuer => {
+            Some(iss) if iss != access.server.issuer => {
                 return Err(failed("an iss that is not the server's (a mix-up)"));
             }
-            None if server.iss_parameter_supported => {
+            None if access.server.iss_parameter_supported => {
                 return Err(failed("no iss from a server that promised one"));
             }
             _ => {}
         }
         let code = params.code.ok_or_else(|| failed("no code"))?;
-        let secret = match &server.client.secret_sealed {
+        let secret = match &access.client.secret_sealed {
             None => None,
             Some(sealed) => {
                 let context =
-                    oauth_client_context(ticket.org.as_str(), name, &server.client.client_id);
+                    oauth_client_context(ticket.org.as_str(), name, &access.client.client_id);
                 Some(
                     self.sealer
                         .open(&context, sealed)
@@ -218,7 +218,7 @@ impl Connections {
         let tokens = self
             .servers
             .exchange_code(
-                server,
+                access,
                 secret.as_deref(),
                 &redirect_uri,
                 code,

@@ -100,7 +100,7 @@ impl Connections {
         let data = self.directory.list_member_data(org, user).await?;
         let mut views = Vec::new();
         for integration in integrations.iter().filter(|i| i.auth.is_oauth()) {
-            let Some(server) = &integration.oauth else {
+            let Some(access) = &integration.oauth else {
                 continue;
             };
             let (kind, owner, sealed) = match integration.auth {
@@ -129,7 +129,7 @@ impl Connections {
             views.push(ConnectionView {
                 integration: integration.name.clone(),
                 kind,
-                issuer: server.issuer.clone(),
+                issuer: access.server.issuer.clone(),
                 state: match grant.as_ref().map(|g| &g.status) {
                     None => ConnectionState::NotConnected,
                     Some(GrantStatus::Active) => ConnectionState::Connected,

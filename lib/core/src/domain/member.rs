@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{FederatedId, MemberCaps, OAuthServer, Org, Role};
+use super::{FederatedId, MemberCaps, OAuthAccess, Org, Role};
 use crate::clock::Timestamp;
 use crate::ids::{OrgId, UserId};
 
@@ -155,7 +155,7 @@ pub struct IntegrationConfig {
     /// Where and as whom the service is authorized, for the OAuth kinds of `auth`; `None` for
     /// the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub oauth: Option<OAuthServer>,
+    pub oauth: Option<OAuthAccess>,
     /// The organisation's sealed [`crate::domain::Grant`], for `oauth_organisation`. Kept apart
     /// from the settings by the store, so only [`crate::ports::GrantStore::swap_grant`] changes
     /// it.
@@ -190,7 +190,7 @@ text_enum!(IntegrationAuth {
 });
 
 impl IntegrationAuth {
-    /// Whether the service is authorized over OAuth, and so holds an [`OAuthServer`].
+    /// Whether the service is authorized over OAuth, and so holds an [`OAuthAccess`].
     pub fn is_oauth(self) -> bool {
         matches!(self, Self::OauthMember | Self::OauthOrganisation)
     }

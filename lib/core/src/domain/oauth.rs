@@ -6,27 +6,56 @@ use serde::{Deserialize, Serialize};
 use crate::clock::Timestamp;
 use crate::ids::UserId;
 
-/// What discovery found about an OAuth-protected MCP server, and the service's client at its
-/// authorization server. Stored on the integration; the client's secret only sealed.
+/// An OAuth authorization server, as discovery found it for a protected MCP server (RFC 9728,
+/// then RFC 8414 or OpenID discovery): the resource the tokens are for, where the browser and
+/// the token requests go, and what the server offers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OAuthServer {
-    /// The protected resource's canonical URL, sent as `resource` (RFC 8707).
+    /// The protected resource's canonical URL, sent as `resource` (RFC 8707): the server's URL,
+    /// as its metadata names it.
     pub resource: String,
+    /// The authorization server's issuer identifier.
     pub issuer: String,
     pub authorization_endpoint: String,
     pub token_endpoint: String,
+    /// Dynamic Client Registration (RFC 7591), when offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub registration_endpoint: Option<String>,
+    /// Token revocation (RFC 7009), when offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revocation_endpoint: Option<String>,
-    /// The scopes asked for at every connect.
+    /// The scopes asked for at every connect: the 401's, else the resource's, else the
+    /// authorization server's.
     #[serde(default)]
     pub scopes: Vec<String>,
     /// Whether the server says it sends `iss` back with the code (RFC 9207): then a callback
     /// without one is refused.
     #[serde(default)]
     pub iss_parameter_supported: bool,
+    /// Whether the server takes a Client ID Metadata Document's URL as a client id. It decides
+    /// how the service gets its client when the integration is added; stored only when set.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub client_id_metadata_document_supported: bool,
+}
+
+impl OAuthServer {
+    /// The server, reached as `client`.
+    pub fn with_client(self, client: OAuthClient) -> OAuthAccess {
+        OAuthAccess {
+            server: self,
+            client,
+        }
+    }
+}
+
+/// Where and as whom the service is authorized for an OAuth integration: the authorization
+/// server and the service's client there. Stored on the integration as one object (the
+/// server's fields beside `client`); the client's secret only sealed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OAuthAccess {
+    #[serde(flatten)]
+    pub server: OAuthServer,
     pub client: OAuthClient,
 }
 
@@ -167,5 +196,41 @@ impl Grant {
 
     pub fn is_active(&self) -> bool {
         self.status == GrantStatus::Active
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The integration's OAuth settings keep the form they were stored in before the server and
+    /// the client were two types: one object, the server's fields beside `client`.
+    #[test]
+    fn an_integrations_access_is_stored_as_one_object_with_the_client_beside_the_server() {
+        let access = OAuthServer {
+            resource: "https://wiki.example/mcp".into(),
+            issuer: "https://auth.example".into(),
+            authorization_endpoint: "https://auth.example/authorize".into(),
+            token_endpoint: "https://auth.example/token".into(),
+            registration_endpoint: None,
+            revocation_endpoint: Some("https://auth.example/revoke".into()),
+            scopes: vec!["read".into()],
+            iss_parameter_supported: true,
+            client_id_metadata_document_supported: false,
+        }
+        .with_client(OAuthClient {
+            client_id: "knowledge".into(),
+            secret_sealed: None,
+            registration: ClientRegistration::Dynamic,
+        });
+        let stored = serde_json::to_string(&access).unwrap();
+        assert_eq!(
+            stored,
+            r#"{"resource":"https://wiki.example/mcp","issuer":"https://auth.example","authorizationEndpoint":"https://auth.example/authorize","tokenEndpoint":"https://auth.example/token","revocationEndpoint":"https://auth.example/revoke","scopes":["read"],"issParameterSupported":true,"client":{"clientId":"knowledge","registration":"dynamic"}}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<OAuthAccess>(&stored).unwrap(),
+            access
+        );
     }
 }

@@ -26,8 +26,8 @@ pub use integration::{
     CancelSignal, Integration, IntegrationError, IntegrationReach, Integrations, ToolSpec,
 };
 pub use oauth::{
-    AuthorizationRequest, AuthorizationServers, DiscoveryFailure, FoundServer, IssuedTokens,
-    TokenEndpoint, TokenError,
+    AuthorizationRequest, AuthorizationServers, DiscoveryFailure, IssuedTokens, TokenEndpoint,
+    TokenError,
 };
 #[cfg(feature = "testing")]
 pub use store::StoredRows;

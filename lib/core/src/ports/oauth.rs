@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::domain::OAuthServer;
+use crate::domain::{OAuthAccess, OAuthServer};
 
 /// Tokens an authorization server issued.
 #[derive(Clone, PartialEq, Eq)]
@@ -51,12 +51,12 @@ pub trait TokenEndpoint: Send + Sync {
     /// authenticating with `client_secret` when the client has one. A rotating server's old
     /// refresh token is spent even when the answer is lost: the caller never sends it again.
     async fn refresh(
-        &self, server: &OAuthServer, client_secret: Option<&str>, refresh_token: &str,
+        &self, access: &OAuthAccess, client_secret: Option<&str>, refresh_token: &str,
     ) -> Result<IssuedTokens, TokenError>;
     /// Revokes `token` (a refresh token) at the server's revocation endpoint (RFC 7009).
     /// Errors: `Unavailable`, also when the server offers no revocation.
     async fn revoke(
-        &self, server: &OAuthServer, client_secret: Option<&str>, token: &str,
+        &self, access: &OAuthAccess, client_secret: Option<&str>, token: &str,
     ) -> Result<(), TokenError>;
 }
 
@@ -69,39 +69,6 @@ pub struct AuthorizationRequest {
     pub state: String,
     /// The PKCE verifier the code exchange proves possession with.
     pub pkce_verifier: String,
-}
-
-/// What discovery found about an OAuth-protected MCP server, before the service has a client
-/// at its authorization server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FoundServer {
-    pub resource: String,
-    pub issuer: String,
-    pub authorization_endpoint: String,
-    pub token_endpoint: String,
-    pub registration_endpoint: Option<String>,
-    pub revocation_endpoint: Option<String>,
-    pub scopes: Vec<String>,
-    pub iss_parameter_supported: bool,
-    /// Whether the server takes a Client ID Metadata Document's URL as a client id.
-    pub client_id_metadata_document_supported: bool,
-}
-
-impl FoundServer {
-    /// The server, reached as `client`.
-    pub fn with_client(self, client: crate::domain::OAuthClient) -> OAuthServer {
-        OAuthServer {
-            resource: self.resource,
-            issuer: self.issuer,
-            authorization_endpoint: self.authorization_endpoint,
-            token_endpoint: self.token_endpoint,
-            registration_endpoint: self.registration_endpoint,
-            revocation_endpoint: self.revocation_endpoint,
-            scopes: self.scopes,
-            iss_parameter_supported: self.iss_parameter_supported,
-            client,
-        }
-    }
 }
 
 /// Why discovery or registration failed; the text is for the admin and holds no secret.
@@ -124,20 +91,20 @@ pub enum DiscoveryFailure {
 #[async_trait]
 pub trait AuthorizationServers: TokenEndpoint {
     /// How the MCP server at `url` is authorized (RFC 9728, then RFC 8414 or OpenID discovery).
-    async fn discover(&self, url: &str) -> Result<FoundServer, DiscoveryFailure>;
+    async fn discover(&self, url: &str) -> Result<OAuthServer, DiscoveryFailure>;
     /// Registers the service (RFC 7591) for the one `redirect_uri`, for the authorization code
     /// and refresh token grants: the client id, and its secret when one was issued.
     async fn register(
-        &self, server: &FoundServer, redirect_uri: &str, client_name: &str,
+        &self, server: &OAuthServer, redirect_uri: &str, client_name: &str,
     ) -> Result<(String, Option<String>), DiscoveryFailure>;
-    /// The authorization request for `server`'s scopes and resource, with PKCE S256 and a
+    /// The authorization request for `access`'s scopes and resource, with PKCE S256 and a
     /// fresh `state`, coming back to `redirect_uri`.
     fn authorization(
-        &self, server: &OAuthServer, redirect_uri: &str,
+        &self, access: &OAuthAccess, redirect_uri: &str,
     ) -> Result<AuthorizationRequest, TokenError>;
     /// Exchanges the callback's `code` for tokens, proving `verifier`, naming the resource.
     async fn exchange_code(
-        &self, server: &OAuthServer, client_secret: Option<&str>, redirect_uri: &str, code: &str,
+        &self, access: &OAuthAccess, client_secret: Option<&str>, redirect_uri: &str, code: &str,
         verifier: &str,
     ) -> Result<IssuedTokens, TokenError>;
 }

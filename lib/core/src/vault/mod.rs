@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::clock::{Clock, Timestamp};
 use crate::domain::{
-    AuditEntry, Grant, GrantOwner, GrantStatus, IntegrationConfig, MemberDataKind, OAuthServer,
+    AuditEntry, Grant, GrantOwner, GrantStatus, IntegrationConfig, MemberDataKind, OAuthAccess,
     ReconnectReason,
 };
 use crate::ids::{OrgId, UserId};
@@ -76,7 +76,7 @@ impl GrantAt {
         )
     }
 
-    fn server(&self) -> Result<&OAuthServer, VaultError> {
+    fn access(&self) -> Result<&OAuthAccess, VaultError> {
         (self.integration.oauth.as_ref()).ok_or(VaultError::NotConnected)
     }
 }
@@ -173,11 +173,11 @@ impl Vault {
 
     /// The client's secret at the integration's authorization server, opened.
     fn client_secret(&self, at: &GrantAt) -> Result<Option<String>, VaultError> {
-        let server = at.server()?;
-        let Some(sealed) = &server.client.secret_sealed else {
+        let access = at.access()?;
+        let Some(sealed) = &access.client.secret_sealed else {
             return Ok(None);
         };
-        let context = oauth_client_context(at.org.as_str(), at.name(), &server.client.client_id);
+        let context = oauth_client_context(at.org.as_str(), at.name(), &access.client.client_id);
         match self.sealer.open(&context, sealed) {
             Ok(secret) => Ok(Some(secret)),
             Err(_) => Err(VaultError::NeedsReconnect(ReconnectReason::RefreshRefused)),
@@ -356,8 +356,8 @@ impl Vault {
     /// Revokes `grant`'s refresh token, or its access token when it has none, where the server
     /// offers revocation. Best effort: a failure is logged, never returned.
     pub async fn revoke(&self, at: &GrantAt, grant: &Grant) {
-        let Ok(server) = at.server() else { return };
-        if server.revocation_endpoint.is_none() {
+        let Ok(access) = at.access() else { return };
+        if access.server.revocation_endpoint.is_none() {
             return;
         }
         let token = grant
@@ -371,7 +371,7 @@ impl Vault {
                 return;
             }
         };
-        match self.tokens.revoke(server, secret.as_deref(), token).await {
+        match self.tokens.revoke(access, secret.as_deref(), token).await {
             Ok(()) => tracing::info!(integration = at.name(), "a grant was revoked"),
             Err(e) => tracing::warn!(integration = at.name(), error = %e, "revocation failed"),
         }

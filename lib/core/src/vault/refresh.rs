@@ -132,12 +132,12 @@ impl Vault {
         &self, at: &GrantAt, secret: Option<&str>, refresh_token: &str,
     ) -> Result<crate::ports::IssuedTokens, TokenError> {
         fault::point("refresh", "claimed").await;
-        let server = at
-            .server()
+        let access = at
+            .access()
             .map_err(|e| TokenError::Refused(e.to_string()))?;
         let bound = self.timing.lease * 3 / 4;
         let answer =
-            tokio::time::timeout(bound, self.tokens.refresh(server, secret, refresh_token))
+            tokio::time::timeout(bound, self.tokens.refresh(access, secret, refresh_token))
                 .await
                 .unwrap_or_else(|_| {
                     Err(TokenError::Uncertain(format!(

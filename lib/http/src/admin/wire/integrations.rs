@@ -51,9 +51,9 @@ impl IntegrationView {
             auth: i.auth.as_str().to_owned(),
             created_at: i.created_at.to_iso8601(),
             oauth: i.oauth.as_ref().map(|o| OAuthView {
-                issuer: o.issuer.clone(),
-                authorization_endpoint: o.authorization_endpoint.clone(),
-                scopes: o.scopes.clone(),
+                issuer: o.server.issuer.clone(),
+                authorization_endpoint: o.server.authorization_endpoint.clone(),
+                scopes: o.server.scopes.clone(),
                 registration: match o.client.registration {
                     ClientRegistration::PreRegistered => "pre_registered",
                     ClientRegistration::MetadataDocument => "metadata_document",
@@ -62,7 +62,7 @@ impl IntegrationView {
                 .to_owned(),
                 client_id: o.client.client_id.clone(),
                 redirect_uri: redirect_uri(origin, org, &i.name),
-                revocation: o.revocation_endpoint.is_some(),
+                revocation: o.server.revocation_endpoint.is_some(),
             }),
         }
     }
