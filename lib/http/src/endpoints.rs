@@ -18,8 +18,9 @@ pub struct Routes {
     pub(crate) session: &'static [Route],
     /// The routes under [`admin::PREFIX`], for the admin endpoint.
     pub(crate) admin: Option<fn() -> OpenApiRouter<SessionApi>>,
-    /// The routes under `/api/auth`, each with the guard it passes.
-    pub(crate) auth: &'static [(Route, AuthGuard)],
+    /// The routes at paths of their own (`/api/auth`, `/api/memory`, `/api/usage`,
+    /// `/api/integrations`, `/api/oauth`), each with the guard it passes.
+    pub(crate) guarded: &'static [(Route, AuthGuard)],
     /// Whether they sign people in, so that single sign-on must be assembled.
     pub(crate) sso: bool,
     /// Whether they connect accounts to OAuth integrations, so that the connections must be
@@ -31,7 +32,7 @@ impl Routes {
     const NONE: Self = Self {
         session: &[],
         admin: None,
-        auth: &[],
+        guarded: &[],
         sso: false,
         connects: false,
     };
@@ -43,9 +44,9 @@ impl Routes {
         }
     }
 
-    const fn auth(routes: &'static [(Route, AuthGuard)]) -> Self {
+    const fn guarded(routes: &'static [(Route, AuthGuard)]) -> Self {
         Self {
-            auth: routes,
+            guarded: routes,
             ..Self::NONE
         }
     }
@@ -78,21 +79,22 @@ pub const TITLES: Routes = Routes::session(&[
     || routes!(titles::find_sessions),
 ]);
 /// Who is signed in: a current member of the cookie's organisation.
-pub const ME: Routes = Routes::auth(&[(|| routes!(auth::me), AuthGuard::Member)]);
+pub const ME: Routes = Routes::guarded(&[(|| routes!(auth::me), AuthGuard::Member)]);
 /// A valid cookie, of any organisation the user belongs to.
-pub const SWITCH_ORG: Routes = Routes::auth(&[(|| routes!(auth::switch_org), AuthGuard::SignedIn)]);
-pub const LOGOUT: Routes = Routes::auth(&[(|| routes!(auth::logout), AuthGuard::SignedIn)]);
+pub const SWITCH_ORG: Routes =
+    Routes::guarded(&[(|| routes!(auth::switch_org), AuthGuard::SignedIn)]);
+pub const LOGOUT: Routes = Routes::guarded(&[(|| routes!(auth::logout), AuthGuard::SignedIn)]);
 /// Signing in: no guard.
 pub const SIGN_IN_LINK: Routes =
-    Routes::auth(&[(|| routes!(auth::sign_in_with_link), AuthGuard::Public)]);
+    Routes::guarded(&[(|| routes!(auth::sign_in_with_link), AuthGuard::Public)]);
 pub const SSO_LOGIN: Routes = Routes {
     sso: true,
-    ..Routes::auth(&[(|| routes!(sso::login), AuthGuard::Public)])
+    ..Routes::guarded(&[(|| routes!(sso::login), AuthGuard::Public)])
 };
 /// Each organisation's callback, and the retired shared one, which only says where to go.
 pub const SSO_CALLBACK: Routes = Routes {
     sso: true,
-    ..Routes::auth(&[
+    ..Routes::guarded(&[
         (|| routes!(sso::callback), AuthGuard::Public),
         (|| routes!(sso::retired_callback), AuthGuard::Public),
     ])
@@ -100,7 +102,7 @@ pub const SSO_CALLBACK: Routes = Routes {
 /// A member's connections to OAuth integrations: list, connect, disconnect.
 pub const CONNECTIONS: Routes = Routes {
     connects: true,
-    ..Routes::auth(&[
+    ..Routes::guarded(&[
         (|| routes!(connections::list), AuthGuard::Member),
         (|| routes!(connections::connect), AuthGuard::Member),
         (|| routes!(connections::disconnect), AuthGuard::Member),
@@ -110,20 +112,20 @@ pub const CONNECTIONS: Routes = Routes {
 /// metadata: no guard (the connect in progress is bound to the browser by its own cookie).
 pub const OAUTH_CALLBACK: Routes = Routes {
     connects: true,
-    ..Routes::auth(&[
+    ..Routes::guarded(&[
         (|| routes!(connections::callback), AuthGuard::Public),
         (|| routes!(connections::client_document), AuthGuard::Public),
     ])
 };
 /// A member's own memory: read, switch, forget, export.
-pub const MEMORY: Routes = Routes::auth(&[
+pub const MEMORY: Routes = Routes::guarded(&[
     (|| routes!(memory::get, memory::switch), AuthGuard::Member),
     (|| routes!(memory::forget), AuthGuard::Member),
     (|| routes!(memory::forget_all), AuthGuard::Member),
     (|| routes!(memory::export), AuthGuard::Member),
 ]);
 /// A member's own usage this month or another.
-pub const USAGE: Routes = Routes::auth(&[(|| routes!(usage::get), AuthGuard::Member)]);
+pub const USAGE: Routes = Routes::guarded(&[(|| routes!(usage::get), AuthGuard::Member)]);
 /// Every route under [`admin::PREFIX`] but [`ADMIN_TEST_INTEGRATION`]'s, behind the member
 /// guard and then the admin role.
 pub const ADMIN: Routes = Routes {

@@ -34,7 +34,7 @@ use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 pub use crate::endpoints::Routes;
 pub use crate::state::{HttpConfig, ScimApi, SessionApi};
 
-/// Every route, as the local service serves them: the session, admin and `/api/auth` routes
+/// Every route, as the local service serves them: the session, admin and guarded routes
 /// of `endpoints` (every endpoint's), SCIM, the OpenAPI document (`document`, as JSON) and
 /// `app` (the browser app's pages and assets), behind the same edge.
 pub fn router(
@@ -133,13 +133,15 @@ enum AuthGuard {
 }
 
 /// The declared session routes of some endpoints, before their guards: those under
-/// [`SESSION_PREFIX`], the `/api/auth` routes by guard, and the document of their operations.
+/// [`SESSION_PREFIX`], the routes at paths of their own by guard, and the document of their
+/// operations.
 struct SessionParts {
     /// At their full paths: see [`under_session_prefix`].
     under_prefix: Router<SessionApi>,
     /// The admin routes, relative to [`admin::PREFIX`], when the admin endpoint is among them.
     admin: Option<Router<SessionApi>>,
-    auth: Vec<(Router<SessionApi>, AuthGuard)>,
+    /// The routes at paths of their own (`/api/auth`, `/api/memory`, ...), with their guards.
+    guarded: Vec<(Router<SessionApi>, AuthGuard)>,
     doc: utoipa::openapi::OpenApi,
 }
 
@@ -161,9 +163,9 @@ fn session_parts(endpoints: &[Routes]) -> SessionParts {
             doc = std::mem::take(&mut doc).nest(admin::PREFIX, part);
             router
         });
-    let auth = endpoints
+    let guarded = endpoints
         .iter()
-        .flat_map(|r| r.auth)
+        .flat_map(|r| r.guarded)
         .map(|&(route, guard)| {
             let (router, part) = OpenApiRouter::new().routes(route()).split_for_parts();
             doc.merge(part);
@@ -173,7 +175,7 @@ fn session_parts(endpoints: &[Routes]) -> SessionParts {
     SessionParts {
         under_prefix,
         admin,
-        auth,
+        guarded,
         doc,
     }
 }
@@ -190,8 +192,8 @@ fn under_session_prefix(route: UtoipaMethodRouter<SessionApi>) -> UtoipaMethodRo
     (schemas, paths, handler)
 }
 
-/// The session routes of `endpoints` behind the member guard, and the `/api/auth` routes
-/// behind theirs.
+/// The session routes of `endpoints` behind the member guard, and the routes at paths of their
+/// own behind theirs.
 fn session_routes(state: SessionApi, endpoints: &[Routes]) -> Router {
     let parts = session_parts(endpoints);
     // Unknown routes under the prefix (the prefix itself, with or without its slash, and
@@ -216,7 +218,7 @@ fn session_routes(state: SessionApi, endpoints: &[Routes]) -> Router {
             .layer(guard::MemberGuard(state.clone()));
         app = app.nest(admin::PREFIX, admin);
     }
-    for (route, auth_guard) in parts.auth {
+    for (route, auth_guard) in parts.guarded {
         app = app.merge(match auth_guard {
             AuthGuard::Member => route.route_layer(guard::MemberGuard(state.clone())),
             AuthGuard::SignedIn => {
