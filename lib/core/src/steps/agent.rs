@@ -15,9 +15,9 @@ use crate::ports::{
 };
 
 use super::bounds::{bounded_input, bounded_text};
-use super::contract::{Next, StepError, StepInput, StepOutput, errors};
 use super::drafts::Latest;
 use super::record::Found;
+use super::wire::{Next, StepError, StepInput, StepOutput, errors};
 use super::{
     HISTORY_BYTES, HISTORY_WINDOW, Handler, MAX_AGENT_CALLS, MAX_TOOL_CALLS_PER_STEP,
     RATE_LIMIT_WAIT_BUDGET, Steps, TOOL_LISTING_TIMEOUT,

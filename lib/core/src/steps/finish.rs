@@ -3,8 +3,8 @@
 
 use crate::domain::NewEvent;
 
-use super::contract::{Next, StepError, StepInput, StepOutput, error_event};
 use super::record::{Committed, Found};
+use super::wire::{Next, StepError, StepInput, StepOutput, error_event};
 use super::{Handler, Steps};
 
 impl Steps {

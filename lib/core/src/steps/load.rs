@@ -4,8 +4,8 @@
 
 use crate::domain::Standing;
 
-use super::contract::{Next, StepError, StepInput, StepOutput};
 use super::record::{Committed, standing};
+use super::wire::{Next, StepError, StepInput, StepOutput};
 use super::{Handler, Steps};
 
 impl Steps {

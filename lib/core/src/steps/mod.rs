@@ -12,16 +12,16 @@
 //!
 //! [`Handler`] names the steps; the state machine's resources (`${LoadTurnFunctionArn}`), the
 //! Lambda functions (`load-turn`) and the local engine's Task handlers all derive from it. One
-//! module per step; `contract` is the wire format, `record` the reads and commits they share.
+//! module per step; `wire` is the JSON they pass, `record` the reads and commits they share.
 
 mod agent;
 mod bounds;
-mod contract;
 mod drafts;
 mod finish;
 mod load;
 mod record;
 mod tool;
+mod wire;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -34,10 +34,10 @@ use crate::ports::{
     Agent, BatchStore, DirectoryStore, Integrations, OrgStore, SessionStore, Store,
 };
 
-pub use contract::{
+pub use drafts::DRAFT_EVERY;
+pub use wire::{
     ExecRef, Failure, Next, SessionRef, StepError, StepInput, StepOutput, TurnRef, errors,
 };
-pub use drafts::DRAFT_EVERY;
 
 /// Events before the answered message that the agent sees at most.
 pub const HISTORY_WINDOW: u64 = 50;

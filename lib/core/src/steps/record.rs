@@ -6,7 +6,7 @@ use crate::domain::{Execution, NewEvent, Session, Standing};
 use crate::ids::SessionKey;
 use crate::ports::{Charge, StoreError};
 
-use super::contract::{Next, StepError, StepInput, StepOutput};
+use super::wire::{Next, StepError, StepInput, StepOutput};
 use super::{Handler, Steps};
 
 /// How a version-checked commit went.

@@ -12,8 +12,8 @@ use crate::memory;
 use crate::ports::{IntegrationError, Integrations, StoreError};
 
 use super::bounds::{bounded_output, bounded_text};
-use super::contract::{Next, StepError, StepInput, StepOutput, errors};
 use super::record::Found;
+use super::wire::{Next, StepError, StepInput, StepOutput, errors};
 use super::{Handler, Steps};
 
 impl Steps {
