@@ -1,11 +1,13 @@
 //! What the service's HTTP tests share, in process (`lib/app/tests/contract`) and over a socket
-//! (`lib/local/tests/api`): a client that speaks the interface, agents whose timing the tests
-//! control, the docs search as an integration with tools, and DynamoDB on moto as a store (with
-//! the skip of the DynamoDB cases when no moto runs: [`stores::skip_dynamodb`]).
+//! (`lib/local/tests/api`): the harnesses' core ([`harness`]: settings, cookies, users, the
+//! wait for runs), the store they run on ([`stores`]: `KNOWLEDGE_TEST_STORE`, and the skip of
+//! the DynamoDB cases when no moto runs), a client that speaks the interface, agents whose
+//! timing the tests control, and the docs search as an integration with tools.
 
 pub mod agents;
 pub mod client;
 pub mod documented;
+pub mod harness;
 pub mod oauth;
 pub mod stores;
 
@@ -17,6 +19,8 @@ use knowledge_core::ports::Integrations;
 
 pub use agents::{FailingAgent, GatedAgent, PricedAgent, UnreachableAgent};
 pub use client::{Client, Network, Reply, SETTLE, Transport, User, WAIT, kinds};
+pub use harness::{Basis, FAST, Harness, KEY};
+pub use stores::{Opened, STORE_ENV, TestStore};
 
 /// A docs folder indexed in memory and connected to the default organisation.
 pub fn docs() -> Arc<dyn Integrations> {

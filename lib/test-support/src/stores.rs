@@ -1,19 +1,106 @@
-//! The stores the HTTP tests run on beyond the embedded ones: DynamoDB on moto, a table per
-//! data directory; and whether a DynamoDB case runs at all (the one place that decides it).
+//! The stores the HTTP tests run on, and the one place that picks one: [`STORE_ENV`] names it
+//! ([`TestStore::from_env`]), each harness with its own default; [`TestStore::open`] opens it
+//! for a data directory. DynamoDB runs on moto, a table per data directory; and whether a
+//! DynamoDB case runs at all is decided here too ([`skip_dynamodb`]).
 //!
 //! A plain `cargo test` has no DynamoDB: its DynamoDB cases are skipped, each passing without
 //! running, and each test binary says so once on stderr with how to run them. `scripts/test`
 //! starts moto, names it in [`DYNAMODB_ENDPOINT_ENV`] and sets [`REQUIRE_DYNAMODB_ENV`], which
 //! turns a skip into a failure: there every DynamoDB case runs, or the run fails.
 
+use std::collections::HashMap;
 use std::io::Write;
-use std::sync::Once;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex, Once};
+
+use knowledge_core::testing::MemoryStore;
+use knowledge_dynamo::DynamoStore;
+use knowledge_sqlite::SqliteStore;
+
+/// Names the store every test service of a test binary runs on: `memory`, `sqlite` or
+/// `dynamodb` (on the endpoint in [`DYNAMODB_ENDPOINT_ENV`]), among those its harness allows.
+pub const STORE_ENV: &str = "KNOWLEDGE_TEST_STORE";
 
 /// The DynamoDB endpoint (moto on loopback, started by `scripts/test`) for the DynamoDB store.
 pub const DYNAMODB_ENDPOINT_ENV: &str = "KNOWLEDGE_TEST_DYNAMODB_ENDPOINT";
 /// Set (to `1`) by `scripts/test`: a DynamoDB case without [`DYNAMODB_ENDPOINT_ENV`] fails
 /// instead of being skipped.
 pub const REQUIRE_DYNAMODB_ENV: &str = "KNOWLEDGE_TEST_REQUIRE_DYNAMODB";
+
+/// A store the HTTP tests' services run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TestStore {
+    /// The in-memory store, one per data directory in the test process.
+    Memory,
+    /// SQLite, a file in the data directory.
+    Sqlite,
+    /// DynamoDB on moto, a table named in the data directory.
+    Dynamodb,
+}
+
+/// A store opened for a data directory ([`TestStore::open`]).
+pub enum Opened {
+    Memory(Arc<MemoryStore>),
+    Sqlite(SqliteStore),
+    Dynamodb(DynamoStore),
+}
+
+/// The in-memory stores by data directory, so that two services "on one data directory" share
+/// one, as two local services on one SQLite file do.
+static MEMORY: LazyLock<Mutex<HashMap<PathBuf, Arc<MemoryStore>>>> =
+    LazyLock::new(Default::default);
+
+impl TestStore {
+    /// Every store, for a harness that runs on any.
+    pub const ALL: [Self; 3] = [Self::Memory, Self::Sqlite, Self::Dynamodb];
+
+    /// The value of [`STORE_ENV`] that names this store.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Memory => "memory",
+            Self::Sqlite => "sqlite",
+            Self::Dynamodb => "dynamodb",
+        }
+    }
+
+    /// The store [`STORE_ENV`] names, `default` when it is unset. Panics, naming the stores
+    /// `allowed`, when it names another (or is not Unicode): a run asked for a store its
+    /// harness does not have fails rather than testing another one.
+    pub fn from_env(default: Self, allowed: &[Self]) -> Self {
+        let value = match std::env::var(STORE_ENV) {
+            Err(std::env::VarError::NotPresent) => return default,
+            Err(std::env::VarError::NotUnicode(v)) => v.to_string_lossy().into_owned(),
+            Ok(v) => v,
+        };
+        let names: Vec<&str> = allowed.iter().map(|s| s.name()).collect();
+        allowed
+            .iter()
+            .copied()
+            .find(|s| s.name() == value)
+            .unwrap_or_else(|| {
+                panic!(
+                    "{STORE_ENV}={value} is no store of this harness: it runs on {} \
+                     ({} when {STORE_ENV} is unset)",
+                    names.join(", "),
+                    default.name()
+                )
+            })
+    }
+
+    /// This store for the data directory `dir`; every service opened on `dir` finds the data of
+    /// the ones before it (the same in-memory store, SQLite file or DynamoDB table).
+    pub async fn open(self, dir: &Path) -> Opened {
+        match self {
+            Self::Memory => {
+                let mut stores = MEMORY.lock().unwrap();
+                Opened::Memory(stores.entry(dir.to_owned()).or_default().clone())
+            }
+            Self::Sqlite => Opened::Sqlite(SqliteStore::open(dir).unwrap()),
+            Self::Dynamodb => Opened::Dynamodb(dynamo_store(dir).await),
+        }
+    }
+}
+
 /// The file in a data directory that names its table.
 const TABLE_FILE: &str = "dynamodb-table";
 
@@ -57,7 +144,7 @@ pub fn skip_dynamodb() -> bool {
 }
 
 /// The DynamoDB endpoint, for a case that runs on DynamoDB: one that began with
-/// [`skip_without_dynamodb!`], or one that was asked to (`KNOWLEDGE_TEST_STORE=dynamodb`).
+/// [`skip_without_dynamodb!`], or one that was asked to ([`STORE_ENV`]`=dynamodb`).
 pub fn dynamodb_endpoint() -> String {
     std::env::var(DYNAMODB_ENDPOINT_ENV).unwrap_or_else(|_| {
         panic!("{DYNAMODB_ENDPOINT_ENV} must name a DynamoDB endpoint; run {HOW}")
@@ -66,7 +153,7 @@ pub fn dynamodb_endpoint() -> String {
 
 /// A DynamoDB store on a table of its own for the data directory `dir`: the table's name is
 /// kept in `dir`, so that a service started again on the same directory finds the same data.
-pub async fn dynamo_store(dir: &std::path::Path) -> knowledge_dynamo::DynamoStore {
+pub async fn dynamo_store(dir: &Path) -> DynamoStore {
     let path = dir.join(TABLE_FILE);
     let table = match std::fs::read_to_string(&path) {
         Ok(name) => name,
@@ -80,5 +167,5 @@ pub async fn dynamo_store(dir: &std::path::Path) -> knowledge_dynamo::DynamoStor
     knowledge_dynamo::create_table_if_missing(&client, &table)
         .await
         .unwrap();
-    knowledge_dynamo::DynamoStore::new(client, table)
+    DynamoStore::new(client, table)
 }

@@ -1,6 +1,6 @@
 //! The HTTP contract, tested where it stands: requests to the assembled router in process
-//! (tower's `oneshot`), over the in-memory store, SQLite or DynamoDB on moto
-//! (`KNOWLEDGE_CONTRACT_STORE`), with the in-process workflow answering turns. Requests,
+//! (tower's `oneshot`), over the in-memory store (the default), SQLite or DynamoDB on moto
+//! (`KNOWLEDGE_TEST_STORE`), with the in-process workflow answering turns. Requests,
 //! cookies, accounts, limits, the state table of sessions and turns, SCIM, the admin API,
 //! single sign-on against a real OpenID provider, integrations (MCP servers on loopback) and
 //! the outbound guard, the real provider adapters against a scripted fake provider, the

@@ -1,37 +1,23 @@
 //! Test harness: the assembled application in process, answered through its router (tower's
-//! `oneshot`, no socket), over the in-memory store, SQLite or DynamoDB, with the in-process
-//! workflow, a clock the tests can move forward and agents whose timing they control.
-//! `KNOWLEDGE_CONTRACT_STORE` picks the store ([`STORE_ENV`]).
+//! `oneshot`, no socket), over the in-memory store (the default), SQLite or DynamoDB as
+//! `KNOWLEDGE_TEST_STORE` picks ([`open_store`]), with the in-process workflow, a clock the
+//! tests can move forward and agents whose timing they control. What it shares with
+//! `lib/local/tests/api` (settings, cookies, users, waits) is `knowledge_test_support`'s.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use knowledge_app::operator::Operator;
+use knowledge_app::App;
 use knowledge_app::workflow::{LocalWorkflow, StepTasks};
-use knowledge_app::{App, Settings};
-use knowledge_asl::{Options, TracingObserver};
+use knowledge_asl::TracingObserver;
 use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::adapters::integrations::FixedIntegrations;
-use knowledge_core::domain::Role;
-use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Agent, Integrations, Store, StoredRows, Workflow};
 use knowledge_core::seal::Sealer;
-use knowledge_core::sso::SsoChange;
-use knowledge_core::testing::{MemoryStore, ShiftedClock};
 use knowledge_egress::Egress;
-use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
-use knowledge_oauth::{BoundedHttp, HttpAuthorizationServers};
-use knowledge_oidc::OpenIdConnect;
-use knowledge_sqlite::SqliteStore;
+use knowledge_test_support::stores::{Opened, TestStore};
+use knowledge_test_support::{Basis, Harness};
 use tower::ServiceExt;
-
-pub const KEY: [u8; 32] = [42; 32];
-
-/// Selects the store: `memory` (the default), `sqlite`, or `dynamodb` (on the endpoint in
-/// `KNOWLEDGE_TEST_DYNAMODB_ENDPOINT`, moto on loopback in `scripts/test`).
-pub const STORE_ENV: &str = "KNOWLEDGE_CONTRACT_STORE";
 
 /// Where requests to the application go: it is served at no address, only in process.
 pub const BASE: &str = "http://app.test";
@@ -41,30 +27,24 @@ const ANSWER_LIMIT: usize = 16 << 20;
 
 pub use knowledge_store_tests::seed_session;
 pub use knowledge_test_support::{
-    Client, FailingAgent, GatedAgent, PricedAgent, Reply, SETTLE, Transport, UnreachableAgent,
-    User, WAIT, docs, kinds,
+    FAST, FailingAgent, GatedAgent, KEY, PricedAgent, Reply, Transport, UnreachableAgent, User,
+    WAIT, docs, kinds,
 };
 
-/// The in-memory stores by data directory, so that two services "on one data directory" share
-/// one, as two local services on one SQLite file do.
-static MEMORY: LazyLock<Mutex<HashMap<PathBuf, Arc<MemoryStore>>>> =
-    LazyLock::new(Default::default);
-
 /// A store, and what the tests read of it beyond the ports.
-pub trait TestStore: Store + StoredRows {}
+pub trait RowStore: Store + StoredRows {}
 
-impl<T: Store + StoredRows + ?Sized> TestStore for T {}
+impl<T: Store + StoredRows + ?Sized> RowStore for T {}
 
-/// The store of the data directory `dir`, as [`STORE_ENV`] selects.
-pub async fn open_store(dir: &std::path::Path) -> Arc<dyn TestStore> {
-    match std::env::var(STORE_ENV).as_deref() {
-        Err(_) | Ok("memory") => {
-            let mut stores = MEMORY.lock().unwrap();
-            stores.entry(dir.to_owned()).or_default().clone()
-        }
-        Ok("sqlite") => Arc::new(SqliteStore::open(dir).unwrap()),
-        Ok("dynamodb") => Arc::new(knowledge_test_support::stores::dynamo_store(dir).await),
-        Ok(other) => panic!("{STORE_ENV}={other}: expected memory, sqlite or dynamodb"),
+/// The store of the data directory `dir` that `KNOWLEDGE_TEST_STORE` names: `memory` (the
+/// default), `sqlite`, or `dynamodb` (on the endpoint in `KNOWLEDGE_TEST_DYNAMODB_ENDPOINT`,
+/// moto on loopback in `scripts/test`).
+pub async fn open_store(dir: &std::path::Path) -> Arc<dyn RowStore> {
+    let chosen = TestStore::from_env(TestStore::Memory, &TestStore::ALL);
+    match chosen.open(dir).await {
+        Opened::Memory(store) => store,
+        Opened::Sqlite(store) => Arc::new(store),
+        Opened::Dynamodb(store) => Arc::new(store),
     }
 }
 
@@ -110,10 +90,6 @@ impl Transport for InProcess {
     }
 }
 
-/// Retry and Wait delays of the state machine, scaled down a thousandfold: the tests check how
-/// often a step is retried and what follows, not how long the backoff lasts.
-pub const FAST: Options = Options { delay_scale: 0.001 };
-
 /// What a test service is built from.
 pub struct Setup {
     pub agent: Arc<dyn Agent>,
@@ -129,9 +105,9 @@ pub struct Setup {
     pub origin: Option<String>,
     /// Where requests to addresses admins name may go: anywhere, as locally by default.
     pub egress: Egress,
-    /// A store to use instead of the one [`STORE_ENV`] selects (SQLite for a test of several
+    /// A store to use instead of the one [`open_store`] opens (SQLite for a test of several
     /// processes on one file, say).
-    pub store: Option<Arc<dyn TestStore>>,
+    pub store: Option<Arc<dyn RowStore>>,
     /// Responses buffered whole, exports bounded to these bytes, as on Lambda.
     pub buffered_export_max: Option<usize>,
 }
@@ -151,29 +127,25 @@ impl Setup {
     }
 }
 
-/// A service in process and a client of it (through [`Deref`](std::ops::Deref): `api.post(..)`,
-/// `api.user`), signed in as the default organisation's admin.
+/// A service in process and what its tests reach of it (through [`Deref`](std::ops::Deref):
+/// the [`Harness`], and through it the client, `api.post(..)`, `api.user`), signed in as the
+/// default organisation's admin.
 pub struct Api {
-    pub client: Client,
+    pub harness: Harness,
     pub svc: Svc,
-    pub clock: Arc<ShiftedClock>,
-    pub signer: CookieSigner,
-    /// The service's sealing key.
-    pub sealer: Arc<Sealer>,
-    pub dir: Arc<tempfile::TempDir>,
 }
 
 impl std::ops::Deref for Api {
-    type Target = Client;
+    type Target = Harness;
 
-    fn deref(&self) -> &Client {
-        &self.client
+    fn deref(&self) -> &Harness {
+        &self.harness
     }
 }
 
 /// The parts of the service the tests read.
 pub struct Svc {
-    pub store: Arc<dyn TestStore>,
+    pub store: Arc<dyn RowStore>,
     pub workflow: LocalWorkflow,
 }
 
@@ -196,28 +168,15 @@ impl Api {
     }
 
     pub async fn start_setup(setup: Setup) -> Self {
-        let dir = setup
-            .dir
-            .unwrap_or_else(|| Arc::new(tempfile::tempdir().unwrap()));
+        let basis = Basis::new(setup.dir, setup.sealer);
         let store = match setup.store {
             Some(store) => store,
-            None => open_store(dir.path()).await,
+            None => open_store(basis.dir.path()).await,
         };
         let origin = setup.origin.unwrap_or_else(|| BASE.to_owned());
-        let clock = Arc::new(ShiftedClock::default());
-        let settings = Settings {
-            cookie_signer: Some(Arc::new(CookieSigner::new(&KEY).unwrap())),
-            sealer: Some(setup.sealer.clone()),
-            agent: Some(setup.agent),
-            fixed_integrations: setup.integrations,
-            identity_provider: Some(Arc::new(OpenIdConnect::new(setup.egress).unwrap())),
-            authorization_servers: Some(Arc::new(HttpAuthorizationServers::new(
-                BoundedHttp::new(setup.egress).unwrap(),
-            ))),
-            egress: setup.egress,
-            clock: clock.clone(),
+        let settings = knowledge_app::Settings {
             buffered_export_max: setup.buffered_export_max,
-            ..Settings::new(&origin)
+            ..basis.settings(&origin, setup.agent, setup.integrations, setup.egress)
         };
         let app = App::new(settings, store.clone()).with_stored_integrations();
         let steps = app.steps();
@@ -230,83 +189,13 @@ impl Api {
         .unwrap();
         let engine: Arc<dyn Workflow> = Arc::new(workflow.clone());
         let router = app.router(engine).unwrap();
-        let signer = CookieSigner::new(&KEY).unwrap();
-        let org = OrgId::parse("org_default").unwrap();
-        Operator {
-            store: store.clone(),
-        }
-        .bootstrap()
-        .await
-        .unwrap();
-        let id = UserId::parse("usr_default").unwrap();
-        let cookie = format!("{COOKIE_NAME}={}", signer.mint(&id, &org, 3600).unwrap());
-        let user = User { id, org, cookie };
+        let transport = Arc::new(InProcess { router });
+        let served = basis.serve(BASE, &origin, transport, store.clone(), workflow.clone());
+        let harness = served.await;
         Self {
-            client: Client::new(BASE, &origin, user, Arc::new(InProcess { router })),
+            harness,
             svc: Svc { store, workflow },
-            clock,
-            signer,
-            sealer: setup.sealer,
-            dir,
         }
-    }
-
-    pub fn clock_now(&self) -> knowledge_core::clock::Timestamp {
-        knowledge_core::clock::Clock::now(self.clock.as_ref())
-    }
-
-    pub fn admin(&self) -> Operator {
-        Operator {
-            store: self.svc.store.clone(),
-        }
-    }
-
-    /// Switches single sign-on on for `org` (or off), with a provider no test reaches: what
-    /// SCIM needs.
-    pub async fn set_sso(&self, org: &OrgId, on: bool) {
-        let settings = knowledge_test_support::sso_no_test_reaches(on);
-        (self.admin())
-            .configure_sso(org, &SsoChange::Set(settings), self.sealer.clone())
-            .await
-            .unwrap();
-    }
-
-    pub fn cookie(&self, user: &UserId, org: &OrgId) -> String {
-        format!(
-            "{COOKIE_NAME}={}",
-            self.signer.mint(user, org, 3600).unwrap()
-        )
-    }
-
-    /// A new member of `org` (created when absent) with its cookie.
-    pub async fn new_user(&self, org: &OrgId) -> User {
-        if self.svc.store.get_org(org).await.unwrap().is_none() {
-            self.admin()
-                .create_org(
-                    Some(org.clone()),
-                    "other",
-                    knowledge_core::domain::Plan::Pro,
-                )
-                .await
-                .unwrap();
-        }
-        let m = self
-            .admin()
-            .add_member(org, None, Role::Viewer)
-            .await
-            .unwrap();
-        User {
-            cookie: self.cookie(&m.user, org),
-            id: m.user,
-            org: org.clone(),
-        }
-    }
-
-    /// Waits (bounded by [`SETTLE`]) until no workflow run is in flight.
-    pub async fn settle(&self) {
-        tokio::time::timeout(SETTLE, self.svc.workflow.idle())
-            .await
-            .expect("workflow runs finish");
     }
 }
 

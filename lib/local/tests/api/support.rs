@@ -1,45 +1,35 @@
 //! Test harness: the real local service on an ephemeral loopback port, over a fresh data
-//! directory, with a clock the tests can move forward and agents whose timing they control.
+//! directory on SQLite (the default) or DynamoDB as `KNOWLEDGE_TEST_STORE` picks
+//! ([`open_store`]), with a clock the tests can move forward and agents whose timing they
+//! control. What it shares with `lib/app/tests/contract` (settings, cookies, users, waits) is
+//! `knowledge_test_support`'s.
 
 use std::sync::Arc;
 
-use knowledge_app::Settings;
-use knowledge_app::operator::Operator;
-use knowledge_asl::{Observer, Options, Tasks, TracingObserver};
+use knowledge_asl::{Observer, Tasks, TracingObserver};
 use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::adapters::integrations::FixedIntegrations;
-use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Agent, Integrations};
 use knowledge_core::seal::Sealer;
-use knowledge_core::sso::SsoChange;
-use knowledge_core::testing::ShiftedClock;
 use knowledge_egress::Egress;
-use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
-use knowledge_local::{
-    LocalService, LocalStore, LocalWorkflow, ServerLimits, SqliteStore, StepTasks,
-};
-use knowledge_oidc::OpenIdConnect;
+use knowledge_local::{LocalService, LocalStore, LocalWorkflow, ServerLimits, StepTasks};
+use knowledge_test_support::stores::{Opened, TestStore};
+use knowledge_test_support::{Basis, FAST, Harness};
 
-pub const KEY: [u8; 32] = [42; 32];
-
-/// Selects the store every test service runs on: `sqlite` (the default) or `dynamodb`.
-pub const STORE_ENV: &str = "KNOWLEDGE_TEST_STORE";
 pub use knowledge_store_tests::mark_deleting;
-pub use knowledge_test_support::stores::{dynamo_store, dynamodb_endpoint};
-pub use knowledge_test_support::{
-    Client, GatedAgent, Network, PricedAgent, SETTLE, User, WAIT, docs, kinds,
-};
+pub use knowledge_test_support::stores::dynamodb_endpoint;
+pub use knowledge_test_support::{GatedAgent, Network, PricedAgent, SETTLE, WAIT, docs, kinds};
 
+/// The store of the data directory `dir` that `KNOWLEDGE_TEST_STORE` names: `sqlite` (the
+/// default) or `dynamodb` (on the endpoint in `KNOWLEDGE_TEST_DYNAMODB_ENDPOINT`).
 pub async fn open_store(dir: &std::path::Path) -> LocalStore {
-    match std::env::var(STORE_ENV).as_deref() {
-        Err(_) | Ok("sqlite") => LocalStore::Sqlite(SqliteStore::open(dir).unwrap()),
-        Ok("dynamodb") => LocalStore::Dynamo(dynamo_store(dir).await),
-        Ok(other) => panic!("{STORE_ENV}={other}: expected sqlite or dynamodb"),
+    let chosen = TestStore::from_env(TestStore::Sqlite, &[TestStore::Sqlite, TestStore::Dynamodb]);
+    match chosen.open(dir).await {
+        Opened::Sqlite(store) => LocalStore::Sqlite(store),
+        Opened::Dynamodb(store) => LocalStore::Dynamo(store),
+        Opened::Memory(_) => unreachable!("the local service has no in-memory store"),
     }
 }
-/// Retry and Wait delays of the state machine, scaled down a thousandfold: the tests check how
-/// often a step is retried and what follows, not how long the backoff lasts.
-pub const FAST: Options = Options { delay_scale: 0.001 };
 
 /// Wraps the step handlers of a test service.
 pub type WrapTasks = fn(Arc<dyn Tasks>) -> Arc<dyn Tasks>;
@@ -86,23 +76,20 @@ impl Setup {
     }
 }
 
-/// A service on loopback and a client of it (through [`Deref`](std::ops::Deref): `api.post(..)`,
-/// `api.user`), signed in as the default organisation's admin.
+/// A service on loopback and what its tests reach of it (through [`Deref`](std::ops::Deref):
+/// the [`Harness`], and through it the client, `api.post(..)`, `api.user`), signed in as the
+/// default organisation's admin.
 pub struct Api {
-    pub client: Client,
+    pub harness: Harness,
     pub svc: LocalService,
-    pub clock: Arc<ShiftedClock>,
-    /// The service's sealing key.
-    pub sealer: Arc<Sealer>,
-    pub dir: Arc<tempfile::TempDir>,
     server: tokio::task::JoinHandle<()>,
 }
 
 impl std::ops::Deref for Api {
-    type Target = Client;
+    type Target = Harness;
 
-    fn deref(&self) -> &Client {
-        &self.client
+    fn deref(&self) -> &Harness {
+        &self.harness
     }
 }
 
@@ -131,84 +118,29 @@ impl Api {
     }
 
     pub async fn start_setup(setup: Setup) -> Self {
-        let dir = setup
-            .dir
-            .unwrap_or_else(|| Arc::new(tempfile::tempdir().unwrap()));
-        let store = open_store(dir.path()).await;
+        let basis = Basis::new(setup.dir, setup.sealer);
+        let store = open_store(basis.dir.path()).await;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let origin = setup.origin.unwrap_or_else(|| base.clone());
-        let clock = Arc::new(ShiftedClock::default());
         let (observer, wrap, limits) = (setup.observer, setup.wrap, setup.limits);
-        let sweep_every = setup.sweep_every;
-        let settings = Settings {
-            cookie_signer: Some(Arc::new(CookieSigner::new(&KEY).unwrap())),
-            sealer: Some(setup.sealer.clone()),
-            agent: Some(setup.agent),
-            fixed_integrations: setup.integrations,
-            identity_provider: Some(Arc::new(OpenIdConnect::new(setup.egress).unwrap())),
-            authorization_servers: Some(Arc::new(knowledge_oauth::HttpAuthorizationServers::new(
-                knowledge_oauth::BoundedHttp::new(setup.egress).unwrap(),
-            ))),
-            egress: setup.egress,
-            clock: clock.clone(),
-            ..Settings::new(&origin)
-        };
+        let settings = basis.settings(&origin, setup.agent, setup.integrations, setup.egress);
         let svc = LocalService::with_workflow(settings, store.clone(), move |steps| {
             let clock = steps.clock();
             LocalWorkflow::new(wrap(Arc::new(StepTasks(steps))), observer, FAST, clock)
         })
         .unwrap()
-        .sweeping_every(sweep_every);
+        .sweeping_every(setup.sweep_every);
         let server = {
             let svc = svc.clone();
             tokio::spawn(async move { svc.serve(listener, limits, std::future::pending()).await })
         };
-        let signer = CookieSigner::new(&KEY).unwrap();
-        let org = OrgId::parse("org_default").unwrap();
-        Operator {
-            store: store.shared(),
-        }
-        .bootstrap()
-        .await
-        .unwrap();
-        let id = UserId::parse("usr_default").unwrap();
-        let cookie = format!("{COOKIE_NAME}={}", signer.mint(&id, &org, 3600).unwrap());
-        let user = User { id, org, cookie };
+        let (transport, workflow) = (Arc::new(Network), svc.workflow.clone());
+        let harness = (basis.serve(&base, &origin, transport, store.shared(), workflow)).await;
         Self {
-            client: Client::new(&base, &origin, user, Arc::new(Network)),
+            harness,
             svc,
-            clock,
-            sealer: setup.sealer,
-            dir,
             server,
         }
-    }
-
-    pub fn clock_now(&self) -> knowledge_core::clock::Timestamp {
-        knowledge_core::clock::Clock::now(self.clock.as_ref())
-    }
-
-    pub fn admin(&self) -> Operator {
-        Operator {
-            store: self.svc.store.shared(),
-        }
-    }
-
-    /// Switches single sign-on on for `org` (or off), with a provider no test reaches: what
-    /// SCIM needs.
-    pub async fn set_sso(&self, org: &OrgId, on: bool) {
-        let settings = knowledge_test_support::sso_no_test_reaches(on);
-        (self.admin())
-            .configure_sso(org, &SsoChange::Set(settings), self.sealer.clone())
-            .await
-            .unwrap();
-    }
-
-    /// Waits (bounded by [`SETTLE`]) until no workflow run is in flight.
-    pub async fn settle(&self) {
-        tokio::time::timeout(SETTLE, self.svc.workflow.idle())
-            .await
-            .expect("workflow runs finish");
     }
 }
