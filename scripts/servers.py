@@ -25,18 +25,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start(argv: list[str], log: Path, env: dict | None = None, timeout: float = TIMEOUT):
+def start(argv: list[str], log: Path, env: dict | None = None, timeout: float = TIMEOUT,
+          ready: re.Pattern = LISTENING):
     """Starts `argv` with its output in `log` and returns `(process, url)` once it printed its
-    "listening on" line; raises AssertionError, with the output, when it exits first or does not
-    print the line within `timeout` seconds (it is stopped then)."""
+    "listening on" line (or a line `ready` matches, for a server others wrote: the url is then
+    its first group, if it has one); raises AssertionError, with the output, when it exits first
+    or does not print the line within `timeout` seconds (it is stopped then)."""
     with open(log, "w") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + timeout
     while True:
         output = Path(log).read_text(errors="replace")
-        found = LISTENING.search(output)
+        found = ready.search(output)
         if found:
-            return proc, found.group(1)
+            return proc, found.group(1) if ready.groups else None
         if proc.poll() is not None:
             raise AssertionError(f"{argv[0]} exited ({proc.returncode}) before it listened:\n{output}")
         if time.monotonic() >= deadline:

@@ -6,32 +6,28 @@ comes back); a question then calls the server's tool with the member's grant; th
 disconnects."""
 
 import re
-import subprocess
-import time
 
 import pytest
 from playwright.sync_api import expect
 
 from conftest import ROOT, Service, free_port
+from servers import start
 from fake_openai import FakeOpenAi
 
 EXAMPLE = ROOT / "scripts/mcp-oauth/node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js"
 
 
 @pytest.fixture
-def example_server():
+def example_server(tmp_path):
     """The SDK's example server in strict OAuth mode on free ports; yields its MCP URL."""
+    # It takes its ports from the environment and cannot be given port 0.
     port, auth_port = free_port(), free_port()
-    proc = subprocess.Popen(
+    proc, _ = start(
         ["node", str(EXAMPLE), "--oauth", "--oauth-strict"],
+        tmp_path / "example-server.log",
         env={"MCP_PORT": str(port), "MCP_AUTH_PORT": str(auth_port), "PATH": "/usr/bin:/bin:/usr/local/bin"},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        ready=re.compile(r"MCP Streamable HTTP Server listening"),
     )
-    deadline = time.monotonic() + 20
-    for line in proc.stdout:
-        if "MCP Streamable HTTP Server listening" in line:
-            break
-        assert time.monotonic() < deadline, "the example server did not start in 20 s"
     yield f"http://localhost:{port}/mcp", f"http://localhost:{auth_port}/"
     proc.terminate()
     proc.wait(timeout=10)
