@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds every function's arm64 binary as `sam build` does (cargo-lambda, `--release --arm64`,
 # CargoLambda.toml's settings) and checks each against the budget of its row
-# (`max_bytes` in lib/app/src/functions.rs). Ends with "N passed, M failed".
+# (`max_bytes` in lib/assembly/src/functions.rs). Ends with "N passed, M failed".
 # cargo-lambda and ziglang (its cross-linker, about 400 MB) come from PyPI into .venv, pinned.
 # Usage: scripts/binary_sizes.sh   (CARGO_TARGET_DIR is honoured, as cargo does)
 set -euo pipefail
@@ -29,7 +29,7 @@ if [ "$status" -ne 0 ]; then
 fi
 # The test runs in its package's directory: give it the binaries' absolute path.
 case "$target" in /*) ;; *) target="$PWD/$target" ;; esac
-KNOWLEDGE_LAMBDA_DIR="$target/lambda" cargo test --locked -p knowledge-app --test functions \
+KNOWLEDGE_LAMBDA_DIR="$target/lambda" cargo test --locked -p knowledge-assembly --test functions \
   every_functions_arm64_binary_fits_the_budget_of_its_row -- --nocapture || status=$?
 if [ "$status" -eq 0 ]; then echo "1 passed, 0 failed"; else echo "0 passed, 1 failed"; fi
 exit "$status"

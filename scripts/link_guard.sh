@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The link guard: each Lambda function links only the optional parts it uses (`Parts::of`,
-# lib/aws/src/parts.rs, evaluated at compile time from its row in lib/app/src/functions.rs), which is what keeps every binary under
+# lib/aws/src/parts.rs, evaluated at compile time from its row in lib/assembly/src/functions.rs), which is what keeps every binary under
 # 10 MB. This builds some functions' binaries (dev profile, features resolved as
 # `cargo test --workspace` resolves them, so nothing else is rebuilt) and reads their symbols
 # with `nm`: the linker drops every function nothing names (--gc-sections) in a debug build as

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use knowledge_app::Settings;
-use knowledge_app::operator::Operator;
+use knowledge_assembly::Settings;
+use knowledge_assembly::operator::Operator;
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Agent, Integrations};
 use knowledge_core::seal::Sealer;

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use knowledge_app::functions::ALL;
+use knowledge_assembly::functions::ALL;
 
 use crate::{Derived, pascal};
 
@@ -21,7 +21,7 @@ pub fn sources(root: &Path) -> std::io::Result<Vec<Derived>> {
             path: format!("functions/src/bin/{}.rs", row.name).into(),
             text: Some(format!(
                 "//! The `{name}` Lambda function (`{pascal}Function` in template.yaml); its row is\n\
-                 //! `knowledge_app::functions::{row}`. Written by `cargo xtask derive`.\n\
+                 //! `knowledge_assembly::functions::{row}`. Written by `cargo xtask derive`.\n\
                  \n\
                  knowledge_aws::main!({row});\n",
                 name = row.name,

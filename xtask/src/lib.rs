@@ -1,4 +1,4 @@
-//! The files derived from the rows of functions (`knowledge_app::functions`) and from the
+//! The files derived from the rows of functions (`knowledge_assembly::functions`) and from the
 //! routes' declarations: what they hold, and writing or checking them. Each is either whole
 //! (a binary's one line, the OpenAPI document) or a marked part of a file whose rest is written
 //! by hand (`template.yaml`, `functions/Cargo.toml`, `functions/README.md`).
@@ -37,7 +37,7 @@ pub fn derive(root: &Path) -> Result<Vec<Derived>, String> {
     let mut files = vec![
         Derived {
             path: "docs/openapi.json".into(),
-            text: Some(knowledge_app::functions::document_json()),
+            text: Some(knowledge_assembly::functions::document_json()),
         },
         Derived {
             path: "template.yaml".into(),

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use knowledge_app::functions::ALL;
+use knowledge_assembly::functions::ALL;
 
 use crate::binaries::constant;
 use crate::pascal;

@@ -2,7 +2,7 @@
 //! whole. The markers stay, so that a reader sees where the derived part starts and ends.
 
 /// What the opening marker says after its comment sign.
-const BEGIN: &str = "BEGIN DERIVED: written by `cargo xtask derive` from the rows of functions (lib/app/src/functions/rows.rs); edit those, not this.";
+const BEGIN: &str = "BEGIN DERIVED: written by `cargo xtask derive` from the rows of functions (lib/assembly/src/functions/rows.rs); edit those, not this.";
 const END: &str = "END DERIVED";
 
 /// Replaces the part between `# BEGIN DERIVED…` and `# END DERIVED` (YAML, TOML).

@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use knowledge_app::functions::{ADMIN, ALL, Function, Index, Serves};
+use knowledge_assembly::functions::{ADMIN, ALL, Function, Index, Serves};
 use knowledge_aws::config::{
     APP_ORIGIN_ENV, PROVIDER_KEY_SECRET_ENV, SEALING_KEY_SECRET_ENV, SIGNING_KEY_SECRET_ENV,
     STATE_MACHINE_ENV, TABLE_ENV,

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use knowledge_app::functions::{ALL, Serves};
+use knowledge_assembly::functions::{ALL, Serves};
 use knowledge_core::steps::Handler;
 use serde_norway::Value;
 

@@ -71,7 +71,7 @@ async fn main() {
 
     println!("| function | size (MB) | init p50 (ms) | init p90 (ms) | init max (ms) |");
     println!("|---|---|---|---|---|");
-    for name in knowledge_app::functions::ALL.map(|f| f.name) {
+    for name in knowledge_assembly::functions::ALL.map(|f| f.name) {
         let binary = dir.join(name);
         let Ok(meta) = std::fs::metadata(&binary) else {
             eprintln!("{} not built; skipped", binary.display());

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use knowledge_app::operator::Operator;
+use knowledge_assembly::operator::Operator;
 use knowledge_bench::{KEY, fresh_store, serve, settings};
 use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::adapters::integrations::FixedIntegrations;

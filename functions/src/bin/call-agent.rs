@@ -1,4 +1,4 @@
 //! The `call-agent` Lambda function (`CallAgentFunction` in template.yaml); its row is
-//! `knowledge_app::functions::CALL_AGENT`. Written by `cargo xtask derive`.
+//! `knowledge_assembly::functions::CALL_AGENT`. Written by `cargo xtask derive`.
 
 knowledge_aws::main!(CALL_AGENT);

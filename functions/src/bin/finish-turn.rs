@@ -1,4 +1,4 @@
 //! The `finish-turn` Lambda function (`FinishTurnFunction` in template.yaml); its row is
-//! `knowledge_app::functions::FINISH_TURN`. Written by `cargo xtask derive`.
+//! `knowledge_assembly::functions::FINISH_TURN`. Written by `cargo xtask derive`.
 
 knowledge_aws::main!(FINISH_TURN);

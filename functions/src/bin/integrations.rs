@@ -1,4 +1,4 @@
 //! The `integrations` Lambda function (`IntegrationsFunction` in template.yaml); its row is
-//! `knowledge_app::functions::INTEGRATIONS`. Written by `cargo xtask derive`.
+//! `knowledge_assembly::functions::INTEGRATIONS`. Written by `cargo xtask derive`.
 
 knowledge_aws::main!(INTEGRATIONS);

@@ -1,4 +1,4 @@
 //! The `load-turn` Lambda function (`LoadTurnFunction` in template.yaml); its row is
-//! `knowledge_app::functions::LOAD_TURN`. Written by `cargo xtask derive`.
+//! `knowledge_assembly::functions::LOAD_TURN`. Written by `cargo xtask derive`.
 
 knowledge_aws::main!(LOAD_TURN);

@@ -1,4 +1,4 @@
 //! The `logout` Lambda function (`LogoutFunction` in template.yaml); its row is
-//! `knowledge_app::functions::LOGOUT`. Written by `cargo xtask derive`.
+//! `knowledge_assembly::functions::LOGOUT`. Written by `cargo xtask derive`.
 
 knowledge_aws::main!(LOGOUT);

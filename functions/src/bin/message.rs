@@ -1,4 +1,4 @@
 //! The `message` Lambda function (`MessageFunction` in template.yaml); its row is
-//! `knowledge_app::functions::MESSAGE`. Written by `cargo xtask derive`.
+//! `knowledge_assembly::functions::MESSAGE`. Written by `cargo xtask derive`.
 
 knowledge_aws::main!(MESSAGE);

@@ -1,4 +1,4 @@
 //! The `run-tool` Lambda function (`RunToolFunction` in template.yaml); its row is
-//! `knowledge_app::functions::RUN_TOOL`. Written by `cargo xtask derive`.
+//! `knowledge_assembly::functions::RUN_TOOL`. Written by `cargo xtask derive`.
 
 knowledge_aws::main!(RUN_TOOL);

@@ -1,4 +1,4 @@
 //! The `terminate` Lambda function (`TerminateFunction` in template.yaml); its row is
-//! `knowledge_app::functions::TERMINATE`. Written by `cargo xtask derive`.
+//! `knowledge_assembly::functions::TERMINATE`. Written by `cargo xtask derive`.
 
 knowledge_aws::main!(TERMINATE);

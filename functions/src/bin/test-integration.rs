@@ -1,4 +1,4 @@
 //! The `test-integration` Lambda function (`TestIntegrationFunction` in template.yaml); its row is
-//! `knowledge_app::functions::TEST_INTEGRATION`. Written by `cargo xtask derive`.
+//! `knowledge_assembly::functions::TEST_INTEGRATION`. Written by `cargo xtask derive`.
 
 knowledge_aws::main!(TEST_INTEGRATION);

@@ -1,4 +1,4 @@
 //! The `titles` Lambda function (`TitlesFunction` in template.yaml); its row is
-//! `knowledge_app::functions::TITLES`. Written by `cargo xtask derive`.
+//! `knowledge_assembly::functions::TITLES`. Written by `cargo xtask derive`.
 
 knowledge_aws::main!(TITLES);

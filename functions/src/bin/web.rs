@@ -1,4 +1,4 @@
 //! The `web` Lambda function (`WebFunction` in template.yaml); its row is
-//! `knowledge_app::functions::WEB`. Written by `cargo xtask derive`.
+//! `knowledge_assembly::functions::WEB`. Written by `cargo xtask derive`.
 
 knowledge_aws::main!(WEB);

@@ -2,7 +2,7 @@
 //! the keys (cookie signing, credential sealing, the provider's API key) from Secrets Manager,
 //! never from the environment or the template.
 
-use knowledge_app::AssemblyError;
+use knowledge_assembly::AssemblyError;
 use knowledge_core::ports::BackendError;
 use knowledge_core::seal::Sealer;
 use knowledge_egress::Egress;

@@ -2,7 +2,7 @@
 //! secrets its row names, the Step Functions workflow adapter, and the entry point
 //! (`main!(ROW)`) of each binary in `functions/src/bin/`. Everything here is built once per
 //! cold start and shared by the invocations of that instance; the application itself is
-//! assembled by `knowledge_app`.
+//! assembled by `knowledge_assembly`.
 
 pub mod config;
 pub mod parts;
@@ -13,14 +13,14 @@ pub mod task;
 use std::sync::Arc;
 
 use aws_config::SdkConfig;
-use knowledge_app::{App, Settings};
+use knowledge_assembly::{App, Settings};
 use knowledge_core::ports::Workflow;
 use knowledge_dynamo::{DynamoStore, RequestCounter};
 
 pub use crate::config::{ConfigError, Env};
 pub use crate::parts::Parts;
 pub use crate::sfn::SfnWorkflow;
-pub use knowledge_app::functions::{self, Function, Serves};
+pub use knowledge_assembly::functions::{self, Function, Serves};
 pub use knowledge_core::steps::Handler;
 
 /// Bytes an export holds at most on Lambda, whose response is at most 6 MB with its envelope:
@@ -215,12 +215,12 @@ async fn run_sweep(parts: Parts) -> Result<(), lambda_runtime::Error> {
 /// Runs the function `parts` are of, as its row says: serving HTTP, a Task or the sweep.
 /// `parts` are [`Parts::of`] its row, evaluated at compile time: use [`main!`].
 pub async fn run(parts: Parts) -> Result<(), lambda_runtime::Error> {
-    knowledge_app::logs::init_lambda();
+    knowledge_assembly::logs::init_lambda();
     (parts.entry)(parts).await
 }
 
 /// The `main` of a Lambda function: `main!(ME)` runs the function of
-/// [`functions::ME`](knowledge_app::functions::ME), linking only the [`Parts`] its row uses. The
+/// [`functions::ME`](knowledge_assembly::functions::ME), linking only the [`Parts`] its row uses. The
 /// package of the binaries depends on `tokio` and `lambda_runtime`.
 #[macro_export]
 macro_rules! main {

@@ -9,8 +9,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use knowledge_app::App;
-use knowledge_app::functions::{Function, Identity, Integrations, Serves};
+use knowledge_assembly::App;
+use knowledge_assembly::functions::{Function, Identity, Integrations, Serves};
 use knowledge_core::ports::{Agent, AuthorizationServers, IdentityDiscovery, IdentityProvider};
 use knowledge_egress::Egress;
 
@@ -120,7 +120,7 @@ fn agent(var: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn Agent>, ConfigE
 
 /// The OpenAPI document, built into the binary: no settings, no clients.
 fn openapi() -> axum::Router {
-    knowledge_http::openapi_function(knowledge_app::functions::document_json().into())
+    knowledge_http::openapi_function(knowledge_assembly::functions::document_json().into())
 }
 
 /// The browser app's files, built into the binary.

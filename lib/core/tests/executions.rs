@@ -1,4 +1,4 @@
-//! The run's claim and handover, step by step on the in-memory store with a clock the tests move:
+//! The run's claim and handover, step by step on the transient store with a clock the tests move:
 //! a duplicate execution exits at its first step without writing, a step that could outlast the
 //! five-minute execution hands the run over and the successor finishes the turn, cancellation
 //! still wins at every step, and a run whose executions died gets a new one from the next

@@ -2,7 +2,7 @@
 //! adds or changes the integration: the one entered, the one already there, a Client ID
 //! Metadata Document, or one Dynamic Client Registration. The authorization server here only
 //! records what it is asked (its wire format is tested against real servers in lib/oauth and
-//! lib/app); these tests are of the choice.
+//! lib/assembly); these tests are of the choice.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,7 +22,7 @@ use knowledge_core::ports::{
     TokenEndpoint, TokenError,
 };
 use knowledge_core::seal::{Sealer, oauth_client_context};
-use knowledge_core::testing::MemoryStore;
+use knowledge_core::testing::TransientStore;
 
 /// An authorization server whose metadata the test sets, counting registrations.
 struct Server {
@@ -98,7 +98,7 @@ struct Rig {
 }
 
 async fn rig(server: Arc<Server>, origin: &str) -> Rig {
-    let store: Arc<dyn Store> = Arc::new(MemoryStore::default());
+    let store: Arc<dyn Store> = Arc::new(TransientStore::default());
     let org = Org::new(
         OrgId::parse(ORG).unwrap(),
         "Acme",

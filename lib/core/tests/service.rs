@@ -1,4 +1,4 @@
-//! The session use cases' own rules, on the in-memory store: a commit that loses its version
+//! The session use cases' own rules, on the transient store: a commit that loses its version
 //! race is retried and lands once, a cancel stamps a turn once and tells the engine, a member's
 //! turns are all cancelled at once, creating needs the agent, and deletes are finished.
 

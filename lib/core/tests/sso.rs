@@ -1,4 +1,4 @@
-//! Single sign-on's own rules, on the in-memory store with a provider that vouches for whoever
+//! Single sign-on's own rules, on the transient store with a provider that vouches for whoever
 //! a case says (the real exchange and token checks are the OIDC adapter's, tested against a real
 //! provider): who is admitted, the binding of the provider identity at the first sign-in, just-in-
 //! time membership, one answer for every organisation without SSO, and the sealed secret.
@@ -20,7 +20,7 @@ use knowledge_core::seal::Sealer;
 use knowledge_core::sso::{
     AuthorizationResponse, SignInTarget, SingleSignOn, SsoChange, SsoSettings, configure,
 };
-use knowledge_core::testing::MemoryStore;
+use knowledge_core::testing::TransientStore;
 use serde_json::json;
 
 const ISSUER: &str = "https://login.example.com";
@@ -62,7 +62,7 @@ impl IdentityDiscovery for Vouching {
 
 struct Rig {
     sso: SingleSignOn,
-    store: Arc<MemoryStore>,
+    store: Arc<TransientStore>,
     provider: Arc<Vouching>,
     sealer: Arc<Sealer>,
     org: OrgId,
@@ -83,7 +83,7 @@ fn settings(domains: &[&str]) -> SsoSettings {
 impl Rig {
     /// An organisation with SSO on for `example.com`.
     async fn new() -> Self {
-        let store = Arc::new(MemoryStore::default());
+        let store = Arc::new(TransientStore::default());
         let provider = Arc::new(Vouching::default());
         let sealer = Arc::new(Sealer::new(&[5; 32]).unwrap());
         let org = Self::org(&store).await;
@@ -107,7 +107,7 @@ impl Rig {
         rig
     }
 
-    async fn org(store: &MemoryStore) -> OrgId {
+    async fn org(store: &TransientStore) -> OrgId {
         let org = Org::new(OrgId::generate(), "Acme", Plan::Business, SystemClock.now());
         store.put_org(&org).await.unwrap();
         org.id

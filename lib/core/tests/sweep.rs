@@ -1,4 +1,4 @@
-//! The sweep for runs whose execution died, on the in-memory store with a clock the tests move:
+//! The sweep for runs whose execution died, on the transient store with a clock the tests move:
 //! a run whose lease ran out is given a new execution that answers the turn; a live one is left
 //! alone; a turn that kills every execution ends as failed after the bound, and the next turn
 //! goes on; a sweep racing a message, or another sweep, starts exactly one execution.

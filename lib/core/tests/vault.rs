@@ -1,4 +1,4 @@
-//! The token vault over the in-memory store (which keeps the storage contract), against a token
+//! The token vault over the transient store (which keeps the storage contract), against a token
 //! endpoint that behaves as a strict authorization server does: refresh tokens rotate, and one
 //! sent twice revokes the whole grant.
 
@@ -17,7 +17,7 @@ use knowledge_core::domain::{
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{DirectoryStore, GrantStore, IssuedTokens, TokenEndpoint, TokenError};
 use knowledge_core::seal::{Sealer, grant_context};
-use knowledge_core::testing::MemoryStore;
+use knowledge_core::testing::TransientStore;
 use knowledge_core::vault::{GrantAt, Vault, VaultError, VaultTiming};
 
 /// How the fake server answers the next refreshes.
@@ -124,7 +124,7 @@ impl TokenEndpoint for Server {
 }
 
 struct Rig {
-    store: Arc<MemoryStore>,
+    store: Arc<TransientStore>,
     server: Arc<Server>,
     sealer: Arc<Sealer>,
     at: GrantAt,
@@ -162,7 +162,7 @@ fn wiki() -> IntegrationConfig {
 impl Rig {
     /// A member of a new organisation, with no grant yet, and a server answering after `delay`.
     async fn new(delay: Duration) -> Self {
-        let store = Arc::new(MemoryStore::default());
+        let store = Arc::new(TransientStore::default());
         let org = OrgId::generate();
         let member = Member::new(
             org.clone(),

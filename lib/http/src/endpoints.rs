@@ -1,5 +1,5 @@
 //! The routes of each endpoint, as constants: a Lambda function's row
-//! (`knowledge_app::functions`) names one of these, and its `main` evaluates that row at compile
+//! (`knowledge_assembly::functions`) names one of these, and its `main` evaluates that row at compile
 //! time, so its binary names (and links) only its own handlers, not the other endpoints' (the
 //! admin API's above all). The local service and the OpenAPI document take every row's.
 //! Adding an endpoint: its handler, a constant here, a row there.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use knowledge_app::{App, AssemblyError, Settings};
+use knowledge_assembly::{App, AssemblyError, Settings};
 use knowledge_core::error::Chain;
 use knowledge_core::ports::{BackendError, Workflow};
 use knowledge_core::seal::Sealer;
@@ -21,7 +21,7 @@ use tokio::net::TcpListener;
 
 pub use crate::server::ServerLimits;
 pub use crate::store::LocalStore;
-pub use knowledge_app::workflow::{LocalWorkflow, StepTasks};
+pub use knowledge_assembly::workflow::{LocalWorkflow, StepTasks};
 pub use knowledge_sqlite::SqliteStore;
 
 /// Environment variable that supplies the cookie-signing key (hex, at least 32 bytes) instead of

@@ -10,8 +10,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
-use knowledge_app::Settings;
-use knowledge_app::operator::{DEFAULT_ORG, DEFAULT_USER, Operator, OrgChanges};
+use knowledge_assembly::Settings;
+use knowledge_assembly::operator::{DEFAULT_ORG, DEFAULT_USER, Operator, OrgChanges};
 use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::clock::{Clock, OffsetClock, SystemClock};
 use knowledge_core::error::Chain;
@@ -35,7 +35,7 @@ const SAMPLE_DOCS: &str = "docs/guide";
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    knowledge_app::logs::init_terminal();
+    knowledge_assembly::logs::init_terminal();
     let cli = Cli::parse();
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,

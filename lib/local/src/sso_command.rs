@@ -1,7 +1,7 @@
 //! The `sso` commands: configure, show and switch an organisation's single sign-on, and the
 //! reading of secrets from standard input that they share with `integration credential`.
 
-use knowledge_app::operator::Operator;
+use knowledge_assembly::operator::Operator;
 use knowledge_core::seal::Sealer;
 use knowledge_core::sso::{SsoChange, SsoSettings};
 use knowledge_local::admin::sso_json;

@@ -328,9 +328,9 @@ mod tests {
         };
         use knowledge_core::ports::GrantStore;
         use knowledge_core::seal::grant_context;
-        use knowledge_core::testing::MemoryStore;
+        use knowledge_core::testing::TransientStore;
 
-        let store = Arc::new(MemoryStore::default());
+        let store = Arc::new(TransientStore::default());
         let sealer = Arc::new(Sealer::new(&[3; 32]).unwrap());
         let (org, user) = ids();
         let audit = || {

@@ -1,15 +1,15 @@
 //! The core of the two HTTP test harnesses (the application in process,
-//! `lib/app/tests/contract`; the local service on a socket, `lib/local/tests/api`): a test
+//! `lib/assembly/tests/http`; the local service on a socket, `lib/local/tests/api`): a test
 //! service's settings and cookie key, its store bootstrapped with the default organisation's
 //! admin signed in, more users, and the wait for its runs. A harness adds only how it builds,
 //! serves and reaches the application.
 
 use std::sync::Arc;
 
-use knowledge_app::Settings;
-use knowledge_app::operator::Operator;
-use knowledge_app::workflow::LocalWorkflow;
 use knowledge_asl::Options;
+use knowledge_assembly::Settings;
+use knowledge_assembly::operator::Operator;
+use knowledge_assembly::workflow::LocalWorkflow;
 use knowledge_core::domain::{Plan, Role};
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{Agent, Integrations, Store};

@@ -1,4 +1,4 @@
-//! What the service's HTTP tests share, in process (`lib/app/tests/contract`) and over a socket
+//! What the service's HTTP tests share, in process (`lib/assembly/tests/http`) and over a socket
 //! (`lib/local/tests/api`): the harnesses' core ([`harness`]: settings, cookies, users, the
 //! wait for runs), the store they run on ([`stores`]: `KNOWLEDGE_TEST_STORE`, and the skip of
 //! the DynamoDB cases when no moto runs), a client that speaks the interface, agents whose

@@ -13,11 +13,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex, Once};
 
-use knowledge_core::testing::MemoryStore;
+use knowledge_core::testing::TransientStore;
 use knowledge_dynamo::DynamoStore;
 use knowledge_sqlite::SqliteStore;
 
-/// Names the store every test service of a test binary runs on: `memory`, `sqlite` or
+/// Names the store every test service of a test binary runs on: `transient`, `sqlite` or
 /// `dynamodb` (on the endpoint in [`DYNAMODB_ENDPOINT_ENV`]), among those its harness allows.
 pub const STORE_ENV: &str = "KNOWLEDGE_TEST_STORE";
 
@@ -30,8 +30,8 @@ pub const REQUIRE_DYNAMODB_ENV: &str = "KNOWLEDGE_TEST_REQUIRE_DYNAMODB";
 /// A store the HTTP tests' services run on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TestStore {
-    /// The in-memory store, one per data directory in the test process.
-    Memory,
+    /// The transient store, one per data directory in the test process.
+    Transient,
     /// SQLite, a file in the data directory.
     Sqlite,
     /// DynamoDB on moto, a table named in the data directory.
@@ -40,24 +40,24 @@ pub enum TestStore {
 
 /// A store opened for a data directory ([`TestStore::open`]).
 pub enum Opened {
-    Memory(Arc<MemoryStore>),
+    Transient(Arc<TransientStore>),
     Sqlite(SqliteStore),
     Dynamodb(DynamoStore),
 }
 
-/// The in-memory stores by data directory, so that two services "on one data directory" share
+/// The transient stores by data directory, so that two services "on one data directory" share
 /// one, as two local services on one SQLite file do.
-static MEMORY: LazyLock<Mutex<HashMap<PathBuf, Arc<MemoryStore>>>> =
+static TRANSIENT: LazyLock<Mutex<HashMap<PathBuf, Arc<TransientStore>>>> =
     LazyLock::new(Default::default);
 
 impl TestStore {
     /// Every store, for a harness that runs on any.
-    pub const ALL: [Self; 3] = [Self::Memory, Self::Sqlite, Self::Dynamodb];
+    pub const ALL: [Self; 3] = [Self::Transient, Self::Sqlite, Self::Dynamodb];
 
     /// The value of [`STORE_ENV`] that names this store.
     pub const fn name(self) -> &'static str {
         match self {
-            Self::Memory => "memory",
+            Self::Transient => "transient",
             Self::Sqlite => "sqlite",
             Self::Dynamodb => "dynamodb",
         }
@@ -88,12 +88,12 @@ impl TestStore {
     }
 
     /// This store for the data directory `dir`; every service opened on `dir` finds the data of
-    /// the ones before it (the same in-memory store, SQLite file or DynamoDB table).
+    /// the ones before it (the same transient store, SQLite file or DynamoDB table).
     pub async fn open(self, dir: &Path) -> Opened {
         match self {
-            Self::Memory => {
-                let mut stores = MEMORY.lock().unwrap();
-                Opened::Memory(stores.entry(dir.to_owned()).or_default().clone())
+            Self::Transient => {
+                let mut stores = TRANSIENT.lock().unwrap();
+                Opened::Transient(stores.entry(dir.to_owned()).or_default().clone())
             }
             Self::Sqlite => Opened::Sqlite(SqliteStore::open(dir).unwrap()),
             Self::Dynamodb => Opened::Dynamodb(dynamo_store(dir).await),

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
-use knowledge_app::operator::Operator;
+use knowledge_assembly::operator::Operator;
 use knowledge_core::domain::Role;
 use knowledge_core::ids::UserId;
 use knowledge_core::ports::Store;

@@ -322,7 +322,7 @@ fn allowed(function: &str, made: &BTreeMap<String, u64>, needs: &BTreeSet<String
     for action in operations.chain(needs.iter().cloned()) {
         assert!(
             declared.contains(&action),
-            "{function} needs {action}, which its row (lib/app/src/functions/rows.rs) does not \
+            "{function} needs {action}, which its row (lib/assembly/src/functions/rows.rs) does not \
              declare"
         );
     }

@@ -1,5 +1,5 @@
 //! The rig the core's integration tests share: the use cases and the workflow steps over the
-//! in-memory store, with one active organisation and one member of it, a recording workflow
+//! transient store, with one active organisation and one member of it, a recording workflow
 //! port and a clock the tests move forward.
 
 use std::sync::Arc;
@@ -17,13 +17,13 @@ use knowledge_core::service::{Deps, Opening, Principal, Service, SignedIn};
 use knowledge_core::steps::{
     ExecRef, Failure, Handler, StepInput, StepOutput, StepStores, Steps, TurnRef,
 };
-use knowledge_core::testing::{MemoryStore, RecordingWorkflow, ShiftedClock};
+use knowledge_core::testing::{RecordingWorkflow, ShiftedClock, TransientStore};
 
 pub struct Rig {
     pub service: Service,
     /// The workflow steps over the same store and clock, with the built-in agent.
     pub steps: Steps,
-    pub store: Arc<MemoryStore>,
+    pub store: Arc<TransientStore>,
     pub workflow: Arc<RecordingWorkflow>,
     pub clock: Arc<ShiftedClock>,
     pub p: Principal,
@@ -35,7 +35,7 @@ impl Rig {
     /// A service over an empty store, with one active organisation and one member of it; the
     /// agent and integrations only when `opening`.
     pub async fn new(opening: bool) -> Self {
-        let store = Arc::new(MemoryStore::default());
+        let store = Arc::new(TransientStore::default());
         let workflow = Arc::new(RecordingWorkflow::default());
         let clock = Arc::new(ShiftedClock::default());
         let now = clock.now();

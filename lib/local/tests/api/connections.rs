@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use knowledge_app::operator::OrgChanges;
+use knowledge_assembly::operator::OrgChanges;
 use knowledge_core::domain::Plan;
 use knowledge_local::ServerLimits;
 use serde_json::Value;

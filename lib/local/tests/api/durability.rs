@@ -230,7 +230,7 @@ async fn a_run_left_in_flight_by_a_dead_process_is_resumed_and_answered_at_start
     // What a process killed mid-turn leaves behind: a claimed run and an unanswered message.
     let key = {
         let store = knowledge_local::SqliteStore::open(dir.path()).unwrap();
-        knowledge_app::operator::Operator {
+        knowledge_assembly::operator::Operator {
             store: Arc::new(store.clone()) as Arc<dyn Store>,
         }
         .bootstrap()

@@ -1,7 +1,7 @@
 //! Integration tests of the local service that need a socket, a process or a kill: the real
 //! HTTP server on an ephemeral loopback port, the `knowledge` binary, crashes, durability,
 //! connections, concurrency and workflow runs, over a real store in a temporary directory or
-//! table. The HTTP contract is tested in process, in `lib/app/tests/contract`.
+//! table. The HTTP suite is tested in process, in `lib/assembly/tests/http`.
 //! `KNOWLEDGE_TEST_STORE` picks the store (`sqlite`, the default, or `dynamodb` on the endpoint
 //! in `KNOWLEDGE_TEST_DYNAMODB_ENDPOINT`); `scripts/test` runs this binary on both.
 

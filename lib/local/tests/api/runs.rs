@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use knowledge_app::operator::Operator;
-use knowledge_app::workflow::{EXECUTION_ID_PREFIX, agent_machine};
 use knowledge_asl::{Execution, Options, TracingObserver};
+use knowledge_assembly::operator::Operator;
+use knowledge_assembly::workflow::{EXECUTION_ID_PREFIX, agent_machine};
 use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::clock::SystemClock;

@@ -1,6 +1,6 @@
 //! Single sign-on at the command line: the `knowledge sso` commands seal the client secret and
 //! never print it. Sign-in itself, end to end against a real OpenID provider, is tested in
-//! process with the rest of the HTTP contract (`lib/app/tests/contract/sso.rs`).
+//! process with the rest of the HTTP suite (`lib/assembly/tests/http/sso.rs`).
 
 use std::process::Stdio;
 

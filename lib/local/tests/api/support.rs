@@ -1,7 +1,7 @@
 //! Test harness: the real local service on an ephemeral loopback port, over a fresh data
 //! directory on SQLite (the default) or DynamoDB as `KNOWLEDGE_TEST_STORE` picks
 //! ([`open_store`]), with a clock the tests can move forward and agents whose timing they
-//! control. What it shares with `lib/app/tests/contract` (settings, cookies, users, waits) is
+//! control. What it shares with `lib/assembly/tests/http` (settings, cookies, users, waits) is
 //! `knowledge_test_support`'s.
 
 use std::sync::Arc;
@@ -27,7 +27,7 @@ pub async fn open_store(dir: &std::path::Path) -> LocalStore {
     match chosen.open(dir).await {
         Opened::Sqlite(store) => LocalStore::Sqlite(store),
         Opened::Dynamodb(store) => LocalStore::Dynamo(store),
-        Opened::Memory(_) => unreachable!("the local service has no in-memory store"),
+        Opened::Transient(_) => unreachable!("the local service has no transient store"),
     }
 }
 

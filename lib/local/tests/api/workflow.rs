@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use knowledge_app::workflow::AGENT_DEFINITION;
 use knowledge_asl::{Observer, START_EXECUTION, StateMachine, TaskError, Tasks, handler_of};
+use knowledge_assembly::workflow::AGENT_DEFINITION;
 use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::ports::{Agent, AgentError, AgentReply, AgentRequest};
 use knowledge_core::steps::Handler;

@@ -5,13 +5,13 @@ use std::sync::atomic::Ordering;
 
 use async_trait::async_trait;
 
-use super::MemoryStore;
+use super::TransientStore;
 use crate::domain::{Draft, Event, FoundSessions, Session, SessionSummary, TitleQuery};
 use crate::ids::{OrgId, RunId, SessionKey, UserId};
 use crate::ports::{Charge, Gate, SessionStore, StoreError, StoreResult, StoredRows};
 
 #[async_trait]
-impl SessionStore for MemoryStore {
+impl SessionStore for TransientStore {
     async fn create_session(
         &self, session: &Session, events: &[Event], gate: Option<&Gate<'_>>,
     ) -> StoreResult<()> {
@@ -158,7 +158,7 @@ impl SessionStore for MemoryStore {
 }
 
 #[async_trait]
-impl StoredRows for MemoryStore {
+impl StoredRows for TransientStore {
     async fn rows_for(&self, key: &SessionKey) -> StoreResult<(u64, u64)> {
         let s = self.state();
         let sessions = u64::from(s.sessions.contains_key(key));

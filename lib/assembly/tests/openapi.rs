@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use knowledge_app::functions::document_json;
+use knowledge_assembly::functions::document_json;
 
 #[test]
 fn the_document_is_openapi_3_1_with_unique_operation_ids_and_every_path_parameter_declared() {

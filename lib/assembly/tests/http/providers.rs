@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::Method;
-use knowledge_app::workflow::AGENT_DEFINITION;
+use knowledge_assembly::workflow::AGENT_DEFINITION;
 use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::memory::{FORGET_TOOL, SAVE_TOOL};
 use knowledge_core::ports::Integrations;

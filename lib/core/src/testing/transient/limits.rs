@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 
-use super::{MemoryStore, State};
+use super::{State, TransientStore};
 use crate::domain::{MonthUsage, Usage};
 use crate::ids::{OrgId, SessionKey, UserId};
 use crate::ports::{Gate, LimitStore, RateUpdate, RateWindow, StoreError, StoreResult};
@@ -56,7 +56,7 @@ impl State {
 }
 
 #[async_trait]
-impl LimitStore for MemoryStore {
+impl LimitStore for TransientStore {
     async fn get_rate_window(&self, key: &str) -> StoreResult<RateWindow> {
         Ok(self
             .state()

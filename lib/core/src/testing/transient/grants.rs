@@ -3,13 +3,13 @@
 
 use async_trait::async_trait;
 
-use super::MemoryStore;
+use super::TransientStore;
 use crate::domain::{AuditEntry, GrantOwner, MemberDataKind};
 use crate::ids::OrgId;
 use crate::ports::{GrantStore, StoreError, StoreResult};
 
 #[async_trait]
-impl GrantStore for MemoryStore {
+impl GrantStore for TransientStore {
     async fn get_grant(
         &self, org: &OrgId, owner: &GrantOwner, integration: &str,
     ) -> StoreResult<Option<String>> {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use knowledge_app::operator::OrgChanges;
+use knowledge_assembly::operator::OrgChanges;
 use knowledge_core::domain::{AuditAction, Plan};
 use knowledge_core::ids::OrgId;
 use reqwest::Method;

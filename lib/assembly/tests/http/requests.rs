@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use knowledge_app::operator::OrgChanges;
+use knowledge_assembly::operator::OrgChanges;
 use knowledge_core::domain::OrgStatus;
 use knowledge_core::ids::{OrgId, UserId};
 use serde_json::{Value, json};

@@ -1,5 +1,5 @@
 //! Test harness: the assembled application in process, answered through its router (tower's
-//! `oneshot`, no socket), over the in-memory store (the default), SQLite or DynamoDB as
+//! `oneshot`, no socket), over the transient store (the default), SQLite or DynamoDB as
 //! `KNOWLEDGE_TEST_STORE` picks ([`open_store`]), with the in-process workflow, a clock the
 //! tests can move forward and agents whose timing they control. What it shares with
 //! `lib/local/tests/api` (settings, cookies, users, waits) is `knowledge_test_support`'s.
@@ -7,9 +7,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use knowledge_app::App;
-use knowledge_app::workflow::{LocalWorkflow, StepTasks};
 use knowledge_asl::TracingObserver;
+use knowledge_assembly::App;
+use knowledge_assembly::workflow::{LocalWorkflow, StepTasks};
 use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::ports::{Agent, Integrations, Store, StoredRows, Workflow};
@@ -40,9 +40,9 @@ impl<T: Store + StoredRows + ?Sized> RowStore for T {}
 /// default), `sqlite`, or `dynamodb` (on the endpoint in `KNOWLEDGE_TEST_DYNAMODB_ENDPOINT`,
 /// moto on loopback in `scripts/test`).
 pub async fn open_store(dir: &std::path::Path) -> Arc<dyn RowStore> {
-    let chosen = TestStore::from_env(TestStore::Memory, &TestStore::ALL);
+    let chosen = TestStore::from_env(TestStore::Transient, &TestStore::ALL);
     match chosen.open(dir).await {
-        Opened::Memory(store) => store,
+        Opened::Transient(store) => store,
         Opened::Sqlite(store) => Arc::new(store),
         Opened::Dynamodb(store) => Arc::new(store),
     }
@@ -174,7 +174,7 @@ impl Api {
             None => open_store(basis.dir.path()).await,
         };
         let origin = setup.origin.unwrap_or_else(|| BASE.to_owned());
-        let settings = knowledge_app::Settings {
+        let settings = knowledge_assembly::Settings {
             buffered_export_max: setup.buffered_export_max,
             ..basis.settings(&origin, setup.agent, setup.integrations, setup.egress)
         };

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 
-use super::{MemoryStore, State};
+use super::{State, TransientStore};
 use crate::domain::{
     AuditCursor, AuditEntry, IntegrationConfig, Member, MemberData, MemberDataKind,
 };
@@ -82,7 +82,7 @@ impl State {
 }
 
 #[async_trait]
-impl DirectoryStore for MemoryStore {
+impl DirectoryStore for TransientStore {
     async fn create_member(&self, member: &Member, audit: &AuditEntry) -> StoreResult<()> {
         let mut s = self.state();
         let exists = s

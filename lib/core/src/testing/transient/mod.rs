@@ -1,6 +1,6 @@
-//! `MemoryStore`: every storage port in memory, behind one lock, so that each method is atomic
+//! `TransientStore`: every storage port in memory, behind one lock, so that each method is atomic
 //! as the ports require. It runs the storage conformance suite like the real adapters, and a
-//! test can make the next commits lose their version check ([`MemoryStore::lose_commits`]).
+//! test can make the next commits lose their version check ([`TransientStore::lose_commits`]).
 //!
 //! The state and the helpers several ports share are here; each port's implementation is in
 //! its own module: `orgs`, `directory`, `sessions` (with the rows tests count), `limits`,
@@ -52,12 +52,12 @@ struct State {
 /// The storage ports in memory. Each method holds the one lock throughout, so none sees
 /// another half done.
 #[derive(Default)]
-pub struct MemoryStore {
+pub struct TransientStore {
     state: Mutex<State>,
     lose: AtomicUsize,
 }
 
-impl MemoryStore {
+impl TransientStore {
     /// Makes the next `n` session commits fail with `Conflict` without writing, as if another
     /// writer had moved the version each time.
     pub fn lose_commits(&self, n: usize) {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
-use knowledge_app::operator::{OperatorError, OrgChanges};
+use knowledge_assembly::operator::{OperatorError, OrgChanges};
 use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::domain::{EventKind, Plan};
 use knowledge_core::ids::{EventId, SessionId};

@@ -2,12 +2,12 @@
 
 use async_trait::async_trait;
 
-use super::MemoryStore;
+use super::TransientStore;
 use crate::domain::Ticket;
 use crate::ports::{StoreError, StoreResult, TicketStore};
 
 #[async_trait]
-impl TicketStore for MemoryStore {
+impl TicketStore for TransientStore {
     async fn put_ticket(&self, hash: &str, ticket: &Ticket) -> StoreResult<()> {
         let mut s = self.state();
         if s.tickets.contains_key(hash) {

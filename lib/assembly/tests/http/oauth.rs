@@ -292,7 +292,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Refusals {
 
 #[test]
 fn only_rmcps_report_of_a_401_is_left_out_of_the_log() {
-    use knowledge_app::logs::is_expected;
+    use knowledge_assembly::logs::is_expected;
     let closed = "worker quit with fatal: Transport channel closed, when AuthRequired(\
                   AuthRequiredError { www_authenticate_header: \"Bearer\" })";
     assert!(is_expected(closed));
@@ -311,7 +311,7 @@ async fn a_routine_refresh_after_the_servers_401_logs_no_error() {
     // thread. Other tests' 401s may be counted too; each must be left out all the same.
     let refusals = Refusals::default();
     let subscriber = tracing_subscriber::registry()
-        .with(knowledge_app::logs::ExpectedErrors)
+        .with(knowledge_assembly::logs::ExpectedErrors)
         .with(refusals.clone());
     tracing::subscriber::set_global_default(subscriber).expect("no other test sets one");
     let server = RotatingServer::with_mcp(3600).await;

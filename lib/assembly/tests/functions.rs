@@ -1,6 +1,6 @@
 //! The table of functions: every row reads the secrets its parts need, and no other.
 
-use knowledge_app::functions::{ALL, Identity, Integrations, Serves};
+use knowledge_assembly::functions::{ALL, Identity, Integrations, Serves};
 
 #[test]
 fn every_function_reads_the_secrets_its_parts_need_and_no_other() {

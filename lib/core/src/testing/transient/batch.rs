@@ -2,12 +2,12 @@
 
 use async_trait::async_trait;
 
-use super::MemoryStore;
+use super::TransientStore;
 use crate::domain::{MEMORY_ITEM, MemberDataKind};
 use crate::ports::{BatchStore, Reads, Snapshot, StoreResult};
 
 #[async_trait]
-impl BatchStore for MemoryStore {
+impl BatchStore for TransientStore {
     async fn read_batch(&self, reads: &Reads<'_>) -> StoreResult<Snapshot> {
         let s = self.state();
         let member = s

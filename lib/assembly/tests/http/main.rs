@@ -1,5 +1,5 @@
-//! The HTTP contract, tested where it stands: requests to the assembled router in process
-//! (tower's `oneshot`), over the in-memory store (the default), SQLite or DynamoDB on moto
+//! The HTTP suite: the interface tested where it stands: requests to the assembled router in process
+//! (tower's `oneshot`), over the transient store (the default), SQLite or DynamoDB on moto
 //! (`KNOWLEDGE_TEST_STORE`), with the in-process workflow answering turns. Requests,
 //! cookies, accounts, limits, the state table of sessions and turns, SCIM, the admin API,
 //! single sign-on against a real OpenID provider, integrations (MCP servers on loopback) and
@@ -9,7 +9,6 @@
 
 mod account;
 mod admin;
-mod app;
 mod caps;
 mod cookies;
 mod egress;
@@ -27,3 +26,4 @@ mod sso_attacks;
 mod support;
 mod titles;
 mod usage;
+mod web;

@@ -3,13 +3,13 @@
 
 use async_trait::async_trait;
 
-use super::MemoryStore;
+use super::TransientStore;
 use crate::domain::{AuditEntry, Org, SsoConfig};
 use crate::ids::OrgId;
 use crate::ports::{OrgChanges, OrgLimits, OrgStore, StoreError, StoreResult};
 
 #[async_trait]
-impl OrgStore for MemoryStore {
+impl OrgStore for TransientStore {
     async fn put_org(&self, org: &Org) -> StoreResult<()> {
         let mut s = self.state();
         let kept = s.orgs.get(&org.id);
