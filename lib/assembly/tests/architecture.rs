@@ -4,7 +4,8 @@
 //! and a bullet per module whose first code span is its path under the crate's `src/`
 //! (`` - `domain/audit.rs`: … ``); a module directory may be named for its `mod.rs` (`domain/`).
 //! Modules are the `.rs` files under `lib/*/src` and `xtask/src`, and the files under `app/src`;
-//! a module's own unit tests split out beside it (`tests.rs`) are not.
+//! a module's own unit tests split out beside it (`tests.rs`) are not. And no module is longer
+//! than a person can hold in mind.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -151,5 +152,38 @@ fn a_module_missing_from_the_map_or_a_path_that_is_gone_is_found() {
     assert!(
         wrong.contains(&"lib/core/src/gone.rs: named in the map, does not exist".to_string()),
         "{wrong:?}"
+    );
+}
+
+/// The most lines a module of the code may hold: a file a person can hold in mind.
+const MAX_LINES: usize = 500;
+
+/// The modules over [`MAX_LINES`], one line each, but the generated types of the app
+/// (`openapi.d.ts`, derived from docs/openapi.json) and the test doubles (`testing/`).
+fn oversized(root: &Path) -> Vec<String> {
+    let mut over = Vec::new();
+    for krate in crates(root) {
+        let src = root.join(&krate).join("src");
+        for module in modules(&src, krate != "app") {
+            if module.ends_with(".d.ts") || module.starts_with("testing/") {
+                continue;
+            }
+            let text = std::fs::read_to_string(src.join(&module)).unwrap_or_default();
+            let lines = text.lines().count();
+            if lines > MAX_LINES {
+                over.push(format!("{krate}/src/{module}: {lines} lines"));
+            }
+        }
+    }
+    over
+}
+
+#[test]
+fn no_module_of_the_code_is_longer_than_a_person_can_hold_in_mind() {
+    let over = oversized(&root());
+    assert!(
+        over.is_empty(),
+        "over {MAX_LINES} lines (split it along its seams): {}",
+        over.join("; ")
     );
 }
