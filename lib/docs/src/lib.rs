@@ -8,14 +8,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use knowledge_core::ports::{CancelSignal, Integration, IntegrationError, ToolSpec};
+use knowledge_search::{ANALYZER, analyzer, words};
 use serde_json::{Value, json};
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
 use tantivy::schema::{
     Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value as _,
-};
-use tantivy::tokenizer::{
-    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
 };
 use tantivy::{Index, IndexReader, TantivyDocument, doc};
 
@@ -33,16 +31,6 @@ const MAX_FILE_BYTES: u64 = 1 << 20;
 const MAX_FILES: usize = 10_000;
 /// Passages longer than this are split at paragraph breaks.
 const MAX_PASSAGE_CHARS: usize = 1_500;
-const ANALYZER: &str = "en_search";
-/// Words that carry no meaning for a search, questions' own words included ("how do I ...").
-const STOP_WORDS: &[&str] = &[
-    "a", "about", "an", "and", "are", "as", "at", "be", "by", "can", "could", "do", "does", "for",
-    "from", "get", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or",
-    "our", "should", "so", "than", "that", "the", "their", "then", "there", "these", "this", "to",
-    "was", "we", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you",
-    "your",
-];
-
 /// Why a folder could not be indexed.
 #[derive(Debug, thiserror::Error)]
 pub enum DocsError {
@@ -105,17 +93,7 @@ impl TantivyDocs {
             body: schema.add_text_field("body", text),
         };
         let index = Index::create_in_ram(schema.build());
-        index.tokenizers().register(
-            ANALYZER,
-            TextAnalyzer::builder(SimpleTokenizer::default())
-                .filter(RemoveLongFilter::limit(40))
-                .filter(LowerCaser)
-                .filter(StopWordFilter::remove(
-                    STOP_WORDS.iter().map(|w| (*w).to_owned()),
-                ))
-                .filter(Stemmer::new(Language::English))
-                .build(),
-        );
+        index.tokenizers().register(ANALYZER, analyzer());
         let mut writer = index.writer(15_000_000)?;
         let mut passages = 0;
         for (source, path) in &files {
@@ -165,19 +143,8 @@ impl TantivyDocs {
         } = self.inner.as_ref();
         let mut parser = QueryParser::for_index(index, vec![fields.heading, fields.body]);
         parser.set_field_boost(fields.heading, 2.0);
-        // Query syntax (fields, regexes, operators) is not for users: keep words only, so that
-        // `error: E0502` or `a:b:c` cannot drop terms or turn into a match-all.
-        let words: String = query
-            .chars()
-            .map(|c| {
-                if c.is_alphanumeric() {
-                    c.to_lowercase().next().unwrap_or(c)
-                } else {
-                    ' '
-                }
-            })
-            .collect();
-        let (query, _ignored) = parser.parse_query_lenient(&words);
+        // Query syntax is not for users: words only (`knowledge_search::words`).
+        let (query, _ignored) = parser.parse_query_lenient(&words(query));
         let searcher = reader.searcher();
         let hits = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
         let best = hits.first().map_or(0.0, |(score, _)| *score);

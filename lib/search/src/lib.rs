@@ -1,0 +1,166 @@
+//! The passages' full-text index. One tantivy index per organisation (a folder of its own under
+//! the index's root, or in memory), so that one organisation's index is never opened for
+//! another's request and can be copied or rebuilt alone.
+//!
+//! A document's passages are replaced in one commit ([`PassageIndex::replace`]): a search sees
+//! all of a document's new passages or none of them, never half. Each passage carries its
+//! document's generation, so that whoever reads a hit can check it against the document as
+//! stored now: the index may lag behind the store (a copy on another machine, a replace still
+//! being committed), and the caller's check of each hit's document and access is what a member
+//! is shown (`docs/design/documents.md`, "the index is a cache; the store is the truth").
+
+mod analyzer;
+mod org;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+pub use analyzer::{ANALYZER, analyzer, words};
+
+use crate::org::OrgIndex;
+
+/// Why the index could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    /// An id that cannot name a folder (only letters, digits, `_` and `-` can).
+    #[error("{0:?} is not an id the index takes")]
+    BadId(String),
+    #[error("the index folder {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the index")]
+    Index(#[from] tantivy::TantivyError),
+}
+
+/// A document as the index knows it.
+#[derive(Clone, Copy, Debug)]
+pub struct DocumentKey<'a> {
+    pub collection: &'a str,
+    pub document: &'a str,
+    /// Which upload of the document its passages came from.
+    pub generation: u64,
+}
+
+/// A passage to index: its place in the document, the headings it sits under, its page.
+#[derive(Clone, Debug)]
+pub struct NewPassage<'a> {
+    pub headings: &'a [String],
+    pub page: Option<u32>,
+    pub text: &'a str,
+}
+
+/// A passage a search found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    pub collection: String,
+    pub document: String,
+    pub generation: u64,
+    /// Its place among its document's passages, from 0.
+    pub ordinal: u32,
+    pub headings: Vec<String>,
+    pub page: Option<u32>,
+    pub text: String,
+    /// BM25, higher is better; comparable within one search only.
+    pub score: f32,
+}
+
+/// Every organisation's index.
+pub struct PassageIndex {
+    /// Where each organisation's folder is; `None` keeps every index in memory.
+    root: Option<PathBuf>,
+    orgs: Mutex<HashMap<String, Arc<OrgIndex>>>,
+}
+
+impl PassageIndex {
+    /// The indexes under `root`, one folder per organisation, created as needed.
+    pub fn on_disk(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: Some(root.into()),
+            orgs: Mutex::default(),
+        }
+    }
+
+    /// Indexes kept in memory only, for tests.
+    pub fn in_memory() -> Self {
+        Self {
+            root: None,
+            orgs: Mutex::default(),
+        }
+    }
+
+    /// `org`'s index, opened (or created) once.
+    fn org(&self, org: &str) -> Result<Arc<OrgIndex>, SearchError> {
+        checked(org)?;
+        let mut orgs = self.orgs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(index) = orgs.get(org) {
+            return Ok(index.clone());
+        }
+        let folder = self.root.as_ref().map(|root| root.join(org));
+        let index = Arc::new(OrgIndex::open(folder.as_deref())?);
+        orgs.insert(org.to_owned(), index.clone());
+        Ok(index)
+    }
+
+    /// Replaces `document`'s passages with `passages`, in one commit: a search sees the old
+    /// ones or the new ones, never a mix and never half. With no passages, removes them.
+    /// Blocking: call it off the async workers.
+    ///
+    /// # Errors
+    /// The index cannot be opened or written; nothing is changed then.
+    pub fn replace(
+        &self, org: &str, document: DocumentKey<'_>, passages: &[NewPassage<'_>],
+    ) -> Result<(), SearchError> {
+        checked(document.collection)?;
+        checked(document.document)?;
+        self.org(org)?.replace(document, passages)
+    }
+
+    /// Removes every passage of `document`, in one commit. Idempotent.
+    ///
+    /// # Errors
+    /// As [`Self::replace`].
+    pub fn remove(&self, org: &str, document: &str) -> Result<(), SearchError> {
+        checked(document)?;
+        self.org(org)?.remove(document)
+    }
+
+    /// Removes every passage of every document of `collection`, in one commit. Idempotent.
+    ///
+    /// # Errors
+    /// As [`Self::replace`].
+    pub fn remove_collection(&self, org: &str, collection: &str) -> Result<(), SearchError> {
+        checked(collection)?;
+        self.org(org)?.remove_collection(collection)
+    }
+
+    /// The best passages for `query` among the documents of `collections`, best first, at most
+    /// `limit`. No collection, no hit. Blocking: call it off the async workers.
+    ///
+    /// # Errors
+    /// The index cannot be opened or read.
+    pub fn search(
+        &self, org: &str, query: &str, collections: &[&str], limit: usize,
+    ) -> Result<Vec<Hit>, SearchError> {
+        if collections.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.org(org)?.search(query, collections, limit)
+    }
+}
+
+/// `id` if it can name a folder and a term: letters, digits, `_` and `-`, 1 to 128 of them.
+fn checked(id: &str) -> Result<&str, SearchError> {
+    let fine = (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if fine {
+        Ok(id)
+    } else {
+        Err(SearchError::BadId(id.to_owned()))
+    }
+}

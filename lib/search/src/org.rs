@@ -1,0 +1,179 @@
+//! One organisation's index: its schema, a document's passages replaced in one commit, and a
+//! search filtered to a set of collections.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use tantivy::collector::TopDocs;
+use tantivy::directory::MmapDirectory;
+use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, TermSetQuery};
+use tantivy::schema::{
+    Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
+    Value as _,
+};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+use crate::{ANALYZER, DocumentKey, Hit, NewPassage, SearchError, analyzer, words};
+
+/// The memory a commit's writer may hold: tantivy's least.
+const WRITER_BYTES: usize = 15_000_000;
+/// How much more a heading's words count than the text's.
+const HEADING_BOOST: f32 = 2.0;
+
+#[derive(Clone, Copy)]
+struct Fields {
+    collection: Field,
+    document: Field,
+    generation: Field,
+    ordinal: Field,
+    headings: Field,
+    page: Field,
+    text: Field,
+}
+
+pub(crate) struct OrgIndex {
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+    /// One commit at a time (tantivy allows one writer per index).
+    writing: Mutex<()>,
+}
+
+impl OrgIndex {
+    /// The index in `folder` (created if it is new), or in memory.
+    pub(crate) fn open(folder: Option<&Path>) -> Result<Self, SearchError> {
+        let mut schema = Schema::builder();
+        let text = TextOptions::default().set_stored().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(ANALYZER)
+                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+        );
+        let fields = Fields {
+            collection: schema.add_text_field("collection", STRING | STORED),
+            document: schema.add_text_field("document", STRING | STORED),
+            generation: schema.add_u64_field("generation", INDEXED | STORED),
+            ordinal: schema.add_u64_field("ordinal", STORED),
+            headings: schema.add_text_field("headings", text.clone()),
+            page: schema.add_u64_field("page", STORED),
+            text: schema.add_text_field("text", text),
+        };
+        let schema = schema.build();
+        let index = match folder {
+            Some(folder) => {
+                let io = |source| SearchError::Io {
+                    path: folder.to_owned(),
+                    source,
+                };
+                std::fs::create_dir_all(folder).map_err(io)?;
+                let directory = MmapDirectory::open(folder)
+                    .map_err(|e| io(std::io::Error::other(e.to_string())))?;
+                Index::open_or_create(directory, schema)?
+            }
+            None => Index::create_in_ram(schema),
+        };
+        index.tokenizers().register(ANALYZER, analyzer());
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        Ok(Self {
+            index,
+            reader,
+            fields,
+            writing: Mutex::new(()),
+        })
+    }
+
+    /// Deletes what `delete` names and adds `passages` of `document`, in one commit.
+    fn commit(
+        &self, delete: Term, document: Option<(DocumentKey<'_>, &[NewPassage<'_>])>,
+    ) -> Result<(), SearchError> {
+        let _one = self.writing.lock().unwrap_or_else(|p| p.into_inner());
+        let mut writer: IndexWriter = self.index.writer_with_num_threads(1, WRITER_BYTES)?;
+        writer.delete_term(delete);
+        let f = self.fields;
+        if let Some((key, passages)) = document {
+            for (ordinal, passage) in passages.iter().enumerate() {
+                let mut doc = TantivyDocument::default();
+                doc.add_text(f.collection, key.collection);
+                doc.add_text(f.document, key.document);
+                doc.add_u64(f.generation, key.generation);
+                doc.add_u64(f.ordinal, ordinal as u64);
+                for heading in passage.headings {
+                    doc.add_text(f.headings, heading);
+                }
+                if let Some(page) = passage.page {
+                    doc.add_u64(f.page, u64::from(page));
+                }
+                doc.add_text(f.text, passage.text);
+                writer.add_document(doc)?;
+            }
+        }
+        writer.commit()?;
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    pub(crate) fn replace(
+        &self, key: DocumentKey<'_>, passages: &[NewPassage<'_>],
+    ) -> Result<(), SearchError> {
+        let delete = Term::from_field_text(self.fields.document, key.document);
+        self.commit(delete, Some((key, passages)))
+    }
+
+    pub(crate) fn remove(&self, document: &str) -> Result<(), SearchError> {
+        self.commit(Term::from_field_text(self.fields.document, document), None)
+    }
+
+    pub(crate) fn remove_collection(&self, collection: &str) -> Result<(), SearchError> {
+        self.commit(
+            Term::from_field_text(self.fields.collection, collection),
+            None,
+        )
+    }
+
+    pub(crate) fn search(
+        &self, query: &str, collections: &[&str], limit: usize,
+    ) -> Result<Vec<Hit>, SearchError> {
+        let f = self.fields;
+        let mut parser = QueryParser::for_index(&self.index, vec![f.headings, f.text]);
+        parser.set_field_boost(f.headings, HEADING_BOOST);
+        let (asked, _ignored) = parser.parse_query_lenient(&words(query));
+        let within = TermSetQuery::new(
+            collections
+                .iter()
+                .map(|c| Term::from_field_text(f.collection, c)),
+        );
+        let query = BooleanQuery::new(vec![
+            (Occur::Must, asked),
+            (Occur::Must, Box::new(within) as Box<dyn Query>),
+        ]);
+        let searcher = self.reader.searcher();
+        let found = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
+        let mut hits = Vec::with_capacity(found.len());
+        for (score, address) in found {
+            let doc: TantivyDocument = searcher.doc(address)?;
+            let text = |field| {
+                doc.get_first(field)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let number = |field| doc.get_first(field).and_then(|v| v.as_u64());
+            hits.push(Hit {
+                collection: text(f.collection),
+                document: text(f.document),
+                generation: number(f.generation).unwrap_or_default(),
+                ordinal: number(f.ordinal).map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+                headings: doc
+                    .get_all(f.headings)
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect(),
+                page: number(f.page).and_then(|n| u32::try_from(n).ok()),
+                text: text(f.text),
+                score,
+            });
+        }
+        Ok(hits)
+    }
+}

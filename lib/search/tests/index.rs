@@ -1,0 +1,179 @@
+//! The passage index: a document's passages replaced at once, searches kept within the
+//! collections asked and the organisation asked, removals, and an index that outlives its
+//! process on disk.
+
+use knowledge_search::{DocumentKey, NewPassage, PassageIndex, SearchError};
+
+fn key<'a>(collection: &'a str, document: &'a str, generation: u64) -> DocumentKey<'a> {
+    DocumentKey {
+        collection,
+        document,
+        generation,
+    }
+}
+
+fn passage(text: &str) -> NewPassage<'_> {
+    NewPassage {
+        headings: &[],
+        page: None,
+        text,
+    }
+}
+
+fn documents(index: &PassageIndex, org: &str, query: &str, collections: &[&str]) -> Vec<String> {
+    let hits = index.search(org, query, collections, 10).unwrap();
+    hits.into_iter()
+        .map(|h| format!("{}#{}@{}", h.document, h.ordinal, h.generation))
+        .collect()
+}
+
+#[test]
+fn a_replaced_document_is_found_by_its_new_passages_only() {
+    let index = PassageIndex::in_memory();
+    let old = [
+        passage("Expenses are filed monthly."),
+        passage("Receipts kept for years."),
+    ];
+    index
+        .replace("org_a", key("col_1", "doc_1", 1), &old)
+        .unwrap();
+    assert_eq!(
+        documents(&index, "org_a", "receipts", &["col_1"]),
+        ["doc_1#1@1"]
+    );
+    let new = [passage("Expenses are filed weekly.")];
+    index
+        .replace("org_a", key("col_1", "doc_1", 2), &new)
+        .unwrap();
+    assert!(documents(&index, "org_a", "receipts", &["col_1"]).is_empty());
+    assert_eq!(
+        documents(&index, "org_a", "filed weekly", &["col_1"]),
+        ["doc_1#0@2"]
+    );
+}
+
+#[test]
+fn a_search_stays_within_the_collections_and_the_organisation_asked() {
+    let index = PassageIndex::in_memory();
+    index
+        .replace(
+            "org_a",
+            key("hr", "handbook", 1),
+            &[passage("Parental leave is sixteen weeks.")],
+        )
+        .unwrap();
+    index
+        .replace(
+            "org_a",
+            key("board", "minutes", 1),
+            &[passage("Leave of absence for the CEO.")],
+        )
+        .unwrap();
+    index
+        .replace(
+            "org_b",
+            key("hr", "theirs", 1),
+            &[passage("Leave policy of another company.")],
+        )
+        .unwrap();
+    assert_eq!(
+        documents(&index, "org_a", "leave", &["hr"]),
+        ["handbook#0@1"]
+    );
+    let both = documents(&index, "org_a", "leave", &["hr", "board"]);
+    assert_eq!(both.len(), 2, "{both:?}");
+    assert!(documents(&index, "org_a", "leave", &[]).is_empty());
+    assert_eq!(
+        documents(&index, "org_b", "leave", &["hr", "board"]),
+        ["theirs#0@1"]
+    );
+}
+
+#[test]
+fn headings_and_pages_come_back_with_their_passage_and_headings_count_more() {
+    let index = PassageIndex::in_memory();
+    let headings = ["Travel".to_owned(), "Trains".to_owned()];
+    let passages = [
+        NewPassage {
+            headings: &headings,
+            page: Some(3),
+            text: "Book second class.",
+        },
+        NewPassage {
+            headings: &[],
+            page: Some(4),
+            text: "Trains are mentioned once here.",
+        },
+    ];
+    index
+        .replace("org_a", key("c", "policy", 7), &passages)
+        .unwrap();
+    let hits = index.search("org_a", "trains", &["c"], 10).unwrap();
+    assert_eq!(hits[0].headings, headings);
+    assert_eq!(hits[0].page, Some(3));
+    assert_eq!(hits[0].text, "Book second class.");
+    assert!(hits[0].score > hits[1].score);
+}
+
+#[test]
+fn removing_a_document_or_a_collection_takes_its_passages_out_at_once() {
+    let index = PassageIndex::in_memory();
+    index
+        .replace("org_a", key("c1", "d1", 1), &[passage("alpha beta")])
+        .unwrap();
+    index
+        .replace("org_a", key("c1", "d2", 1), &[passage("alpha gamma")])
+        .unwrap();
+    index
+        .replace("org_a", key("c2", "d3", 1), &[passage("alpha delta")])
+        .unwrap();
+    index.remove("org_a", "d1").unwrap();
+    index.remove("org_a", "d1").unwrap();
+    assert_eq!(documents(&index, "org_a", "alpha", &["c1"]), ["d2#0@1"]);
+    index.remove_collection("org_a", "c1").unwrap();
+    assert!(documents(&index, "org_a", "alpha", &["c1"]).is_empty());
+    assert_eq!(documents(&index, "org_a", "alpha", &["c2"]), ["d3#0@1"]);
+}
+
+#[test]
+fn query_syntax_is_read_as_words_never_as_a_match_all() {
+    let index = PassageIndex::in_memory();
+    index
+        .replace("org_a", key("c", "d", 1), &[passage("nothing relevant")])
+        .unwrap();
+    for query in ["*", "collection:c", "text:*", "", "a:b:c", "NOT x"] {
+        assert!(
+            documents(&index, "org_a", query, &["c"]).is_empty(),
+            "{query}"
+        );
+    }
+}
+
+#[test]
+fn an_id_that_could_name_another_folder_is_refused() {
+    let index = PassageIndex::in_memory();
+    for bad in ["../org_b", "org/b", "", "org b"] {
+        assert!(
+            matches!(
+                index.search(bad, "x", &["c"], 5),
+                Err(SearchError::BadId(_))
+            ),
+            "{bad}"
+        );
+    }
+    let refused = index.replace("org_a", key("c", "../d", 1), &[passage("x")]);
+    assert!(matches!(refused, Err(SearchError::BadId(_))));
+}
+
+#[test]
+fn an_index_on_disk_is_found_again_by_the_next_process() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let index = PassageIndex::on_disk(dir.path());
+        index
+            .replace("org_a", key("c", "d", 1), &[passage("durable words")])
+            .unwrap();
+    }
+    let reopened = PassageIndex::on_disk(dir.path());
+    assert_eq!(documents(&reopened, "org_a", "durable", &["c"]), ["d#0@1"]);
+}
