@@ -107,7 +107,7 @@ pub async fn post_message(
 pub async fn transcript(
     Claimant { app, who }: Claimant, RawQuery(q): RawQuery,
 ) -> Result<Json<TranscriptView>, ApiError> {
-    let page = TranscriptPage::try_from(TranscriptQuery::parse(q.as_deref()))?;
+    let page = TranscriptPage::parse(q.as_deref())?;
     let t = app
         .service
         .transcript(&who, &page.session, page.since)
