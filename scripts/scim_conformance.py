@@ -25,8 +25,8 @@ DEACTIVATED = re.compile(r"^Failed to query resource after (add|replace) on 'act
 GONE_AFTER_DEACTIVATION = re.compile(r"^Failed to (add|replace) attribute '[^']+': user not found$")
 ACTIVE_NOT_REMOVABLE = "PATCH modify() did not remove attribute 'active'"
 REPLACED_INACTIVE = "Unexpected response status code: 204"
-# Groups are the organisation's roles, read-only (the issue's requirement 7).
-GROUPS_READ_ONLY = "groups are read-only: they are the organisation's roles, assigned in the service"
+# A group's members are provisioned users of the organisation; the checker names random ids.
+MEMBERS_NOT_USERS = "members names a user that is not provisioned in the organisation"
 
 EXCEPTIONS = {
     "provisioned-inactive": "a user created with a random active: false is refused (400)",
@@ -34,15 +34,15 @@ EXCEPTIONS = {
     "gone-after-deactivation": "the same check goes on with the user removed above",
     "active-not-removable": "active cannot be unassigned: a member that exists is active",
     "replaced-inactive": "a PUT with a random active: false removed the user (204)",
-    "groups-read-only": "a write to a group is refused (405): groups are roles",
+    "members-not-users": "a group's members must be provisioned users; random ids are refused (400)",
 }
 
 
 def explain(result, deactivated_in):
     """The exception that explains a failed result, or None."""
     reason = result.reason or ""
-    if result.resource_type == "Group" and reason == GROUPS_READ_ONLY:
-        return "groups-read-only"
+    if result.resource_type == "Group" and MEMBERS_NOT_USERS in reason:
+        return "members-not-users"
     if result.resource_type != "User":
         return None
     if reason == PROVISIONED_INACTIVE:

@@ -319,7 +319,12 @@ impl App {
     }
 
     fn scim_api(&self, service: Service) -> ScimApi {
-        let mut directory = Directory::new(self.store.clone(), self.store.clone(), service);
+        let mut directory = Directory::new(
+            self.store.clone(),
+            self.store.clone(),
+            self.store.clone(),
+            service,
+        );
         if let Some(oauth) = self.oauth() {
             directory = directory.with_vault(oauth.vault.clone());
         }

@@ -111,7 +111,7 @@ token_id!(
 macro_rules! random_id {
     ($(#[$doc:meta])* $name:ident, $what:literal, $prefix:literal) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(try_from = "String", into = "String")]
         pub struct $name(String);
 
@@ -151,6 +151,13 @@ random_id!(
     RunId,
     "runId",
     "run_"
+);
+random_id!(
+    /// A group of members (pushed by SCIM or made by an admin): `grp_` and 32 hex digits, so
+    /// never a role's name.
+    GroupId,
+    "groupId",
+    "grp_"
 );
 
 /// An event's position in its session's log, rendered as `evt_` and 12 zero-padded digits so that

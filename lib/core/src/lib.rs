@@ -1,8 +1,8 @@
 //! Core of the conversational knowledge service: identifiers, domain, use cases and ports.
 //! Nothing here knows of HTTP or AWS: the domain (`domain`, `ids`, `clock`, `conversation`), the
-//! ports (`ports`), the use cases (`service`, `steps`, `admin`, `scim`, `sso`, `signin`), the
-//! policy they apply (`policy`) and the adapters that need nothing outside (`adapters`); the other
-//! adapters live in the crates named after their technology.
+//! ports (`ports`), the use cases (`service`, `steps`, `admin`, `scim`, `sso`, `signin`,
+//! `groups`), the policy they apply (`policy`) and the adapters that need nothing outside
+//! (`adapters`); the other adapters live in the crates named after their technology.
 
 pub mod adapters;
 pub mod admin;
@@ -12,6 +12,7 @@ pub mod conversation;
 pub mod domain;
 pub mod error;
 pub mod fault;
+pub mod groups;
 pub mod ids;
 pub mod memory;
 pub mod policy;

@@ -1,5 +1,6 @@
 //! [`DirectoryStore`] on DynamoDB: members, their `userName` and identity claims and data,
-//! integrations and the audit log, in the organisation's partitions.
+//! integrations and the audit log, in the organisation's partitions. A member's removal takes
+//! their memberships of groups with it.
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{
@@ -348,8 +349,9 @@ impl DynamoStore {
             .build())
     }
 
-    /// The transaction that removes `member` at its version with its claims and data, and
-    /// writes `audit`; the member's delete is first.
+    /// The transaction that removes `member` at its version with its claims, its data and
+    /// both sides of its memberships, and writes `audit`; the member's delete is first. An
+    /// addition to a group moves the member's version, so none is left behind.
     async fn member_removal(
         &self, member: &Member, audit: &AuditEntry,
     ) -> StoreResult<Vec<TransactWriteItem>> {
@@ -379,6 +381,8 @@ impl DynamoStore {
         for key in data {
             writes.push(self.delete(key)?);
         }
+        let groups = self.groups_to_leave(org, user).await?;
+        writes.extend(self.membership_deletes(org, user, &groups)?);
         writes.push(self.put_new(audit_item(audit))?);
         Ok(writes)
     }

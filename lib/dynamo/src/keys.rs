@@ -10,6 +10,10 @@
 //! | organisation (its SSO configuration is the attribute `sso`, its version `ssoVersion`) | | | |
 //! | e-mail domain claim of an organisation's SSO | `DOMAIN#<domain>` | `DOMAIN` | |
 //! | member data (credentials, OAuth grants, agent memory) | `USER#<user>#ORG#<org>#DATA` | `<kind>#<name>` | |
+//! | group (being deleted: the attribute `deleting`) | `ORG#<org>#GROUP` | `GROUP#<group>` | |
+//! | group name claim | `ORG#<org>#GROUP` | `GROUPNAME#<lowercased displayName>` | |
+//! | membership, the group's side | `ORG#<org>#GROUP#<group>` | `MEMBER#<user>` | |
+//! | membership, the member's side | `USER#<user>#ORG#<org>#GROUPS` | `<group>` | |
 //! | audit entry | `ORG#<org>#AUDIT` | `<at, 20 digits>#<entry id>` | |
 //! | connected integration (MCP server; the organisation's OAuth grant is its attribute `grant`) | `ORG#<org>#INTEGRATION` | `<name>` | |
 //! | monthly usage | `ORG#<org>` | `USAGE#<YYYY-MM>` | |
@@ -28,7 +32,7 @@
 //! after a cursor" is a key range, and the session item (`SESSION`) sorts after every event.
 
 use knowledge_core::clock::Timestamp;
-use knowledge_core::ids::{OrgId, SessionKey, UserId};
+use knowledge_core::ids::{GroupId, OrgId, SessionKey, UserId};
 
 /// Partition and sort key attribute names of the table.
 pub const PK: &str = "PK";
@@ -94,6 +98,49 @@ pub fn member_data_partition(org: &OrgId, user: &UserId) -> String {
 
 pub fn member_data(org: &OrgId, user: &UserId, kind: &str, name: &str) -> (String, String) {
     (member_data_partition(org, user), format!("{kind}#{name}"))
+}
+
+/// The partition of an organisation's groups and the names they claim.
+pub fn groups_partition(org: &OrgId) -> String {
+    format!("ORG#{org}#GROUP")
+}
+
+/// The sort-key prefix of the groups in [`groups_partition`] (their name claims sort apart).
+pub const GROUP: &str = "GROUP#";
+
+pub fn group(org: &OrgId, id: &GroupId) -> (String, String) {
+    (groups_partition(org), format!("{GROUP}{id}"))
+}
+
+/// The item that makes a group's name unique in its organisation; `key` is already lowercased
+/// and is the last part of the sort key, so any character it holds is safe.
+pub fn group_name(org: &OrgId, key: &str) -> (String, String) {
+    (groups_partition(org), format!("GROUPNAME#{key}"))
+}
+
+/// The partition of a group's memberships, one item per member, by user id.
+pub fn group_members_partition(org: &OrgId, group: &GroupId) -> String {
+    format!("ORG#{org}#GROUP#{group}")
+}
+
+/// The sort-key prefix of the memberships in [`group_members_partition`].
+pub const GROUP_MEMBER: &str = "MEMBER#";
+
+pub fn group_member(org: &OrgId, group: &GroupId, user: &UserId) -> (String, String) {
+    (
+        group_members_partition(org, group),
+        format!("{GROUP_MEMBER}{user}"),
+    )
+}
+
+/// The partition of a member's side of their memberships, one item per group, by group id:
+/// the one query that reads a member's groups.
+pub fn member_groups_partition(org: &OrgId, user: &UserId) -> String {
+    format!("{}#GROUPS", user_org(user, org))
+}
+
+pub fn member_group(org: &OrgId, user: &UserId, group: &GroupId) -> (String, String) {
+    (member_groups_partition(org, user), group.to_string())
 }
 
 /// The partition of an organisation's audit log.

@@ -1,6 +1,8 @@
 //! `DynamoStore`: the storage ports on one DynamoDB table (keys in [`keys`]).
 //!
-//! Every port method is one request, except `delete_session`, which pages through the events.
+//! Every port method is one request, except `delete_session` and `delete_group`, which page
+//! through the events or the memberships, and those that read a record before their
+//! transaction (a member's removal, an addition to a group).
 //! Reads that decide a write are strongly consistent; only the session list reads the index
 //! (GSI1), which is eventually consistent, so a session can take a moment to appear there.
 //!
@@ -15,6 +17,7 @@ pub mod counter;
 mod directory;
 mod gate;
 mod grants;
+mod groups;
 pub mod keys;
 mod limits;
 mod orgs;

@@ -252,8 +252,6 @@ pub enum ScimApiError {
     PayloadTooLarge,
     #[error("the request body must be application/scim+json or application/json")]
     UnsupportedMediaType,
-    #[error("groups are read-only: they are the organisation's roles, assigned in the service")]
-    GroupsReadOnly,
     #[error(
         "searching several resource types at once is not supported; POST /Users/.search instead"
     )]
@@ -280,13 +278,12 @@ impl ScimApiError {
                 | ScimError::NoTarget(_)
                 | ScimError::InvalidValue(_)
                 | ScimError::Mutability(_) => StatusCode::BAD_REQUEST,
+                ScimError::RoleReadOnly => StatusCode::METHOD_NOT_ALLOWED,
                 ScimError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             },
             ScimApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ScimApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ScimApiError::GroupsReadOnly | ScimApiError::MethodNotAllowed => {
-                StatusCode::METHOD_NOT_ALLOWED
-            }
+            ScimApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ScimApiError::SearchAcrossTypes => StatusCode::NOT_IMPLEMENTED,
             ScimApiError::RouteNotFound => StatusCode::NOT_FOUND,
             ScimApiError::Edge(e) => e.status_and_code().0,
@@ -322,7 +319,8 @@ impl IntoResponse for ScimApiError {
                     HeaderValue::from_static("Bearer realm=\"scim\""),
                 );
             }
-            ScimApiError::GroupsReadOnly => {
+            ScimApiError::Scim(ScimError::RoleReadOnly) => {
+                // A role's resource takes reads only.
                 response
                     .headers_mut()
                     .insert(header::ALLOW, HeaderValue::from_static("GET"));

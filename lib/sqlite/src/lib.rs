@@ -11,6 +11,7 @@
 mod batch;
 mod directory;
 mod grants;
+mod groups;
 mod limits;
 mod orgs;
 mod schema;

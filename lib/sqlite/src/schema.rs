@@ -44,6 +44,26 @@ CREATE TABLE IF NOT EXISTS member_data (
     value TEXT NOT NULL,
     PRIMARY KEY (org_id, user_id, kind, name)
 ) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS org_groups (
+    org_id TEXT NOT NULL,
+    group_id TEXT NOT NULL,
+    display_name TEXT NOT NULL,
+    name_key TEXT NOT NULL,
+    external_id TEXT,
+    source TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (org_id, group_id)
+) STRICT, WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS org_groups_name ON org_groups (org_id, name_key);
+CREATE TABLE IF NOT EXISTS group_members (
+    org_id TEXT NOT NULL,
+    group_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    PRIMARY KEY (org_id, group_id, user_id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS group_members_by_user ON group_members (org_id, user_id, group_id);
 CREATE TABLE IF NOT EXISTS integrations (
     org_id TEXT NOT NULL,
     name TEXT NOT NULL,

@@ -9,6 +9,7 @@ pub mod caps;
 pub mod directory;
 pub mod drafts;
 pub mod grants;
+pub mod groups;
 pub mod limits;
 pub mod memory;
 pub mod orgs;
@@ -283,6 +284,12 @@ macro_rules! conformance {
                 concurrent_creates_of_one_user_name_claim_it_once,
                 removing_a_member_removes_their_data_in_the_same_step,
                 integrations_are_listed_by_name_replaced_by_name_and_removed_once_with_their_audit;
+            groups:
+                groups_read_back_by_id_and_name_and_a_name_is_taken_once_per_organisation_in_any_case,
+                memberships_are_written_one_at_a_time_listed_by_user_id_and_read_per_member_at_once,
+                an_addition_needs_the_group_and_the_member_as_read_in_the_same_organisation,
+                a_removed_member_leaves_every_group_in_the_same_step,
+                deleting_a_large_group_removes_every_membership_and_frees_its_name;
             grants:
                 a_members_grant_moves_only_from_the_value_it_was_read_at_and_leaves_with_the_member,
                 a_member_grant_is_removed_only_from_the_value_it_was_read_at,

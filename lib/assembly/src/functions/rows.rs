@@ -175,6 +175,7 @@ pub const ADMIN: Function = Function {
             DeleteItem,
             ConditionCheckItem,
             BatchGetItem,
+            BatchWriteItem,
         ]),
     )
 };
@@ -206,7 +207,19 @@ pub const SCIM: Function = Function {
         ..Uses::NOTHING
     },
     secrets: Secrets::SEALING,
-    table: with_gsi1(&[GetItem, Query, PutItem, DeleteItem]),
+    // Groups: a membership's transaction moves the member's version (UpdateItem) and checks
+    // the group (ConditionCheckItem); members named are read at once (BatchGetItem); a
+    // deleted group's memberships go in batches (BatchWriteItem).
+    table: with_gsi1(&[
+        GetItem,
+        Query,
+        PutItem,
+        DeleteItem,
+        UpdateItem,
+        ConditionCheckItem,
+        BatchGetItem,
+        BatchWriteItem,
+    ]),
     starts_runs: false,
     lambda: Lambda::lasting(30),
 };

@@ -28,6 +28,11 @@ text_enum!(AuditAction {
     OrgLimitsChanged => "org.limits_changed",
     OrgMemoryChanged => "org.memory_changed",
     OrgChanged => "org.changed",
+    GroupCreated => "group.created",
+    GroupRenamed => "group.renamed",
+    GroupDeleted => "group.deleted",
+    GroupMemberAdded => "group.member_added",
+    GroupMemberRemoved => "group.member_removed",
 });
 
 /// Who did something recorded in the audit log.
@@ -77,6 +82,16 @@ pub enum AuditAction {
     OrgMemoryChanged,
     /// The operator changed the organisation's plan, status or limits at the command line.
     OrgChanged,
+    /// A group was created (the target is its id, `to` its name).
+    GroupCreated,
+    /// A group's name (or its identity provider's id of it) changed: `from` and `to` its names.
+    GroupRenamed,
+    /// A group was deleted with its memberships (`from` its name).
+    GroupDeleted,
+    /// A member joined a group: the target is the member, `to` the group's name.
+    GroupMemberAdded,
+    /// A member left a group: the target is the member, `from` the group's name.
+    GroupMemberRemoved,
 }
 
 /// One entry of an organisation's audit log. Written in the same transaction as the change it
@@ -210,6 +225,12 @@ impl AuditEntry {
     pub fn changed(mut self, from: Option<&str>, to: &str) -> Self {
         self.detail.from = from.map(name);
         self.detail.to = Some(name(to));
+        self
+    }
+
+    /// The same entry, saying what the target was before it went (`from` alone).
+    pub fn was(mut self, from: &str) -> Self {
+        self.detail.from = Some(name(from));
         self
     }
 

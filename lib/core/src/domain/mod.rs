@@ -1,5 +1,6 @@
 //! The domain: organisations and their usage here; members, their data and integrations in
-//! `member`; the audit log in `audit`; sessions and their event log in `session`; single sign-on in `sso`.
+//! `member`; groups of members in `group`; the audit log in `audit`; sessions and their event
+//! log in `session`; single sign-on in `sso`.
 
 use serde::{Deserialize, Serialize};
 
@@ -73,6 +74,7 @@ mod audit;
 mod caps;
 mod claim;
 mod draft;
+mod group;
 mod line;
 mod member;
 mod memory;
@@ -86,6 +88,7 @@ pub use audit::*;
 pub use caps::*;
 pub use claim::*;
 pub use draft::*;
+pub use group::*;
 pub use line::*;
 pub use member::*;
 pub use memory::*;

@@ -32,7 +32,7 @@ pub use oauth::{
 #[cfg(feature = "testing")]
 pub use store::StoredRows;
 pub use store::{
-    BackendError, Charge, DirectoryStore, GrantStore, LimitStore, MEMBERS_AT_ONCE, OrgChanges,
-    OrgLimits, OrgStore, SessionStore, Store, StoreError, StoreResult, TicketStore,
+    BackendError, Charge, DirectoryStore, GrantStore, GroupStore, LimitStore, MEMBERS_AT_ONCE,
+    OrgChanges, OrgLimits, OrgStore, SessionStore, Store, StoreError, StoreResult, TicketStore,
 };
 pub use workflow::{Workflow, WorkflowError};

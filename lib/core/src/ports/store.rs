@@ -10,11 +10,11 @@ use async_trait::async_trait;
 
 use crate::clock::Timestamp;
 use crate::domain::{
-    AuditCursor, AuditEntry, Draft, Event, FoundSessions, GrantOwner, IntegrationConfig, Member,
-    MemberCaps, MemberData, MemberDataKind, MonthUsage, Org, OrgStatus, Plan, Session,
+    AuditCursor, AuditEntry, Draft, Event, FoundSessions, GrantOwner, Group, IntegrationConfig,
+    Member, MemberCaps, MemberData, MemberDataKind, MonthUsage, Org, OrgStatus, Plan, Session,
     SessionSummary, SsoConfig, Ticket, TitleQuery, Usage,
 };
-use crate::ids::{OrgId, RunId, SessionKey, UserId};
+use crate::ids::{GroupId, OrgId, RunId, SessionKey, UserId};
 
 use super::agent::TokenUsage;
 use super::batch::{BatchStore, Gate, RateUpdate, RateWindow};
@@ -211,6 +211,62 @@ pub trait DirectoryStore: Send + Sync {
     ) -> StoreResult<Vec<AuditEntry>>;
 }
 
+/// The organisation's groups and who is in them. A membership is an item of its own, so a
+/// group changes member by member and is never read and rewritten whole; removing a member
+/// ([`DirectoryStore::remove_member`] and `remove_member_keeping`) removes their memberships
+/// in the same transaction.
+#[async_trait]
+pub trait GroupStore: Send + Sync {
+    /// Creates `group` (at version 1), claims its [`Group::name_key`] in the organisation and
+    /// writes `audit`, all or nothing, so of concurrent creates of one name exactly one
+    /// succeeds. Errors: `AlreadyExists` when the name (in any case) or the id is taken.
+    async fn create_group(&self, group: &Group, audit: &AuditEntry) -> StoreResult<()>;
+    /// The group; `None` for an id of another organisation's or being deleted.
+    async fn get_group(&self, org: &OrgId, id: &GroupId) -> StoreResult<Option<Group>>;
+    /// The group whose [`Group::name_key`] is `key`.
+    async fn find_group_by_name(&self, org: &OrgId, key: &str) -> StoreResult<Option<Group>>;
+    /// Every group of the organisation, by id; none being deleted.
+    async fn list_groups(&self, org: &OrgId) -> StoreResult<Vec<Group>>;
+    /// Replaces `previous` by `next` (the same group, `next.version == previous.version + 1`),
+    /// moves the name's claim when it changed, and writes `audit`, all or nothing.
+    /// Errors: `Gone` (no such group), `Conflict` (the stored version is not
+    /// `previous.version`), `AlreadyExists` (another group has the new name).
+    async fn update_group(
+        &self, previous: &Group, next: &Group, audit: &AuditEntry,
+    ) -> StoreResult<()>;
+    /// Deletes the group, its name's claim and every membership in it, and writes `audit`;
+    /// `Ok(false)`, writing nothing, when there is no such group. From its first write the
+    /// group is gone to every other method; DynamoDB then removes the memberships a page at a
+    /// time, and a deletion cut short is finished by calling it again (until then
+    /// [`GroupStore::member_groups`] may still list the group).
+    async fn delete_group(
+        &self, org: &OrgId, id: &GroupId, audit: &AuditEntry,
+    ) -> StoreResult<bool>;
+    /// Puts `member`, as read, into the group and writes `audit`, all or nothing, on the
+    /// conditions that the group exists and the member is still stored at `member.version`;
+    /// the member's version moves, so that of concurrent additions (counted against
+    /// [`crate::domain::GROUPS_PER_MEMBER`] by their caller) and a removal, the later ones
+    /// read again. `Ok(false)`, writing nothing, when the member is in the group already.
+    /// One membership written: never the group.
+    /// Errors: `Gone` when the group or the member is gone, `Conflict` when the member moved.
+    async fn add_group_member(
+        &self, group: &GroupId, member: &Member, audit: &AuditEntry,
+    ) -> StoreResult<bool>;
+    /// Takes `user` out of the group and writes `audit`, all or nothing; `Ok(false)`, writing
+    /// nothing, when they are not in it.
+    async fn remove_group_member(
+        &self, org: &OrgId, group: &GroupId, user: &UserId, audit: &AuditEntry,
+    ) -> StoreResult<bool>;
+    /// At most `limit` members of the group whose user id sorts after `after` (from the first
+    /// when `None`), by user id.
+    async fn list_group_members(
+        &self, org: &OrgId, group: &GroupId, after: Option<&UserId>, limit: usize,
+    ) -> StoreResult<Vec<UserId>>;
+    /// The groups `user` is in, in `org`, by id: one query, read strongly consistent, for the
+    /// access checks of a member's requests.
+    async fn member_groups(&self, org: &OrgId, user: &UserId) -> StoreResult<Vec<GroupId>>;
+}
+
 /// Sessions and their event logs.
 #[async_trait]
 pub trait SessionStore: Send + Sync {
@@ -337,7 +393,7 @@ pub trait GrantStore: Send + Sync {
     ) -> StoreResult<()>;
 }
 
-/// Durable storage of organisations, members, sessions, events, limit counters and sign-in
+/// Durable storage of organisations, members, groups, sessions, events, limit counters and sign-in
 /// tickets: every role at once, as an adapter implements it; an `Arc<dyn Store>` coerces to any
 /// of them. Use cases take the roles they use: single sign-on the organisations and the
 /// directory, SCIM the same two, the workflow steps the sessions, the organisations and the
@@ -345,13 +401,21 @@ pub trait GrantStore: Send + Sync {
 /// ([`crate::admin::AdminStores`]). The session use cases ([`crate::service::Service`]) use
 /// every role, so they take the whole store.
 pub trait Store:
-    OrgStore + DirectoryStore + SessionStore + LimitStore + TicketStore + GrantStore + BatchStore
+    OrgStore
+    + DirectoryStore
+    + GroupStore
+    + SessionStore
+    + LimitStore
+    + TicketStore
+    + GrantStore
+    + BatchStore
 {
 }
 
 impl<T> Store for T where
     T: OrgStore
         + DirectoryStore
+        + GroupStore
         + SessionStore
         + LimitStore
         + TicketStore

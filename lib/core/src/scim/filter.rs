@@ -41,6 +41,10 @@ pub const GROUP_FILTERS: &[Filterable] = &[
         case_exact: false,
     },
     Filterable {
+        path: "externalId",
+        case_exact: true,
+    },
+    Filterable {
         path: "id",
         case_exact: true,
     },

@@ -1,8 +1,11 @@
 //! SCIM 2.0 provisioning (RFC 7643/7644): the use cases an identity provider drives to create,
-//! read, update, deactivate and delete the members of one organisation. Protocol rules live in
+//! read, update, deactivate and delete the members of one organisation, and its groups
+//! (`groups`). Protocol rules live in
 //! the submodules; the HTTP layer only routes and renders.
 
 pub mod filter;
+pub mod group_input;
+pub mod groups;
 pub mod patch;
 pub mod resource;
 pub mod schema;
@@ -17,7 +20,7 @@ use crate::clock::Clock;
 use crate::domain::{Actor, AuditAction, AuditEntry, Member, Plan, Role};
 use crate::error::{Chain, CoreError};
 use crate::ids::{OrgId, UserId};
-use crate::ports::{BackendError, DirectoryStore, OrgStore, StoreError};
+use crate::ports::{BackendError, DirectoryStore, GroupStore, OrgStore, StoreError};
 use crate::service::Service;
 use crate::vault::Vault;
 use filter::Filter;
@@ -46,6 +49,10 @@ pub enum ScimError {
     InvalidValue(String),
     #[error("{0}")]
     Mutability(String),
+    /// A write to one of the roles, which are listed among the groups but are the service's
+    /// own: assigned in the service, never by the identity provider.
+    #[error("admin and viewer are the service's roles, not groups: they cannot be written here")]
+    RoleReadOnly,
     /// Anything else; logged with its causes, never shown to clients.
     #[error("internal error")]
     Internal(#[source] BackendError),
@@ -95,13 +102,6 @@ pub enum Change {
     Removed,
 }
 
-/// A read-only group: one of the organisation's roles and the provisioned members holding it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Group {
-    pub role: Role,
-    pub members: Vec<Member>,
-}
-
 /// The roles, in the order groups are listed.
 pub const ROLES: [Role; 2] = [Role::Admin, Role::Viewer];
 
@@ -113,6 +113,7 @@ const MAX_UPDATE_ATTEMPTS: usize = 16;
 pub struct Directory {
     orgs: Arc<dyn OrgStore>,
     members: Arc<dyn DirectoryStore>,
+    groups: Arc<dyn GroupStore>,
     clock: Arc<dyn Clock>,
     sessions: Service,
     /// Revokes a removed member's OAuth grants at their servers, where configured.
@@ -120,14 +121,16 @@ pub struct Directory {
 }
 
 impl Directory {
-    /// Reads tokens from `orgs`, keeps members in `members`, and asks the session service
-    /// (whose clock it shares) to cancel a removed member's running turns.
+    /// Reads tokens from `orgs`, keeps members in `members` and groups in `groups`, and asks
+    /// the session service (whose clock it shares) to cancel a removed member's running turns.
     pub fn new(
-        orgs: Arc<dyn OrgStore>, members: Arc<dyn DirectoryStore>, sessions: Service,
+        orgs: Arc<dyn OrgStore>, members: Arc<dyn DirectoryStore>, groups: Arc<dyn GroupStore>,
+        sessions: Service,
     ) -> Self {
         Self {
             orgs,
             members,
+            groups,
             clock: sessions.clock().clone(),
             sessions,
             vault: None,
@@ -255,22 +258,6 @@ impl Directory {
     pub async fn delete(&self, org: &OrgId, id: &str) -> Result<(), ScimError> {
         let member = self.get(org, id).await?;
         self.remove(&member, AuditAction::UserDeleted).await
-    }
-
-    /// The roles as groups, with their provisioned members.
-    pub async fn groups(&self, org: &OrgId) -> Result<Vec<Group>, ScimError> {
-        let members = self.members.list_members(org).await?;
-        Ok(ROLES
-            .into_iter()
-            .map(|role| Group {
-                role,
-                members: members
-                    .iter()
-                    .filter(|m| m.role == role && m.profile.is_some())
-                    .cloned()
-                    .collect(),
-            })
-            .collect())
     }
 
     /// Re-reads, recomputes and writes until no concurrent change intervenes.

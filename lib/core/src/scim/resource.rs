@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::Group;
+use super::groups::ScimGroup;
 use super::schema::{ENTERPRISE_SCHEMA, GROUP_SCHEMA, LIST_RESPONSE_SCHEMA, USER_SCHEMA};
 use crate::clock::Timestamp;
 use crate::domain::Member;
@@ -101,38 +101,57 @@ pub fn created_user_json(m: &Member, base: &str) -> Value {
     v
 }
 
-/// A role as a SCIM Group. Its `meta` dates are those of its newest member change.
-pub fn group_json(g: &Group, base: &str) -> Value {
-    let members: Vec<Value> = g
-        .members
-        .iter()
-        .filter_map(|m| {
-            let p = m.profile.as_ref()?;
-            Some(json!({
-                "value": m.user,
-                "display": p.user_name,
-                "$ref": format!("{base}/Users/{}", m.user),
-                "type": "User",
-            }))
-        })
-        .collect();
-    let modified = g
-        .members
-        .iter()
-        .map(|m| m.updated_at)
-        .max()
-        .unwrap_or_default();
-    json!({
+/// A role or group as a SCIM Group, with `members` when they were read. A role's `meta`
+/// dates are those of its newest member change; a group's are its own.
+pub fn group_json(g: &ScimGroup, base: &str) -> Value {
+    let members = match g {
+        ScimGroup::Role { members, .. } | ScimGroup::Group { members, .. } => members.as_deref(),
+    };
+    let mut v = json!({
         "schemas": [GROUP_SCHEMA],
-        "id": g.role.as_str(),
-        "displayName": g.role.as_str(),
-        "members": members,
-        "meta": {
-            "resourceType": "Group",
-            "location": format!("{base}/Groups/{}", g.role),
-            "lastModified": modified.to_iso8601(),
-        },
-    })
+        "id": g.id(),
+        "displayName": g.display_name(),
+    });
+    if let Some(members) = members {
+        let listed: Vec<Value> = members
+            .iter()
+            .filter_map(|m| {
+                let p = m.profile.as_ref()?;
+                Some(json!({
+                    "value": m.user,
+                    "display": p.user_name,
+                    "$ref": format!("{base}/Users/{}", m.user),
+                    "type": "User",
+                }))
+            })
+            .collect();
+        v["members"] = Value::Array(listed);
+    }
+    let location = format!("{base}/Groups/{}", g.id());
+    v["meta"] = match g {
+        ScimGroup::Role { members, .. } => {
+            let modified =
+                (members.iter().flatten().map(|m| m.updated_at).max()).unwrap_or_default();
+            json!({
+                "resourceType": "Group",
+                "location": location,
+                "lastModified": modified.to_iso8601(),
+            })
+        }
+        ScimGroup::Group { group, .. } => {
+            if let Some(external) = &group.external_id {
+                v["externalId"] = json!(external);
+            }
+            meta(
+                "Group",
+                location,
+                group.created_at,
+                group.updated_at,
+                group.version,
+            )
+        }
+    };
+    v
 }
 
 /// Which slice of a list to return: RFC 7644 §3.4.2.4, `startIndex` 1-based.
@@ -208,6 +227,21 @@ impl Projection {
             attributes: split(attributes),
             excluded: split(excluded),
         }
+    }
+
+    /// Whether the selection keeps the top-level attribute `name` (or a part of it), so that
+    /// what it leaves out need not be read.
+    pub fn wants(&self, name: &str) -> bool {
+        let named = |list: &[String]| {
+            list.iter()
+                .any(|a| split_path(a).0.eq_ignore_ascii_case(name) && split_path(a).1.is_none())
+        };
+        let asked = self.attributes.is_empty()
+            || self
+                .attributes
+                .iter()
+                .any(|a| split_path(a).0.eq_ignore_ascii_case(name));
+        asked && !named(&self.excluded)
     }
 
     /// Applies the selection to a rendered resource.

@@ -238,7 +238,7 @@ pub const USER_ATTRIBUTES: &[Attribute] = &[
     )),
     read_only(multi(complex(
         "groups",
-        "The groups of the user: the role they hold in the organisation.",
+        "The role the user holds in the organisation, as a group; the groups they are in are read from /Groups.",
         &[
             read_only(string("value", "The id of the group.")),
             read_only(reference("$ref", "The URI of the group.", &["Group"])),
@@ -276,19 +276,29 @@ pub const ENTERPRISE_EXTENSION: Attribute = complex(
     ENTERPRISE_ATTRIBUTES,
 );
 
-/// The Group schema's attributes; groups are read-only here.
+const GROUP_NAME: Attribute = {
+    let mut a = string(
+        "displayName",
+        "The name of the group, unique in the organisation (compared case-insensitively); admin and viewer are the roles' names.",
+    );
+    a.required = true;
+    a.unique = true;
+    a
+};
+
+/// The Group schema's attributes. The roles are listed as groups too, and read-only.
 pub const GROUP_ATTRIBUTES: &[Attribute] = &[
-    read_only(string("displayName", "The name of the group: a role.")),
-    read_only(multi(complex(
+    GROUP_NAME,
+    multi(complex(
         "members",
-        "The members holding the role.",
+        "The group's members: provisioned users of the organisation.",
         &[
-            read_only(string("value", "The id of the member.")),
+            string("value", "The id of the member."),
             read_only(reference("$ref", "The URI of the member.", &["User"])),
             read_only(string("display", "The member's userName.")),
             read_only(canonical(string("type", "The kind of member."), &["User"])),
         ],
-    ))),
+    )),
 ];
 
 /// Finds an attribute by name, case-insensitively (RFC 7643 §2.1).
@@ -345,7 +355,7 @@ pub fn schemas_json(base: &str) -> Vec<Value> {
             "Enterprise User",
             ENTERPRISE_ATTRIBUTES,
         ),
-        (GROUP_SCHEMA, "Group", "Group: a role", GROUP_ATTRIBUTES),
+        (GROUP_SCHEMA, "Group", "Group", GROUP_ATTRIBUTES),
     ]
     .into_iter()
     .map(|(id, name, description, attrs)| {

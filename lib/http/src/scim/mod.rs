@@ -25,7 +25,7 @@ use knowledge_core::scim::{self, ScimError};
 use serde_json::Value;
 use utoipa::openapi::OpenApi;
 use utoipa::{IntoParams, IntoResponses};
-use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
+use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::error::ScimErrorBody;
@@ -98,10 +98,14 @@ pub enum ScimErrors {
     /// No such user, group, resource type or schema in this organisation.
     #[response(status = 404, content_type = "application/scim+json")]
     NotFound(ScimErrorBody),
+    /// A write to a role (`admin`, `viewer`), which is read-only, or a method the route does
+    /// not take.
+    #[response(status = 405, content_type = "application/scim+json")]
+    MethodNotAllowed(ScimErrorBody),
     /// The body did not arrive in time.
     #[response(status = 408, content_type = "application/scim+json")]
     RequestTimeout(ScimErrorBody),
-    /// The `userName` is another member's.
+    /// The `userName` is another member's, or the `displayName` another group's (or a role's).
     #[response(status = 409, content_type = "application/scim+json")]
     Conflict(ScimErrorBody),
     /// The body is larger than 1 MiB.
@@ -155,16 +159,9 @@ pub struct AttributeParams {
     excluded_attributes: Option<String>,
 }
 
-/// The SCIM operations, relative to a prefix, and their document. Groups take no writes: any
-/// other method on them is 405 with `Allow: GET`.
+/// The SCIM operations, relative to a prefix, and their document. A write to a role's id
+/// among the groups is 405 with `Allow: GET` (see `groups`).
 fn declared() -> (Router<ScimApi>, OpenApi) {
-    let read_only = |(schemas, paths, method_router): UtoipaMethodRouter<ScimApi>| {
-        (
-            schemas,
-            paths,
-            method_router.fallback(groups::groups_are_read_only),
-        )
-    };
     OpenApiRouter::new()
         .routes(routes!(users::list_users, users::create_user))
         .routes(routes!(users::search_users))
@@ -175,9 +172,14 @@ fn declared() -> (Router<ScimApi>, OpenApi) {
             users::delete_user
         ))
         .routes(routes!(users::search_everything))
-        .routes(read_only(routes!(groups::list_groups)))
+        .routes(routes!(groups::list_groups, groups::create_group))
         .routes(routes!(groups::search_groups))
-        .routes(read_only(routes!(groups::get_group)))
+        .routes(routes!(
+            groups::get_group,
+            groups::replace_group,
+            groups::patch_group,
+            groups::delete_group
+        ))
         .routes(routes!(discovery::service_provider_config))
         .routes(routes!(discovery::resource_types))
         .routes(routes!(discovery::resource_type))
@@ -196,7 +198,7 @@ fn with_spellings(router: Router<ScimApi>) -> Router<ScimApi> {
         .route("/Users/", get(users::list_users).post(users::create_user))
         .route(
             "/Groups/",
-            get(groups::list_groups).fallback(groups::groups_are_read_only),
+            get(groups::list_groups).post(groups::create_group),
         )
 }
 

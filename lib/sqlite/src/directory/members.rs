@@ -221,6 +221,11 @@ pub(super) fn remove_member(
         p,
     )
     .map_err(backend)?;
+    tx.execute(
+        "DELETE FROM group_members WHERE org_id = ?1 AND user_id = ?2",
+        p,
+    )
+    .map_err(backend)?;
     insert_audit(tx, a)?;
     Ok(true)
 }

@@ -4,19 +4,23 @@
 //!
 //! The service set up for SCIM and the helpers the tests share are here; the tests are in
 //! `entra` and `okta` (the identity providers' sequences), `users` (uniqueness,
-//! deprovisioning, names), `lists`, `groups`, `discovery`, `access` (tokens, plans,
+//! deprovisioning, names), `lists`, `groups` and `group_push` (groups, and Entra's and
+//! Okta's group sequences), `discovery`, `access` (tokens, plans,
 //! organisations, audit) and `errors` (bad input).
 
 mod access;
 mod discovery;
 mod entra;
 mod errors;
+mod group_push;
 mod groups;
 mod lists;
 mod okta;
 mod users;
 
-use knowledge_core::domain::{AuditAction, Member};
+use std::sync::Arc;
+
+use knowledge_core::domain::{AuditAction, Group, Member, Plan};
 use knowledge_core::ids::{OrgId, UserId};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -25,6 +29,7 @@ use crate::support::{Api, Reply};
 
 const CORE: &str = "urn:ietf:params:scim:schemas:core:2.0:User";
 const ENTERPRISE: &str = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User";
+const GROUP: &str = "urn:ietf:params:scim:schemas:core:2.0:Group";
 const PATCH_OP: &str = "urn:ietf:params:scim:api:messages:2.0:PatchOp";
 const ERROR: &str = "urn:ietf:params:scim:api:messages:2.0:Error";
 
@@ -107,6 +112,58 @@ impl Scim {
         let mut log = self.api.admin().audit_log(self.org(), 100).await.unwrap();
         log.reverse();
         log.iter().map(|e| e.action).collect()
+    }
+
+    /// The service with another organisation, `org_other`, set up for SCIM on the same store.
+    async fn other_org(&self) -> Scim {
+        let other = OrgId::parse("org_other").unwrap();
+        let admin = self.api.admin();
+        (admin.create_org(Some(other.clone()), "Other", Plan::Business))
+            .await
+            .unwrap();
+        self.api.set_sso(&other, true).await;
+        Scim {
+            token: admin.generate_scim_token(&other).await.unwrap(),
+            api: Api::start_on(
+                self.api.dir.clone(),
+                Arc::new(knowledge_core::adapters::agent::BuiltinAgent),
+            )
+            .await,
+        }
+    }
+
+    async fn create_group(&self, body: Value) -> Reply {
+        self.call(Method::POST, "/Groups", Some(body)).await
+    }
+
+    async fn patch_group(&self, id: &str, ops: Value) -> Reply {
+        let body = json!({ "schemas": [PATCH_OP], "Operations": ops });
+        self.call(Method::PATCH, &format!("/Groups/{id}"), Some(body))
+            .await
+    }
+
+    /// The members' ids of group `id` as SCIM reads them, by id.
+    async fn member_ids(&self, id: &str) -> Vec<String> {
+        let r = self.get(&format!("/Groups/{id}")).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let members = r.body["members"].as_array().unwrap();
+        members
+            .iter()
+            .map(|m| m["value"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// Every group of the organisation as stored, with its members.
+    async fn groups(&self) -> Vec<(Group, Vec<UserId>)> {
+        let store = &self.api.svc.store;
+        let mut all = Vec::new();
+        for g in store.list_groups(self.org()).await.unwrap() {
+            let members = store
+                .list_group_members(self.org(), &g.id, None, 10_000)
+                .await;
+            all.push((g, members.unwrap()));
+        }
+        all
     }
 
     /// Everything SCIM can change, to show that a refused request changed nothing.

@@ -1,5 +1,6 @@
 //! [`DirectoryStore`] in memory: the members and the names and identities they claim, their
-//! data items, the integrations and the audit log.
+//! data items, the integrations and the audit log. A removed member leaves their groups with
+//! them.
 
 use async_trait::async_trait;
 
@@ -76,6 +77,12 @@ impl State {
             self.claims.remove(&claim);
         }
         self.member_data.remove(&(org.clone(), user.clone()));
+        let groups = self.member_groups.remove(&(org.clone(), user.clone()));
+        for group in groups.into_iter().flatten() {
+            if let Some(members) = self.group_members.get_mut(&(org.clone(), group)) {
+                members.remove(user);
+            }
+        }
         self.audit(audit);
         true
     }

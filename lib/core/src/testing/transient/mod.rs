@@ -3,26 +3,27 @@
 //! test can make the next commits lose their version check ([`TransientStore::lose_commits`]).
 //!
 //! The state and the helpers several ports share are here; each port's implementation is in
-//! its own module: `orgs`, `directory`, `sessions` (with the rows tests count), `limits`,
-//! `batch`, `tickets` and `grants`.
+//! its own module: `orgs`, `directory`, `groups`, `sessions` (with the rows tests count),
+//! `limits`, `batch`, `tickets` and `grants`.
 
 mod batch;
 mod directory;
 mod grants;
+mod groups;
 mod limits;
 mod orgs;
 mod sessions;
 mod tickets;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::domain::{
-    AuditEntry, Draft, Event, IntegrationConfig, Member, MemberData, MemberDataKind, MonthUsage,
-    Org, Session, Ticket, Usage,
+    AuditEntry, Draft, Event, Group, IntegrationConfig, Member, MemberData, MemberDataKind,
+    MonthUsage, Org, Session, Ticket, Usage,
 };
-use crate::ids::{OrgId, SessionKey, UserId};
+use crate::ids::{GroupId, OrgId, SessionKey, UserId};
 use crate::ports::{RateWindow, StoreError, StoreResult};
 
 #[derive(Default)]
@@ -36,6 +37,13 @@ struct State {
     /// E-mail domains claimed by an organisation's single sign-on.
     domains: HashMap<String, OrgId>,
     member_data: HashMap<(OrgId, UserId), Vec<MemberData>>,
+    /// By organisation, then group id.
+    groups: HashMap<OrgId, BTreeMap<GroupId, Group>>,
+    /// Group names claimed in an organisation (their keys), with the group holding each.
+    group_names: HashMap<(OrgId, String), GroupId>,
+    /// Each group's members, and each member's groups: the two sides of one membership.
+    group_members: HashMap<(OrgId, GroupId), BTreeSet<UserId>>,
+    member_groups: HashMap<(OrgId, UserId), BTreeSet<GroupId>>,
     integrations: HashMap<OrgId, BTreeMap<String, IntegrationConfig>>,
     audit: HashMap<OrgId, Vec<AuditEntry>>,
     sessions: HashMap<SessionKey, Session>,
