@@ -114,9 +114,23 @@ impl PassageIndex {
     pub fn replace(
         &self, org: &str, document: DocumentKey<'_>, passages: &[NewPassage<'_>],
     ) -> Result<(), SearchError> {
-        checked(document.collection)?;
-        checked(document.document)?;
-        self.org(org)?.replace(document, passages)
+        self.replace_many(org, &[(document, passages)])
+    }
+
+    /// Replaces several documents' passages in one commit, each as [`Self::replace`] would:
+    /// for an indexer that has several documents ready, a commit costs far more than a
+    /// passage.
+    ///
+    /// # Errors
+    /// As [`Self::replace`]; no document is changed then.
+    pub fn replace_many(
+        &self, org: &str, documents: &[(DocumentKey<'_>, &[NewPassage<'_>])],
+    ) -> Result<(), SearchError> {
+        for (key, _) in documents {
+            checked(key.collection)?;
+            checked(key.document)?;
+        }
+        self.org(org)?.replace(documents)
     }
 
     /// Removes every passage of `document`, in one commit. Idempotent.

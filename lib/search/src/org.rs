@@ -31,12 +31,19 @@ struct Fields {
     text: Field,
 }
 
+/// One change of a commit: the passages a term names deleted, and a document's added.
+struct Change<'a> {
+    delete: Term,
+    document: Option<(DocumentKey<'a>, &'a [NewPassage<'a>])>,
+}
+
 pub(crate) struct OrgIndex {
     index: Index,
     reader: IndexReader,
     fields: Fields,
-    /// One commit at a time (tantivy allows one writer per index).
-    writing: Mutex<()>,
+    /// The index's one writer (tantivy allows one), made at the first write and kept: making
+    /// one per commit costs its threads and its arena every time.
+    writer: Mutex<Option<IndexWriter>>,
 }
 
 impl OrgIndex {
@@ -80,19 +87,38 @@ impl OrgIndex {
             index,
             reader,
             fields,
-            writing: Mutex::new(()),
+            writer: Mutex::new(None),
         })
     }
 
-    /// Deletes what `delete` names and adds `passages` of `document`, in one commit.
-    fn commit(
-        &self, delete: Term, document: Option<(DocumentKey<'_>, &[NewPassage<'_>])>,
-    ) -> Result<(), SearchError> {
-        let _one = self.writing.lock().unwrap_or_else(|p| p.into_inner());
-        let mut writer: IndexWriter = self.index.writer_with_num_threads(1, WRITER_BYTES)?;
-        writer.delete_term(delete);
+    /// Deletes what each change's term names and adds its document's passages, all in one
+    /// commit. A failed write or commit drops the writer (tantivy rolls back what it held), so
+    /// that the next write starts from what was last committed.
+    fn commit(&self, changes: &[Change<'_>]) -> Result<(), SearchError> {
+        let mut held = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let writer = match held.as_mut() {
+            Some(writer) => writer,
+            None => held.insert(self.index.writer_with_num_threads(1, WRITER_BYTES)?),
+        };
+        let written = self
+            .write(writer, changes)
+            .and_then(|()| Ok(writer.commit()?));
+        if let Err(error) = written {
+            *held = None;
+            return Err(error);
+        }
+        drop(held);
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    fn write(&self, writer: &mut IndexWriter, changes: &[Change<'_>]) -> Result<(), SearchError> {
         let f = self.fields;
-        if let Some((key, passages)) = document {
+        for change in changes {
+            writer.delete_term(change.delete.clone());
+            let Some((key, passages)) = change.document else {
+                continue;
+            };
             for (ordinal, passage) in passages.iter().enumerate() {
                 let mut doc = TantivyDocument::default();
                 doc.add_text(f.collection, key.collection);
@@ -109,27 +135,34 @@ impl OrgIndex {
                 writer.add_document(doc)?;
             }
         }
-        writer.commit()?;
-        self.reader.reload()?;
         Ok(())
     }
 
     pub(crate) fn replace(
-        &self, key: DocumentKey<'_>, passages: &[NewPassage<'_>],
+        &self, documents: &[(DocumentKey<'_>, &[NewPassage<'_>])],
     ) -> Result<(), SearchError> {
-        let delete = Term::from_field_text(self.fields.document, key.document);
-        self.commit(delete, Some((key, passages)))
+        let changes: Vec<Change<'_>> = documents
+            .iter()
+            .map(|&(key, passages)| Change {
+                delete: Term::from_field_text(self.fields.document, key.document),
+                document: Some((key, passages)),
+            })
+            .collect();
+        self.commit(&changes)
     }
 
     pub(crate) fn remove(&self, document: &str) -> Result<(), SearchError> {
-        self.commit(Term::from_field_text(self.fields.document, document), None)
+        self.commit(&[Change {
+            delete: Term::from_field_text(self.fields.document, document),
+            document: None,
+        }])
     }
 
     pub(crate) fn remove_collection(&self, collection: &str) -> Result<(), SearchError> {
-        self.commit(
-            Term::from_field_text(self.fields.collection, collection),
-            None,
-        )
+        self.commit(&[Change {
+            delete: Term::from_field_text(self.fields.collection, collection),
+            document: None,
+        }])
     }
 
     pub(crate) fn search(

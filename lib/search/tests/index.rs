@@ -177,3 +177,20 @@ fn an_index_on_disk_is_found_again_by_the_next_process() {
     let reopened = PassageIndex::on_disk(dir.path());
     assert_eq!(documents(&reopened, "org_a", "durable", &["c"]), ["d#0@1"]);
 }
+
+#[test]
+fn several_documents_replaced_in_one_commit_are_all_found_and_a_bad_id_changes_none() {
+    let index = PassageIndex::in_memory();
+    let (one, two) = ([passage("first words")], [passage("second words")]);
+    let batch = [(key("c", "d1", 1), &one[..]), (key("c", "d2", 1), &two[..])];
+    index.replace_many("org_a", &batch).unwrap();
+    let mut found = documents(&index, "org_a", "words", &["c"]);
+    found.sort();
+    assert_eq!(found, ["d1#0@1", "d2#0@1"]);
+    let bad = [
+        (key("c", "d1", 2), &two[..]),
+        (key("c", "../d3", 1), &one[..]),
+    ];
+    assert!(index.replace_many("org_a", &bad).is_err());
+    assert_eq!(documents(&index, "org_a", "first", &["c"]), ["d1#0@1"]);
+}
