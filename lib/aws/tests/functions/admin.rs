@@ -6,7 +6,10 @@ use knowledge_core::domain::{
     Actor, AuditAction, AuditEntry, Member, MemberCaps, NewEvent, Role, Session,
 };
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
-use knowledge_core::ports::{DirectoryStore, Gate, QueryCount, RateUpdate, SessionStore};
+use knowledge_core::ports::{
+    DirectoryStore, Gate, GroupStore, QueryCount, RateUpdate, SessionStore,
+};
+use serde_json::Value;
 use tower::ServiceExt;
 
 use crate::support::{Deployment, ORG, USER, requests};
@@ -44,6 +47,68 @@ async fn scim_event_provisions_the_entra_user_with_one_read_and_one_transaction(
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 404);
+}
+
+#[tokio::test]
+async fn scim_group_pushes_make_only_the_requests_the_scim_row_declares() {
+    knowledge_test_support::skip_without_dynamodb!();
+    let d = Deployment::new().await;
+    let (status, user, _) = d.invoke(functions::SCIM).await;
+    assert_eq!(status, 201, "{user}");
+    let user = user["id"].as_str().unwrap().to_owned();
+    let group = serde_json::json!({
+        "schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"],
+        "displayName": "Finance", "externalId": "8aa1a0c0-c4c3-4bc0-b4a5-2ef676900159",
+        "members": [{"value": user}],
+    });
+    // Each step's requests are checked against the row (`take_checked`): moto does not enforce
+    // IAM, so an operation the row leaves out would fail only on AWS.
+    let (status, created, _) = d
+        .send(functions::SCIM, "POST", "/api/scim/v2/Groups", group)
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/scim/v2/Groups/{id}");
+    let rename = serde_json::json!({
+        "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+        "Operations": [{"op": "Replace", "path": "displayName", "value": "Finance EMEA"}],
+    });
+    let (status, body, _) = d.send(functions::SCIM, "PATCH", &path, rename).await;
+    assert!(status == 200 || status == 204, "{status} {body}");
+    let remove = serde_json::json!({
+        "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+        "Operations": [{"op": "Remove", "path": format!("members[value eq \"{user}\"]")}],
+    });
+    let (status, body, _) = d.send(functions::SCIM, "PATCH", &path, remove).await;
+    assert!(status == 200 || status == 204, "{status} {body}");
+    let add = serde_json::json!({
+        "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+        "Operations": [{"op": "Add", "path": "members", "value": [{"value": user}]}],
+    });
+    let (status, body, _) = d.send(functions::SCIM, "PATCH", &path, add).await;
+    assert!(status == 200 || status == 204, "{status} {body}");
+    let (status, listed, _) = d
+        .send(
+            functions::SCIM,
+            "GET",
+            &format!("{path}?attributes=members"),
+            Value::Null,
+        )
+        .await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["members"][0]["value"], user.as_str());
+    // Deprovisioning takes the member out of the group in the same transaction.
+    let gone = format!("/api/scim/v2/Users/{user}");
+    let (status, body, made) = d.send(functions::SCIM, "DELETE", &gone, Value::Null).await;
+    assert_eq!(status, 204, "{body}");
+    assert_eq!(made.get("TransactWriteItems"), Some(&1), "{made:?}");
+    let org = OrgId::parse(ORG).unwrap();
+    let user = UserId::parse(&user).unwrap();
+    assert!(d.store.member_groups(&org, &user).await.unwrap().is_empty());
+    let (status, body, _) = d.send(functions::SCIM, "DELETE", &path, Value::Null).await;
+    assert_eq!(status, 204, "{body}");
+    let (status, _, _) = d.send(functions::SCIM, "GET", &path, Value::Null).await;
+    assert_eq!(status, 404);
 }
 
 /// The sample user becomes an admin of the sample organisation.

@@ -269,6 +269,29 @@ impl Deployment {
         (status, text, self.take_checked(function.name))
     }
 
+    /// `method path` with a JSON `body` (none when `Null`) on `function`, with its sample
+    /// event's headers (its cookie or bearer token); returns status, body and the DynamoDB
+    /// requests it made, checked against its row.
+    pub(crate) async fn send(
+        &self, function: Function, method: &str, path: &str, body: Value,
+    ) -> (u16, Value, BTreeMap<String, u64>) {
+        let mut request = self.event(function);
+        *request.method_mut() = method.parse().unwrap();
+        *request.uri_mut() = path.parse().unwrap();
+        *request.body_mut() = if body.is_null() {
+            lambda_http::Body::Empty
+        } else {
+            lambda_http::Body::Text(body.to_string())
+        };
+        let response = self.router(function).await.oneshot(request).await.unwrap();
+        let status = response.status().as_u16();
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        (status, body, self.take_checked(function.name))
+    }
+
     /// The DynamoDB requests made since the last take, checked against what `function`'s
     /// policies allow ([`allowed`]).
     pub(crate) fn take_checked(&self, function: &str) -> BTreeMap<String, u64> {
