@@ -53,6 +53,7 @@ export const AUDIT_ACTIONS = [
   'member.removed',
   'member.signed_out',
   'member.identity_bound',
+  'member.data_stored',
   'user.provisioned',
   'user.updated',
   'user.deactivated',
@@ -67,6 +68,11 @@ export const AUDIT_ACTIONS = [
   'org.limits_changed',
   'org.memory_changed',
   'org.changed',
+  'group.created',
+  'group.renamed',
+  'group.deleted',
+  'group.member_added',
+  'group.member_removed',
 ] as const;
 
 /** Who made a change, for the audit export's filter: the `actor` of an entry. */

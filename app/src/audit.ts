@@ -27,6 +27,11 @@ export const ACTIONS: Record<string, string> = {
   'org.limits_changed': 'Set the usage limits',
   'org.memory_changed': 'Switched memory on or off',
   'org.changed': "Changed the organisation's plan, status or limits",
+  'group.created': 'Created a group',
+  'group.renamed': 'Renamed a group',
+  'group.deleted': 'Deleted a group',
+  'group.member_added': 'Added a member to a group',
+  'group.member_removed': 'Removed a member from a group',
 };
 
 /** A person, or the organisation's integration or settings, as a name and an id. */

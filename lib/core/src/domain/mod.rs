@@ -43,6 +43,9 @@ pub enum Role {
 macro_rules! text_enum {
     ($ty:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
         impl $ty {
+            /// Every one, in the order declared.
+            pub const ALL: &[Self] = &[$(Self::$variant),+];
+
             pub const fn as_str(self) -> &'static str {
                 match self { $(Self::$variant => $text),+ }
             }
