@@ -1,12 +1,14 @@
 //! Administration of one organisation: who acts ([`Admin`]) and what with
 //! ([`Administration`]) here; its members and their roles in `members`; single sign-on, the
-//! SCIM token, usage limits and the audit log in `settings`; integrations in `integrations`.
+//! SCIM token, usage limits and the audit log in `settings`; integrations in `integrations`;
+//! the groups admins make in `groups`.
 //! The admin API and the admin CLI both call these, so each action has one implementation.
 //!
 //! Every change writes its audit entry in the same transaction, naming the admin who acted
 //! when there is one ([`Admin::by`]). An organisation always keeps an admin (see `members`).
 
 mod export;
+mod groups;
 mod integrations;
 mod members;
 mod oauth;
@@ -21,8 +23,8 @@ use crate::error::CoreError;
 use crate::ids::{OrgId, UserId};
 use crate::policy::limits::{self, Action, Admission};
 use crate::ports::{
-    AuthorizationServers, DirectoryStore, IdentityDiscovery, Integrations, LimitStore, OrgStore,
-    SessionStore, Store, Workflow,
+    AuthorizationServers, DirectoryStore, GroupStore, IdentityDiscovery, Integrations, LimitStore,
+    OrgStore, SessionStore, Store, Workflow,
 };
 use crate::seal::Sealer;
 use crate::service::Principal;
@@ -94,6 +96,8 @@ pub struct AdminStores {
     pub sessions: Arc<dyn SessionStore>,
     /// The admin actions' rate limits, and the usage an admin reads.
     pub limits: Arc<dyn LimitStore>,
+    /// The groups admins make (and those the identity provider pushed, read-only here).
+    pub groups: Arc<dyn GroupStore>,
 }
 
 impl AdminStores {
@@ -104,6 +108,7 @@ impl AdminStores {
             directory: store.clone(),
             sessions: store.clone(),
             limits: store.clone(),
+            groups: store.clone(),
         }
     }
 }
