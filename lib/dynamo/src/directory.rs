@@ -27,14 +27,9 @@ impl DirectoryStore for DynamoStore {
             writes.push(self.put_new(claim_item(member, key))?);
         }
         writes.push(self.put_new(audit_item(audit))?);
-        match self.transact(writes).await {
-            Ok(()) => Ok(()),
-            Err(TransactError::FirstCondition { .. } | TransactError::OtherCondition(_)) => {
-                Err(StoreError::AlreadyExists)
-            }
-            Err(TransactError::Contended) => Err(StoreError::Conflict),
-            Err(TransactError::Backend(e)) => Err(e),
-        }
+        self.transact(writes)
+            .await
+            .map_err(TransactError::of_create)
     }
 
     async fn get_member(&self, org: &OrgId, user: &UserId) -> StoreResult<Option<Member>> {
@@ -404,15 +399,7 @@ impl DynamoStore {
             Some(keeper) => self.transact_keeping(writes, keeper).await,
             None => self.transact(writes).await,
         };
-        match sent {
-            Ok(()) => Ok(()),
-            Err(TransactError::FirstCondition { stored: true } | TransactError::Contended) => {
-                Err(StoreError::Conflict)
-            }
-            Err(TransactError::FirstCondition { stored: false }) => Err(StoreError::Gone),
-            // A new claim: another member has the name or the identity.
-            Err(TransactError::OtherCondition(_)) => Err(StoreError::AlreadyExists),
-            Err(TransactError::Backend(e)) => Err(e),
-        }
+        // A new claim taken: another member has the name or the identity.
+        sent.map_err(TransactError::of_replace)
     }
 }

@@ -134,14 +134,9 @@ impl GroupStore for DynamoStore {
             self.put_new(claim(group))?,
             self.put_new(audit_item(audit))?,
         ];
-        match self.transact(writes).await {
-            Ok(()) => Ok(()),
-            Err(TransactError::FirstCondition { .. } | TransactError::OtherCondition(_)) => {
-                Err(StoreError::AlreadyExists)
-            }
-            Err(TransactError::Contended) => Err(StoreError::Conflict),
-            Err(TransactError::Backend(e)) => Err(e),
-        }
+        self.transact(writes)
+            .await
+            .map_err(TransactError::of_create)
     }
 
     async fn get_group(&self, org: &OrgId, id: &GroupId) -> StoreResult<Option<Group>> {
@@ -181,15 +176,9 @@ impl GroupStore for DynamoStore {
             writes.push(self.put_new(claim(next))?);
         }
         writes.push(self.put_new(audit_item(audit))?);
-        match self.transact(writes).await {
-            Ok(()) => Ok(()),
-            Err(TransactError::FirstCondition { stored: true } | TransactError::Contended) => {
-                Err(StoreError::Conflict)
-            }
-            Err(TransactError::FirstCondition { stored: false }) => Err(StoreError::Gone),
-            Err(TransactError::OtherCondition(_)) => Err(StoreError::AlreadyExists),
-            Err(TransactError::Backend(e)) => Err(e),
-        }
+        self.transact(writes)
+            .await
+            .map_err(TransactError::of_replace)
     }
 
     async fn delete_group(

@@ -102,16 +102,10 @@ impl OrgStore for DynamoStore {
             writes.push(self.put_new(item)?);
         }
         writes.push(self.put_new(audit_item(audit))?);
-        match self.transact(writes).await {
-            Ok(()) => Ok(()),
-            Err(TransactError::FirstCondition { stored: true } | TransactError::Contended) => {
-                Err(StoreError::Conflict)
-            }
-            Err(TransactError::FirstCondition { stored: false }) => Err(StoreError::Gone),
-            // A domain claim: another organisation has it.
-            Err(TransactError::OtherCondition(_)) => Err(StoreError::AlreadyExists),
-            Err(TransactError::Backend(e)) => Err(e),
-        }
+        // A domain claim taken: another organisation has it.
+        self.transact(writes)
+            .await
+            .map_err(TransactError::of_replace)
     }
 
     async fn set_limits(

@@ -57,6 +57,30 @@ pub(crate) enum TransactError {
     Backend(StoreError),
 }
 
+impl TransactError {
+    /// The store's error for a transaction that creates a record (first) with its claims: the
+    /// record or a claim already there is `AlreadyExists`, a concurrent one `Conflict`.
+    pub(crate) fn of_create(self) -> StoreError {
+        match self {
+            Self::FirstCondition { .. } | Self::OtherCondition(_) => StoreError::AlreadyExists,
+            Self::Contended => StoreError::Conflict,
+            Self::Backend(e) => e,
+        }
+    }
+
+    /// The store's error for a transaction that replaces a record (first, at its version)
+    /// and claims what it newly holds: the record moved is `Conflict`, gone `Gone`, and a new
+    /// claim taken by another record `AlreadyExists`.
+    pub(crate) fn of_replace(self) -> StoreError {
+        match self {
+            Self::FirstCondition { stored: true } | Self::Contended => StoreError::Conflict,
+            Self::FirstCondition { stored: false } => StoreError::Gone,
+            Self::OtherCondition(_) => StoreError::AlreadyExists,
+            Self::Backend(e) => e,
+        }
+    }
+}
+
 /// Why a transaction was not applied, unclassified.
 pub(crate) enum Refusal {
     /// Cancelled: the reasons, one per item in order, and the error for logs.
