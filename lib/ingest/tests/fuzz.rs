@@ -3,12 +3,12 @@
 //! or a refusal, within a time bound, and no panic ever escaping `parse`. A seed that fails
 //! names itself, so the case can be replayed.
 
-use std::io::Cursor;
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{bytes, docx, pdf};
 use knowledge_ingest::{Bounds, Format, parse};
-use lopdf::content::{Content, Operation};
-use lopdf::{Document, Object, Stream, dictionary};
 
 /// Mutations tried per format.
 const CASES: u64 = 300;
@@ -61,59 +61,6 @@ fn mutate(file: &[u8], rng: &mut Rng) -> Vec<u8> {
     out
 }
 
-fn pdf() -> Vec<u8> {
-    let mut doc = Document::with_version("1.5");
-    let pages_id = doc.new_object_id();
-    let font = doc.add_object(dictionary! {
-        "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica",
-    });
-    let resources = doc.add_object(dictionary! { "Font" => dictionary! { "F1" => font } });
-    let content = Content {
-        operations: vec![
-            Operation::new("BT", vec![]),
-            Operation::new("Tf", vec!["F1".into(), 12.into()]),
-            Operation::new("Td", vec![72.into(), 720.into()]),
-            Operation::new(
-                "Tj",
-                vec![Object::string_literal("Fuzzed text (with parens)")],
-            ),
-            Operation::new("ET", vec![]),
-        ],
-    };
-    let stream = doc.add_object(Stream::new(dictionary! {}, content.encode().unwrap()));
-    let page = doc.add_object(dictionary! {
-        "Type" => "Page", "Parent" => pages_id, "Contents" => stream,
-    });
-    doc.objects.insert(
-        pages_id,
-        Object::Dictionary(dictionary! {
-            "Type" => "Pages", "Kids" => vec![page.into()], "Count" => 1, "Resources" => resources,
-            "MediaBox" => vec![0.into(), 0.into(), 612.into(), 792.into()],
-        }),
-    );
-    let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
-    doc.trailer.set("Root", catalog);
-    let mut out = Vec::new();
-    doc.save_to(&mut out).unwrap();
-    out
-}
-
-fn docx() -> Vec<u8> {
-    use docx_rs::{Docx, Paragraph, Run};
-    let mut out = Cursor::new(Vec::new());
-    Docx::new()
-        .add_paragraph(
-            Paragraph::new()
-                .add_run(Run::new().add_text("Title"))
-                .style("Heading1"),
-        )
-        .add_paragraph(Paragraph::new().add_run(Run::new().add_text("A body & more.")))
-        .build()
-        .pack(&mut out)
-        .unwrap();
-    out.into_inner()
-}
-
 fn fuzz(format: Format, file: &[u8]) {
     let bounds = Bounds {
         max_time: Duration::from_secs(2),
@@ -139,7 +86,7 @@ fn fuzz(format: Format, file: &[u8]) {
 
 #[test]
 fn mutated_pdfs_end_in_passages_or_a_refusal_in_time() {
-    fuzz(Format::Pdf, &pdf());
+    fuzz(Format::Pdf, &bytes(pdf(&["Fuzzed text (with parens)"])));
 }
 
 #[test]
