@@ -159,6 +159,18 @@ random_id!(
     "groupId",
     "grp_"
 );
+random_id!(
+    /// A collection of documents: `col_` and 32 hex digits.
+    CollectionId,
+    "collectionId",
+    "col_"
+);
+random_id!(
+    /// A document of a collection: `doc_` and 32 hex digits.
+    DocumentId,
+    "documentId",
+    "doc_"
+);
 
 /// An event's position in its session's log, rendered as `evt_` and 12 zero-padded digits so that
 /// string order is log order and `sinceEventId` is a key range.

@@ -33,6 +33,12 @@ text_enum!(AuditAction {
     GroupDeleted => "group.deleted",
     GroupMemberAdded => "group.member_added",
     GroupMemberRemoved => "group.member_removed",
+    CollectionCreated => "collection.created",
+    CollectionChanged => "collection.changed",
+    CollectionDeleted => "collection.deleted",
+    DocumentAdded => "document.added",
+    DocumentReplaced => "document.replaced",
+    DocumentDeleted => "document.deleted",
 });
 
 /// Who did something recorded in the audit log.
@@ -92,6 +98,18 @@ pub enum AuditAction {
     GroupMemberAdded,
     /// A member left a group: the target is the member, `from` the group's name.
     GroupMemberRemoved,
+    /// A collection was created (the target is its id, `to` its name).
+    CollectionCreated,
+    /// A collection's name, description or access changed: `from` and `to` say which.
+    CollectionChanged,
+    /// A collection was deleted with its documents (`from` its name).
+    CollectionDeleted,
+    /// A document was uploaded into a collection (the target is its id, `to` its name).
+    DocumentAdded,
+    /// A document's original was replaced by a new upload (`to` its name).
+    DocumentReplaced,
+    /// A document was deleted with its original and passages (`from` its name).
+    DocumentDeleted,
 }
 
 /// One entry of an organisation's audit log. Written in the same transaction as the change it

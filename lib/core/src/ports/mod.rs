@@ -3,6 +3,7 @@
 
 mod agent;
 mod batch;
+mod documents;
 mod egress;
 mod identity;
 mod integration;
@@ -18,6 +19,7 @@ pub use agent::{
 pub use batch::{
     BatchStore, EventsAfter, Gate, QueryCount, RateUpdate, RateWindow, Reads, Snapshot,
 };
+pub use documents::{DocumentStore, IndexError, Originals, OriginalsError, Parser, PassageIndex};
 pub use egress::DestinationRefused;
 pub use identity::{
     Authorization, IdentityDiscovery, IdentityError, IdentityProvider, OidcClient, VerifiedIdentity,

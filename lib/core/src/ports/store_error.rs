@@ -25,6 +25,9 @@ pub enum StoreError {
     /// member's counters that refused it. Nothing was written.
     #[error("a member's monthly allowance refused the write")]
     MemberLimit(Usage),
+    /// The organisation's storage of originals would pass its allowance. Nothing was written.
+    #[error("the storage allowance refused the write")]
+    Full,
     /// The backend failed; the cause is for logs, never for clients.
     #[error("storage backend failed")]
     Backend(#[source] BackendError),
