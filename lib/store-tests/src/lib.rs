@@ -7,6 +7,7 @@ pub mod admin;
 pub mod batch;
 pub mod caps;
 pub mod directory;
+pub mod documents;
 pub mod drafts;
 pub mod grants;
 pub mod groups;

@@ -4,10 +4,11 @@
 //!
 //! The state and the helpers several ports share are here; each port's implementation is in
 //! its own module: `orgs`, `directory`, `groups`, `sessions` (with the rows tests count),
-//! `limits`, `batch`, `tickets` and `grants`.
+//! `limits`, `batch`, `tickets`, `grants` and `documents`.
 
 mod batch;
 mod directory;
+mod documents;
 mod grants;
 mod groups;
 mod limits;
@@ -20,10 +21,10 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::domain::{
-    AuditEntry, Draft, Event, Group, IntegrationConfig, Member, MemberData, MemberDataKind,
-    MonthUsage, Org, Session, Ticket, Usage,
+    AuditEntry, Collection, Document, Draft, Event, Group, IntegrationConfig, Member, MemberData,
+    MemberDataKind, MonthUsage, Org, Session, Ticket, Usage,
 };
-use crate::ids::{GroupId, OrgId, SessionKey, UserId};
+use crate::ids::{CollectionId, DocumentId, GroupId, OrgId, SessionKey, UserId};
 use crate::ports::{RateWindow, StoreError, StoreResult};
 
 #[derive(Default)]
@@ -55,6 +56,12 @@ struct State {
     /// Each member's usage, by organisation, member and month.
     member_usage: HashMap<(OrgId, UserId, String), MonthUsage>,
     tickets: HashMap<String, Ticket>,
+    /// By organisation, then collection id.
+    collections: HashMap<OrgId, BTreeMap<CollectionId, Collection>>,
+    /// By organisation, then collection and document id (so listed by collection).
+    documents: HashMap<OrgId, BTreeMap<(CollectionId, DocumentId), Document>>,
+    /// Bytes of originals each organisation stores.
+    storage: HashMap<OrgId, u64>,
 }
 
 /// The storage ports in memory. Each method holds the one lock throughout, so none sees
