@@ -3,20 +3,24 @@
 //! another's request and can be copied or rebuilt alone.
 //!
 //! A document's passages are replaced in one commit ([`PassageIndex::replace`]): a search sees
-//! all of a document's new passages or none of them, never half. Each passage carries its
-//! document's generation, so that whoever reads a hit can check it against the document as
-//! stored now: the index may lag behind the store (a copy on another machine, a replace still
-//! being committed), and the caller's check of each hit's document and access is what a member
-//! is shown (`docs/design/documents.md`, "the index is a cache; the store is the truth").
+//! all of a document's new passages or none of them, never half, and never an older
+//! generation's over a newer one's (a slower worker's). Each passage carries its document's
+//! generation, so that whoever reads a hit can check it against the document as stored now:
+//! the index may lag behind the store (a copy on another machine, a replace still being
+//! committed), and the caller's check of each hit's document and access is what a member is
+//! shown (`docs/design/documents.md`, "the index is a cache; the store is the truth").
+//! [`TantivyIndex`] is the core's `PassageIndex` port on it.
 
 mod analyzer;
 mod org;
+mod port;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 pub use analyzer::{ANALYZER, analyzer, words};
+pub use port::TantivyIndex;
 
 use crate::org::OrgIndex;
 
@@ -107,25 +111,30 @@ impl PassageIndex {
 
     /// Replaces `document`'s passages with `passages`, in one commit: a search sees the old
     /// ones or the new ones, never a mix and never half. With no passages, removes them.
-    /// Blocking: call it off the async workers.
+    /// Never goes back: when the index holds passages of the document of a generation after
+    /// `document.generation` (a slower worker's older upload), nothing changes and the answer
+    /// is `false`. The check and the write are made under the organisation's one writer, so no
+    /// other replace of this process comes between them. The same or a later generation
+    /// replaces. Blocking: call it off the async workers.
     ///
     /// # Errors
     /// The index cannot be opened or written; nothing is changed then.
     pub fn replace(
         &self, org: &str, document: DocumentKey<'_>, passages: &[NewPassage<'_>],
-    ) -> Result<(), SearchError> {
-        self.replace_many(org, &[(document, passages)])
+    ) -> Result<bool, SearchError> {
+        Ok(self.replace_many(org, &[(document, passages)])? == 1)
     }
 
-    /// Replaces several documents' passages in one commit, each as [`Self::replace`] would:
-    /// for an indexer that has several documents ready, a commit costs far more than a
-    /// passage.
+    /// Replaces several documents' passages in one commit, each as [`Self::replace`] would
+    /// (one whose index holds a newer generation is left as it is), answering how many were
+    /// written: for an indexer that has several documents ready, a commit costs far more than
+    /// a passage.
     ///
     /// # Errors
     /// As [`Self::replace`]; no document is changed then.
     pub fn replace_many(
         &self, org: &str, documents: &[(DocumentKey<'_>, &[NewPassage<'_>])],
-    ) -> Result<(), SearchError> {
+    ) -> Result<usize, SearchError> {
         for (key, _) in documents {
             checked(key.collection)?;
             checked(key.document)?;

@@ -1,17 +1,20 @@
 //! One organisation's index: its schema, a document's passages replaced in one commit, and a
 //! search filtered to a set of collections.
 
+use std::ops::Bound;
 use std::path::Path;
 use std::sync::Mutex;
 
-use tantivy::collector::TopDocs;
+use tantivy::collector::{Count, TopDocs};
 use tantivy::directory::MmapDirectory;
-use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, TermSetQuery};
+use tantivy::query::{
+    BooleanQuery, Occur, Query, QueryParser, RangeQuery, TermQuery, TermSetQuery,
+};
 use tantivy::schema::{
     Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
     Value as _,
 };
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 
 use crate::{ANALYZER, DocumentKey, Hit, NewPassage, SearchError, analyzer, words};
 
@@ -92,16 +95,23 @@ impl OrgIndex {
     }
 
     /// Deletes what each change's term names and adds its document's passages, all in one
-    /// commit. A failed write or commit drops the writer (tantivy rolls back what it held), so
-    /// that the next write starts from what was last committed.
-    fn commit(&self, changes: &[Change<'_>]) -> Result<(), SearchError> {
+    /// commit, answering how many documents were written. A document whose index holds a newer
+    /// generation than its key's is left out, checked under the writer's lock, so that no other
+    /// commit of this process comes between the check and the write. Nothing left, nothing is
+    /// committed. A failed write or commit drops the writer (tantivy rolls back what it held),
+    /// so that the next write starts from what was last committed.
+    fn commit(&self, changes: &[Change<'_>]) -> Result<usize, SearchError> {
         let mut held = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let changes = self.not_older(changes)?;
+        if changes.is_empty() {
+            return Ok(0);
+        }
         let writer = match held.as_mut() {
             Some(writer) => writer,
             None => held.insert(self.index.writer_with_num_threads(1, WRITER_BYTES)?),
         };
         let written = self
-            .write(writer, changes)
+            .write(writer, &changes)
             .and_then(|()| Ok(writer.commit()?));
         if let Err(error) = written {
             *held = None;
@@ -109,10 +119,47 @@ impl OrgIndex {
         }
         drop(held);
         self.reader.reload()?;
-        Ok(())
+        Ok(changes.iter().filter(|c| c.document.is_some()).count())
     }
 
-    fn write(&self, writer: &mut IndexWriter, changes: &[Change<'_>]) -> Result<(), SearchError> {
+    /// The changes that do not take a document back to an older generation. Called under the
+    /// writer's lock, after which every write of this process is committed: the reader, reloaded
+    /// here, sees them all.
+    fn not_older<'c>(&self, changes: &'c [Change<'c>]) -> Result<Vec<&'c Change<'c>>, SearchError> {
+        if changes.iter().all(|c| c.document.is_none()) {
+            return Ok(changes.iter().collect());
+        }
+        self.reader.reload()?;
+        let searcher = self.reader.searcher();
+        let mut kept = Vec::with_capacity(changes.len());
+        for change in changes {
+            match change.document {
+                Some((key, _)) if self.holds_newer(&searcher, key)? => {}
+                _ => kept.push(change),
+            }
+        }
+        Ok(kept)
+    }
+
+    /// Whether the index holds passages of `key`'s document of a generation after `key`'s.
+    fn holds_newer(&self, searcher: &Searcher, key: DocumentKey<'_>) -> Result<bool, SearchError> {
+        let f = self.fields;
+        let document = TermQuery::new(
+            Term::from_field_text(f.document, key.document),
+            IndexRecordOption::Basic,
+        );
+        let newer = RangeQuery::new(
+            Bound::Excluded(Term::from_field_u64(f.generation, key.generation)),
+            Bound::Unbounded,
+        );
+        let query = BooleanQuery::new(vec![
+            (Occur::Must, Box::new(document) as Box<dyn Query>),
+            (Occur::Must, Box::new(newer)),
+        ]);
+        Ok(searcher.search(&query, &Count)? > 0)
+    }
+
+    fn write(&self, writer: &mut IndexWriter, changes: &[&Change<'_>]) -> Result<(), SearchError> {
         let f = self.fields;
         for change in changes {
             writer.delete_term(change.delete.clone());
@@ -138,9 +185,11 @@ impl OrgIndex {
         Ok(())
     }
 
+    /// Answers how many of `documents` were written (those whose index held no newer
+    /// generation).
     pub(crate) fn replace(
         &self, documents: &[(DocumentKey<'_>, &[NewPassage<'_>])],
-    ) -> Result<(), SearchError> {
+    ) -> Result<usize, SearchError> {
         let changes: Vec<Change<'_>> = documents
             .iter()
             .map(|&(key, passages)| Change {
@@ -156,6 +205,7 @@ impl OrgIndex {
             delete: Term::from_field_text(self.fields.document, document),
             document: None,
         }])
+        .map(drop)
     }
 
     pub(crate) fn remove_collection(&self, collection: &str) -> Result<(), SearchError> {
@@ -163,6 +213,7 @@ impl OrgIndex {
             delete: Term::from_field_text(self.fields.collection, collection),
             document: None,
         }])
+        .map(drop)
     }
 
     pub(crate) fn search(

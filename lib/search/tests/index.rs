@@ -194,3 +194,30 @@ fn several_documents_replaced_in_one_commit_are_all_found_and_a_bad_id_changes_n
     assert!(index.replace_many("org_a", &bad).is_err());
     assert_eq!(documents(&index, "org_a", "first", &["c"]), ["d1#0@1"]);
 }
+
+#[test]
+fn a_document_the_index_holds_newer_is_left_out_of_a_batch_and_the_others_written() {
+    let index = PassageIndex::in_memory();
+    index
+        .replace("org_a", key("c", "d1", 3), &[passage("newer words")])
+        .unwrap();
+    let (old, fresh) = ([passage("older words")], [passage("fresh words")]);
+    let batch = [
+        (key("c", "d1", 2), &old[..]),
+        (key("c", "d2", 1), &fresh[..]),
+    ];
+    assert_eq!(index.replace_many("org_a", &batch).unwrap(), 1);
+    let mut found = documents(&index, "org_a", "words", &["c"]);
+    found.sort();
+    assert_eq!(found, ["d1#0@3", "d2#0@1"]);
+    assert!(
+        !index
+            .replace("org_a", key("c", "d1", 1), &[passage("x")])
+            .unwrap()
+    );
+    assert!(
+        index
+            .replace("org_a", key("c", "d1", 3), &[passage("again")])
+            .unwrap()
+    );
+}
