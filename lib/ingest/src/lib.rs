@@ -1,99 +1,25 @@
-//! Documents made into passages. A file's format is told from its name and its first bytes;
-//! it is parsed under [`Bounds`] (input size, expanded size, pages, time, passages) and split
-//! into [`Passage`]s of a few hundred words, each with the path of headings it sits under
-//! (Markdown, HTML, DOCX) or its page (PDF). Nothing in a file is executed, fetched or
+//! Documents made into passages. A file's format is told from its name and its first bytes
+//! ([`Format::detect`], the core's); it is parsed under [`Bounds`] (input size, expanded size,
+//! pages, time, passages) and split into [`Passage`]s of a few hundred words, each with the
+//! path of headings it sits under (Markdown, HTML, DOCX) or its page (PDF). Nothing in a file is executed, fetched or
 //! followed: scripts and styles are dropped, links are text, external entities are never read.
 //!
 //! A file that breaks a bound, has no text, or cannot be read is a [`Refusal`] whose message a
-//! person can act on; parsing never panics out of [`parse`].
+//! person can act on; parsing never panics out of [`parse`]. [`Ingest`] is the core's `Parser`
+//! port on it.
 
 mod docx;
 mod html;
 mod markdown;
 mod passages;
 mod pdf;
+mod port;
 
 use std::time::{Duration, Instant};
 
+pub use knowledge_core::domain::{Format, FormatRefusal};
 pub use passages::{Passage, TARGET_WORDS};
-
-/// A format the service reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    Markdown,
-    Text,
-    Html,
-    Pdf,
-    Docx,
-}
-
-impl Format {
-    /// Every format, as the refusal of another lists them.
-    pub const ALL: [Self; 5] = [
-        Self::Markdown,
-        Self::Text,
-        Self::Html,
-        Self::Pdf,
-        Self::Docx,
-    ];
-
-    /// Its media type.
-    pub const fn media_type(self) -> &'static str {
-        match self {
-            Self::Markdown => "text/markdown",
-            Self::Text => "text/plain",
-            Self::Html => "text/html",
-            Self::Pdf => "application/pdf",
-            Self::Docx => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-        }
-    }
-
-    /// The file name extensions it is known by.
-    pub const fn extensions(self) -> &'static [&'static str] {
-        match self {
-            Self::Markdown => &["md", "markdown"],
-            Self::Text => &["txt", "text"],
-            Self::Html => &["html", "htm"],
-            Self::Pdf => &["pdf"],
-            Self::Docx => &["docx"],
-        }
-    }
-
-    /// The format of a file named `name` whose content starts with `head`, if the service reads
-    /// it. The extension names the format; the content must agree: a PDF starts `%PDF-`, a
-    /// DOCX is a zip archive, and the text formats are UTF-8 without NUL bytes.
-    pub fn detect(name: &str, head: &[u8]) -> Result<Self, Refusal> {
-        let extension = name
-            .rsplit_once('.')
-            .map(|(_, e)| e.to_ascii_lowercase())
-            .unwrap_or_default();
-        let format = Self::ALL
-            .into_iter()
-            .find(|f| f.extensions().contains(&extension.as_str()))
-            .ok_or(Refusal::Unsupported)?;
-        let agrees = match format {
-            Self::Pdf => head.starts_with(b"%PDF-"),
-            Self::Docx => head.starts_with(b"PK\x03\x04"),
-            Self::Markdown | Self::Text | Self::Html => {
-                !head.contains(&0) && utf8_prefix(head).is_some()
-            }
-        };
-        if agrees {
-            Ok(format)
-        } else {
-            Err(Refusal::NotWhatItSays(format))
-        }
-    }
-}
-
-/// `head` as UTF-8, allowing a character cut at its end.
-fn utf8_prefix(head: &[u8]) -> Option<&str> {
-    match std::str::from_utf8(head) {
-        Ok(text) => Some(text),
-        Err(e) if e.error_len().is_none() => std::str::from_utf8(&head[..e.valid_up_to()]).ok(),
-        Err(_) => None,
-    }
-}
+pub use port::Ingest;
 
 /// How far parsing one file may go.
 #[derive(Clone, Copy, Debug)]
@@ -153,6 +79,15 @@ pub enum Refusal {
     Empty,
     #[error("the file could not be read: {0}")]
     Malformed(String),
+}
+
+impl From<FormatRefusal> for Refusal {
+    fn from(refusal: FormatRefusal) -> Self {
+        match refusal {
+            FormatRefusal::Unsupported => Self::Unsupported,
+            FormatRefusal::NotWhatItSays(format) => Self::NotWhatItSays(format),
+        }
+    }
 }
 
 /// The passages of `bytes`, a file in `format`, within `bounds`.

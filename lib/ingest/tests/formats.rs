@@ -179,28 +179,33 @@ fn a_file_over_the_size_bound_is_refused_before_it_is_read() {
     );
 }
 
+/// The format as the core detects it, its refusal as ingest words it.
+fn detect(name: &str, head: &[u8]) -> Result<Format, Refusal> {
+    Format::detect(name, head).map_err(Refusal::from)
+}
+
 #[test]
 fn a_format_is_told_by_its_name_and_its_content_must_agree() {
-    assert_eq!(Format::detect("Handbook.MD", b"# Hi"), Ok(Format::Markdown));
-    assert_eq!(Format::detect("report.pdf", b"%PDF-1.7"), Ok(Format::Pdf));
+    assert_eq!(detect("Handbook.MD", b"# Hi"), Ok(Format::Markdown));
+    assert_eq!(detect("report.pdf", b"%PDF-1.7"), Ok(Format::Pdf));
+    assert_eq!(detect("notes.docx", b"PK\x03\x04"), Ok(Format::Docx));
+    assert_eq!(detect("tool.exe", b"MZ"), Err(Refusal::Unsupported));
     assert_eq!(
-        Format::detect("notes.docx", b"PK\x03\x04"),
-        Ok(Format::Docx)
-    );
-    assert_eq!(Format::detect("tool.exe", b"MZ"), Err(Refusal::Unsupported));
-    assert_eq!(
-        Format::detect("fake.pdf", b"<html>"),
+        detect("fake.pdf", b"<html>"),
         Err(Refusal::NotWhatItSays(Format::Pdf))
     );
     assert_eq!(
-        Format::detect("bin.txt", b"a\0b"),
+        detect("bin.txt", b"a\0b"),
         Err(Refusal::NotWhatItSays(Format::Text))
     );
     // A character cut at the end of the head is still text.
     assert_eq!(
-        Format::detect("e.txt", "café".as_bytes()[..4].as_ref()),
+        detect("e.txt", "café".as_bytes()[..4].as_ref()),
         Ok(Format::Text)
     );
+    // The refusal's words are the core's.
+    let refused = Format::detect("fake.pdf", b"<html>").unwrap_err();
+    assert_eq!(Refusal::from(refused).to_string(), refused.to_string());
 }
 
 #[test]
@@ -208,7 +213,7 @@ fn garbage_in_any_format_is_a_refusal_never_a_panic() {
     let garbage: Vec<u8> = (0..4096u32)
         .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
         .collect();
-    for format in Format::ALL {
+    for &format in Format::ALL {
         let mut file = match format {
             Format::Pdf => b"%PDF-1.4\n".to_vec(),
             Format::Docx => b"PK\x03\x04".to_vec(),
