@@ -56,6 +56,13 @@ pub enum CoreError {
     /// says why.
     #[error("{message}")]
     Conflict { code: &'static str, message: String },
+    /// What was sent passes a size limit the message names: a file, or the organisation's
+    /// storage allowance.
+    #[error("{message}")]
+    TooLarge { code: &'static str, message: String },
+    /// A file in a format the service does not read; the message lists those it reads.
+    #[error("{0}")]
+    UnsupportedFormat(String),
     /// An integration being tested cannot be reached or failed to list its tools.
     #[error("the integration could not be reached or did not list its tools")]
     IntegrationUnavailable,

@@ -9,6 +9,7 @@ pub mod admin;
 pub mod clock;
 pub mod connections;
 pub mod conversation;
+pub mod documents;
 pub mod domain;
 pub mod error;
 pub mod fault;

@@ -116,6 +116,10 @@ impl ApiError {
                 CoreError::AdminOnly => (StatusCode::FORBIDDEN, "admin_only"),
                 CoreError::LastAdmin => (StatusCode::CONFLICT, "last_admin"),
                 CoreError::Conflict { code, .. } => (StatusCode::CONFLICT, code),
+                CoreError::TooLarge { code, .. } => (StatusCode::PAYLOAD_TOO_LARGE, code),
+                CoreError::UnsupportedFormat(_) => {
+                    (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_format")
+                }
                 CoreError::ProviderUnavailable => (StatusCode::BAD_GATEWAY, "provider_unavailable"),
                 CoreError::IntegrationUnavailable => {
                     (StatusCode::BAD_GATEWAY, "integration_unavailable")
