@@ -10,6 +10,7 @@
 
 mod batch;
 mod directory;
+mod documents;
 mod grants;
 mod groups;
 mod limits;

@@ -64,6 +64,44 @@ CREATE TABLE IF NOT EXISTS group_members (
     PRIMARY KEY (org_id, group_id, user_id)
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS group_members_by_user ON group_members (org_id, user_id, group_id);
+CREATE TABLE IF NOT EXISTS collections (
+    org_id TEXT NOT NULL,
+    collection_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    description TEXT NOT NULL,
+    access TEXT NOT NULL,
+    source TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (org_id, collection_id)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS documents (
+    org_id TEXT NOT NULL,
+    collection_id TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    format TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT,
+    generation INTEGER NOT NULL,
+    passages INTEGER NOT NULL,
+    attempts INTEGER NOT NULL,
+    lease_until INTEGER,
+    version INTEGER NOT NULL,
+    by_user TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (org_id, collection_id, document_id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS documents_queued ON documents (updated_at, lease_until)
+    WHERE status = 'queued';
+CREATE TABLE IF NOT EXISTS org_storage (
+    org_id TEXT PRIMARY KEY,
+    used_bytes INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS integrations (
     org_id TEXT NOT NULL,
     name TEXT NOT NULL,
