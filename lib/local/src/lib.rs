@@ -2,6 +2,7 @@
 //! in-process workflow, assembled in one process. The `knowledge` binary and the integration tests both build it here.
 
 pub mod admin;
+pub mod originals;
 pub mod server;
 pub mod store;
 
@@ -19,6 +20,7 @@ use knowledge_core::steps::Steps;
 use knowledge_http::cookie::CookieSigner;
 use tokio::net::TcpListener;
 
+pub use crate::originals::FolderOriginals;
 pub use crate::server::ServerLimits;
 pub use crate::store::LocalStore;
 pub use knowledge_assembly::workflow::{LocalWorkflow, StepTasks};
