@@ -147,6 +147,19 @@ fn admin_routes() -> OpenApiRouter<SessionApi> {
         .routes(routes!(admin::list_members, admin::invite_member))
         .routes(routes!(admin::set_role, admin::remove_member))
         .routes(routes!(admin::caps::set_caps, admin::caps::clear_caps))
+        .routes(routes!(
+            admin::groups::list_groups,
+            admin::groups::create_group
+        ))
+        .routes(routes!(
+            admin::groups::rename_group,
+            admin::groups::delete_group
+        ))
+        .routes(routes!(admin::groups::group_members))
+        .routes(routes!(
+            admin::groups::add_group_member,
+            admin::groups::remove_group_member
+        ))
         .routes(routes!(admin::get_sso, admin::set_sso))
         .routes(routes!(admin::enable_sso))
         .routes(routes!(admin::test_sso))

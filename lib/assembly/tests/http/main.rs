@@ -9,6 +9,7 @@
 
 mod account;
 mod admin;
+mod admin_groups;
 mod caps;
 mod cookies;
 mod egress;

@@ -6,9 +6,9 @@ use crate::CoreError;
 use crate::domain::{AuditAction, GROUP_NAME_MAX_CHARS, Group, GroupSource, is_role_name};
 use crate::groups::{JoinError, join};
 use crate::ids::{GroupId, UserId};
-use crate::ports::StoreError;
+use crate::ports::{MEMBERS_AT_ONCE, StoreError};
 
-use super::{Admin, Administration};
+use super::{Admin, Administration, MemberPage};
 
 /// A group's name as an admin typed it, trimmed. Errors: empty, too long, control characters,
 /// or a role's name (`admin`, `viewer` in any case: 409 `group_name_taken`).
@@ -48,6 +48,36 @@ impl Administration {
         let mut groups = self.stores.groups.list_groups(&admin.org).await?;
         groups.sort_by_key(Group::name_key);
         Ok(groups)
+    }
+
+    /// A page of at most `limit` members of the group `id` (any source), by user id, after
+    /// `after`; `next` is where the following page starts, `None` on the last. A member removed
+    /// from the organisation meanwhile is left out. Errors: `NotFound` for a group not of the
+    /// organisation.
+    pub async fn group_members(
+        &self, admin: &Admin, id: &GroupId, after: Option<&UserId>, limit: usize,
+    ) -> Result<MemberPage, CoreError> {
+        (self.stores.groups.get_group(&admin.org, id).await?)
+            .ok_or(CoreError::NotFound("group"))?;
+        let mut ids = (self.stores.groups)
+            .list_group_members(&admin.org, id, after, limit + 1)
+            .await?;
+        let next = match ids.len() > limit {
+            true => {
+                ids.truncate(limit);
+                ids.last().cloned()
+            }
+            false => None,
+        };
+        let mut members = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(MEMBERS_AT_ONCE) {
+            let found = (self.stores.directory)
+                .get_members(&admin.org, chunk)
+                .await?;
+            members.extend(found);
+        }
+        members.sort_by(|a, b| a.user.cmp(&b.user));
+        Ok(MemberPage { members, next })
     }
 
     /// A group the admin may change: it exists in the organisation (else `NotFound`) and was

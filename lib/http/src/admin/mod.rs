@@ -1,6 +1,6 @@
-//! The admin API under `/api/admin`: an organisation's members and roles, single sign-on, the
-//! SCIM token, integrations, usage limits and the audit log, for the admins of the active
-//! organisation. Requests pass the session routes' guard (cookie, membership, `Origin` and
+//! The admin API under `/api/admin`: an organisation's members and roles, groups, single
+//! sign-on, the SCIM token, integrations, usage limits and the audit log, for the admins of the
+//! active organisation. Requests pass the session routes' guard (cookie, membership, `Origin` and
 //! JSON on writes); [`Caller`] then requires the admin role (a viewer gets 403), and every
 //! change takes a slot of the admin's rate limit. Each handler parses, calls one use case of
 //! [`knowledge_core::admin`] and renders.
@@ -8,6 +8,7 @@
 pub mod caps;
 pub mod export;
 mod export_text;
+pub mod groups;
 pub mod memory;
 pub mod wire;
 
@@ -47,15 +48,15 @@ pub enum AdminErrors {
     /// `Origin`.
     #[response(status = 403)]
     Forbidden(ErrorBody),
-    /// The member, integration or route does not exist in the active organisation.
+    /// The member, group, integration or route does not exist in the active organisation.
     #[response(status = 404)]
     NotFound(ErrorBody),
     /// The body did not arrive in time.
     #[response(status = 408)]
     RequestTimeout(ErrorBody),
     /// The state does not allow it now: the organisation's last admin (`last_admin`), its
-    /// integration limit, a `userName` another member has, or a per-user integration you hold
-    /// no credential for.
+    /// integration limit, a `userName` or group name taken, a group the identity provider
+    /// pushed, or a per-user integration you hold no credential for.
     #[response(status = 409)]
     Conflict(ErrorBody),
     /// The body is larger than 256 KiB.

@@ -4,6 +4,7 @@
 //! shown once, when made. Here: what the parts share (paging, a user id from the path).
 
 mod audit;
+mod groups;
 mod integrations;
 mod limits;
 mod members;
@@ -11,6 +12,7 @@ mod sso;
 mod usage;
 
 pub use audit::*;
+pub use groups::*;
 pub use integrations::*;
 pub use limits::*;
 pub use members::*;
