@@ -10,6 +10,10 @@ export type Role = 'admin' | 'viewer';
  *  applies). */
 export type AdminMember = Narrow<Schemas['MemberView'], { role: Role }>;
 
+/** A group: `scim` when the identity provider pushed it (read-only here), `admin` when an admin
+ *  made it. */
+export type Group = Narrow<Schemas['GroupView'], { source: 'scim' | 'admin' }>;
+
 export type Sso = Schemas['SsoView'];
 
 /** What the single sign-on form sends (`PUT /sso`). */
@@ -102,6 +106,8 @@ function query(params: Record<string, string | undefined>): string {
 }
 
 const member = (userId: string) => `${ADMIN}/members/${encodeURIComponent(userId)}`;
+const group = (groupId: string) => `${ADMIN}/groups/${encodeURIComponent(groupId)}`;
+const groupMember = (groupId: string, userId: string) => `${group(groupId)}/members/${encodeURIComponent(userId)}`;
 const integration = (name: string) => `${ADMIN}/integrations/${encodeURIComponent(name)}`;
 
 export const admin = {
@@ -111,6 +117,17 @@ export const admin = {
     call<AdminMember>('POST', `${ADMIN}/members`, { userName, role } satisfies Schemas['InviteRequest']),
   setRole: (userId: string, role: Role) => call<AdminMember>('PATCH', member(userId), { role } satisfies Schemas['RoleRequest']),
   remove: (userId: string) => call<Schemas['Removed']>('DELETE', member(userId)),
+  groups: () => call<Narrow<Schemas['GroupList'], { groups: Group[] }>>('GET', `${ADMIN}/groups`),
+  createGroup: (displayName: string) =>
+    call<Group>('POST', `${ADMIN}/groups`, { displayName } satisfies Schemas['GroupRequest']),
+  renameGroup: (groupId: string, displayName: string) =>
+    call<Group>('PATCH', group(groupId), { displayName } satisfies Schemas['GroupRequest']),
+  deleteGroup: (groupId: string) => call<Schemas['Done']>('DELETE', group(groupId)),
+  groupMembers: (groupId: string, after?: string) =>
+    call<Narrow<Schemas['MemberList'], { members: AdminMember[] }>>('GET', `${group(groupId)}/members${query({ after })}`),
+  addToGroup: (groupId: string, userId: string) => call<Schemas['GroupMemberAdded']>('PUT', groupMember(groupId, userId)),
+  removeFromGroup: (groupId: string, userId: string) =>
+    call<Schemas['GroupMemberRemoved']>('DELETE', groupMember(groupId, userId)),
   sso: () => call<Sso>('GET', `${ADMIN}/sso`),
   setSso: (s: SsoSettings) => call<Sso>('PUT', `${ADMIN}/sso`, s),
   enableSso: (enabled: boolean) => call<Sso>('PUT', `${ADMIN}/sso/enabled`, { enabled } satisfies Schemas['SsoEnabledRequest']),

@@ -53,6 +53,12 @@ export function explain(f: ApiFailure): string {
       return "The identity provider's discovery document could not be fetched from that issuer.";
     case 'user_name_taken':
       return 'Another member already has this userName.';
+    case 'group_name_taken':
+      return 'Another group already has this name (in any letter case), or it is a role: admin and viewer are not group names.';
+    case 'group_pushed_by_scim':
+      return 'The identity provider pushed this group: change it there, and it pushes the change here.';
+    case 'too_many_groups':
+      return 'This member is in as many groups as a member may be: take them out of one first.';
     case 'integration_unavailable':
       return 'The integration could not be reached, or it did not list its tools.';
     default:

@@ -241,6 +241,41 @@ export interface components {
              */
             complete: boolean;
         };
+        /** @description `GET /groups`: every group of the organisation, by name. */
+        GroupList: {
+            groups: components["schemas"]["GroupView"][];
+        };
+        /** @description `PUT /groups/{groupId}/members/{userId}`. */
+        GroupMemberAdded: {
+            ok: boolean;
+            /** @description `false` when the member was in the group already. */
+            added: boolean;
+        };
+        /** @description `DELETE /groups/{groupId}/members/{userId}`. */
+        GroupMemberRemoved: {
+            ok: boolean;
+            /** @description `false` when the member was not in the group. */
+            removed: boolean;
+        };
+        /**
+         * @description `POST /groups` and `PATCH /groups/{groupId}`: the group's name, unique in the organisation
+         *     in any letter case, and never a role's (`admin`, `viewer`).
+         */
+        GroupRequest: {
+            /** @description One line of text; trimmed. */
+            displayName: string;
+        };
+        /** @description A group as an admin sees it. */
+        GroupView: {
+            id: string;
+            displayName: string;
+            /** @description `scim` (the identity provider pushed it: read-only here) or `admin` (an admin made it). */
+            source: string;
+            /** @description The identity provider's own id of a group it pushed, when it sent one. */
+            externalId?: string | null;
+            createdAt: string;
+            updatedAt: string;
+        };
         /** @description The members holding a credential for an integration (never the credential). */
         HolderList: {
             members: components["schemas"]["MemberView"][];

@@ -4,6 +4,7 @@
 import type { Account } from '../../wire';
 import { AuditPage } from './Audit';
 import { Integrations } from './Integrations';
+import { Groups } from './Groups';
 import { Members } from './Members';
 import { MemorySetting } from './MemorySetting';
 import { ScimToken, SingleSignOn } from './SignOn';
@@ -11,6 +12,7 @@ import { UsagePage } from './Usage';
 
 export const SECTIONS = [
   ['members', 'Members'],
+  ['groups', 'Groups'],
   ['sso', 'Single sign-on'],
   ['scim', 'SCIM'],
   ['integrations', 'Integrations'],
@@ -75,6 +77,7 @@ export function Admin(props: { account: Account; section: Section; go: (path: st
       <main class="admin">
         <h1>Admin of {account.org.name}</h1>
         {section === 'members' && <Members me={account.user.id} />}
+        {section === 'groups' && <Groups />}
         {section === 'sso' && <SingleSignOn />}
         {section === 'scim' && <ScimToken />}
         {section === 'integrations' && <Integrations me={account.user.id} />}
