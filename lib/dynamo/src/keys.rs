@@ -16,6 +16,10 @@
 //! | membership, the member's side | `USER#<user>#ORG#<org>#GROUPS` | `<group>` | |
 //! | audit entry | `ORG#<org>#AUDIT` | `<at, 20 digits>#<entry id>` | |
 //! | connected integration (MCP server; the organisation's OAuth grant is its attribute `grant`) | `ORG#<org>#INTEGRATION` | `<name>` | |
+//! | collection (being deleted: the attribute `deleting`) | `ORG#<org>#COLLECTION` | `COLLECTION#<collection>` | |
+//! | document | `ORG#<org>#COLLECTION#<collection>` | `DOCUMENT#<document>` | |
+//! | document while `queued` (also in GSI2) | same | same | `GSI2PK` `QUEUED` / `GSI2SK` `<updatedAt, 20 digits>#<document>` |
+//! | the organisation's storage of originals (bytes, the attribute `used`) | `ORG#<org>` | `STORAGE` | |
 //! | monthly usage | `ORG#<org>` | `USAGE#<YYYY-MM>` | |
 //! | a member's monthly usage | `ORG#<org>` | `USAGE#<YYYY-MM>#MEMBER#<user>` | |
 //! | session | `USER#<user>#ORG#<org>#SESSION#<session>` | `SESSION` | `USER#<user>#ORG#<org>` / `<updatedAt, 20 digits>#<session>` |
@@ -32,7 +36,7 @@
 //! after a cursor" is a key range, and the session item (`SESSION`) sorts after every event.
 
 use knowledge_core::clock::Timestamp;
-use knowledge_core::ids::{GroupId, OrgId, SessionKey, UserId};
+use knowledge_core::ids::{CollectionId, DocumentId, GroupId, OrgId, SessionKey, UserId};
 
 /// Partition and sort key attribute names of the table.
 pub const PK: &str = "PK";
@@ -41,8 +45,9 @@ pub const SK: &str = "SK";
 pub const GSI1: &str = "GSI1";
 pub const GSI1PK: &str = "GSI1PK";
 pub const GSI1SK: &str = "GSI1SK";
-/// The index of sessions with a run by when their claim goes stale, for the sweeper: sparse
-/// (only sessions with a run are in it), keys only, its partition sharded.
+/// The index of work waiting to be taken, sparse and keys only: sessions with a run by when
+/// their claim goes stale, for the sweeper (its partition sharded), and queued documents by
+/// when they were last written, for the indexing workers (the partition [`QUEUED`]).
 pub const GSI2: &str = "GSI2";
 pub const GSI2PK: &str = "GSI2PK";
 pub const GSI2SK: &str = "GSI2SK";
@@ -279,6 +284,62 @@ pub fn user_org(user: &UserId, org: &OrgId) -> String {
     format!("USER#{user}#ORG#{org}")
 }
 
+/// The partition of an organisation's collections.
+pub fn collections_partition(org: &OrgId) -> String {
+    format!("ORG#{org}#COLLECTION")
+}
+
+/// The sort-key prefix of the collections in [`collections_partition`].
+pub const COLLECTION: &str = "COLLECTION#";
+
+pub fn collection(org: &OrgId, id: &CollectionId) -> (String, String) {
+    (collections_partition(org), format!("{COLLECTION}{id}"))
+}
+
+/// The partition of a collection's documents, one item per document, by id: a collection's
+/// documents are one query.
+pub fn documents_partition(org: &OrgId, collection: &CollectionId) -> String {
+    format!("ORG#{org}#COLLECTION#{collection}")
+}
+
+/// The sort-key prefix of the documents in [`documents_partition`].
+pub const DOCUMENT: &str = "DOCUMENT#";
+
+pub fn document(org: &OrgId, collection: &CollectionId, id: &DocumentId) -> (String, String) {
+    (
+        documents_partition(org, collection),
+        format!("{DOCUMENT}{id}"),
+    )
+}
+
+/// The organisation, collection and document a document item's keys name.
+pub fn document_of(pk: &str, sk: &str) -> Option<(OrgId, CollectionId, DocumentId)> {
+    let (org, collection) = pk.strip_prefix("ORG#")?.split_once("#COLLECTION#")?;
+    let id = sk.strip_prefix(DOCUMENT)?;
+    Some((
+        OrgId::parse(org).ok()?,
+        CollectionId::parse(collection).ok()?,
+        DocumentId::parse(id).ok()?,
+    ))
+}
+
+/// The counter of the bytes of originals an organisation stores, beside its usage items.
+pub fn storage(org: &OrgId) -> (String, String) {
+    (format!("ORG#{org}"), "STORAGE".to_owned())
+}
+
+/// The GSI2 partition of every organisation's queued documents: the indexing workers' queue.
+pub const QUEUED: &str = "QUEUED";
+
+/// The GSI2 keys of a queued document last written at `updated_at`: the longest waiting sort
+/// first, ties by id.
+pub fn queued_listing(id: &DocumentId, updated_at: Timestamp) -> (String, String) {
+    (
+        QUEUED.to_owned(),
+        format!("{:020}#{id}", updated_at.millis().max(0)),
+    )
+}
+
 /// A sign-in ticket, under the hash of its secret.
 pub fn ticket(hash: &str) -> (String, String) {
     (format!("TICKET#{hash}"), "TICKET".to_owned())
@@ -372,6 +433,26 @@ mod tests {
             .map(|i| stale_listing(&key(&format!("usr_{i}"), "org_a"), Timestamp(1)).0)
             .collect();
         assert_eq!(shards.len(), STALE_SHARDS as usize, "{shards:?}");
+    }
+
+    #[test]
+    fn a_documents_keys_read_back_and_its_partition_is_apart_from_the_collections() {
+        let o = OrgId::parse("org_a").unwrap();
+        let (c, d) = (CollectionId::generate(), DocumentId::generate());
+        let (pk, sk) = document(&o, &c, &d);
+        assert_eq!(
+            document_of(&pk, &sk),
+            Some((o.clone(), c.clone(), d.clone()))
+        );
+        assert_ne!(pk, collections_partition(&o));
+        assert_eq!(document_of(&collection(&o, &c).0, &sk), None);
+        assert_ne!(storage(&o), org(&o));
+        let (early, late) = (
+            queued_listing(&d, Timestamp(9_000)).1,
+            queued_listing(&DocumentId::generate(), Timestamp(10_000)).1,
+        );
+        assert!(early < late);
+        assert!(!QUEUED.starts_with("STALE#") && QUEUED != DELETING);
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! `DynamoStore`: the storage ports on one DynamoDB table (keys in [`keys`]).
 //!
-//! Every port method is one request, except `delete_session` and `delete_group`, which page
-//! through the events or the memberships, and those that read a record before their
-//! transaction (a member's removal, an addition to a group).
-//! Reads that decide a write are strongly consistent; only the session list reads the index
-//! (GSI1), which is eventually consistent, so a session can take a moment to appear there.
+//! Every port method is one request, except `delete_session`, `delete_group` and
+//! `delete_collection`, which page through the events, the memberships or the documents, those
+//! that read a record before their transaction (a member's removal, an addition to a group),
+//! and `claimable_documents` (a page of the queue's index, then its documents in one batch).
+//! Reads that decide a write are strongly consistent; only the session list (GSI1) and the
+//! documents' queue (GSI2) read an index, which is eventually consistent, so a session or a
+//! queued document can take a moment to appear there.
 //!
 //! One module per storage role implements its port; `codec` turns records into items and
 //! back, `transact` builds and classifies transactions, `read` holds the query helpers.
@@ -15,6 +17,7 @@ mod batch;
 mod codec;
 pub mod counter;
 mod directory;
+mod documents;
 mod gate;
 mod grants;
 mod groups;
