@@ -77,6 +77,12 @@ export const AUDIT_ACTIONS = [
   'group.deleted',
   'group.member_added',
   'group.member_removed',
+  'collection.created',
+  'collection.changed',
+  'collection.deleted',
+  'document.added',
+  'document.replaced',
+  'document.deleted',
 ] as const;
 
 /** Who made a change, for the audit export's filter: the `actor` of an entry. */

@@ -32,6 +32,12 @@ export const ACTIONS: Record<string, string> = {
   'group.deleted': 'Deleted a group',
   'group.member_added': 'Added a member to a group',
   'group.member_removed': 'Removed a member from a group',
+  'collection.created': 'Created a collection',
+  'collection.changed': 'Changed a collection',
+  'collection.deleted': 'Deleted a collection',
+  'document.added': 'Added a document',
+  'document.replaced': 'Replaced a document',
+  'document.deleted': 'Deleted a document',
 };
 
 /** A person, or the organisation's integration or settings, as a name and an id. */

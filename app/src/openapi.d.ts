@@ -4,6 +4,13 @@ export type paths = Record<string, never>;
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description Who may open a collection: every member, or the members of the groups listed. */
+        AccessView: {
+            /** @description `everyone` or `groups`. */
+            kind: string;
+            /** @description The groups' ids, with `groups`; at most 20. */
+            groups?: string[];
+        };
         /** @description The signed-in person, the organisation they act in, and every organisation they belong to. */
         AccountView: {
             user: components["schemas"]["UserView"];
@@ -56,6 +63,36 @@ export interface components {
              *     nothing was running.
              */
             alreadyCancelled?: boolean | null;
+        };
+        /** @description The collections, by name, and the storage they use. */
+        CollectionList: {
+            collections: components["schemas"]["CollectionView"][];
+            storage: components["schemas"]["StorageView"];
+        };
+        /** @description A change of a collection; a field left out stays. */
+        CollectionPatch: {
+            name?: string | null;
+            description?: string | null;
+            access?: components["schemas"]["AccessView"] | null;
+        };
+        /** @description A new collection. */
+        CollectionRequest: {
+            /** @description 1 to 256 characters, one line. */
+            name: string;
+            /** @description At most 1,000 characters. */
+            description?: string;
+            access: components["schemas"]["AccessView"];
+        };
+        /** @description A collection as an admin sees it. */
+        CollectionView: {
+            id: string;
+            name: string;
+            description: string;
+            access: components["schemas"]["AccessView"];
+            /** @description `upload`, or `folder` for one the local service mirrors from a folder (read-only). */
+            source: string;
+            createdAt: string;
+            updatedAt: string;
         };
         /** @description Where to send the browser: the authorization server's page. */
         ConnectStarted: {
@@ -119,6 +156,35 @@ export interface components {
             outputTokens: number;
             /** Format: double */
             usd: number;
+        };
+        /** @description A collection's documents, by name. */
+        DocumentList: {
+            documents: components["schemas"]["DocumentView"][];
+        };
+        /** @description A document as an admin sees it. */
+        DocumentView: {
+            id: string;
+            collectionId: string;
+            name: string;
+            /** @description `markdown`, `text`, `html`, `pdf` or `docx`. */
+            format: string;
+            /** Format: int64 */
+            bytes: number;
+            /** @description `uploading`, `queued`, `indexed` or `failed`. */
+            status: string;
+            /** @description Why it failed, for a person to act on. */
+            reason?: string | null;
+            /**
+             * Format: int64
+             * @description Which upload of it this is, from 1.
+             */
+            generation: number;
+            /** Format: int32 */
+            passages: number;
+            /** @description The original's SHA-256; absent until it is stored. */
+            sha256?: string | null;
+            createdAt: string;
+            updatedAt: string;
         };
         /** @description The answer of a request that changed what it asked for. */
         Done: {
@@ -505,6 +571,46 @@ export interface components {
             /** @description The models called, most spent on first. */
             models: components["schemas"]["ModelUsageView"][];
         };
+        /** @description A passage found: where it is (collection, document, headings or page) and its text. */
+        PassageView: {
+            collectionId: string;
+            collectionName: string;
+            documentId: string;
+            documentName: string;
+            /**
+             * Format: int32
+             * @description Its place in the document, from 0: what a citation names.
+             */
+            passage: number;
+            /** @description The headings it sits under, outermost first. */
+            headings: string[];
+            /**
+             * Format: int32
+             * @description Its page, in a PDF.
+             */
+            page?: number | null;
+            text: string;
+            /**
+             * Format: float
+             * @description Higher is better; comparable within one answer only.
+             */
+            score: number;
+        };
+        /** @description A document as a member sees it. */
+        ReaderDocumentView: {
+            id: string;
+            collectionId: string;
+            collectionName: string;
+            name: string;
+            format: string;
+            /** Format: int64 */
+            bytes: number;
+            /** @description `uploading`, `queued`, `indexed` or `failed`. */
+            status: string;
+            /** Format: int32 */
+            passages: number;
+            updatedAt: string;
+        };
         Removed: {
             ok: boolean;
             /** @description How many of the member's turns in flight were cancelled. */
@@ -548,6 +654,10 @@ export interface components {
             baseUrl: string;
             /** @description Whether SCIM answers: the Business plan with single sign-on switched on. */
             available: boolean;
+        };
+        /** @description The passages found, best first. */
+        SearchResults: {
+            results: components["schemas"]["PassageView"][];
         };
         /** @description The member's sessions in the active organisation, most recently updated first. */
         SessionList: {
@@ -598,6 +708,18 @@ export interface components {
             updatedAt?: string | null;
             /** @description The redirect URI to register at the provider. */
             callbackUrl: string;
+        };
+        /** @description The organisation's originals against its allowance. */
+        StorageView: {
+            /** Format: int64 */
+            usedBytes: number;
+            /** Format: int64 */
+            allowanceBytes: number;
+            /**
+             * Format: int64
+             * @description The most bytes one file may have.
+             */
+            maxFileBytes: number;
         };
         /** @description `POST /api/auth/switch-org`: the organisation to act in. */
         SwitchOrgRequest: {
@@ -650,6 +772,34 @@ export interface components {
             /** @description Always `false`: the log is read whole. */
             backfillFailed: boolean;
             draft?: components["schemas"]["DraftView"] | null;
+        };
+        /**
+         * @description A file about to be sent: its name (the format is told by its extension and confirmed by
+         *     its content) and its size in bytes.
+         */
+        UploadRequest: {
+            name: string;
+            /** Format: int64 */
+            bytes: number;
+        };
+        /** @description An upload announced: the document `uploading`, and where its bytes go. */
+        UploadStarted: {
+            document: components["schemas"]["DocumentView"];
+            upload: components["schemas"]["UploadTarget"];
+        };
+        /**
+         * @description Where to send a file's bytes: `PUT` the file as the body to `url`, or `POST` a form of
+         *     `fields` and then the file (a pre-signed upload to the originals' store).
+         */
+        UploadTarget: {
+            /** @description `PUT` or `POST`. */
+            method: string;
+            url: string;
+            /** @description The form's fields, in order, before the file, for `POST`. */
+            fields: [
+                string,
+                string
+            ][];
         };
         /** @description The month's usage against the limits. */
         UsageView: {

@@ -20,9 +20,10 @@ use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::admin::{AdminStores, Administration};
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::connections::Connections;
+use knowledge_core::documents::{DocumentLimits, DocumentStores, Documents};
 use knowledge_core::ports::{
     Agent, AuthorizationServers, IdentityDiscovery, IdentityProvider, IntegrationReach,
-    Integrations, Store, Workflow,
+    Integrations, Originals, PassageIndex, Store, Workflow,
 };
 use knowledge_core::scim::Directory;
 use knowledge_core::seal::Sealer;
@@ -81,6 +82,18 @@ pub struct Settings {
     /// Where the browser app's files come from: built in, or a folder (development).
     pub app_files: Files,
     pub clock: Arc<dyn Clock>,
+    /// Where the organisations' documents are kept, where the runtime keeps them (the local
+    /// service; on AWS with the originals' bucket, to come): the documents' routes answer
+    /// 500 without them.
+    pub documents: Option<DocumentParts>,
+}
+
+/// What the documents' use cases are built from, beside the store.
+#[derive(Clone)]
+pub struct DocumentParts {
+    pub originals: Arc<dyn Originals>,
+    pub index: Arc<dyn PassageIndex>,
+    pub limits: DocumentLimits,
 }
 
 impl Settings {
@@ -103,6 +116,7 @@ impl Settings {
             buffered_export_max: None,
             app_files: Files::Embedded,
             clock: Arc::new(SystemClock),
+            documents: None,
         }
     }
 
@@ -131,6 +145,9 @@ pub struct App {
     /// the settings hold a sealer: one vault per process, so its single flight of refreshes
     /// spans every use.
     oauth: Arc<OnceLock<Option<OAuthParts>>>,
+    /// The documents' use cases, one per process so that the routes that queue documents wake
+    /// the workers that index them.
+    documents: Option<Documents>,
 }
 
 /// What OAuth integrations are connected and used through.
@@ -145,13 +162,35 @@ impl App {
     /// [`App::with_stored_integrations`] where they are used, or
     /// [`App::with_integration_reach`] where only creating a session asks about them.
     pub fn new(settings: Settings, store: Arc<dyn Store>) -> Self {
+        let documents = settings.documents.as_ref().map(|parts| {
+            let stores = DocumentStores {
+                documents: store.clone(),
+                groups: store.clone(),
+                orgs: store.clone(),
+            };
+            let (originals, index) = (parts.originals.clone(), parts.index.clone());
+            Documents::new(
+                stores,
+                originals,
+                index,
+                settings.clock.clone(),
+                parts.limits,
+            )
+        });
         Self {
             settings,
             store,
             integrations: None,
             reach: None,
             oauth: Arc::default(),
+            documents,
         }
+    }
+
+    /// The documents' use cases, where the settings keep documents: the local service runs
+    /// their workers.
+    pub fn documents(&self) -> Option<&Documents> {
+        self.documents.as_ref()
     }
 
     fn oauth(&self) -> Option<&OAuthParts> {
@@ -258,6 +297,11 @@ impl App {
         }
         if endpoints.iter().any(|r| r.connects()) {
             api = api.with_connections(Arc::new(self.connections()?));
+        }
+        if let Some(documents) = &self.documents
+            && endpoints.iter().any(|r| r.reads_documents())
+        {
+            api = api.with_documents(documents.clone());
         }
         if !endpoints.iter().any(|r| r.signs_in()) {
             return Ok(api);

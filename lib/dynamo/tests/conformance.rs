@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use knowledge_dynamo::{DynamoStore, RequestCounter, connect, create_table_if_missing};
 use knowledge_store_tests::Tested;
-use knowledge_store_tests::documents::Documented;
 
 /// A store on a fresh table of the stand-in, with its client, or `None` (the case skipped) when
 /// no stand-in is named.
@@ -26,12 +25,6 @@ async fn open() -> Option<(Arc<dyn Tested>, ())> {
 }
 
 knowledge_store_tests::conformance!(open);
-
-async fn open_documents() -> Option<(Arc<dyn Documented>, ())> {
-    Some((Arc::new(fresh().await?.0), ()))
-}
-
-knowledge_store_tests::documents_conformance!(open_documents);
 
 /// A search reads at most its pages of the index, newest first, and says when older sessions
 /// were left unsearched (the bound made small: pages of 2 entries).

@@ -7,7 +7,9 @@
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
-use crate::{AuthGuard, SessionApi, admin, auth, connections, memory, routes, sso, titles, usage};
+use crate::{
+    AuthGuard, SessionApi, admin, auth, connections, documents, memory, routes, sso, titles, usage,
+};
 
 type Route = fn() -> UtoipaMethodRouter<SessionApi>;
 
@@ -26,6 +28,9 @@ pub struct Routes {
     /// Whether they connect accounts to OAuth integrations, so that the connections must be
     /// assembled.
     pub(crate) connects: bool,
+    /// Whether they read or change the organisation's documents, so that the documents' use
+    /// cases must be assembled.
+    pub(crate) documents: bool,
 }
 
 impl Routes {
@@ -35,6 +40,7 @@ impl Routes {
         guarded: &[],
         sso: false,
         connects: false,
+        documents: false,
     };
 
     const fn session(routes: &'static [Route]) -> Self {
@@ -59,6 +65,11 @@ impl Routes {
     /// Whether the connections to OAuth integrations must be assembled for these routes.
     pub const fn connects(self) -> bool {
         self.connects
+    }
+
+    /// Whether the documents' use cases must be assembled for these routes.
+    pub const fn reads_documents(self) -> bool {
+        self.documents
     }
 
     /// Whether these are the admin routes, which need the admin use cases.
@@ -126,12 +137,30 @@ pub const MEMORY: Routes = Routes::guarded(&[
 ]);
 /// A member's own usage this month or another.
 pub const USAGE: Routes = Routes::guarded(&[(|| routes!(usage::get), AuthGuard::Member)]);
+/// Searching the documents a member may open.
+pub const SEARCH: Routes = Routes {
+    documents: true,
+    ..Routes::guarded(&[(|| routes!(documents::search), AuthGuard::Member)])
+};
+/// A document a member may open, and its original.
+pub const DOCUMENTS: Routes = Routes {
+    documents: true,
+    ..Routes::guarded(&[
+        (|| routes!(documents::get), AuthGuard::Member),
+        (|| routes!(documents::original), AuthGuard::Member),
+    ])
+};
 /// Every route under [`admin::PREFIX`] but [`ADMIN_TEST_INTEGRATION`]'s, behind the member
-/// guard and then the admin role.
+/// guard and then the admin role; and where the local service takes a document's original,
+/// the one route whose body is a file.
 pub const ADMIN: Routes = Routes {
     admin: Some(admin_routes),
     connects: true,
-    ..Routes::NONE
+    documents: true,
+    ..Routes::guarded(&[(
+        || routes!(admin::documents::send_original),
+        AuthGuard::MemberFile,
+    )])
 };
 
 /// An admin's test of an integration, under [`admin::PREFIX`] behind the same guards: it lists
@@ -183,4 +212,20 @@ fn admin_routes() -> OpenApiRouter<SessionApi> {
             admin::memory::set_memory
         ))
         .routes(routes!(admin::list_audit))
+        .routes(routes!(
+            admin::documents::list_collections,
+            admin::documents::create_collection
+        ))
+        .routes(routes!(
+            admin::documents::change_collection,
+            admin::documents::delete_collection
+        ))
+        .routes(routes!(
+            admin::documents::list_documents,
+            admin::documents::upload_document
+        ))
+        .routes(routes!(
+            admin::documents::replace_document,
+            admin::documents::delete_document
+        ))
 }

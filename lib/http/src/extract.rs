@@ -51,19 +51,25 @@ pub struct BodyTimedOut;
 /// (`Content-Length`) is over `limit` is refused before a byte of it is read.
 /// Errors: `Err(None)` when it is not valid UTF-8.
 pub async fn read_text(body: Body, limit: usize) -> Result<String, Option<BodyError>> {
+    let bytes = read_bytes(body, limit).await.map_err(Some)?;
+    String::from_utf8(bytes.to_vec()).map_err(|_| None)
+}
+
+/// The request body, at most `limit` bytes. A body whose declared length (`Content-Length`) is
+/// over `limit` is refused before a byte of it is read.
+pub async fn read_bytes(body: Body, limit: usize) -> Result<axum::body::Bytes, BodyError> {
     if http_body::Body::size_hint(&body).lower() > limit as u64 {
-        return Err(Some(BodyError::TooLarge));
+        return Err(BodyError::TooLarge);
     }
-    let bytes = axum::body::to_bytes(body, limit).await.map_err(|e| {
-        Some(if caused_by::<http_body_util::LengthLimitError>(&e) {
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        if caused_by::<http_body_util::LengthLimitError>(&e) {
             BodyError::TooLarge
         } else if caused_by::<BodyTimedOut>(&e) {
             BodyError::TimedOut
         } else {
             BodyError::Unreadable
-        })
-    })?;
-    String::from_utf8(bytes.to_vec()).map_err(|_| None)
+        }
+    })
 }
 
 /// Whether `E` is in the chain of `error`'s causes: body errors arrive wrapped once per body

@@ -8,6 +8,7 @@ pub mod admin;
 pub mod auth;
 pub mod connections;
 pub mod cookie;
+pub mod documents;
 pub mod edge;
 pub mod endpoints;
 pub mod error;
@@ -126,6 +127,8 @@ const SESSION_PREFIX: &str = "/api/managed-agents";
 enum AuthGuard {
     /// A current member of the cookie's organisation ([`guard::member`]).
     Member,
+    /// The same, for a route whose body is a file, not JSON ([`guard::FileGuard`]).
+    MemberFile,
     /// A valid cookie ([`guard::signed_in`]).
     SignedIn,
     /// None: the route is how one signs in.
@@ -221,6 +224,7 @@ fn session_routes(state: SessionApi, endpoints: &[Routes]) -> Router {
     for (route, auth_guard) in parts.guarded {
         app = app.merge(match auth_guard {
             AuthGuard::Member => route.route_layer(guard::MemberGuard(state.clone())),
+            AuthGuard::MemberFile => route.route_layer(guard::FileGuard(state.clone())),
             AuthGuard::SignedIn => {
                 route.route_layer(from_fn_with_state(state.clone(), guard::signed_in))
             }

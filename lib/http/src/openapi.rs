@@ -75,12 +75,14 @@ impl Modify for Security {
 
 /// Each family of routes: its path prefix, its tag, and the security scheme that admits a
 /// request (`None`: no credentials).
-const FAMILIES: [(&str, &str, Option<&str>); 9] = [
+const FAMILIES: [(&str, &str, Option<&str>); 11] = [
     ("/api/managed-agents/", "sessions", Some("cookie")),
     ("/api/auth/", "auth", Some("cookie")),
     ("/api/integrations", "connections", Some("cookie")),
     ("/api/memory", "memory", Some("cookie")),
     ("/api/usage", "usage", Some("cookie")),
+    ("/api/search", "documents", Some("cookie")),
+    ("/api/documents/", "documents", Some("cookie")),
     ("/api/oauth/", "oauth", None),
     ("/api/admin/", "admin", Some("cookie")),
     ("/api/scim/", "scim", Some("scimToken")),

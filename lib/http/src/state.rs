@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use knowledge_core::admin::Administration;
 use knowledge_core::connections::Connections;
+use knowledge_core::documents::Documents;
 use knowledge_core::scim::Directory;
 use knowledge_core::service::Service;
 use knowledge_core::sso::SingleSignOn;
@@ -98,6 +99,8 @@ pub struct SessionState {
     pub admin: Option<Administration>,
     /// `None` where no route connects accounts to OAuth integrations.
     pub connections: Option<Arc<Connections>>,
+    /// `None` where no route reads or changes documents.
+    pub documents: Option<Documents>,
 }
 
 impl SessionApi {
@@ -109,6 +112,7 @@ impl SessionApi {
             sso: None,
             admin: None,
             connections: None,
+            documents: None,
         }))
     }
 
@@ -133,6 +137,20 @@ impl SessionApi {
     pub fn with_connections(mut self, connections: Arc<Connections>) -> Self {
         Arc::make_mut(&mut self.0).connections = Some(connections);
         self
+    }
+
+    /// The same, serving the documents' routes through `documents`.
+    pub fn with_documents(mut self, documents: Documents) -> Self {
+        Arc::make_mut(&mut self.0).documents = Some(documents);
+        self
+    }
+
+    /// The documents' use cases. Errors: internal where they are not assembled.
+    pub fn documents(&self) -> Result<&Documents, crate::error::ApiError> {
+        let documents = self.documents.as_ref();
+        Ok(documents.ok_or_else(|| {
+            knowledge_core::CoreError::internal("the documents' routes are not assembled here")
+        })?)
     }
 
     /// The same, serving single sign-on through `sso`.

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use knowledge_core::documents::DocumentLimits;
 use knowledge_core::domain::{COST_CAP_MAX_USD, IntegrationAuth, OrgStatus, Plan, QUOTA_MAX, Role};
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_http::cookie::Lifetime;
@@ -98,6 +99,39 @@ impl From<LimitFlags> for ServerLimits {
     }
 }
 
+/// The bounds on the organisations' documents (see docs/documents.md).
+#[derive(clap::Args)]
+pub(crate) struct DocumentFlags {
+    /// MiB of one uploaded file at most.
+    #[arg(long = "max-file-mib", env = "KNOWLEDGE_MAX_FILE_MIB", default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub(crate) max_file_mib: u64,
+    /// MiB of originals an organisation on the free plan may store.
+    #[arg(
+        long = "storage-free-mib",
+        env = "KNOWLEDGE_STORAGE_FREE_MIB",
+        default_value_t = 100
+    )]
+    pub(crate) free_mib: u64,
+    /// MiB of originals an organisation on the pro plan may store.
+    #[arg(long = "storage-pro-mib", env = "KNOWLEDGE_STORAGE_PRO_MIB", default_value_t = 10 << 10)]
+    pub(crate) pro_mib: u64,
+    /// MiB of originals an organisation on the business plan may store.
+    #[arg(long = "storage-business-mib", env = "KNOWLEDGE_STORAGE_BUSINESS_MIB", default_value_t = 100 << 10)]
+    pub(crate) business_mib: u64,
+}
+
+impl From<DocumentFlags> for DocumentLimits {
+    fn from(f: DocumentFlags) -> Self {
+        let bytes = |mib: u64| mib.saturating_mul(1 << 20);
+        Self {
+            max_file_bytes: bytes(f.max_file_mib),
+            free_bytes: bytes(f.free_mib),
+            pro_bytes: bytes(f.pro_mib),
+            business_bytes: bytes(f.business_mib),
+        }
+    }
+}
+
 /// How long a sign-in lasts (see docs/auth.md).
 #[derive(clap::Args)]
 pub(crate) struct SessionFlags {
@@ -154,6 +188,8 @@ pub(crate) enum Command {
         limits: LimitFlags,
         #[command(flatten)]
         session: SessionFlags,
+        #[command(flatten)]
+        documents: DocumentFlags,
     },
     /// Organisations.
     #[command(subcommand)]

@@ -2,6 +2,7 @@
 //! in-process workflow, assembled in one process. The `knowledge` binary and the integration tests both build it here.
 
 pub mod admin;
+pub mod documents;
 pub mod originals;
 pub mod server;
 pub mod store;
@@ -191,6 +192,8 @@ pub struct LocalService {
     router: Router,
     /// How often [`LocalService::serve`] sweeps for dead runs.
     sweep_every: Duration,
+    /// The workers that index queued documents while it serves, where it keeps documents.
+    pub workers: Option<knowledge_core::documents::Workers>,
 }
 
 impl LocalService {
@@ -229,6 +232,7 @@ impl LocalService {
             store,
             service: app.service(engine.clone()),
             router: app.router(engine)?,
+            workers: app.documents().map(|d| d.workers(documents::parser())),
             workflow,
             sweep_every: SWEEP_EVERY,
         })
@@ -270,8 +274,12 @@ impl LocalService {
         shutdown: impl std::future::Future<Output = ()>,
     ) {
         let sweeper = tokio::spawn(sweep_every(self.service.clone(), self.sweep_every));
+        let workers = (self.workers.as_ref())
+            .map(|w| documents::spawn(w, documents::WORKERS))
+            .unwrap_or_default();
         server::serve(listener, self.router.clone(), limits, shutdown).await;
         sweeper.abort();
+        workers.iter().for_each(|w| w.abort());
     }
 }
 

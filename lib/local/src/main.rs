@@ -14,6 +14,7 @@ use knowledge_assembly::Settings;
 use knowledge_assembly::operator::{DEFAULT_ORG, DEFAULT_USER, Operator, OrgChanges};
 use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::clock::{Clock, OffsetClock, SystemClock};
+use knowledge_core::documents::DocumentLimits;
 use knowledge_core::error::Chain;
 use knowledge_core::fault;
 use knowledge_core::ids::{OrgId, UserId};
@@ -88,8 +89,10 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             sweep_every,
             limits,
             session,
+            documents,
         } => {
             let options = ServeOptions {
+                documents: documents.into(),
                 addr,
                 origin,
                 limits: limits.into(),
@@ -220,6 +223,7 @@ struct ServeOptions {
     app_files: Files,
     egress: Egress,
     sweep_every: std::time::Duration,
+    documents: DocumentLimits,
 }
 
 async fn serve(
@@ -234,6 +238,7 @@ async fn serve(
         app_files,
         egress,
         sweep_every,
+        documents,
     } = options;
     let created = Operator {
         store: store.shared(),
@@ -275,6 +280,7 @@ async fn serve(
         egress,
         lifetime,
         app_files,
+        documents: Some(knowledge_local::documents::parts(data_dir, documents)),
         clock: match fault::clock_offset_ms() {
             0 => Arc::new(SystemClock),
             ms => Arc::new(OffsetClock(ms)),

@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use knowledge_sqlite::SqliteStore;
 use knowledge_store_tests::Tested;
-use knowledge_store_tests::documents::Documented;
 
 async fn open() -> (Arc<dyn Tested>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
@@ -13,11 +12,3 @@ async fn open() -> (Arc<dyn Tested>, tempfile::TempDir) {
 }
 
 knowledge_store_tests::conformance!(open);
-
-async fn open_documents() -> Option<(Arc<dyn Documented>, tempfile::TempDir)> {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path()).unwrap();
-    Some((Arc::new(store), dir))
-}
-
-knowledge_store_tests::documents_conformance!(open_documents);

@@ -2,9 +2,6 @@
 //! a batch and by collection, the organisation's storage never passing its allowance (also
 //! under concurrent uploads), a collection's deletion taking its documents, and the queue of
 //! documents a worker may take.
-//!
-//! Run through [`crate::documents_conformance!`] until every store has the port; then they
-//! join [`crate::conformance!`].
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -13,19 +10,14 @@ use knowledge_core::domain::{
     Access, AuditAction, Collection, CollectionSource, Document, DocumentStatus, Format,
 };
 use knowledge_core::ids::{CollectionId, DocumentId, GroupId, OrgId};
-use knowledge_core::ports::{DocumentStore, StoreError};
+use knowledge_core::ports::StoreError;
 
 use crate::{NOW, Tested, audit, business_org};
-
-/// A store under test that keeps documents.
-pub trait Documented: Tested + DocumentStore {}
-
-impl<T: Tested + DocumentStore + ?Sized> Documented for T {}
 
 /// Bytes every case's organisation may store.
 const ALLOWANCE: u64 = 1_000;
 
-async fn collection(store: &dyn Documented, org: &OrgId, name: &str) -> Collection {
+async fn collection(store: &dyn Tested, org: &OrgId, name: &str) -> Collection {
     let c = Collection {
         org: org.clone(),
         id: CollectionId::generate(),
@@ -64,20 +56,20 @@ fn document(c: &Collection, name: &str, bytes: u64) -> Document {
     }
 }
 
-async fn upload(store: &dyn Documented, c: &Collection, name: &str, bytes: u64) -> Document {
+async fn upload(store: &dyn Tested, c: &Collection, name: &str, bytes: u64) -> Document {
     let d = document(c, name, bytes);
     let added = audit(&c.org, AuditAction::DocumentAdded, d.id.as_str());
     store.create_document(&d, ALLOWANCE, &added).await.unwrap();
     d
 }
 
-async fn actions(store: &dyn Documented, org: &OrgId) -> Vec<AuditAction> {
+async fn actions(store: &dyn Tested, org: &OrgId) -> Vec<AuditAction> {
     let entries = store.list_audit(org, None, 100).await.unwrap();
     entries.iter().rev().map(|e| e.action).collect()
 }
 
 pub async fn collections_read_back_within_their_organisation_and_change_only_at_their_version(
-    store: Arc<dyn Documented>,
+    store: Arc<dyn Tested>,
 ) {
     let (org, other) = (business_org(&*store).await, business_org(&*store).await);
     let handbook = collection(&*store, &org.id, "Handbook").await;
@@ -143,7 +135,7 @@ pub async fn collections_read_back_within_their_organisation_and_change_only_at_
 }
 
 pub async fn a_document_reads_back_alone_in_a_batch_and_in_its_collection_and_nowhere_else(
-    store: Arc<dyn Documented>,
+    store: Arc<dyn Tested>,
 ) {
     let (org, other) = (business_org(&*store).await, business_org(&*store).await);
     let (a, b) = (
@@ -189,7 +181,7 @@ pub async fn a_document_reads_back_alone_in_a_batch_and_in_its_collection_and_no
 }
 
 pub async fn documents_charge_the_organisations_storage_which_never_passes_its_allowance(
-    store: Arc<dyn Documented>,
+    store: Arc<dyn Tested>,
 ) {
     let org = business_org(&*store).await;
     let c = collection(&*store, &org.id, "C").await;
@@ -241,7 +233,7 @@ pub async fn documents_charge_the_organisations_storage_which_never_passes_its_a
     );
 }
 
-pub async fn concurrent_uploads_never_pass_the_allowance_together(store: Arc<dyn Documented>) {
+pub async fn concurrent_uploads_never_pass_the_allowance_together(store: Arc<dyn Tested>) {
     let org = business_org(&*store).await;
     let c = collection(&*store, &org.id, "C").await;
     let tasks: Vec<_> = (0..8)
@@ -271,7 +263,7 @@ pub async fn concurrent_uploads_never_pass_the_allowance_together(store: Arc<dyn
 }
 
 pub async fn a_document_changes_only_at_its_version_and_only_in_a_collection_that_exists(
-    store: Arc<dyn Documented>,
+    store: Arc<dyn Tested>,
 ) {
     let org = business_org(&*store).await;
     let c = collection(&*store, &org.id, "C").await;
@@ -314,7 +306,7 @@ pub async fn a_document_changes_only_at_its_version_and_only_in_a_collection_tha
 }
 
 pub async fn deleting_a_collection_takes_every_document_of_it_and_their_bytes_and_nothing_else(
-    store: Arc<dyn Documented>,
+    store: Arc<dyn Tested>,
 ) {
     let org = business_org(&*store).await;
     let (gone, kept) = (
@@ -354,7 +346,7 @@ pub async fn deleting_a_collection_takes_every_document_of_it_and_their_bytes_an
 }
 
 pub async fn a_worker_finds_queued_documents_without_a_live_lease_the_longest_waiting_first(
-    store: Arc<dyn Documented>,
+    store: Arc<dyn Tested>,
 ) {
     let (org, other) = (business_org(&*store).await, business_org(&*store).await);
     let (c, theirs) = (
@@ -426,40 +418,4 @@ pub async fn a_worker_finds_queued_documents_without_a_live_lease_the_longest_wa
             .len(),
         1
     );
-}
-
-/// One `#[tokio::test]` per case of this module, each on the fresh store that `$open().await`
-/// returns as `Option<(Arc<dyn Documented>, guard)>` (`None` skips the case).
-#[macro_export]
-macro_rules! documents_conformance {
-    ($open:path) => {
-        $crate::document_cases! {
-            $open;
-            collections_read_back_within_their_organisation_and_change_only_at_their_version,
-            a_document_reads_back_alone_in_a_batch_and_in_its_collection_and_nowhere_else,
-            documents_charge_the_organisations_storage_which_never_passes_its_allowance,
-            concurrent_uploads_never_pass_the_allowance_together,
-            a_document_changes_only_at_its_version_and_only_in_a_collection_that_exists,
-            deleting_a_collection_takes_every_document_of_it_and_their_bytes_and_nothing_else,
-            a_worker_finds_queued_documents_without_a_live_lease_the_longest_waiting_first,
-        }
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
-macro_rules! document_cases {
-    ($open:path; $($case:ident),+ $(,)?) => {
-        mod documents {
-            use super::*;
-
-            $(#[tokio::test]
-            async fn $case() {
-                let Some((store, _guard)) = $open().await else {
-                    return;
-                };
-                $crate::documents::$case(store).await;
-            })+
-        }
-    };
 }

@@ -219,6 +219,14 @@ macro_rules! conformance {
     ($open:path) => {
         $crate::cases! {
             $open;
+            documents:
+                collections_read_back_within_their_organisation_and_change_only_at_their_version,
+                a_document_reads_back_alone_in_a_batch_and_in_its_collection_and_nowhere_else,
+                documents_charge_the_organisations_storage_which_never_passes_its_allowance,
+                concurrent_uploads_never_pass_the_allowance_together,
+                a_document_changes_only_at_its_version_and_only_in_a_collection_that_exists,
+                deleting_a_collection_takes_every_document_of_it_and_their_bytes_and_nothing_else,
+                a_worker_finds_queued_documents_without_a_live_lease_the_longest_waiting_first;
             sessions:
                 a_session_reads_back_exactly_as_it_was_written,
                 creating_a_session_whose_key_is_taken_is_refused_and_changes_nothing,

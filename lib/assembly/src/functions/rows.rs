@@ -197,6 +197,16 @@ pub const TEST_INTEGRATION: Function = Function {
         items(&[GetItem, Query, PutItem]),
     )
 };
+/// Searching the documents a member may open: the member's groups (a query), the collections
+/// (a query), and the candidates' documents in one batch.
+pub const SEARCH: Function = Function::routes(
+    "search",
+    endpoints::SEARCH,
+    items(&[GetItem, Query, BatchGetItem]),
+);
+/// A document a member may open, and its original.
+pub const DOCUMENTS: Function =
+    Function::routes("documents", endpoints::DOCUMENTS, items(&[GetItem, Query]));
 /// SCIM authenticates by the organisation's bearer token: no cookie. Deprovisioning opens a
 /// member's OAuth grants to revoke them.
 pub const SCIM: Function = Function {
@@ -264,7 +274,7 @@ pub const SWEEP: Function = Function {
 };
 
 /// Every function, in the order `template.yaml` lists them.
-pub const ALL: [Function; 28] = [
+pub const ALL: [Function; 30] = [
     CREATE_SESSION,
     MESSAGE,
     TRANSCRIPT,
@@ -287,6 +297,8 @@ pub const ALL: [Function; 28] = [
     WEB,
     ADMIN,
     TEST_INTEGRATION,
+    SEARCH,
+    DOCUMENTS,
     LOAD_TURN,
     CALL_AGENT,
     RUN_TOOL,

@@ -12,6 +12,7 @@ mod admin;
 mod admin_groups;
 mod caps;
 mod cookies;
+mod documents;
 mod egress;
 mod lifecycle;
 mod limits;

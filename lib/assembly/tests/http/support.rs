@@ -8,13 +8,17 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use knowledge_asl::TracingObserver;
-use knowledge_assembly::App;
 use knowledge_assembly::workflow::{LocalWorkflow, StepTasks};
+use knowledge_assembly::{App, DocumentParts};
 use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::adapters::integrations::FixedIntegrations;
+use knowledge_core::documents::{DocumentLimits, Workers};
 use knowledge_core::ports::{Agent, Integrations, Store, StoredRows, Workflow};
 use knowledge_core::seal::Sealer;
 use knowledge_egress::Egress;
+use knowledge_ingest::Ingest;
+use knowledge_local::FolderOriginals;
+use knowledge_search::{PassageIndex, TantivyIndex};
 use knowledge_test_support::stores::{Opened, TestStore};
 use knowledge_test_support::{Basis, Harness};
 use tower::ServiceExt;
@@ -147,6 +151,34 @@ impl std::ops::Deref for Api {
 pub struct Svc {
     pub store: Arc<dyn RowStore>,
     pub workflow: LocalWorkflow,
+    /// The documents' workers, which the tests drive ([`Svc::index_all`]) instead of running.
+    pub workers: Workers,
+}
+
+impl Svc {
+    /// Indexes every document queued, one at a time, until none is left.
+    pub async fn index_all(&self) {
+        while let Some(outcome) = self.workers.index_next().await.unwrap() {
+            tracing::debug!(?outcome, "indexed");
+        }
+    }
+}
+
+/// The bounds on documents in the tests: small enough to reach.
+pub const DOCUMENT_LIMITS: DocumentLimits = DocumentLimits {
+    max_file_bytes: 1 << 20,
+    free_bytes: 4 << 20,
+    pro_bytes: 4 << 20,
+    business_bytes: 4 << 20,
+};
+
+/// The documents' parts of a service on `dir`: originals in it, the index in memory.
+fn document_parts(dir: &std::path::Path) -> DocumentParts {
+    DocumentParts {
+        originals: Arc::new(FolderOriginals::in_data_dir(dir)),
+        index: Arc::new(TantivyIndex::new(Arc::new(PassageIndex::in_memory()))),
+        limits: DOCUMENT_LIMITS,
+    }
 }
 
 impl Api {
@@ -176,9 +208,12 @@ impl Api {
         let origin = setup.origin.unwrap_or_else(|| BASE.to_owned());
         let settings = knowledge_assembly::Settings {
             buffered_export_max: setup.buffered_export_max,
+            documents: Some(document_parts(basis.dir.path())),
             ..basis.settings(&origin, setup.agent, setup.integrations, setup.egress)
         };
         let app = App::new(settings, store.clone()).with_stored_integrations();
+        let workers = (app.documents().expect("the documents' parts are given"))
+            .workers(Arc::new(Ingest::default()));
         let steps = app.steps();
         let workflow = LocalWorkflow::new(
             Arc::new(StepTasks(steps.clone())),
@@ -194,7 +229,11 @@ impl Api {
         let harness = served.await;
         Self {
             harness,
-            svc: Svc { store, workflow },
+            svc: Svc {
+                store,
+                workflow,
+                workers,
+            },
         }
     }
 }

@@ -20,7 +20,7 @@ use crate::service::Principal;
 pub use collections::{CollectionChange, NewCollection};
 pub use indexing::{IndexOutcome, Workers};
 pub use search::{SearchHit, SearchRequest};
-pub use uploads::Upload;
+pub use uploads::{Upload, UploadIntent};
 
 /// The bounds on what an organisation stores; operator settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

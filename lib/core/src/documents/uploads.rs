@@ -1,6 +1,7 @@
-//! An admin's documents: list, upload, replace and delete. An upload stores the original
-//! first and then records the document `queued`, so a crash between the two leaves only an
-//! original no document names (the sweep removes it), never a document without its original.
+//! An admin's documents: list, upload, replace and delete. An upload is announced first (the
+//! document recorded `uploading`, its bytes counted), then its original is stored, then the
+//! document is queued: a crash between any two leaves a document `uploading`, which the sweep
+//! queues when its original is stored and deletes when it is not.
 
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
@@ -15,6 +16,13 @@ use crate::ports::StoreError;
 
 use super::Documents;
 use super::collections::checked_name;
+
+/// A file an admin is about to send: its name and size.
+#[derive(Debug, Clone)]
+pub struct UploadIntent {
+    pub name: String,
+    pub bytes: u64,
+}
 
 /// A file as an admin sends it.
 #[derive(Debug, Clone)]
@@ -79,35 +87,34 @@ impl Documents {
             .ok_or(CoreError::NotFound("document"))
     }
 
-    /// The file's name, format and digest. Errors: 400 for an empty file or a bad name or
-    /// content that is not what its name says, 413 `file_too_large`, 415 for a format the
-    /// service does not read.
-    fn checked(&self, upload: &Upload) -> Result<(String, Format, String), CoreError> {
-        let base = upload.name.rsplit(['/', '\\']).next().unwrap_or_default();
+    /// A file's name and claimed format and size as an admin announces it. Errors: 400 for a
+    /// bad name or no bytes, 413 `file_too_large`, 415 for a format the service does not read.
+    fn announced(&self, intent: &UploadIntent) -> Result<(String, Format), CoreError> {
+        let base = intent.name.rsplit(['/', '\\']).next().unwrap_or_default();
         let name = checked_name("the file's name", base)?;
-        if upload.bytes.is_empty() {
+        let format = Format::of_name(&name).map_err(refused)?;
+        if intent.bytes == 0 {
             return Err(CoreError::invalid("empty_file", "the file is empty"));
         }
         let max = self.limits.max_file_bytes;
-        if upload.bytes.len() as u64 > max {
+        if intent.bytes > max {
             return Err(CoreError::TooLarge {
                 code: "file_too_large",
                 message: format!("a file may be at most {max} bytes"),
             });
         }
-        let head = &upload.bytes[..upload.bytes.len().min(4096)];
-        let format = Format::detect(&name, head).map_err(refused)?;
-        let sha256 = hex::encode(Sha256::digest(&upload.bytes));
-        Ok((name, format, sha256))
+        Ok((name, format))
     }
 
-    /// Stores a new document in the collection and queues it for indexing. Errors: as
-    /// [`Self::checked`]; `NotFound` (the collection); 409 `collection_synced_from_folder`;
+    /// Records a new document `uploading`, its announced bytes counted against the
+    /// organisation's allowance, for its original to be sent next ([`Self::receive`], or
+    /// straight to the originals' store where it takes uploads). Errors: as
+    /// [`Self::announced`]; `NotFound` (the collection); 409 `collection_synced_from_folder`;
     /// 413 `storage_full` past the organisation's allowance.
-    pub async fn upload(
-        &self, admin: &Admin, collection: &CollectionId, upload: Upload,
+    pub async fn begin_upload(
+        &self, admin: &Admin, collection: &CollectionId, intent: &UploadIntent,
     ) -> Result<Document, CoreError> {
-        let (name, format, sha256) = self.checked(&upload)?;
+        let (name, format) = self.announced(intent)?;
         self.uploadable(admin, collection).await?;
         let allowance = self.allowance(&admin.org).await?;
         let now = self.clock.now();
@@ -117,9 +124,9 @@ impl Documents {
             id: DocumentId::generate(),
             name,
             format,
-            bytes: upload.bytes.len() as u64,
-            sha256,
-            status: DocumentStatus::Queued,
+            bytes: intent.bytes,
+            sha256: String::new(),
+            status: DocumentStatus::Uploading,
             reason: None,
             generation: 1,
             passages: 0,
@@ -133,54 +140,37 @@ impl Documents {
         let audit = admin
             .audit(now, AuditAction::DocumentAdded, document.id.as_str())
             .target_named(Some(&document.name));
-        (self.originals)
-            .put(&admin.org, &document.id, 1, upload.bytes)
-            .await
-            .map_err(CoreError::internal)?;
-        let created = (self.stores.documents)
+        match (self.stores.documents)
             .create_document(&document, allowance, &audit)
-            .await;
-        if let Err(e) = created {
-            self.forget_original(&document).await;
-            return Err(match e {
-                StoreError::Full => full(allowance),
-                StoreError::Gone => CoreError::NotFound("collection"),
-                e => e.into(),
-            });
+            .await
+        {
+            Ok(()) => Ok(document),
+            Err(StoreError::Full) => Err(full(allowance)),
+            Err(StoreError::Gone) => Err(CoreError::NotFound("collection")),
+            Err(e) => Err(e.into()),
         }
-        self.queued.notify_waiters();
-        Ok(document)
     }
 
-    /// Replaces a document's original by a new upload, as its next generation: its passages
-    /// stop being found at once, and its new ones are found, all together, once indexed.
-    /// Errors: as [`Self::upload`], and `NotFound` (the document).
-    pub async fn replace(
-        &self, admin: &Admin, collection: &CollectionId, id: &DocumentId, upload: Upload,
+    /// Records a document's next generation `uploading`, replacing its original once sent: its
+    /// passages stop being found at once, and the new ones are found, all together, once
+    /// indexed. Errors: as [`Self::begin_upload`], and `NotFound` (the document).
+    pub async fn begin_replace(
+        &self, admin: &Admin, collection: &CollectionId, id: &DocumentId, intent: &UploadIntent,
     ) -> Result<Document, CoreError> {
-        let (name, format, sha256) = self.checked(&upload)?;
+        let (name, format) = self.announced(intent)?;
         self.uploadable(admin, collection).await?;
         let allowance = self.allowance(&admin.org).await?;
-        let mut stored = None;
         loop {
             let current = self.document(admin, collection, id).await?;
-            let generation = current.generation + 1;
-            if stored != Some(generation) {
-                (self.originals)
-                    .put(&admin.org, id, generation, upload.bytes.clone())
-                    .await
-                    .map_err(CoreError::internal)?;
-                stored = Some(generation);
-            }
             let now = self.clock.now();
             let next = Document {
                 name: name.clone(),
                 format,
-                bytes: upload.bytes.len() as u64,
-                sha256: sha256.clone(),
-                status: DocumentStatus::Queued,
+                bytes: intent.bytes,
+                sha256: String::new(),
+                status: DocumentStatus::Uploading,
                 reason: None,
-                generation,
+                generation: current.generation + 1,
                 passages: 0,
                 attempts: 0,
                 lease_until: None,
@@ -194,23 +184,125 @@ impl Documents {
                 .update_document(&current, &next, allowance, Some(&audit))
                 .await
             {
-                Ok(()) => {
-                    self.queued.notify_waiters();
-                    if let Err(e) = self
-                        .originals
-                        .delete_older(&admin.org, id, generation)
-                        .await
-                    {
-                        tracing::warn!(error = ?e, document = %id, "a replaced original stays until the sweep");
-                    }
-                    return Ok(next);
-                }
+                Ok(()) => return Ok(next),
                 Err(StoreError::Conflict) => continue,
                 Err(StoreError::Gone) => return Err(CoreError::NotFound("document")),
                 Err(StoreError::Full) => return Err(full(allowance)),
                 Err(e) => return Err(e.into()),
             }
         }
+    }
+
+    /// Takes the original of a document `uploading` at `generation`, stores it, and queues the
+    /// document for indexing. Errors: `NotFound` (the document, or not at that generation);
+    /// 409 `not_uploading` when its original was taken already; 400 `size_mismatch` when the
+    /// bytes are not those announced, `content_mismatch` when they are not what the name says.
+    pub async fn receive(
+        &self, admin: &Admin, collection: &CollectionId, id: &DocumentId, generation: u64,
+        bytes: Bytes,
+    ) -> Result<Document, CoreError> {
+        let current = self.document(admin, collection, id).await?;
+        if current.generation != generation {
+            return Err(CoreError::NotFound("document"));
+        }
+        if current.status != DocumentStatus::Uploading {
+            return Err(CoreError::conflict(
+                "not_uploading",
+                "this document's original was sent already",
+            ));
+        }
+        if bytes.len() as u64 != current.bytes {
+            return Err(CoreError::invalid(
+                "size_mismatch",
+                format!(
+                    "the file has {} bytes, not the {} announced",
+                    bytes.len(),
+                    current.bytes
+                ),
+            ));
+        }
+        let head = &bytes[..bytes.len().min(4096)];
+        Format::detect(&current.name, head).map_err(refused)?;
+        let sha256 = hex::encode(Sha256::digest(&bytes));
+        (self.originals)
+            .put(&admin.org, id, generation, bytes)
+            .await
+            .map_err(CoreError::internal)?;
+        self.stored(current, sha256).await
+    }
+
+    /// Queues `uploading`, whose original is now stored with digest `sha256`. A crash before
+    /// it leaves the document `uploading` with its original stored, which the sweep queues.
+    pub(super) async fn stored(
+        &self, uploading: Document, sha256: String,
+    ) -> Result<Document, CoreError> {
+        let mut current = uploading;
+        loop {
+            let next = Document {
+                sha256: sha256.clone(),
+                status: DocumentStatus::Queued,
+                ..current.next(self.clock.now())
+            };
+            match (self.stores.documents)
+                .update_document(&current, &next, u64::MAX, None)
+                .await
+            {
+                Ok(()) => {
+                    self.queued.notify_waiters();
+                    if next.generation > 1 {
+                        let older =
+                            self.originals
+                                .delete_older(&next.org, &next.id, next.generation);
+                        if let Err(e) = older.await {
+                            tracing::warn!(error = ?e, document = %next.id, "a replaced original stays until the sweep");
+                        }
+                    }
+                    return Ok(next);
+                }
+                Err(StoreError::Conflict) => {}
+                Err(StoreError::Gone) => {
+                    self.forget_original(&current).await;
+                    return Err(CoreError::NotFound("document"));
+                }
+                Err(e) => return Err(e.into()),
+            }
+            let again = (self.stores.documents)
+                .get_document(&current.org, &current.collection, &current.id)
+                .await?;
+            match again {
+                Some(d)
+                    if d.generation == current.generation
+                        && d.status == DocumentStatus::Uploading =>
+                {
+                    current = d
+                }
+                _ => {
+                    return Err(CoreError::conflict(
+                        "not_uploading",
+                        "this document changed while its original was sent",
+                    ));
+                }
+            }
+        }
+    }
+
+    /// A whole upload in one call: [`Self::begin_upload`] then [`Self::receive`]. For files
+    /// the service has in hand (a synced folder, the command line).
+    pub async fn upload(
+        &self, admin: &Admin, collection: &CollectionId, upload: Upload,
+    ) -> Result<Document, CoreError> {
+        let intent = UploadIntent {
+            name: upload.name,
+            bytes: upload.bytes.len() as u64,
+        };
+        let document = self.begin_upload(admin, collection, &intent).await?;
+        let received = self
+            .receive(admin, collection, &document.id, 1, upload.bytes)
+            .await;
+        if received.is_err() {
+            let _ = self.delete_document(admin, collection, &document.id).await;
+        }
+        received
     }
 
     /// Deletes a document: at once unsearchable, then its original and passages removed (a

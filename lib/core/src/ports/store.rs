@@ -18,6 +18,7 @@ use crate::ids::{GroupId, OrgId, RunId, SessionKey, UserId};
 
 use super::agent::TokenUsage;
 use super::batch::{BatchStore, Gate, RateUpdate, RateWindow};
+use super::documents::DocumentStore;
 pub use super::store_error::{BackendError, StoreError, StoreResult};
 
 /// One call to a model, charged to the session's organisation and member in the same
@@ -409,6 +410,7 @@ pub trait Store:
     + TicketStore
     + GrantStore
     + BatchStore
+    + DocumentStore
 {
 }
 
@@ -421,6 +423,7 @@ impl<T> Store for T where
         + TicketStore
         + GrantStore
         + BatchStore
+        + DocumentStore
         + ?Sized
 {
 }

@@ -6,6 +6,7 @@
 //! [`knowledge_core::admin`] and renders.
 
 pub mod caps;
+pub mod documents;
 pub mod export;
 mod export_text;
 pub mod groups;

@@ -4,6 +4,7 @@
 //! shown once, when made. Here: what the parts share (paging, a user id from the path).
 
 mod audit;
+mod documents;
 mod groups;
 mod integrations;
 mod limits;
@@ -12,6 +13,7 @@ mod sso;
 mod usage;
 
 pub use audit::*;
+pub use documents::*;
 pub use groups::*;
 pub use integrations::*;
 pub use limits::*;

@@ -1,0 +1,190 @@
+//! What a member reads of the organisation's documents: search (`/api/search`), a document
+//! (`/api/documents/...`) and its original. Only what the member may open now: another
+//! organisation's document, or one of a collection closed to them, is 404.
+
+use axum::Json;
+use axum::extract::{Path, RawQuery};
+use axum::http::HeaderValue;
+use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS};
+use axum::response::{IntoResponse, Response};
+use knowledge_core::documents::{SearchHit, SearchRequest};
+use knowledge_core::domain::Document;
+use serde::Serialize;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::admin::wire::{collection_id, document_id};
+use crate::error::ApiError;
+use crate::extract::{Member, QueryParams};
+use crate::routes::ApiErrors;
+
+/// `GET /api/search`'s query.
+#[derive(Debug, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SearchQuery {
+    /// What to look for: 1 to 1,000 characters.
+    pub q: String,
+    /// Within one collection only.
+    pub collection: Option<String>,
+    /// Passages at most, 1 to 50; 10 by default.
+    #[param(minimum = 1, maximum = 50)]
+    pub limit: Option<usize>,
+}
+
+impl SearchQuery {
+    /// The search asked for. Errors: 400 for a missing `q`, a malformed `collection` or a
+    /// `limit` that is not a whole number.
+    fn parse(raw: Option<&str>) -> Result<SearchRequest, ApiError> {
+        let q = QueryParams::parse(raw);
+        let query = q
+            .get("q")
+            .ok_or_else(|| ApiError::MissingField("q is required".into()))?;
+        let limit = match q.get("limit") {
+            None => 10,
+            Some(l) => l
+                .parse()
+                .map_err(|_| ApiError::InvalidField("limit must be a whole number".into()))?,
+        };
+        Ok(SearchRequest {
+            query: query.to_owned(),
+            collection: q.get("collection").map(collection_id).transpose()?,
+            limit,
+        })
+    }
+}
+
+/// A passage found: where it is (collection, document, headings or page) and its text.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PassageView {
+    pub collection_id: String,
+    pub collection_name: String,
+    pub document_id: String,
+    pub document_name: String,
+    /// Its place in the document, from 0: what a citation names.
+    pub passage: u32,
+    /// The headings it sits under, outermost first.
+    pub headings: Vec<String>,
+    /// Its page, in a PDF.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
+    pub text: String,
+    /// Higher is better; comparable within one answer only.
+    pub score: f32,
+}
+
+impl From<SearchHit> for PassageView {
+    fn from(hit: SearchHit) -> Self {
+        let p = hit.passage;
+        Self {
+            collection_id: p.collection.as_str().to_owned(),
+            collection_name: hit.collection_name,
+            document_id: p.document.as_str().to_owned(),
+            document_name: hit.document_name,
+            passage: p.ordinal,
+            headings: p.headings,
+            page: p.page,
+            text: p.text,
+            score: p.score,
+        }
+    }
+}
+
+/// The passages found, best first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SearchResults {
+    pub results: Vec<PassageView>,
+}
+
+/// Search the documents you may open.
+#[utoipa::path(get, path = "/api/search", operation_id = "searchDocuments", params(SearchQuery),
+    responses((status = 200, description = "The passages found.", body = SearchResults), ApiErrors))]
+pub async fn search(
+    Member { app, p }: Member, RawQuery(q): RawQuery,
+) -> Result<Json<SearchResults>, ApiError> {
+    let request = SearchQuery::parse(q.as_deref())?;
+    let hits = app.documents()?.search(&p, &request).await?;
+    Ok(Json(SearchResults {
+        results: hits.into_iter().map(PassageView::from).collect(),
+    }))
+}
+
+/// A document as a member sees it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReaderDocumentView {
+    pub id: String,
+    pub collection_id: String,
+    pub collection_name: String,
+    pub name: String,
+    pub format: String,
+    pub bytes: u64,
+    /// `uploading`, `queued`, `indexed` or `failed`.
+    pub status: String,
+    pub passages: u32,
+    pub updated_at: String,
+}
+
+/// A document you may open.
+#[utoipa::path(get, path = "/api/documents/{collectionId}/{documentId}", operation_id = "getDocument",
+    params(("collectionId" = String, Path, description = "The collection's id"),
+        ("documentId" = String, Path, description = "The document's id")),
+    responses((status = 200, description = "The document.", body = ReaderDocumentView), ApiErrors))]
+pub async fn get(
+    Member { app, p }: Member, Path((collection, id)): Path<(String, String)>,
+) -> Result<Json<ReaderDocumentView>, ApiError> {
+    let (collection, id) = (collection_id(&collection)?, document_id(&id)?);
+    let (collection, d) = app.documents()?.open_document(&p, &collection, &id).await?;
+    Ok(Json(ReaderDocumentView {
+        id: d.id.as_str().to_owned(),
+        collection_id: collection.id.as_str().to_owned(),
+        collection_name: collection.name,
+        name: d.name,
+        format: d.format.as_str().to_owned(),
+        bytes: d.bytes,
+        status: d.status.as_str().to_owned(),
+        passages: d.passages,
+        updated_at: d.updated_at.to_iso8601(),
+    }))
+}
+
+/// A download's headers: always an attachment (never rendered in the application's origin,
+/// so an uploaded HTML file runs nothing), of its own media type, never sniffed.
+fn download(document: &Document, bytes: axum::body::Bytes) -> Response {
+    let ascii: String = (document.name.chars())
+        .map(|c| match c {
+            ' '..='~' if c != '"' && c != '\\' => c,
+            _ => '_',
+        })
+        .collect();
+    let encoded: String = form_urlencoded::byte_serialize(document.name.as_bytes()).collect();
+    let disposition = format!(
+        "attachment; filename=\"{ascii}\"; filename*=UTF-8''{}",
+        encoded.replace('+', "%20")
+    );
+    let mut response = bytes.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static(document.format.media_type()),
+    );
+    if let Ok(value) = HeaderValue::from_str(&disposition) {
+        headers.insert(CONTENT_DISPOSITION, value);
+    }
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
+}
+
+/// The original of a document you may open, as uploaded.
+#[utoipa::path(get, path = "/api/documents/{collectionId}/{documentId}/original",
+    operation_id = "downloadDocument",
+    params(("collectionId" = String, Path, description = "The collection's id"),
+        ("documentId" = String, Path, description = "The document's id")),
+    responses((status = 200, description = "The file, as an attachment.",
+        content_type = "application/octet-stream"), ApiErrors))]
+pub async fn original(
+    Member { app, p }: Member, Path((collection, id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let (collection, id) = (collection_id(&collection)?, document_id(&id)?);
+    let (document, bytes) = app.documents()?.original(&p, &collection, &id).await?;
+    Ok(download(&document, bytes))
+}
