@@ -161,6 +161,18 @@ export interface components {
         DocumentList: {
             documents: components["schemas"]["DocumentView"][];
         };
+        /** @description A passage of a document, in its place. */
+        DocumentPassageView: {
+            /**
+             * Format: int32
+             * @description Its place in the document, from 0.
+             */
+            passage: number;
+            headings: string[];
+            /** Format: int32 */
+            page?: number | null;
+            text: string;
+        };
         /** @description A document as an admin sees it. */
         DocumentView: {
             id: string;
@@ -595,6 +607,15 @@ export interface components {
              * @description Higher is better; comparable within one answer only.
              */
             score: number;
+        };
+        /** @description A window of a document's passages, in order. */
+        PassageWindow: {
+            passages: components["schemas"]["DocumentPassageView"][];
+            /**
+             * Format: int32
+             * @description The `from` of the next window, when there may be more.
+             */
+            next?: number | null;
         };
         /** @description A document as a member sees it. */
         ReaderDocumentView: {

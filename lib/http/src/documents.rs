@@ -188,3 +188,75 @@ pub async fn original(
     let (document, bytes) = app.documents()?.original(&p, &collection, &id).await?;
     Ok(download(&document, bytes))
 }
+
+/// A passage of a document, in its place.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentPassageView {
+    /// Its place in the document, from 0.
+    pub passage: u32,
+    pub headings: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
+    pub text: String,
+}
+
+/// A window of a document's passages, in order.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PassageWindow {
+    pub passages: Vec<DocumentPassageView>,
+    /// The `from` of the next window, when there may be more.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<u32>,
+}
+
+/// `GET .../passages`' query.
+#[derive(Debug, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct WindowQuery {
+    /// The first passage's place, from 0; 0 by default.
+    pub from: Option<u32>,
+    /// Passages at most, 1 to 200; 50 by default.
+    #[param(minimum = 1, maximum = 200)]
+    pub limit: Option<usize>,
+}
+
+/// A window of a document you may open: its passages in order, from `from`. None while it is
+/// not indexed.
+#[utoipa::path(get, path = "/api/documents/{collectionId}/{documentId}/passages",
+    operation_id = "getDocumentPassages",
+    params(("collectionId" = String, Path, description = "The collection's id"),
+        ("documentId" = String, Path, description = "The document's id"), WindowQuery),
+    responses((status = 200, description = "The passages.", body = PassageWindow), ApiErrors))]
+pub async fn passages(
+    Member { app, p }: Member, Path((collection, id)): Path<(String, String)>,
+    RawQuery(q): RawQuery,
+) -> Result<Json<PassageWindow>, ApiError> {
+    let (collection, id) = (collection_id(&collection)?, document_id(&id)?);
+    let q = QueryParams::parse(q.as_deref());
+    let number = |name: &str, default: u64| match q.get(name) {
+        None => Ok(default),
+        Some(v) => v
+            .parse::<u64>()
+            .map_err(|_| ApiError::InvalidField(format!("{name} must be a whole number"))),
+    };
+    let from = u32::try_from(number("from", 0)?).unwrap_or(u32::MAX);
+    let limit = usize::try_from(number("limit", 50)?).unwrap_or(usize::MAX);
+    let (_, _, found) = (app.documents()?)
+        .passages(&p, &collection, &id, from, limit)
+        .await?;
+    let next = (found.len() == limit).then(|| from.saturating_add(limit as u32));
+    Ok(Json(PassageWindow {
+        passages: found
+            .into_iter()
+            .map(|p| DocumentPassageView {
+                passage: p.ordinal,
+                headings: p.headings,
+                page: p.page,
+                text: p.text,
+            })
+            .collect(),
+        next,
+    }))
+}

@@ -148,6 +148,7 @@ pub const DOCUMENTS: Routes = Routes {
     ..Routes::guarded(&[
         (|| routes!(documents::get), AuthGuard::Member),
         (|| routes!(documents::original), AuthGuard::Member),
+        (|| routes!(documents::passages), AuthGuard::Member),
     ])
 };
 /// Every route under [`admin::PREFIX`] but [`ADMIN_TEST_INTEGRATION`]'s, behind the member

@@ -175,6 +175,23 @@ impl PassageIndex {
     }
 }
 
+impl PassageIndex {
+    /// The passages of `document`'s `generation` at places `from` to `from + limit - 1`, in
+    /// order: a window of the document for a reader. Blocking: call it off the async workers.
+    ///
+    /// # Errors
+    /// The index cannot be opened or read.
+    pub fn passages(
+        &self, org: &str, document: &str, generation: u64, from: u32, limit: usize,
+    ) -> Result<Vec<Hit>, SearchError> {
+        checked(document)?;
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.org(org)?.passages(document, generation, from, limit)
+    }
+}
+
 /// `id` if it can name a folder and a term: letters, digits, `_` and `-`, 1 to 128 of them.
 fn checked(id: &str) -> Result<&str, SearchError> {
     let fine = (1..=128).contains(&id.len())

@@ -62,7 +62,7 @@ impl OrgIndex {
             collection: schema.add_text_field("collection", STRING | STORED),
             document: schema.add_text_field("document", STRING | STORED),
             generation: schema.add_u64_field("generation", INDEXED | STORED),
-            ordinal: schema.add_u64_field("ordinal", STORED),
+            ordinal: schema.add_u64_field("ordinal", INDEXED | STORED),
             headings: schema.add_text_field("headings", text.clone()),
             page: schema.add_u64_field("page", STORED),
             text: schema.add_text_field("text", text),
@@ -236,28 +236,73 @@ impl OrgIndex {
         let found = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
         let mut hits = Vec::with_capacity(found.len());
         for (score, address) in found {
-            let doc: TantivyDocument = searcher.doc(address)?;
-            let text = |field| {
-                doc.get_first(field)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            let number = |field| doc.get_first(field).and_then(|v| v.as_u64());
-            hits.push(Hit {
-                collection: text(f.collection),
-                document: text(f.document),
-                generation: number(f.generation).unwrap_or_default(),
-                ordinal: number(f.ordinal).map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
-                headings: doc
-                    .get_all(f.headings)
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect(),
-                page: number(f.page).and_then(|n| u32::try_from(n).ok()),
-                text: text(f.text),
-                score,
-            });
+            hits.push(self.hit(&searcher.doc(address)?, score));
         }
         Ok(hits)
+    }
+
+    /// The passages of `document`'s `generation` whose places are `from` to `from + limit - 1`,
+    /// in order.
+    pub(crate) fn passages(
+        &self, document: &str, generation: u64, from: u32, limit: usize,
+    ) -> Result<Vec<Hit>, SearchError> {
+        let f = self.fields;
+        let to = u64::from(from).saturating_add(limit as u64);
+        let query = BooleanQuery::new(vec![
+            (
+                Occur::Must,
+                Box::new(TermQuery::new(
+                    Term::from_field_text(f.document, document),
+                    IndexRecordOption::Basic,
+                )) as Box<dyn Query>,
+            ),
+            (
+                Occur::Must,
+                Box::new(TermQuery::new(
+                    Term::from_field_u64(f.generation, generation),
+                    IndexRecordOption::Basic,
+                )),
+            ),
+            (
+                Occur::Must,
+                Box::new(RangeQuery::new(
+                    Bound::Included(Term::from_field_u64(f.ordinal, u64::from(from))),
+                    Bound::Excluded(Term::from_field_u64(f.ordinal, to)),
+                )),
+            ),
+        ]);
+        let searcher = self.reader.searcher();
+        let found = searcher.search(&query, &TopDocs::with_limit(limit.max(1)).order_by_score())?;
+        let mut hits = Vec::with_capacity(found.len());
+        for (_, address) in found {
+            hits.push(self.hit(&searcher.doc(address)?, 0.0));
+        }
+        hits.sort_by_key(|h| h.ordinal);
+        Ok(hits)
+    }
+
+    /// A stored passage as a hit of `score`.
+    fn hit(&self, doc: &TantivyDocument, score: f32) -> Hit {
+        let f = self.fields;
+        let text = |field| {
+            doc.get_first(field)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let number = |field| doc.get_first(field).and_then(|v| v.as_u64());
+        Hit {
+            collection: text(f.collection),
+            document: text(f.document),
+            generation: number(f.generation).unwrap_or_default(),
+            ordinal: number(f.ordinal).map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+            headings: doc
+                .get_all(f.headings)
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            page: number(f.page).and_then(|n| u32::try_from(n).ok()),
+            text: text(f.text),
+            score,
+        }
     }
 }

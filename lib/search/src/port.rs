@@ -107,6 +107,27 @@ impl ports::PassageIndex for TantivyIndex {
             .await?;
         Ok(hits.into_iter().filter_map(found).collect())
     }
+
+    async fn passages(
+        &self, org: &OrgId, document: &DocumentId, generation: u64, from: u32, limit: usize,
+    ) -> Result<Vec<FoundPassage>, IndexError> {
+        self.window(org, document, generation, from, limit).await
+    }
+}
+
+impl TantivyIndex {
+    /// As [`PassageIndex::passages`].
+    async fn window(
+        &self, org: &OrgId, document: &DocumentId, generation: u64, from: u32, limit: usize,
+    ) -> Result<Vec<FoundPassage>, IndexError> {
+        let (org, document) = (org.clone(), document.clone());
+        let hits = self
+            .blocking(move |index| {
+                index.passages(org.as_str(), document.as_str(), generation, from, limit)
+            })
+            .await?;
+        Ok(hits.into_iter().filter_map(found).collect())
+    }
 }
 
 /// A hit as the core's passage; `None`, with a warning, when its ids do not parse.

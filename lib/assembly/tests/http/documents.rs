@@ -147,6 +147,34 @@ async fn a_member_finds_opens_and_downloads_a_document_of_a_group_they_are_in() 
         .await;
     assert_eq!(page.status, 200, "{:?}", page.body);
     assert_eq!(page.body["name"], "travel.md");
+    let window = api
+        .get_as(
+            &inside,
+            &format!("/api/documents/{c}/{d}/passages?from=0&limit=50"),
+        )
+        .await;
+    assert_eq!(window.status, 200, "{:?}", window.body);
+    let passages = window.body["passages"].as_array().unwrap();
+    let text: String = passages
+        .iter()
+        .map(|p| p["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        text.contains("receipts") && text.contains("forty euros"),
+        "{text}"
+    );
+    let places: Vec<u64> = passages
+        .iter()
+        .map(|p| p["passage"].as_u64().unwrap())
+        .collect();
+    assert_eq!(places, (0..places.len() as u64).collect::<Vec<_>>());
+    let later = api
+        .get_as(
+            &inside,
+            &format!("/api/documents/{c}/{d}/passages?from=1&limit=1"),
+        )
+        .await;
+    assert_eq!(later.body["passages"][0]["passage"], 1, "{:?}", later.body);
     let download = (api
         .http
         .get(format!("{}/api/documents/{c}/{d}/original", api.base)))
@@ -173,6 +201,7 @@ async fn a_member_outside_the_group_finds_nothing_and_cannot_open_or_download_it
     for path in [
         format!("/api/documents/{c}/{d}"),
         format!("/api/documents/{c}/{d}/original"),
+        format!("/api/documents/{c}/{d}/passages"),
         format!("/api/search?q=lisbon&collection={c}"),
     ] {
         let reply = api.get_as(&outside, &path).await;

@@ -17,6 +17,8 @@ use super::Documents;
 
 /// Passages a search answers at most.
 pub const SEARCH_LIMIT_MAX: usize = 50;
+/// Passages of a document one read answers at most.
+pub const PASSAGE_WINDOW_MAX: usize = 200;
 /// Characters of a query at most.
 pub const QUERY_MAX_CHARS: usize = 1_000;
 
@@ -138,6 +140,30 @@ impl Documents {
             .await?
             .ok_or(CoreError::NotFound("document"))?;
         Ok((collection, document))
+    }
+
+    /// A window of a document `reader` may open: its passages at places `from` to
+    /// `from + limit - 1` (at most [`PASSAGE_WINDOW_MAX`]), in order; none while it is not
+    /// indexed. Errors: as [`Self::open_document`]; 400 for a limit out of range.
+    pub async fn passages(
+        &self, reader: &Principal, collection: &CollectionId, id: &DocumentId, from: u32,
+        limit: usize,
+    ) -> Result<(Collection, Document, Vec<FoundPassage>), CoreError> {
+        if !(1..=PASSAGE_WINDOW_MAX).contains(&limit) {
+            return Err(CoreError::invalid(
+                "invalid_field",
+                format!("limit must be from 1 to {PASSAGE_WINDOW_MAX}"),
+            ));
+        }
+        let (collection, document) = self.open_document(reader, collection, id).await?;
+        if document.status != DocumentStatus::Indexed {
+            return Ok((collection, document, Vec::new()));
+        }
+        let passages = (self.index)
+            .passages(&reader.org, id, document.generation, from, limit)
+            .await
+            .map_err(CoreError::internal)?;
+        Ok((collection, document, passages))
     }
 
     /// A document's original as uploaded, for a reader who may open it. Errors: as

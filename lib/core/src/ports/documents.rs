@@ -130,6 +130,11 @@ pub trait PassageIndex: Send + Sync {
     async fn search(
         &self, org: &OrgId, query: &str, collections: &[CollectionId], limit: usize,
     ) -> Result<Vec<FoundPassage>, IndexError>;
+    /// The passages of `document`'s `generation` at places `from` to `from + limit - 1`, in
+    /// order (score 0): a window of the document for a reader.
+    async fn passages(
+        &self, org: &OrgId, document: &DocumentId, generation: u64, from: u32, limit: usize,
+    ) -> Result<Vec<FoundPassage>, IndexError>;
 }
 
 /// The index failed; the cause is for logs.
