@@ -20,7 +20,7 @@ use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::admin::{AdminStores, Administration};
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::connections::Connections;
-use knowledge_core::documents::{DocumentLimits, DocumentStores, Documents};
+use knowledge_core::documents::{DocumentLimits, DocumentStores, Documents, WithDocuments};
 use knowledge_core::ports::{
     Agent, AuthorizationServers, IdentityDiscovery, IdentityProvider, IntegrationReach,
     Integrations, Originals, PassageIndex, Store, Workflow,
@@ -215,7 +215,8 @@ impl App {
     }
 
     /// The same, reaching the organisations' connected integrations (MCP servers) after the
-    /// fixed ones, when the settings hold a sealer (members' credentials are sealed). A
+    /// fixed ones, when the settings hold a sealer (members' credentials are sealed), and the
+    /// documents' search before them where the settings keep documents. A
     /// function of its own so that a binary that never calls it links no MCP client.
     pub fn with_stored_integrations(mut self) -> Self {
         if let Some(mut stored) = self.stored_integrations() {
@@ -223,8 +224,18 @@ impl App {
                 stored = stored.with_vault(oauth.vault.clone());
             }
             let stored = Arc::new(stored);
-            self.reach = Some(stored.clone());
-            self.integrations = Some(stored);
+            match &self.documents {
+                Some(documents) => {
+                    let with = WithDocuments::new(stored, documents.clone(), self.store.clone());
+                    let with = Arc::new(with);
+                    self.reach = Some(with.clone());
+                    self.integrations = Some(with);
+                }
+                None => {
+                    self.reach = Some(stored.clone());
+                    self.integrations = Some(stored);
+                }
+            }
         }
         self
     }

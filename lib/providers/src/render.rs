@@ -13,6 +13,9 @@ Use the tools you are given when they can help: search before answering question
 organisation, and base your answer on what the tools return, naming the sources you used. If \
 the tools find nothing relevant, say so rather than guessing. Answer in Markdown, concisely.";
 
+/// How to cite the organisation's documents, said when their search is offered.
+const CITATION_GUIDE: &str = "When you use a passage that search_documents returned, cite it: write the passage's `cite` marker, exactly as given (it looks like [[cite:col_…/doc_…#3]]), right after the sentence that uses it. Cite only passages the tool returned in this conversation; never write a marker of your own. The member's app turns each marker into a link to the passage.";
+
 /// What the memory tools are for, said when they are offered.
 const MEMORY_GUIDE: &str = "You can remember things about this member across conversations. \
 When the member states a lasting preference or fact about themselves or their work, or asks you \
@@ -27,7 +30,12 @@ pub(crate) fn system_prompt(request: &AgentRequest) -> String {
         .tools
         .iter()
         .any(|t| t.name == knowledge_core::memory::SAVE_TOOL);
+    let cites = (request.tools.iter()).any(|t| t.name == knowledge_core::documents::SEARCH_TOOL);
     let mut prompt = SYSTEM_PROMPT.to_owned();
+    if cites {
+        prompt.push_str("\n\n");
+        prompt.push_str(CITATION_GUIDE);
+    }
     if remembers {
         prompt.push_str("\n\n");
         prompt.push_str(MEMORY_GUIDE);
@@ -224,5 +232,13 @@ mod tests {
             decide(&free, String::new(), vec![]),
             Err(AgentError::Failed(_))
         ));
+    }
+
+    #[test]
+    fn the_prompt_asks_for_citations_exactly_when_the_documents_search_is_offered() {
+        let mut offered = request(true, false);
+        offered.tools[0].name = knowledge_core::documents::SEARCH_TOOL.into();
+        assert!(system_prompt(&offered).contains("[[cite:"));
+        assert!(!system_prompt(&request(true, false)).contains("[[cite:"));
     }
 }

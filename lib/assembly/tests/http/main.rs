@@ -13,6 +13,7 @@ mod admin_groups;
 mod caps;
 mod cookies;
 mod documents;
+mod documents_agent;
 mod egress;
 mod lifecycle;
 mod limits;

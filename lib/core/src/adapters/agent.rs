@@ -73,12 +73,14 @@ impl Agent for BuiltinAgent {
     }
 }
 
-/// A passage a search tool returned, in the shape the docs integration uses.
+/// A passage a search tool returned, in the shape the search tools answer: the documents'
+/// search adds the marker that cites it.
 struct Passage<'a> {
     source: &'a str,
     heading: &'a str,
     text: &'a str,
     score: f64,
+    cite: Option<&'a str>,
 }
 
 fn passages(output: &Value) -> impl Iterator<Item = Passage<'_>> {
@@ -88,8 +90,33 @@ fn passages(output: &Value) -> impl Iterator<Item = Passage<'_>> {
             heading: hit.get("heading").and_then(Value::as_str).unwrap_or(""),
             text: hit.get("text")?.as_str()?,
             score: hit.get("score").and_then(Value::as_f64).unwrap_or(0.0),
+            cite: hit
+                .get("cite")
+                .and_then(Value::as_str)
+                .filter(|c| is_marker(c)),
         })
     })
+}
+
+/// Whether `text` is exactly a citation marker, `[[cite:col_…/doc_…#n]]`: only such a marker
+/// is copied into an answer.
+fn is_marker(text: &str) -> bool {
+    let Some(inner) = text
+        .strip_prefix("[[cite:")
+        .and_then(|t| t.strip_suffix("]]"))
+    else {
+        return false;
+    };
+    let Some((path, place)) = inner.split_once('#') else {
+        return false;
+    };
+    let Some((collection, document)) = path.split_once('/') else {
+        return false;
+    };
+    crate::ids::CollectionId::parse(collection).is_ok()
+        && crate::ids::DocumentId::parse(document).is_ok()
+        && !place.is_empty()
+        && place.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The Markdown answer from the turn's tool results: the best passages over all tools, each
@@ -107,7 +134,8 @@ fn answer(request: &AgentRequest) -> String {
     found.sort_by(|a, b| b.score.total_cmp(&a.score));
     if found.is_empty() {
         return "I searched the connected documents and found nothing that matches. Try other \
-                words, or check that the documents you need are in the connected folder."
+                words, or ask an admin whether the documents you need are in a collection you \
+                may open."
             .to_owned();
     }
     let mut text = String::from("Here is what I found in your documents:\n");
@@ -117,7 +145,11 @@ fn answer(request: &AgentRequest) -> String {
         } else {
             p.heading
         };
-        let _ = write!(text, "\n**{title}** (`{}`)\n\n", p.source);
+        let _ = write!(text, "\n**{title}** (`{}`)", p.source);
+        if let Some(cite) = p.cite {
+            let _ = write!(text, " {cite}");
+        }
+        text.push_str("\n\n");
         let mut body: String = p.text.chars().take(PASSAGE_CHARS).collect();
         if body.len() < p.text.len() {
             body.push('…');
@@ -224,5 +256,36 @@ mod tests {
             panic!("expected an answer")
         };
         assert!(text.contains("No integrations are connected"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn it_cites_a_passage_by_its_marker_and_copies_nothing_else_as_one() {
+        let cite =
+            "[[cite:col_0123456789abcdef0123456789abcdef/doc_0123456789abcdef0123456789abcdef#4]]";
+        let steps = vec![
+            event(
+                2,
+                EventKind::ToolUse,
+                json!({"tool": "search_documents", "input": {}}),
+            ),
+            event(
+                3,
+                EventKind::ToolResult,
+                json!({"tool": "search_documents", "output": [
+                    {"source": "a.md", "heading": "A", "text": "alpha", "score": 2.0, "cite": cite},
+                    {"source": "b.md", "heading": "B", "text": "beta", "score": 1.0,
+                     "cite": "[[cite:javascript:alert(1)]]"},
+                ]}),
+            ),
+        ];
+        let reply = BuiltinAgent
+            .respond(request(steps, vec![search_tool()]))
+            .await
+            .unwrap();
+        let AgentAction::Answer(text) = reply.action else {
+            panic!("expected an answer")
+        };
+        assert!(text.contains(&format!("**A** (`a.md`) {cite}")), "{text}");
+        assert!(!text.contains("javascript"), "{text}");
     }
 }

@@ -1,11 +1,13 @@
 //! The organisation's documents as use cases: collections and their access (`collections`),
 //! uploads, replacements and deletions (`uploads`), the durable indexing job (`indexing`), and
 //! search answered in two steps, the index's candidates checked against the store
-//! (`search`). The rules are in `docs/design/documents.md`.
+//! (`search`), and the agent's tool over that search (`tool`). The rules are in
+//! `docs/design/documents.md`.
 
 mod collections;
 mod indexing;
 mod search;
+mod tool;
 mod uploads;
 
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use crate::service::Principal;
 pub use collections::{CollectionChange, NewCollection};
 pub use indexing::{IndexOutcome, Workers};
 pub use search::{SearchHit, SearchRequest};
+pub use tool::{TOOL as SEARCH_TOOL, WithDocuments, citation};
 pub use uploads::{Upload, UploadIntent};
 
 /// The bounds on what an organisation stores; operator settings.
