@@ -809,15 +809,26 @@ export interface components {
             upload: components["schemas"]["UploadTarget"];
         };
         /**
-         * @description Where to send a file's bytes: `PUT` the file as the body to `url`, or `POST` a form of
-         *     `fields` and then the file (a pre-signed upload to the originals' store).
+         * @description Where to send a file's bytes: `PUT` the file as the body to `url` with `headers`, or `POST`
+         *     a form of `fields` and then the file. Locally `url` is the service's own route; on AWS it is
+         *     a pre-signed `PUT` to the originals' bucket, valid 15 minutes, whose signature covers the
+         *     headers (the browser sets `Content-Length` from the file itself).
          */
         UploadTarget: {
             /** @description `PUT` or `POST`. */
             method: string;
+            /** @description The service's own path, or an absolute URL elsewhere. */
             url: string;
             /** @description The form's fields, in order, before the file, for `POST`. */
             fields: [
+                string,
+                string
+            ][];
+            /**
+             * @description Headers to send exactly as given, besides `Content-Length` (`Content-Type` among them
+             *     where a signature covers it); none for the service's own route.
+             */
+            headers: [
                 string,
                 string
             ][];

@@ -2,14 +2,19 @@
 //! write), parses its original, replaces its passages in the index in one commit, and marks it
 //! `indexed` at that generation, conditional on the document not having moved. A worker that
 //! dies leaves a lease that expires, and the next worker takes the document again; after
-//! [`INDEX_ATTEMPTS`] takes the document ends `failed`. A file the parser refuses ends `failed`
-//! at once with the parser's reason.
+//! [`INDEX_ATTEMPTS`] takes the document ends `failed`, and so does one whose last attempt
+//! fails with an error. A file the parser refuses ends `failed` at once with the parser's
+//! reason. The local workers find documents to take in the store's queue
+//! ([`Workers::index_next`]); on AWS the queue tells the indexer which one
+//! ([`Workers::index_document`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::CoreError;
+use crate::clock::Timestamp;
 use crate::domain::{Document, DocumentStatus, INDEX_ATTEMPTS};
+use crate::ids::{CollectionId, DocumentId, OrgId};
 use crate::ports::{Parser, StoreError};
 
 use super::Documents;
@@ -29,6 +34,17 @@ pub enum IndexOutcome {
     Failed(Document),
     /// It was replaced or deleted while the worker parsed it: its work was dropped.
     Superseded,
+}
+
+/// What [`Workers::index_document`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IndexAttempt {
+    /// It took the document, and this came of it.
+    Done(Box<IndexOutcome>),
+    /// Another worker holds the document until then: ask again after.
+    Held(Timestamp),
+    /// The document is not queued (uploading, indexed, failed, or gone): nothing to do.
+    Idle,
 }
 
 /// The workers of one process: each takes one document at a time.
@@ -76,36 +92,88 @@ impl Workers {
         Ok(Some(outcome))
     }
 
+    /// Takes the document `id` when a worker may ([`Document::claimable`]) and indexes it, as
+    /// [`Self::index_next`] does with the one it finds: for the indexer that a queue's message
+    /// names (on AWS), delivered at least once.
+    ///
+    /// # Errors
+    /// As [`Self::index_next`].
+    pub async fn index_document(
+        &self, org: &OrgId, collection: &CollectionId, id: &DocumentId,
+    ) -> Result<IndexAttempt, CoreError> {
+        let store = &self.documents.stores.documents;
+        loop {
+            let now = self.documents.clock.now();
+            let Some(candidate) = store.get_document(org, collection, id).await? else {
+                return Ok(IndexAttempt::Idle);
+            };
+            if candidate.status != DocumentStatus::Queued {
+                return Ok(IndexAttempt::Idle);
+            }
+            if let Some(until) = candidate.lease_until.filter(|t| *t > now) {
+                return Ok(IndexAttempt::Held(until));
+            }
+            if let Some(taken) = self.lease(&candidate).await? {
+                return Ok(IndexAttempt::Done(Box::new(self.index(taken).await?)));
+            }
+        }
+    }
+
     /// Leases the longest-waiting document no one holds.
     async fn take(&self) -> Result<Option<Document>, CoreError> {
         let store = &self.documents.stores.documents;
         let now = self.documents.clock.now();
         for candidate in store.claimable_documents(now, 8).await? {
-            let taken = Document {
-                lease_until: Some(now.plus_millis(LEASE_MS)),
-                attempts: candidate.attempts + 1,
-                ..candidate.next(now)
-            };
-            match store
-                .update_document(&candidate, &taken, u64::MAX, None)
-                .await
-            {
-                Ok(()) => return Ok(Some(taken)),
-                Err(StoreError::Conflict | StoreError::Gone) => continue,
-                Err(e) => return Err(e.into()),
+            if let Some(taken) = self.lease(&candidate).await? {
+                return Ok(Some(taken));
             }
         }
         Ok(None)
     }
 
+    /// Leases `candidate`, counting an attempt; `None` when it moved meanwhile.
+    async fn lease(&self, candidate: &Document) -> Result<Option<Document>, CoreError> {
+        let store = &self.documents.stores.documents;
+        let now = self.documents.clock.now();
+        let taken = Document {
+            lease_until: Some(now.plus_millis(LEASE_MS)),
+            attempts: candidate.attempts + 1,
+            ..candidate.next(now)
+        };
+        match store
+            .update_document(candidate, &taken, u64::MAX, None)
+            .await
+        {
+            Ok(()) => Ok(Some(taken)),
+            Err(StoreError::Conflict | StoreError::Gone) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Indexes `taken`. An attempt that fails with an error leaves the document to its lease,
+    /// unless it was the last one: then it ends `failed` (and the error is logged).
     async fn index(&self, taken: Document) -> Result<IndexOutcome, CoreError> {
-        let d = &self.documents;
         if taken.attempts > INDEX_ATTEMPTS {
             let reason = format!(
                 "indexing stopped {INDEX_ATTEMPTS} times without finishing: the file may be too large or complex to read; try a smaller file"
             );
             return self.finish(taken, Err(reason)).await;
         }
+        let last = taken.attempts == INDEX_ATTEMPTS;
+        match self.attempt(taken.clone()).await {
+            Err(e) if last => {
+                tracing::error!(error = ?e, document = %taken.id, "the last attempt at indexing a document failed");
+                let reason = format!(
+                    "indexing failed {INDEX_ATTEMPTS} times: upload the file again, or ask the operator if it keeps failing"
+                );
+                self.finish(taken, Err(reason)).await.map_err(|_| e)
+            }
+            done => done,
+        }
+    }
+
+    async fn attempt(&self, taken: Document) -> Result<IndexOutcome, CoreError> {
+        let d = &self.documents;
         let original = d
             .originals
             .get(&taken.org, &taken.id, taken.generation)

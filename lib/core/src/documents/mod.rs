@@ -20,10 +20,10 @@ use crate::ports::{DocumentStore, GroupStore, OrgStore, Originals, Parser, Passa
 use crate::service::Principal;
 
 pub use collections::{CollectionChange, NewCollection};
-pub use indexing::{IndexOutcome, Workers};
+pub use indexing::{IndexAttempt, IndexOutcome, Workers};
 pub use search::{SearchHit, SearchRequest};
 pub use tool::{TOOL as SEARCH_TOOL, WithDocuments, citation};
-pub use uploads::{Upload, UploadIntent};
+pub use uploads::{Arrival, Upload, UploadIntent};
 
 /// The bounds on what an organisation stores; operator settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

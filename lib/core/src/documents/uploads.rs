@@ -1,7 +1,9 @@
 //! An admin's documents: list, upload, replace and delete. An upload is announced first (the
 //! document recorded `uploading`, its bytes counted), then its original is stored, then the
 //! document is queued: a crash between any two leaves a document `uploading`, which the sweep
-//! queues when its original is stored and deletes when it is not.
+//! queues when its original is stored and deletes when it is not. Where the originals' store
+//! takes uploads itself (S3, pre-signed), the service stores nothing: the store's event says
+//! the original arrived ([`Documents::arrived`]).
 
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
@@ -11,8 +13,8 @@ use crate::admin::Admin;
 use crate::domain::{
     AuditAction, Collection, CollectionSource, Document, DocumentStatus, Format, FormatRefusal,
 };
-use crate::ids::{CollectionId, DocumentId};
-use crate::ports::StoreError;
+use crate::ids::{CollectionId, DocumentId, OrgId};
+use crate::ports::{StoreError, UploadTarget};
 
 use super::Documents;
 use super::collections::checked_name;
@@ -30,6 +32,18 @@ pub struct Upload {
     /// Its name; only the last segment of a path is kept.
     pub name: String,
     pub bytes: Bytes,
+}
+
+/// What became of an original that arrived in the originals' store ([`Documents::arrived`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Arrival {
+    /// The document is queued at the original's generation: index it.
+    Queued(Document),
+    /// The original is not the size announced or not what its name says: the document ended
+    /// `failed` with the reason.
+    Refused(Document),
+    /// Nothing to do: the document is gone, replaced since, or past being queued.
+    Stale,
 }
 
 /// The errors of the file itself, before anything is stored.
@@ -193,6 +207,18 @@ impl Documents {
         }
     }
 
+    /// Where the admin's browser sends the original of `document`, announced `uploading`: the
+    /// originals' store's own target (a pre-signed request), or `None` where the service takes
+    /// it ([`Self::receive`]).
+    pub async fn upload_target(
+        &self, document: &Document,
+    ) -> Result<Option<UploadTarget>, CoreError> {
+        (self.originals)
+            .upload_target(document)
+            .await
+            .map_err(CoreError::internal)
+    }
+
     /// Takes the original of a document `uploading` at `generation`, stores it, and queues the
     /// document for indexing. Errors: `NotFound` (the document, or not at that generation);
     /// 409 `not_uploading` when its original was taken already; 400 `size_mismatch` when the
@@ -229,6 +255,82 @@ impl Documents {
             .await
             .map_err(CoreError::internal)?;
         self.stored(current, sha256).await
+    }
+
+    /// The original of `id`'s `generation` arrived in the originals' store by itself (on AWS
+    /// the browser's pre-signed PUT, told by the object's event), at least once and perhaps
+    /// late. When the document is `uploading` at that generation, the original is read and
+    /// must be the size announced and what its name says, else the document ends `failed`
+    /// with why; its SHA-256 is recorded and it is queued ([`Arrival::Queued`]), to be indexed
+    /// next ([`super::Workers::index_document`]). A document already queued at that generation
+    /// (the event delivered again) is [`Arrival::Queued`] too. A document that is gone has its
+    /// originals removed; any other (replaced since, indexed, failed) is
+    /// [`Arrival::Stale`]. Errors: the store or the originals failed; calling again is safe.
+    pub async fn arrived(
+        &self, org: &OrgId, collection: &CollectionId, id: &DocumentId, generation: u64,
+    ) -> Result<Arrival, CoreError> {
+        let store = &self.stores.documents;
+        let Some(current) = store.get_document(org, collection, id).await? else {
+            if let Err(e) = self.originals.delete(org, id).await {
+                tracing::error!(error = ?e, document = %id, "an original no document names stays until the sweep");
+            }
+            return Ok(Arrival::Stale);
+        };
+        if current.generation != generation {
+            return Ok(Arrival::Stale);
+        }
+        match current.status {
+            DocumentStatus::Uploading => {}
+            DocumentStatus::Queued => return Ok(Arrival::Queued(current)),
+            DocumentStatus::Indexed | DocumentStatus::Failed => return Ok(Arrival::Stale),
+        }
+        let original = (self.originals)
+            .get(org, id, generation)
+            .await
+            .map_err(CoreError::internal)?;
+        let Some(original) = original else {
+            return Ok(Arrival::Stale);
+        };
+        let refusal = if original.len() as u64 != current.bytes {
+            Some(format!(
+                "the file sent has {} bytes, not the {} announced: upload it again",
+                original.len(),
+                current.bytes
+            ))
+        } else {
+            let head = &original[..original.len().min(4096)];
+            Format::detect(&current.name, head)
+                .err()
+                .map(|e| e.to_string())
+        };
+        if let Some(reason) = refusal {
+            return self.refuse_arrival(current, reason).await;
+        }
+        let sha256 = hex::encode(Sha256::digest(&original));
+        match self.stored(current, sha256).await {
+            Ok(queued) => Ok(Arrival::Queued(queued)),
+            Err(CoreError::NotFound(_) | CoreError::Conflict { .. }) => Ok(Arrival::Stale),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Ends `uploading` failed with `reason`, unless it moved meanwhile.
+    async fn refuse_arrival(
+        &self, uploading: Document, reason: String,
+    ) -> Result<Arrival, CoreError> {
+        let failed = Document {
+            status: DocumentStatus::Failed,
+            reason: Some(reason),
+            ..uploading.next(self.clock.now())
+        };
+        match (self.stores.documents)
+            .update_document(&uploading, &failed, u64::MAX, None)
+            .await
+        {
+            Ok(()) => Ok(Arrival::Refused(failed)),
+            Err(StoreError::Conflict | StoreError::Gone) => Ok(Arrival::Stale),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Queues `uploading`, whose original is now stored with digest `sha256`. A crash before

@@ -95,6 +95,32 @@ pub trait Originals: Send + Sync {
     async fn delete_older(
         &self, org: &OrgId, document: &DocumentId, generation: u64,
     ) -> Result<(), OriginalsError>;
+    /// Where an admin's browser sends the original of `document`'s generation, announced
+    /// `uploading` with its size, when this store takes uploads itself (a pre-signed request to
+    /// a bucket): the file then never passes through the service, and the store's own event
+    /// tells the service it arrived ([`crate::documents::Documents::arrived`]). `None`, the
+    /// default, where the service takes the bytes and stores them
+    /// ([`crate::documents::Documents::receive`]).
+    async fn upload_target(
+        &self, document: &Document,
+    ) -> Result<Option<UploadTarget>, OriginalsError> {
+        let _ = document;
+        Ok(None)
+    }
+}
+
+/// A request that stores an announced original: `method` to `url`, with `headers` sent exactly
+/// as given (a pre-signed request's signature covers them, the file's size among them) and the
+/// file as its body, before `expires_at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadTarget {
+    /// `PUT`.
+    pub method: String,
+    /// Absolute.
+    pub url: String,
+    /// Names in lower case, in the order to send them.
+    pub headers: Vec<(String, String)>,
+    pub expires_at: Timestamp,
 }
 
 /// The originals' store failed; the cause is for logs.

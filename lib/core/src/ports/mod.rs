@@ -19,7 +19,9 @@ pub use agent::{
 pub use batch::{
     BatchStore, EventsAfter, Gate, QueryCount, RateUpdate, RateWindow, Reads, Snapshot,
 };
-pub use documents::{DocumentStore, IndexError, Originals, OriginalsError, Parser, PassageIndex};
+pub use documents::{
+    DocumentStore, IndexError, Originals, OriginalsError, Parser, PassageIndex, UploadTarget,
+};
 pub use egress::DestinationRefused;
 pub use identity::{
     Authorization, IdentityDiscovery, IdentityError, IdentityProvider, OidcClient, VerifiedIdentity,

@@ -6,7 +6,7 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, RawQuery};
 use axum::http::StatusCode;
-use knowledge_core::documents::{CollectionChange, NewCollection};
+use knowledge_core::documents::{CollectionChange, Documents, NewCollection};
 use knowledge_core::domain::Document;
 use knowledge_core::policy::limits::Action;
 
@@ -16,7 +16,8 @@ use crate::error::{ApiError, EdgeError};
 use crate::extract::{BodyError, JsonBody, QueryParams, read_bytes};
 use crate::wire::Done;
 
-/// Where the local service takes a document's original: `PUT` the file to it.
+/// Where the service takes a document's original itself (the local service): `PUT` the file
+/// to its route.
 fn local_target(document: &Document) -> UploadTarget {
     UploadTarget {
         method: "PUT".into(),
@@ -25,14 +26,26 @@ fn local_target(document: &Document) -> UploadTarget {
             document.collection, document.id, document.generation
         ),
         fields: Vec::new(),
+        headers: Vec::new(),
     }
 }
 
-fn started(document: &Document) -> UploadStarted {
-    UploadStarted {
+/// The announcement's answer: where the originals' store takes the file (on AWS, a pre-signed
+/// `PUT` to the bucket), or else the service's own route.
+async fn started(documents: &Documents, document: &Document) -> Result<UploadStarted, ApiError> {
+    let upload = match documents.upload_target(document).await? {
+        Some(target) => UploadTarget {
+            method: target.method,
+            url: target.url,
+            fields: Vec::new(),
+            headers: target.headers,
+        },
+        None => local_target(document),
+    };
+    Ok(UploadStarted {
         document: document.into(),
-        upload: local_target(document),
-    }
+        upload,
+    })
 }
 
 /// The organisation's collections, by name, and the storage its documents use.
@@ -122,7 +135,10 @@ pub async fn upload_document(
     c.admitted(Action::AdminWrite).await?;
     let documents = c.app.documents()?;
     let document = documents.begin_upload(&c.admin, &id, &body.into()).await?;
-    Ok((StatusCode::CREATED, Json(started(&document))))
+    Ok((
+        StatusCode::CREATED,
+        Json(started(documents, &document).await?),
+    ))
 }
 
 /// Announce a new version of a document: its next generation is recorded `uploading` (its
@@ -144,7 +160,7 @@ pub async fn replace_document(
     let document = (documents)
         .begin_replace(&c.admin, &collection, &id, &body.into())
         .await?;
-    Ok(Json(started(&document)))
+    Ok(Json(started(documents, &document).await?))
 }
 
 /// Delete a document: unsearchable at once, its original and passages removed.

@@ -228,16 +228,22 @@ impl From<UploadRequest> for UploadIntent {
     }
 }
 
-/// Where to send a file's bytes: `PUT` the file as the body to `url`, or `POST` a form of
-/// `fields` and then the file (a pre-signed upload to the originals' store).
+/// Where to send a file's bytes: `PUT` the file as the body to `url` with `headers`, or `POST`
+/// a form of `fields` and then the file. Locally `url` is the service's own route; on AWS it is
+/// a pre-signed `PUT` to the originals' bucket, valid 15 minutes, whose signature covers the
+/// headers (the browser sets `Content-Length` from the file itself).
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UploadTarget {
     /// `PUT` or `POST`.
     pub method: String,
+    /// The service's own path, or an absolute URL elsewhere.
     pub url: String,
     /// The form's fields, in order, before the file, for `POST`.
     pub fields: Vec<(String, String)>,
+    /// Headers to send exactly as given, besides `Content-Length` (`Content-Type` among them
+    /// where a signature covers it); none for the service's own route.
+    pub headers: Vec<(String, String)>,
 }
 
 /// An upload announced: the document `uploading`, and where its bytes go.

@@ -1,0 +1,356 @@
+//! Originals that arrive in the originals' store by themselves (on AWS, the browser's
+//! pre-signed PUT, told by the object's event) and the document a queue names indexed: the
+//! contract of `Documents::arrived` and `Workers::index_document`, on the transient store with
+//! originals and an index in memory.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use knowledge_core::admin::Admin;
+use knowledge_core::clock::{Clock, SystemClock};
+use knowledge_core::documents::{
+    Arrival, DocumentLimits, DocumentStores, Documents, IndexAttempt, IndexOutcome, NewCollection,
+    UploadIntent,
+};
+use knowledge_core::domain::{
+    Access, Document, DocumentStatus, Format, FoundPassage, INDEX_ATTEMPTS, Org, Passage, Plan,
+};
+use knowledge_core::ids::{CollectionId, DocumentId, OrgId};
+use knowledge_core::ports::{
+    BackendError, IndexError, Originals, OriginalsError, Parser, PassageIndex, Store,
+};
+use knowledge_core::testing::TransientStore;
+use sha2::{Digest, Sha256};
+
+const ORG: &str = "org_0123456789abcdef0123456789abcdef";
+
+/// Originals in memory, as a bucket the browser writes to: the tests put them "from outside".
+#[derive(Default)]
+struct Bucket(Mutex<HashMap<(String, u64), Bytes>>);
+
+#[async_trait]
+impl Originals for Bucket {
+    async fn put(
+        &self, _: &OrgId, document: &DocumentId, generation: u64, bytes: Bytes,
+    ) -> Result<(), OriginalsError> {
+        let key = (document.as_str().to_owned(), generation);
+        self.0.lock().unwrap().insert(key, bytes);
+        Ok(())
+    }
+    async fn get(
+        &self, _: &OrgId, document: &DocumentId, generation: u64,
+    ) -> Result<Option<Bytes>, OriginalsError> {
+        let key = (document.as_str().to_owned(), generation);
+        Ok(self.0.lock().unwrap().get(&key).cloned())
+    }
+    async fn delete(&self, _: &OrgId, document: &DocumentId) -> Result<(), OriginalsError> {
+        self.0
+            .lock()
+            .unwrap()
+            .retain(|(d, _), _| d != document.as_str());
+        Ok(())
+    }
+    async fn delete_older(
+        &self, _: &OrgId, document: &DocumentId, generation: u64,
+    ) -> Result<(), OriginalsError> {
+        (self.0.lock().unwrap()).retain(|(d, g), _| d != document.as_str() || *g >= generation);
+        Ok(())
+    }
+}
+
+/// An index that counts what it was given, and fails while `failing` is set.
+#[derive(Default)]
+struct Index {
+    replaced: Mutex<Vec<(DocumentId, u64, usize)>>,
+    failing: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait]
+impl PassageIndex for Index {
+    async fn replace(
+        &self, _: &OrgId, _: &CollectionId, document: &DocumentId, generation: u64,
+        passages: Vec<Passage>,
+    ) -> Result<(), IndexError> {
+        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(IndexError(BackendError::from("the index is down")));
+        }
+        let entry = (document.clone(), generation, passages.len());
+        self.replaced.lock().unwrap().push(entry);
+        Ok(())
+    }
+    async fn remove(&self, _: &OrgId, _: &DocumentId) -> Result<(), IndexError> {
+        Ok(())
+    }
+    async fn remove_collection(&self, _: &OrgId, _: &CollectionId) -> Result<(), IndexError> {
+        Ok(())
+    }
+    async fn search(
+        &self, _: &OrgId, _: &str, _: &[CollectionId], _: usize,
+    ) -> Result<Vec<FoundPassage>, IndexError> {
+        Ok(Vec::new())
+    }
+    async fn passages(
+        &self, _: &OrgId, _: &DocumentId, _: u64, _: u32, _: usize,
+    ) -> Result<Vec<FoundPassage>, IndexError> {
+        Ok(Vec::new())
+    }
+}
+
+/// A passage per line.
+struct Lines;
+
+#[async_trait]
+impl Parser for Lines {
+    async fn parse(&self, _: Format, bytes: Bytes) -> Result<Vec<Passage>, String> {
+        let text = String::from_utf8(bytes.to_vec()).map_err(|e| e.to_string())?;
+        Ok(text
+            .lines()
+            .map(|line| Passage {
+                headings: Vec::new(),
+                page: None,
+                text: line.to_owned(),
+            })
+            .collect())
+    }
+}
+
+struct Rig {
+    store: Arc<dyn Store>,
+    bucket: Arc<Bucket>,
+    index: Arc<Index>,
+    documents: Documents,
+    admin: Admin,
+    collection: CollectionId,
+}
+
+impl Rig {
+    async fn new() -> Self {
+        let store: Arc<dyn Store> = Arc::new(TransientStore::default());
+        let org = OrgId::parse(ORG).unwrap();
+        let now = SystemClock.now();
+        store
+            .put_org(&Org::new(org.clone(), "Acme", Plan::Business, now))
+            .await
+            .unwrap();
+        let bucket = Arc::new(Bucket::default());
+        let index = Arc::new(Index::default());
+        let stores = DocumentStores {
+            documents: store.clone(),
+            groups: store.clone(),
+            orgs: store.clone(),
+        };
+        let documents = Documents::new(
+            stores,
+            bucket.clone(),
+            index.clone(),
+            Arc::new(SystemClock),
+            DocumentLimits::DEFAULT,
+        );
+        let admin = Admin::operator(org);
+        let new = NewCollection {
+            name: "Handbook".into(),
+            description: String::new(),
+            access: Access::Everyone,
+        };
+        let collection = documents.create_collection(&admin, new).await.unwrap().id;
+        Self {
+            store,
+            bucket,
+            index,
+            documents,
+            admin,
+            collection,
+        }
+    }
+
+    /// A document announced as `name` of `bytes` bytes.
+    async fn announced(&self, name: &str, bytes: u64) -> Document {
+        let intent = UploadIntent {
+            name: name.into(),
+            bytes,
+        };
+        (self.documents)
+            .begin_upload(&self.admin, &self.collection, &intent)
+            .await
+            .unwrap()
+    }
+
+    /// The browser's upload, straight to the bucket.
+    async fn sent(&self, document: &Document, bytes: &'static [u8]) {
+        (self.bucket)
+            .put(
+                &document.org,
+                &document.id,
+                document.generation,
+                Bytes::from_static(bytes),
+            )
+            .await
+            .unwrap();
+    }
+
+    async fn arrived(&self, document: &Document) -> Arrival {
+        (self.documents)
+            .arrived(
+                &document.org,
+                &self.collection,
+                &document.id,
+                document.generation,
+            )
+            .await
+            .unwrap()
+    }
+
+    async fn index(&self, document: &Document) -> IndexAttempt {
+        (self.documents.workers(Arc::new(Lines)))
+            .index_document(&document.org, &self.collection, &document.id)
+            .await
+            .unwrap()
+    }
+
+    async fn stored(&self, document: &Document) -> Option<Document> {
+        (self.store)
+            .get_document(&document.org, &self.collection, &document.id)
+            .await
+            .unwrap()
+    }
+}
+
+const TEXT: &[u8] = b"first line\nsecond line\n";
+
+#[tokio::test]
+async fn an_arrived_original_is_queued_with_its_digest_then_indexed_once() {
+    let r = Rig::new().await;
+    let document = r.announced("notes.txt", TEXT.len() as u64).await;
+    // The service stores nothing itself here: the bucket takes the upload.
+    assert_eq!(r.documents.upload_target(&document).await.unwrap(), None);
+    assert_eq!(
+        r.index(&document).await,
+        IndexAttempt::Idle,
+        "not queued yet"
+    );
+    r.sent(&document, TEXT).await;
+    let Arrival::Queued(queued) = r.arrived(&document).await else {
+        panic!("queued");
+    };
+    assert_eq!(queued.status, DocumentStatus::Queued);
+    assert_eq!(queued.sha256, hex::encode(Sha256::digest(TEXT)));
+    // The event delivered again finds it queued: still to index, never queued twice.
+    assert_eq!(r.arrived(&document).await, Arrival::Queued(queued.clone()));
+    let IndexAttempt::Done(done) = r.index(&document).await else {
+        panic!("indexed");
+    };
+    let IndexOutcome::Indexed(indexed) = *done else {
+        panic!("indexed");
+    };
+    assert_eq!((indexed.passages, indexed.attempts), (2, 1));
+    assert_eq!(r.index.replaced.lock().unwrap().len(), 1);
+    // Delivered once more: nothing left to do, nothing indexed again.
+    assert_eq!(r.arrived(&document).await, Arrival::Stale);
+    assert_eq!(r.index(&document).await, IndexAttempt::Idle);
+    assert_eq!(r.index.replaced.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn an_original_not_the_size_announced_or_not_what_its_name_says_ends_failed() {
+    let r = Rig::new().await;
+    let short = r.announced("notes.txt", 100).await;
+    r.sent(&short, TEXT).await;
+    let Arrival::Refused(failed) = r.arrived(&short).await else {
+        panic!("refused");
+    };
+    assert_eq!(failed.status, DocumentStatus::Failed);
+    assert!(failed.reason.unwrap().contains("not the 100 announced"));
+    let pdf = r.announced("report.pdf", TEXT.len() as u64).await;
+    r.sent(&pdf, TEXT).await;
+    let Arrival::Refused(failed) = r.arrived(&pdf).await else {
+        panic!("refused");
+    };
+    assert!(failed.reason.unwrap().contains("application/pdf"));
+    assert_eq!(r.index(&pdf).await, IndexAttempt::Idle);
+}
+
+#[tokio::test]
+async fn an_event_for_a_gone_or_replaced_document_changes_nothing_but_stray_originals() {
+    let r = Rig::new().await;
+    let document = r.announced("notes.txt", TEXT.len() as u64).await;
+    r.sent(&document, TEXT).await;
+    (r.documents)
+        .delete_document(&r.admin, &r.collection, &document.id)
+        .await
+        .unwrap();
+    // The upload landed after the deletion removed the originals: the event removes it.
+    r.sent(&document, TEXT).await;
+    assert_eq!(r.arrived(&document).await, Arrival::Stale);
+    assert!(r.bucket.0.lock().unwrap().is_empty());
+    // An older generation's event, late, leaves the newer announcement alone.
+    let first = r.announced("notes.txt", TEXT.len() as u64).await;
+    let intent = UploadIntent {
+        name: "notes.txt".into(),
+        bytes: 5,
+    };
+    let second = (r.documents)
+        .begin_replace(&r.admin, &r.collection, &first.id, &intent)
+        .await
+        .unwrap();
+    r.sent(&first, TEXT).await;
+    assert_eq!(r.arrived(&first).await, Arrival::Stale);
+    assert_eq!(
+        r.stored(&second).await.unwrap().status,
+        DocumentStatus::Uploading
+    );
+}
+
+#[tokio::test]
+async fn a_held_document_is_left_to_its_holder_and_a_failed_last_attempt_ends_it_failed() {
+    let r = Rig::new().await;
+    let document = r.announced("notes.txt", TEXT.len() as u64).await;
+    r.sent(&document, TEXT).await;
+    r.arrived(&document).await;
+    r.index
+        .failing
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let workers = r.documents.workers(Arc::new(Lines));
+    let (org, id) = (&document.org, &document.id);
+    assert!(
+        workers
+            .index_document(org, &r.collection, id)
+            .await
+            .is_err()
+    );
+    // The failed attempt keeps its lease: a second delivery meanwhile is told to come back.
+    let IndexAttempt::Held(until) = r.index(&document).await else {
+        panic!("held");
+    };
+    assert!(until > SystemClock.now());
+    for attempt in 2..=INDEX_ATTEMPTS {
+        // The lease ran out (a worker that died), as the queue's next delivery finds it.
+        let held = r.stored(&document).await.unwrap();
+        let expired = Document {
+            lease_until: Some(SystemClock.now().plus_millis(-1)),
+            ..held.next(SystemClock.now())
+        };
+        r.store
+            .update_document(&held, &expired, u64::MAX, None)
+            .await
+            .unwrap();
+        let done = workers.index_document(org, &r.collection, id).await;
+        if attempt < INDEX_ATTEMPTS {
+            assert!(done.is_err(), "attempt {attempt}");
+            continue;
+        }
+        let Ok(IndexAttempt::Done(done)) = done else {
+            panic!("the last attempt ends it failed: {done:?}");
+        };
+        let IndexOutcome::Failed(failed) = *done else {
+            panic!("failed: {done:?}");
+        };
+        assert_eq!(failed.attempts, INDEX_ATTEMPTS);
+        assert!(failed.reason.unwrap().contains("failed 3 times"));
+    }
+    assert_eq!(
+        r.stored(&document).await.unwrap().status,
+        DocumentStatus::Failed
+    );
+}
