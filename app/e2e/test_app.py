@@ -40,7 +40,7 @@ def test_the_one_time_link_signs_in_and_an_answer_shows_its_tool_call_and_source
     wait_answered(page)
     expect(page.locator("article.user").first).to_have_text("How do I cancel a running answer?")
     tool = page.locator("details.tool")
-    expect(tool.locator("summary")).to_have_text("Used search_docs")
+    expect(tool.locator("summary")).to_have_text("Used search_documents")
     tool.locator("summary").click()
     expect(tool.locator("pre").first).to_contain_text('"query": "How do I cancel a running answer?"')
     expect(page.locator(".sources li").first).to_contain_text("cancelling.md")

@@ -167,8 +167,10 @@ pub(crate) enum Command {
         /// The application's origin that POST and DELETE must carry; default `http://<addr>`.
         #[arg(long, env = "KNOWLEDGE_APP_ORIGIN")]
         origin: Option<String>,
-        /// A folder of Markdown and text files to connect to the default organisation as its
-        /// `docs` search integration; default `docs/guide` when that folder exists.
+        /// A folder of documents (Markdown, text, HTML, PDF, DOCX) kept in step with a
+        /// collection of the default organisation, named after the folder, open to every
+        /// member: read at start and every minute; default `docs/guide` when that folder
+        /// exists.
         #[arg(long, env = "KNOWLEDGE_DOCS")]
         docs: Option<PathBuf>,
         /// Serve the browser app from this folder (laid out as app/dist) instead of the copy

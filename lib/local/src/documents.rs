@@ -1,16 +1,21 @@
 //! The organisation's documents in the local service: originals under the data directory
-//! (`documents/`), the passages' index on disk beside them (`index/`), and the workers that
-//! index queued documents in the process.
+//! (`documents/`), the passages' index on disk beside them (`index/`), the workers that
+//! index queued documents in the process, and a folder kept in step with a collection.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
+use bytes::Bytes;
 use knowledge_assembly::DocumentParts;
-use knowledge_core::documents::{DocumentLimits, Workers};
+use knowledge_core::documents::{DocumentLimits, Documents, FolderFile, Synced, Workers};
+use knowledge_core::domain::Format;
+use knowledge_core::error::Chain;
+use knowledge_core::ids::OrgId;
 use knowledge_ingest::Ingest;
 use knowledge_search::{PassageIndex, TantivyIndex};
 
-use crate::FolderOriginals;
+use crate::{FolderOriginals, LocalError};
 
 /// Workers indexing documents at once, by default: parsing is CPU-bound, and the machine the
 /// local service runs on also answers its requests.
@@ -37,4 +42,114 @@ pub fn spawn(workers: &Workers, count: usize) -> Vec<tokio::task::JoinHandle<()>
     (0..count)
         .map(|_| tokio::spawn(workers.clone().run()))
         .collect()
+}
+
+/// Files of a folder read at most: a folder of more is a mistake (a home directory, say).
+pub const FOLDER_FILES_MAX: usize = 10_000;
+
+/// A folder the local service keeps a collection of the organisation `org` in step with
+/// (`serve --docs DIR`): at start, and again every [`RESCAN_EVERY`] while it serves.
+#[derive(Clone, Debug)]
+pub struct Folder {
+    pub dir: PathBuf,
+    pub org: OrgId,
+}
+
+/// How often a synced folder is read again.
+pub const RESCAN_EVERY: Duration = Duration::from_secs(60);
+
+impl Folder {
+    /// The collection's name: the folder's own.
+    pub fn name(&self) -> String {
+        let name = self
+            .dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        name.filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "docs".to_owned())
+    }
+
+    /// Brings the folder's collection in step with the files now in it.
+    ///
+    /// # Errors
+    /// The folder cannot be read, or the store or the originals failed.
+    pub async fn sync(&self, documents: &Documents) -> Result<Synced, LocalError> {
+        let collection = documents.folder_collection(&self.org, &self.name()).await?;
+        let (dir, max) = (self.dir.clone(), documents.limits().max_file_bytes);
+        let (files, too_large) = tokio::task::spawn_blocking(move || read_files(&dir, max))
+            .await
+            .map_err(std::io::Error::other)??;
+        let mut synced = documents.sync_folder(&collection, files).await?;
+        let reason = format!("the file is larger than {max} bytes");
+        (synced.refused).extend(too_large.into_iter().map(|path| (path, reason.clone())));
+        Ok(synced)
+    }
+
+    /// Syncs every [`RESCAN_EVERY`] until aborted; a failed sync is logged and the next tries
+    /// again.
+    pub async fn rescan(self, documents: Documents) {
+        let mut ticks = tokio::time::interval(RESCAN_EVERY);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticks.tick().await;
+        loop {
+            ticks.tick().await;
+            match self.sync(&documents).await {
+                Ok(synced)
+                    if synced
+                        != Synced {
+                            unchanged: synced.unchanged,
+                            ..Synced::default()
+                        } =>
+                {
+                    tracing::info!(?synced, dir = %self.dir.display(), "the docs folder changed");
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::error!(error = %Chain(&e), dir = %self.dir.display(), "could not sync the docs folder")
+                }
+            }
+        }
+    }
+}
+
+/// The files under `dir` in a format the service reads, by path, and the paths of those
+/// larger than `max_bytes` (not read): hidden entries and links are skipped, and at most
+/// [`FOLDER_FILES_MAX`] files are read.
+fn read_files(dir: &Path, max_bytes: u64) -> std::io::Result<(Vec<FolderFile>, Vec<String>)> {
+    let (mut files, mut too_large) = (Vec::new(), Vec::new());
+    let mut pending = vec![dir.to_owned()];
+    while let Some(at) = pending.pop() {
+        let mut entries: Vec<_> = std::fs::read_dir(&at)?.collect::<Result<_, _>>()?;
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let kind = entry.file_type()?;
+            if name.starts_with('.') || kind.is_symlink() {
+                continue;
+            }
+            if kind.is_dir() {
+                pending.push(entry.path());
+                continue;
+            }
+            if !kind.is_file() || Format::of_name(&name).is_err() {
+                continue;
+            }
+            let relative = entry.path();
+            let relative = relative.strip_prefix(dir).unwrap_or(&relative);
+            let path = (relative.components())
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/");
+            if entry.metadata()?.len() > max_bytes {
+                too_large.push(path);
+                continue;
+            }
+            let bytes = Bytes::from(std::fs::read(entry.path())?);
+            files.push(FolderFile { path, bytes });
+            if files.len() == FOLDER_FILES_MAX {
+                return Ok((files, too_large));
+            }
+        }
+    }
+    Ok((files, too_large))
 }

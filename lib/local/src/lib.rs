@@ -192,6 +192,8 @@ pub struct LocalService {
     router: Router,
     /// How often [`LocalService::serve`] sweeps for dead runs.
     sweep_every: Duration,
+    /// The documents' use cases, where it keeps documents.
+    pub documents: Option<knowledge_core::documents::Documents>,
     /// The workers that index queued documents while it serves, where it keeps documents.
     pub workers: Option<knowledge_core::documents::Workers>,
 }
@@ -232,6 +234,7 @@ impl LocalService {
             store,
             service: app.service(engine.clone()),
             router: app.router(engine)?,
+            documents: app.documents().cloned(),
             workers: app.documents().map(|d| d.workers(documents::parser())),
             workflow,
             sweep_every: SWEEP_EVERY,

@@ -19,11 +19,11 @@ use knowledge_core::error::Chain;
 use knowledge_core::fault;
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::signin::{self, LINK_TTL_MS};
-use knowledge_docs::TantivyDocs;
 use knowledge_egress::Egress;
 use knowledge_http::HttpConfig;
 use knowledge_http::cookie::Lifetime;
 use knowledge_local::admin::{audit_json, integration_json, org_json};
+use knowledge_local::documents::Folder;
 use knowledge_local::{LocalService, LocalStore, ServerLimits, cookie_signer, sealer};
 use knowledge_oauth::{BoundedHttp, HttpAuthorizationServers};
 use knowledge_oidc::OpenIdConnect;
@@ -255,24 +255,19 @@ async fn serve(
         Some(dir) => Some(dir),
         None => Some(PathBuf::from(SAMPLE_DOCS)).filter(|d| d.is_dir()),
     };
-    let mut integrations = FixedIntegrations::new();
-    let mut connected = None;
-    if let Some(dir) = &docs {
-        let index = TantivyDocs::open(dir)?;
-        connected = Some(format!(
-            "docs: {} passages from {} files in {} (organisation {DEFAULT_ORG})",
-            index.passages(),
-            index.files(),
-            dir.display()
-        ));
-        integrations = integrations.connect(OrgId::parse(DEFAULT_ORG)?, Arc::new(index));
-    }
+    let folder = match docs {
+        Some(dir) => Some(Folder {
+            dir,
+            org: OrgId::parse(DEFAULT_ORG)?,
+        }),
+        None => None,
+    };
     let agent = agent_from_env(|name| std::env::var(name).ok())?;
     let settings = Settings {
         cookie_signer: Some(Arc::new(cookie_signer(data_dir)?)),
         sealer: Some(Arc::new(sealer(data_dir)?)),
         agent: Some(agent.agent),
-        fixed_integrations: Arc::new(integrations),
+        fixed_integrations: Arc::new(FixedIntegrations::new()),
         identity_provider: Some(Arc::new(OpenIdConnect::new(egress)?)),
         authorization_servers: Some(Arc::new(HttpAuthorizationServers::new(BoundedHttp::new(
             egress,
@@ -296,6 +291,10 @@ async fn serve(
         0
     });
     let resumed = service.resume_runs().await?;
+    let connected = match (&folder, &service.documents) {
+        (Some(folder), Some(documents)) => Some(sync_folder(folder, documents, &service).await?),
+        _ => None,
+    };
     // The listening line comes last: scripts may read up to it and know the rest is printed.
     if finished > 0 {
         println!("finished {finished} delete(s) cut short by the previous process");
@@ -306,7 +305,7 @@ async fn serve(
     println!("agent: {}", agent.description);
     match connected {
         Some(line) => println!("{line}"),
-        None => println!("no docs folder connected; serve --docs DIR connects one"),
+        None => println!("no docs folder synced; serve --docs DIR syncs one into a collection"),
     }
     if let Some((org, user)) = created {
         println!(
@@ -331,7 +330,14 @@ async fn serve(
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
+    let rescans = match (folder, &service.documents) {
+        (Some(folder), Some(documents)) => Some(tokio::spawn(folder.rescan(documents.clone()))),
+        _ => None,
+    };
     service.serve(listener, limits, shutdown).await;
+    if let Some(rescans) = rescans {
+        rescans.abort();
+    }
     // Give turns in flight a moment to finish; any still running are resumed at the next start.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(3), service.workflow.idle()).await;
     Ok(())
@@ -345,5 +351,28 @@ async fn sign_in_link(
     Ok(format!(
         "{}/api/auth/link?token={secret}",
         origin.trim_end_matches('/')
+    ))
+}
+
+/// Syncs `folder` into its collection and indexes what changed before the service listens, so
+/// that the first question finds it; the line `serve` prints about it.
+async fn sync_folder(
+    folder: &Folder, documents: &knowledge_core::documents::Documents, service: &LocalService,
+) -> Result<String, Box<dyn std::error::Error>> {
+    let synced = folder.sync(documents).await?;
+    if let Some(workers) = &service.workers {
+        while workers.index_next().await?.is_some() {}
+    }
+    for (path, reason) in &synced.refused {
+        println!("docs: left out {path}: {reason}");
+    }
+    Ok(format!(
+        "docs: collection {:?} of organisation {DEFAULT_ORG} synced from {} ({} new, {} changed, {} removed, {} unchanged)",
+        folder.name(),
+        folder.dir.display(),
+        synced.added,
+        synced.replaced,
+        synced.removed,
+        synced.unchanged
     ))
 }

@@ -14,6 +14,7 @@ mod caps;
 mod cookies;
 mod documents;
 mod documents_agent;
+mod documents_folder;
 mod egress;
 mod lifecycle;
 mod limits;

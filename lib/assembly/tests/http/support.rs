@@ -12,7 +12,7 @@ use knowledge_assembly::workflow::{LocalWorkflow, StepTasks};
 use knowledge_assembly::{App, DocumentParts};
 use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::adapters::integrations::FixedIntegrations;
-use knowledge_core::documents::{DocumentLimits, Workers};
+use knowledge_core::documents::{DocumentLimits, Documents, Workers};
 use knowledge_core::ports::{Agent, Integrations, Store, StoredRows, Workflow};
 use knowledge_core::seal::Sealer;
 use knowledge_egress::Egress;
@@ -153,6 +153,8 @@ pub struct Svc {
     pub workflow: LocalWorkflow,
     /// The documents' workers, which the tests drive ([`Svc::index_all`]) instead of running.
     pub workers: Workers,
+    /// The documents' use cases, for what no route does (a folder's sync).
+    pub documents: Documents,
 }
 
 impl Svc {
@@ -212,8 +214,8 @@ impl Api {
             ..basis.settings(&origin, setup.agent, setup.integrations, setup.egress)
         };
         let app = App::new(settings, store.clone()).with_stored_integrations();
-        let workers = (app.documents().expect("the documents' parts are given"))
-            .workers(Arc::new(Ingest::default()));
+        let documents = (app.documents().cloned()).expect("the documents' parts are given");
+        let workers = documents.workers(Arc::new(Ingest::default()));
         let steps = app.steps();
         let workflow = LocalWorkflow::new(
             Arc::new(StepTasks(steps.clone())),
@@ -233,6 +235,7 @@ impl Api {
                 store,
                 workflow,
                 workers,
+                documents,
             },
         }
     }

@@ -5,6 +5,7 @@
 //! `docs/design/documents.md`.
 
 mod collections;
+mod folder;
 mod indexing;
 mod search;
 mod tool;
@@ -20,6 +21,7 @@ use crate::ports::{DocumentStore, GroupStore, OrgStore, Originals, Parser, Passa
 use crate::service::Principal;
 
 pub use collections::{CollectionChange, NewCollection};
+pub use folder::{FolderFile, Synced};
 pub use indexing::{IndexAttempt, IndexOutcome, Workers};
 pub use search::{SearchHit, SearchRequest};
 pub use tool::{TOOL as SEARCH_TOOL, WithDocuments, citation};
