@@ -192,12 +192,7 @@ impl Rig {
 
     async fn arrived(&self, document: &Document) -> Arrival {
         (self.documents)
-            .arrived(
-                &document.org,
-                &self.collection,
-                &document.id,
-                document.generation,
-            )
+            .arrived(&document.org, &document.id, document.generation)
             .await
             .unwrap()
     }

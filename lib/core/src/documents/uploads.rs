@@ -258,19 +258,21 @@ impl Documents {
     }
 
     /// The original of `id`'s `generation` arrived in the originals' store by itself (on AWS
-    /// the browser's pre-signed PUT, told by the object's event), at least once and perhaps
-    /// late. When the document is `uploading` at that generation, the original is read and
-    /// must be the size announced and what its name says, else the document ends `failed`
-    /// with why; its SHA-256 is recorded and it is queued ([`Arrival::Queued`]), to be indexed
-    /// next ([`super::Workers::index_document`]). A document already queued at that generation
-    /// (the event delivered again) is [`Arrival::Queued`] too. A document that is gone has its
-    /// originals removed; any other (replaced since, indexed, failed) is
-    /// [`Arrival::Stale`]. Errors: the store or the originals failed; calling again is safe.
+    /// the browser's pre-signed PUT, told by the object's event, which names the organisation,
+    /// the document and the generation), at least once and perhaps late. When the document is
+    /// `uploading` at that generation, the original is read and must be the size announced and
+    /// what its name says, else the document ends `failed` with why; its SHA-256 is recorded
+    /// and it is queued ([`Arrival::Queued`]), to be indexed next
+    /// ([`super::Workers::index_document`]). A document already queued at that generation (the
+    /// event delivered again) is [`Arrival::Queued`] too. A document that is gone has its
+    /// originals removed; any other (replaced since, indexed, failed) is [`Arrival::Stale`].
+    /// The document is found among the organisation's collections: one query of them and one
+    /// batched read of the document's key in each. Errors: the store or the originals failed;
+    /// calling again is safe.
     pub async fn arrived(
-        &self, org: &OrgId, collection: &CollectionId, id: &DocumentId, generation: u64,
+        &self, org: &OrgId, id: &DocumentId, generation: u64,
     ) -> Result<Arrival, CoreError> {
-        let store = &self.stores.documents;
-        let Some(current) = store.get_document(org, collection, id).await? else {
+        let Some(current) = self.find_document(org, id).await? else {
             if let Err(e) = self.originals.delete(org, id).await {
                 tracing::error!(error = ?e, document = %id, "an original no document names stays until the sweep");
             }
@@ -312,6 +314,23 @@ impl Documents {
             Err(CoreError::NotFound(_) | CoreError::Conflict { .. }) => Ok(Arrival::Stale),
             Err(e) => Err(e),
         }
+    }
+
+    /// The document `id` of the organisation, in whichever of its collections holds it.
+    async fn find_document(
+        &self, org: &OrgId, id: &DocumentId,
+    ) -> Result<Option<Document>, CoreError> {
+        let store = &self.stores.documents;
+        let keys: Vec<(CollectionId, DocumentId)> = (store.list_collections(org).await?)
+            .into_iter()
+            .map(|c| (c.id, id.clone()))
+            .collect();
+        for batch in keys.chunks(100) {
+            if let Some(found) = store.get_documents(org, batch).await?.into_iter().next() {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
     }
 
     /// Ends `uploading` failed with `reason`, unless it moved meanwhile.
