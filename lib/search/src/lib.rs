@@ -72,6 +72,16 @@ pub struct Hit {
     pub score: f32,
 }
 
+/// An organisation's index as committed on disk: what a copy elsewhere needs to open it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Committed {
+    /// The text of its `meta.json`, which names its segments.
+    pub meta: String,
+    /// The files of its segments, by name, in its folder: each written once and never changed
+    /// (a segment's deletions are a new file).
+    pub files: std::collections::BTreeSet<String>,
+}
+
 /// Every organisation's index.
 pub struct PassageIndex {
     /// Where each organisation's folder is; `None` keeps every index in memory.
@@ -94,6 +104,33 @@ impl PassageIndex {
             root: None,
             orgs: Mutex::default(),
         }
+    }
+
+    /// `org`'s folder, for an index on disk.
+    ///
+    /// # Errors
+    /// An organisation id that cannot name a folder.
+    pub fn folder(&self, org: &str) -> Result<Option<PathBuf>, SearchError> {
+        checked(org)?;
+        Ok(self.root.as_ref().map(|root| root.join(org)))
+    }
+
+    /// Drops `org`'s open index, its reader and any writer (whose uncommitted changes are
+    /// lost), so that the next call opens its folder again: for a copy whose folder is
+    /// brought up to date from elsewhere (`knowledge-s3`). Blocking: call it off the async
+    /// workers.
+    pub fn close(&self, org: &str) {
+        let closed = (self.orgs.lock().unwrap_or_else(|p| p.into_inner())).remove(org);
+        drop(closed);
+    }
+
+    /// Ends `org`'s writer once its merges are done and answers its index as committed on
+    /// disk, for a copy elsewhere. Blocking: call it off the async workers.
+    ///
+    /// # Errors
+    /// The index is in memory, or cannot be read.
+    pub fn settle(&self, org: &str) -> Result<Committed, SearchError> {
+        self.org(org)?.settle()
     }
 
     /// `org`'s index, opened (or created) once.

@@ -1,8 +1,9 @@
 //! One organisation's index: its schema, a document's passages replaced in one commit, and a
 //! search filtered to a set of collections.
 
+use std::collections::BTreeSet;
 use std::ops::Bound;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use tantivy::collector::{Count, TopDocs};
@@ -16,7 +17,7 @@ use tantivy::schema::{
 };
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 
-use crate::{ANALYZER, DocumentKey, Hit, NewPassage, SearchError, analyzer, words};
+use crate::{ANALYZER, Committed, DocumentKey, Hit, NewPassage, SearchError, analyzer, words};
 
 /// The memory a commit's writer may hold: tantivy's least.
 const WRITER_BYTES: usize = 15_000_000;
@@ -41,6 +42,8 @@ struct Change<'a> {
 }
 
 pub(crate) struct OrgIndex {
+    /// Where it lives; `None` in memory.
+    folder: Option<PathBuf>,
     index: Index,
     reader: IndexReader,
     fields: Fields,
@@ -87,11 +90,45 @@ impl OrgIndex {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
         Ok(Self {
+            folder: folder.map(Path::to_owned),
             index,
             reader,
             fields,
             writer: Mutex::new(None),
         })
+    }
+
+    /// Ends the writer once its merges are done, and answers the index as committed: its
+    /// `meta.json` and the files of its segments. In memory, an error.
+    pub(crate) fn settle(&self) -> Result<Committed, SearchError> {
+        let Some(folder) = &self.folder else {
+            return Err(SearchError::Io {
+                path: PathBuf::new(),
+                source: std::io::Error::other("an index in memory has no files"),
+            });
+        };
+        let mut held = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(writer) = held.take() {
+            writer.wait_merging_threads()?;
+        }
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| SearchError::Io { path, source }
+        };
+        let meta_path = folder.join("meta.json");
+        let meta = std::fs::read_to_string(&meta_path).map_err(io(&meta_path))?;
+        let mut files = BTreeSet::new();
+        for file in self.index.load_metas()?.list_segment_files() {
+            // Some components a segment may have are not written for every schema.
+            if folder.join(&file).exists()
+                && let Some(name) = file.to_str()
+            {
+                files.insert(name.to_owned());
+            }
+        }
+        drop(held);
+        self.reader.reload()?;
+        Ok(Committed { meta, files })
     }
 
     /// Deletes what each change's term names and adds its document's passages, all in one

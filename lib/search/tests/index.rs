@@ -221,3 +221,34 @@ fn a_document_the_index_holds_newer_is_left_out_of_a_batch_and_the_others_writte
             .unwrap()
     );
 }
+
+#[test]
+fn a_settled_index_is_its_meta_and_files_and_a_copy_of_them_opens_elsewhere() {
+    let (here, there) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let index = PassageIndex::on_disk(here.path());
+    for n in 0..3 {
+        let document = format!("doc_{n}");
+        let text = format!("Travel policy number {n}.");
+        (index.replace("org_a", key("col_1", &document, 1), &[passage(&text)])).unwrap();
+    }
+    index.remove("org_a", "doc_0").unwrap();
+    let committed = index.settle("org_a").unwrap();
+    assert!(committed.meta.contains("segments"));
+    assert!(!committed.files.is_empty());
+    let folder = index.folder("org_a").unwrap().unwrap();
+    let copy = there.path().join("org_a");
+    std::fs::create_dir_all(&copy).unwrap();
+    for file in &committed.files {
+        std::fs::copy(folder.join(file), copy.join(file)).unwrap();
+    }
+    std::fs::write(copy.join("meta.json"), &committed.meta).unwrap();
+    let elsewhere = PassageIndex::on_disk(there.path());
+    let mut found = documents(&elsewhere, "org_a", "travel", &["col_1"]);
+    found.sort();
+    assert_eq!(found, ["doc_1#0@1", "doc_2#0@1"]);
+    // Writing again after settling takes a new writer; closing forgets the open index.
+    (index.replace("org_a", key("col_1", "doc_3", 1), &[passage("Travel too.")])).unwrap();
+    index.close("org_a");
+    assert_eq!(documents(&index, "org_a", "travel", &["col_1"]).len(), 3);
+    assert!(PassageIndex::in_memory().settle("org_a").is_err());
+}
