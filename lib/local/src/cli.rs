@@ -208,6 +208,9 @@ pub(crate) enum Command {
     /// Single sign-on through an organisation's OpenID provider (Entra ID, Okta, ...).
     #[command(subcommand)]
     Sso(SsoCommand),
+    /// The organisations' documents.
+    #[command(subcommand)]
+    Documents(DocumentsCommand),
     /// Print an organisation's audit log, newest first, one JSON entry per line.
     Audit {
         #[arg(long)]
@@ -402,6 +405,17 @@ impl OriginFlag {
             .or_else(|| knowledge_local::served_origin(data_dir))
             .unwrap_or_else(|| "http://127.0.0.1:3000".into())
     }
+}
+
+#[derive(Subcommand)]
+pub(crate) enum DocumentsCommand {
+    /// Queue every indexed or failed document of the organisation again, so that the running
+    /// service (or the next `serve`) rebuilds its passages from the originals. To rebuild a
+    /// damaged index: stop the service, delete `<data-dir>/index`, run this, start it.
+    Reindex {
+        #[arg(long)]
+        org: OrgId,
+    },
 }
 
 #[derive(Subcommand)]

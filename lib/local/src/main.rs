@@ -3,7 +3,9 @@
 mod cli;
 mod sso_command;
 
-use crate::cli::{Cli, Command, IntegrationCommand, MemberCommand, OrgCommand, ScimCommand};
+use crate::cli::{
+    Cli, Command, DocumentsCommand, IntegrationCommand, MemberCommand, OrgCommand, ScimCommand,
+};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,7 +16,8 @@ use knowledge_assembly::Settings;
 use knowledge_assembly::operator::{DEFAULT_ORG, DEFAULT_USER, Operator, OrgChanges};
 use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::clock::{Clock, OffsetClock, SystemClock};
-use knowledge_core::documents::DocumentLimits;
+use knowledge_core::admin::Admin;
+use knowledge_core::documents::{DocumentLimits, DocumentStores, Documents};
 use knowledge_core::error::Chain;
 use knowledge_core::fault;
 use knowledge_core::ids::{OrgId, UserId};
@@ -195,6 +198,26 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             );
         }
         Command::Sso(command) => sso_command::run(&cli, &admin, command).await?,
+        Command::Documents(DocumentsCommand::Reindex { org }) => {
+            let parts = knowledge_local::documents::parts(&cli.data_dir, DocumentLimits::DEFAULT);
+            let stores = DocumentStores {
+                documents: store.shared(),
+                groups: store.shared(),
+                orgs: store.shared(),
+            };
+            let documents = Documents::new(
+                stores,
+                parts.originals,
+                parts.index,
+                Arc::new(SystemClock),
+                parts.limits,
+            );
+            let queued = documents.reindex(&Admin::operator(org)).await?;
+            print(
+                format!("{queued} document(s) queued to be indexed again"),
+                json!({ "queued": queued }),
+            );
+        }
         Command::Audit { org, limit } => {
             for entry in admin.audit_log(&org, limit).await? {
                 println!("{}", audit_json(&entry));

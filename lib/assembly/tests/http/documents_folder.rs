@@ -1,6 +1,7 @@
-//! A collection kept in step with a folder (`serve --docs DIR`): files added, changed and
-//! removed are reflected at the next sync, each found (or not) whole, and the collection is
-//! read-only in the admin API.
+//! What no route does: a collection kept in step with a folder (`serve --docs DIR`), whose
+//! files added, changed and removed are reflected at the next sync, each found (or not) whole,
+//! the collection read-only in the admin API; and the passages rebuilt from the originals
+//! (`knowledge documents reindex`).
 
 use reqwest::Method;
 use serde_json::json;
@@ -111,4 +112,31 @@ async fn a_folders_collection_is_read_only_in_the_admin_api() {
         (refused.status, refused.code()),
         (409, "collection_synced_from_folder")
     );
+}
+
+#[tokio::test]
+async fn a_reindex_rebuilds_every_documents_passages_from_its_original_once() {
+    let api = Api::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let folder = Folder {
+        dir: dir.path().join("guide"),
+        org: api.user.org.clone(),
+    };
+    std::fs::create_dir_all(&folder.dir).unwrap();
+    std::fs::write(folder.dir.join("a.md"), "# A\n\nalpha beta\n").unwrap();
+    std::fs::write(folder.dir.join("b.md"), "# B\n\nbeta gamma\n").unwrap();
+    folder.sync(&api.svc.documents).await.unwrap();
+    api.svc.index_all().await;
+    let operator = knowledge_core::admin::Admin::operator(api.user.org.clone());
+    assert_eq!(api.svc.documents.reindex(&operator).await.unwrap(), 2);
+    assert!(found(&api, "beta").await.is_empty(), "found while queued again");
+    assert_eq!(api.svc.documents.reindex(&operator).await.unwrap(), 0);
+    api.svc.index_all().await;
+    let reply = api.get("/api/search?q=beta").await;
+    let results = reply.body["results"].as_array().unwrap();
+    let mut names: Vec<&str> = (results.iter())
+        .map(|r| r["documentName"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a.md", "b.md"], "each passage once");
 }

@@ -7,6 +7,7 @@
 mod collections;
 mod folder;
 mod indexing;
+mod rebuild;
 mod search;
 mod tool;
 mod uploads;
