@@ -14,6 +14,8 @@ mod markdown;
 mod passages;
 mod pdf;
 mod port;
+#[cfg(feature = "samples")]
+pub mod samples;
 
 use std::time::{Duration, Instant};
 

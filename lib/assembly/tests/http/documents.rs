@@ -331,6 +331,24 @@ async fn a_replaced_document_swaps_its_passages_whole() {
 }
 
 #[tokio::test]
+async fn a_pdfs_passages_are_found_with_their_pages() {
+    let api = Api::start().await;
+    let c = collection(&api, "Manuals", json!({ "kind": "everyone" })).await;
+    let pdf = knowledge_ingest::samples::pdf_file(&[
+        "Installation needs a torque wrench.",
+        "Calibration happens every spring in Lisbon.",
+    ]);
+    let d = upload(&api, &c, "manual.pdf", &pdf).await;
+    api.svc.index_all().await;
+    assert_eq!(listed(&api, &c, &d).await["status"], "indexed");
+    let reply = api.get("/api/search?q=calibration").await;
+    let first = &reply.body["results"][0];
+    assert_eq!(first["documentId"], d.as_str(), "{:?}", reply.body);
+    assert_eq!(first["page"], 2, "{first}");
+    assert!(first["text"].as_str().unwrap().contains("every spring"), "{first}");
+}
+
+#[tokio::test]
 async fn a_file_that_cannot_be_read_ends_failed_with_a_reason_and_is_never_found() {
     let api = Api::start().await;
     let c = collection(&api, "Scans", json!({ "kind": "everyone" })).await;
