@@ -1,6 +1,7 @@
 //! [`DocumentStore`] on DynamoDB: an organisation's collections in one partition, each
 //! collection's documents in one of their own, the organisation's storage a counter moved in
-//! each document's transaction, and the queued documents of every organisation in GSI2.
+//! each document's transaction, and the queued and uploading documents of every organisation in
+//! GSI2.
 
 mod items;
 
@@ -13,7 +14,7 @@ use aws_sdk_dynamodb::types::{
     TransactWriteItem, Update,
 };
 use knowledge_core::clock::Timestamp;
-use knowledge_core::domain::{AuditEntry, Collection, Document};
+use knowledge_core::domain::{AuditEntry, Collection, Document, DocumentStatus};
 use knowledge_core::ids::{CollectionId, DocumentId, OrgId};
 use knowledge_core::ports::{DocumentStore, StoreError, StoreResult};
 
@@ -370,22 +371,49 @@ impl DocumentStore for DynamoStore {
     async fn claimable_documents(
         &self, now: Timestamp, limit: usize,
     ) -> StoreResult<Vec<Document>> {
+        self.listed_documents(keys::QUEUED, None, limit, |d| d.claimable(now))
+            .await
+    }
+
+    /// GSI2's `UPLOADING` partition below `before`, the oldest first, then those documents in
+    /// one `BatchGetItem`, kept when still `uploading` from before `before` (the index lags).
+    async fn stale_uploads(&self, before: Timestamp, limit: usize) -> StoreResult<Vec<Document>> {
+        let stale = |d: &Document| d.status == DocumentStatus::Uploading && d.updated_at < before;
+        let below = keys::stale_before(before);
+        self.listed_documents(keys::UPLOADING, Some(below), limit, stale)
+            .await
+    }
+}
+
+impl DynamoStore {
+    /// At most `limit` documents listed in GSI2's partition `partition` (below the sort key
+    /// `below`, when given), in the index's order, that `keep` keeps: a page of the index at a
+    /// time, each page's documents read in one `BatchGetItem`; another page only when `keep`
+    /// left the first short.
+    async fn listed_documents(
+        &self, partition: &str, below: Option<String>, limit: usize,
+        keep: impl Fn(&Document) -> bool,
+    ) -> StoreResult<Vec<Document>> {
         let mut found = Vec::new();
         let mut start = None;
         while found.len() < limit {
-            let out = self
+            let mut query = self
                 .client
                 .query()
                 .table_name(&self.table)
                 .index_name(keys::GSI2)
-                .key_condition_expression("#pk = :pk")
                 .expression_attribute_names("#pk", keys::GSI2PK)
-                .expression_attribute_values(":pk", s(keys::QUEUED))
+                .expression_attribute_values(":pk", s(partition))
                 .limit(i32::try_from((limit - found.len()).min(BATCH_GET)).unwrap_or(100))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(backend)?;
+                .set_exclusive_start_key(start);
+            query = match &below {
+                None => query.key_condition_expression("#pk = :pk"),
+                Some(below) => query
+                    .key_condition_expression("#pk = :pk AND #sk < :below")
+                    .expression_attribute_names("#sk", keys::GSI2SK)
+                    .expression_attribute_values(":below", s(below)),
+            };
+            let out = query.send().await.map_err(backend)?;
             let entries = (out.items())
                 .iter()
                 .map(|i| {
@@ -397,7 +425,7 @@ impl DocumentStore for DynamoStore {
                 .collect::<StoreResult<Vec<_>>>()?;
             for item in self.documents_of(entries).await? {
                 let d = document_from(&item)?;
-                if d.claimable(now) && found.len() < limit {
+                if keep(&d) && found.len() < limit {
                     found.push(d);
                 }
             }

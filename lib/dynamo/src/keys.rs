@@ -19,6 +19,7 @@
 //! | collection (being deleted: the attribute `deleting`) | `ORG#<org>#COLLECTION` | `COLLECTION#<collection>` | |
 //! | document | `ORG#<org>#COLLECTION#<collection>` | `DOCUMENT#<document>` | |
 //! | document while `queued` (also in GSI2) | same | same | `GSI2PK` `QUEUED` / `GSI2SK` `<updatedAt, 20 digits>#<document>` |
+//! | document while `uploading` (also in GSI2) | same | same | `GSI2PK` `UPLOADING` / `GSI2SK` `<updatedAt, 20 digits>#<document>` |
 //! | the organisation's storage of originals (bytes, the attribute `used`) | `ORG#<org>` | `STORAGE` | |
 //! | monthly usage | `ORG#<org>` | `USAGE#<YYYY-MM>` | |
 //! | a member's monthly usage | `ORG#<org>` | `USAGE#<YYYY-MM>#MEMBER#<user>` | |
@@ -46,8 +47,9 @@ pub const GSI1: &str = "GSI1";
 pub const GSI1PK: &str = "GSI1PK";
 pub const GSI1SK: &str = "GSI1SK";
 /// The index of work waiting to be taken, sparse and keys only: sessions with a run by when
-/// their claim goes stale, for the sweeper (its partition sharded), and queued documents by
-/// when they were last written, for the indexing workers (the partition [`QUEUED`]).
+/// their claim goes stale, for the sweeper (its partition sharded), queued documents by when
+/// they were last written, for the indexing workers (the partition [`QUEUED`]), and documents
+/// uploading by when they were announced, for the sweep (the partition [`UPLOADING`]).
 pub const GSI2: &str = "GSI2";
 pub const GSI2PK: &str = "GSI2PK";
 pub const GSI2SK: &str = "GSI2SK";
@@ -340,6 +342,18 @@ pub fn queued_listing(id: &DocumentId, updated_at: Timestamp) -> (String, String
     )
 }
 
+/// The GSI2 partition of every organisation's documents `uploading`: the sweep's.
+pub const UPLOADING: &str = "UPLOADING";
+
+/// The GSI2 keys of a document `uploading` since `updated_at`: the oldest sort first, ties by
+/// id; those announced before `at` sort below [`stale_before`]`(at)`.
+pub fn uploading_listing(id: &DocumentId, updated_at: Timestamp) -> (String, String) {
+    (
+        UPLOADING.to_owned(),
+        format!("{:020}#{id}", updated_at.millis().max(0)),
+    )
+}
+
 /// A sign-in ticket, under the hash of its secret.
 pub fn ticket(hash: &str) -> (String, String) {
     (format!("TICKET#{hash}"), "TICKET".to_owned())
@@ -453,6 +467,10 @@ mod tests {
         );
         assert!(early < late);
         assert!(!QUEUED.starts_with("STALE#") && QUEUED != DELETING);
+        assert!(!UPLOADING.starts_with("STALE#") && UPLOADING != QUEUED);
+        let (_, announced) = uploading_listing(&d, Timestamp(9_000));
+        assert!(announced < stale_before(Timestamp(9_001)));
+        assert!(announced > stale_before(Timestamp(9_000)));
     }
 
     #[test]

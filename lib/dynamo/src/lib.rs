@@ -3,10 +3,10 @@
 //! Every port method is one request, except `delete_session`, `delete_group` and
 //! `delete_collection`, which page through the events, the memberships or the documents, those
 //! that read a record before their transaction (a member's removal, an addition to a group),
-//! and `claimable_documents` (a page of the queue's index, then its documents in one batch).
-//! Reads that decide a write are strongly consistent; only the session list (GSI1) and the
-//! documents' queue (GSI2) read an index, which is eventually consistent, so a session or a
-//! queued document can take a moment to appear there.
+//! and `claimable_documents` and `stale_uploads` (a page of GSI2, then its documents in one
+//! batch). Reads that decide a write are strongly consistent; only the session list (GSI1) and
+//! the documents' queue and uploads (GSI2) read an index, which is eventually consistent, so a
+//! session or a document can take a moment to appear there.
 //!
 //! One module per storage role implements its port; `codec` turns records into items and
 //! back, `transact` builds and classifies transactions, `read` holds the query helpers.

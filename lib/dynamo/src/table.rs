@@ -78,7 +78,8 @@ fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement, TableError> {
         .map_err(table_error)
 }
 
-/// GSI2, the index of work waiting: runs by when they go stale, queued documents: keys only.
+/// GSI2, the index of work waiting: runs by when they go stale, queued and uploading
+/// documents: keys only.
 fn stale_index() -> Result<GlobalSecondaryIndex, TableError> {
     GlobalSecondaryIndex::builder()
         .index_name(keys::GSI2)

@@ -98,6 +98,8 @@ CREATE TABLE IF NOT EXISTS documents (
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS documents_queued ON documents (updated_at, lease_until)
     WHERE status = 'queued';
+CREATE INDEX IF NOT EXISTS documents_uploading ON documents (updated_at)
+    WHERE status = 'uploading';
 CREATE TABLE IF NOT EXISTS org_storage (
     org_id TEXT PRIMARY KEY,
     used_bytes INTEGER NOT NULL

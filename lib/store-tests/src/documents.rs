@@ -1,7 +1,7 @@
 //! Cases of [`DocumentStore`]: collections written at their version, documents read alone, in
 //! a batch and by collection, the organisation's storage never passing its allowance (also
-//! under concurrent uploads), a collection's deletion taking its documents, and the queue of
-//! documents a worker may take.
+//! under concurrent uploads), a collection's deletion taking its documents, the queue of
+//! documents a worker may take, and the uploads the sweep finds.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -417,5 +417,72 @@ pub async fn a_worker_finds_queued_documents_without_a_live_lease_the_longest_wa
             .unwrap()
             .len(),
         1
+    );
+}
+
+pub async fn the_sweep_finds_uploads_announced_before_a_time_the_oldest_first_until_they_move_on(
+    store: Arc<dyn Tested>,
+) {
+    let (org, other) = (business_org(&*store).await, business_org(&*store).await);
+    let (c, theirs) = (
+        collection(&*store, &org.id, "C").await,
+        collection(&*store, &other.id, "Theirs").await,
+    );
+    let at = |ms: i64| NOW.plus_millis(ms);
+    let mut uploading = Vec::new();
+    for (i, (col, ms)) in [(&c, 3), (&theirs, 1), (&c, 2), (&c, 50)]
+        .into_iter()
+        .enumerate()
+    {
+        let d = Document {
+            status: DocumentStatus::Uploading,
+            updated_at: at(ms),
+            ..document(col, &format!("{i}.md"), 1)
+        };
+        let added = audit(&col.org, AuditAction::DocumentAdded, d.id.as_str());
+        store.create_document(&d, ALLOWANCE, &added).await.unwrap();
+        uploading.push(d);
+    }
+    let never_uploading = upload(&*store, &c, "queued.md", 1).await;
+    let ours = |docs: Vec<Document>| -> Vec<DocumentId> {
+        (docs.into_iter())
+            .filter(|d| uploading.iter().any(|u| u.id == d.id) || d.id == never_uploading.id)
+            .map(|d| d.id)
+            .collect()
+    };
+    let stale = store.stale_uploads(at(10), 10).await.unwrap();
+    assert!(stale.iter().all(|d| d.status == DocumentStatus::Uploading));
+    let found = stale.iter().find(|d| d.id == uploading[0].id);
+    assert_eq!(found, Some(&uploading[0]), "read back whole");
+    assert_eq!(
+        ours(stale),
+        [&uploading[1], &uploading[2], &uploading[0]].map(|d| d.id.clone())
+    );
+    assert_eq!(
+        ours(store.stale_uploads(at(2), 10).await.unwrap()),
+        [uploading[1].id.clone()],
+        "only those announced strictly before"
+    );
+    assert_eq!(store.stale_uploads(at(10), 1).await.unwrap().len(), 1);
+
+    let queued = Document {
+        status: DocumentStatus::Queued,
+        ..uploading[1].next(at(4))
+    };
+    let replaced = Document {
+        generation: 2,
+        ..uploading[3].next(at(5))
+    };
+    for (previous, next) in [(&uploading[1], &queued), (&uploading[3], &replaced)] {
+        let moved = store.update_document(previous, next, ALLOWANCE, None).await;
+        moved.unwrap();
+    }
+    let deleted = audit(&org.id, AuditAction::DocumentDeleted, "0.md");
+    let gone = store.delete_document(&uploading[0], &deleted).await;
+    assert!(gone.unwrap());
+    assert_eq!(
+        ours(store.stale_uploads(at(10), 10).await.unwrap()),
+        [uploading[2].id.clone(), uploading[3].id.clone()],
+        "queued and deleted ones leave; a generation announced again sorts by its announcement"
     );
 }

@@ -76,6 +76,11 @@ pub trait DocumentStore: Send + Sync {
     /// the longest waiting first, at most `limit`. One query of an index of queued documents.
     async fn claimable_documents(&self, now: Timestamp, limit: usize)
     -> StoreResult<Vec<Document>>;
+    /// Documents of every organisation `uploading` and last written before `before` (the
+    /// announcement of their generation: nothing writes an upload between it and its original
+    /// arriving), the oldest first, at most `limit`: uploads cut short, for the sweep. One
+    /// query of an index of uploading documents, which a write that moves a document on leaves.
+    async fn stale_uploads(&self, before: Timestamp, limit: usize) -> StoreResult<Vec<Document>>;
 }
 
 /// Where a document's originals are kept: a file per generation, under the organisation.

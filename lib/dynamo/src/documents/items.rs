@@ -49,8 +49,8 @@ pub(super) fn collection_from(org: &OrgId, item: &Item) -> StoreResult<Collectio
     })
 }
 
-/// A document's item; in the queue's index (GSI2) only while it is `queued`, so that a write
-/// that moves it on removes it from there.
+/// A document's item; in GSI2 only while it is `queued` (the workers' queue) or `uploading`
+/// (the sweep's), so that a write that moves it on removes it from there.
 pub(super) fn document_item(d: &Document) -> Item {
     let mut item = key_item(keys::document(&d.org, &d.collection, &d.id));
     item.insert("name".into(), s(&d.name));
@@ -73,8 +73,12 @@ pub(super) fn document_item(d: &Document) -> Item {
     }
     item.insert("createdAt".into(), n(d.created_at.millis()));
     item.insert("updatedAt".into(), n(d.updated_at.millis()));
-    if d.status == DocumentStatus::Queued {
-        let (gpk, gsk) = keys::queued_listing(&d.id, d.updated_at);
+    let listing = match d.status {
+        DocumentStatus::Queued => Some(keys::queued_listing(&d.id, d.updated_at)),
+        DocumentStatus::Uploading => Some(keys::uploading_listing(&d.id, d.updated_at)),
+        DocumentStatus::Indexed | DocumentStatus::Failed => None,
+    };
+    if let Some((gpk, gsk)) = listing {
         item.insert(keys::GSI2PK.into(), s(gpk));
         item.insert(keys::GSI2SK.into(), s(gsk));
     }

@@ -1,7 +1,7 @@
-//! [`DocumentStore`] on SQLite: the `collections` and `documents` tables, the partial index
-//! `documents_queued` a worker's claim reads, and `org_storage`, a counter row per organisation
-//! moved in each write's immediate transaction (with its audit entry), so that uploads at the
-//! same time never pass the allowance together.
+//! [`DocumentStore`] on SQLite: the `collections` and `documents` tables, the partial indexes
+//! `documents_queued` a worker's claim reads and `documents_uploading` the sweep reads, and
+//! `org_storage`, a counter row per organisation moved in each write's immediate transaction
+//! (with its audit entry), so that uploads at the same time never pass the allowance together.
 
 use async_trait::async_trait;
 use knowledge_core::clock::Timestamp;
@@ -299,6 +299,20 @@ impl DocumentStore for SqliteStore {
                  ORDER BY updated_at LIMIT ?2"
             ))?;
             let rows = stmt.query_map(params![now.millis(), limit], document_from)?;
+            rows.collect()
+        })
+        .await
+    }
+
+    async fn stale_uploads(&self, before: Timestamp, limit: usize) -> StoreResult<Vec<Document>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(move |c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {DOCUMENT_COLUMNS} FROM documents INDEXED BY documents_uploading
+                 WHERE status = 'uploading' AND updated_at < ?1
+                 ORDER BY updated_at LIMIT ?2"
+            ))?;
+            let rows = stmt.query_map(params![before.millis(), limit], document_from)?;
             rows.collect()
         })
         .await

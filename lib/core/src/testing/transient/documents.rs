@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::{State, TransientStore};
 use crate::clock::Timestamp;
-use crate::domain::{AuditEntry, Collection, Document};
+use crate::domain::{AuditEntry, Collection, Document, DocumentStatus};
 use crate::ids::{CollectionId, DocumentId, OrgId};
 use crate::ports::{DocumentStore, StoreError, StoreResult};
 
@@ -187,5 +187,17 @@ impl DocumentStore for TransientStore {
         waiting.sort_by_key(|d| d.updated_at);
         waiting.truncate(limit);
         Ok(waiting)
+    }
+
+    async fn stale_uploads(&self, before: Timestamp, limit: usize) -> StoreResult<Vec<Document>> {
+        let s = self.state();
+        let mut stale: Vec<Document> = (s.documents.values())
+            .flat_map(|docs| docs.values())
+            .filter(|d| d.status == DocumentStatus::Uploading && d.updated_at < before)
+            .cloned()
+            .collect();
+        stale.sort_by_key(|d| (d.updated_at, d.id.clone()));
+        stale.truncate(limit);
+        Ok(stale)
     }
 }
