@@ -9,6 +9,7 @@ mod folder;
 mod indexing;
 mod rebuild;
 mod search;
+mod sweep;
 mod tool;
 mod uploads;
 
@@ -25,6 +26,7 @@ pub use collections::{CollectionChange, NewCollection};
 pub use folder::{FolderFile, Synced};
 pub use indexing::{IndexAttempt, IndexOutcome, Workers};
 pub use search::{SearchHit, SearchRequest};
+pub use sweep::{SweptUploads, UPLOAD_STALE_MS, UPLOAD_SWEEP_BATCH};
 pub use tool::{TOOL as SEARCH_TOOL, WithDocuments, citation};
 pub use uploads::{Arrival, Upload, UploadIntent};
 
