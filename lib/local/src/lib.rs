@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use axum::Router;
 use knowledge_assembly::{App, AssemblyError, Settings};
+use knowledge_core::documents::{Documents, SweptUploads};
 use knowledge_core::error::Chain;
 use knowledge_core::ports::{BackendError, Workflow};
 use knowledge_core::seal::Sealer;
@@ -269,14 +270,34 @@ impl LocalService {
         Ok(resumed)
     }
 
+    /// Settles what the previous process left of the documents, before the workers start: on
+    /// the embedded store, whose only process this is, the leases its killed workers held are
+    /// released, so that their documents are indexed at once rather than in five minutes (on
+    /// DynamoDB other processes may hold leases, which are left to run out); then the uploads
+    /// cut short are swept once ([`Documents::sweep`]). Nothing to do without documents.
+    pub async fn recover_documents(&self) -> Result<Recovered, LocalError> {
+        let Some(documents) = &self.documents else {
+            return Ok(Recovered::default());
+        };
+        let released = match &self.store {
+            LocalStore::Sqlite(_) => documents.release_leases().await?,
+            #[cfg(feature = "dynamodb")]
+            LocalStore::Dynamo(_) => 0,
+        };
+        let uploads = documents.sweep(self.service.clock().now()).await?;
+        Ok(Recovered { released, uploads })
+    }
+
     /// Serves the API on `listener`, with every client read bounded by `limits` (see
     /// [`server`]), until `shutdown` resolves; then lets in-flight requests finish. Meanwhile
-    /// it sweeps for runs whose execution died, every [`LocalService::sweeping_every`].
+    /// it sweeps for runs whose execution died and for uploads cut short, every
+    /// [`LocalService::sweeping_every`].
     pub async fn serve(
         &self, listener: TcpListener, limits: ServerLimits,
         shutdown: impl std::future::Future<Output = ()>,
     ) {
-        let sweeper = tokio::spawn(sweep_every(self.service.clone(), self.sweep_every));
+        let (service, documents) = (self.service.clone(), self.documents.clone());
+        let sweeper = tokio::spawn(sweep_every(service, documents, self.sweep_every));
         let workers = (self.workers.as_ref())
             .map(|w| documents::spawn(w, documents::WORKERS))
             .unwrap_or_default();
@@ -286,9 +307,9 @@ impl LocalService {
     }
 }
 
-/// Sweeps for dead runs every `every`, for as long as it is not aborted; a failed sweep is
-/// logged and the next one tries again.
-async fn sweep_every(service: Service, every: Duration) {
+/// Sweeps for dead runs, and for uploads cut short where it keeps `documents`, every `every`,
+/// for as long as it is not aborted; a failed sweep is logged and the next one tries again.
+async fn sweep_every(service: Service, documents: Option<Documents>, every: Duration) {
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticks.tick().await; // the first tick is now: the start resumed the runs already
@@ -297,5 +318,19 @@ async fn sweep_every(service: Service, every: Duration) {
         if let Err(e) = service.sweep().await {
             tracing::error!(error = %Chain(&e), "the sweep for dead runs failed");
         }
+        if let Some(documents) = &documents
+            && let Err(e) = documents.sweep(service.clock().now()).await
+        {
+            tracing::error!(error = %Chain(&e), "the sweep for uploads cut short failed");
+        }
     }
+}
+
+/// What [`LocalService::recover_documents`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// Leases of the previous process's workers released.
+    pub released: usize,
+    /// The uploads cut short it settled.
+    pub uploads: SweptUploads,
 }

@@ -314,6 +314,7 @@ async fn serve(
         0
     });
     let resumed = service.resume_runs().await?;
+    let recovered = service.recover_documents().await?;
     let connected = match (&folder, &service.documents) {
         (Some(folder), Some(documents)) => Some(sync_folder(folder, documents, &service).await?),
         _ => None,
@@ -324,6 +325,17 @@ async fn serve(
     }
     if resumed > 0 {
         println!("resumed {resumed} run(s) left in flight by the previous process");
+    }
+    if recovered.released > 0 {
+        let released = recovered.released;
+        println!("released {released} document(s) the previous process was indexing");
+    }
+    let uploads = recovered.uploads;
+    if uploads.queued + uploads.failed + uploads.deleted > 0 {
+        println!(
+            "settled uploads cut short: {} queued, {} failed, {} deleted",
+            uploads.queued, uploads.failed, uploads.deleted
+        );
     }
     println!("agent: {}", agent.description);
     match connected {

@@ -187,6 +187,7 @@ impl Workers {
             Ok(passages) => passages,
             Err(reason) => return self.finish(taken, Err(reason)).await,
         };
+        crate::fault::point("index", "parsed").await;
         let count = u32::try_from(passages.len()).unwrap_or(u32::MAX);
         d.index
             .replace(
@@ -198,6 +199,7 @@ impl Workers {
             )
             .await
             .map_err(CoreError::internal)?;
+        crate::fault::point("index", "committed").await;
         self.finish(taken, Ok(count)).await
     }
 

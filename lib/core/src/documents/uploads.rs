@@ -254,6 +254,7 @@ impl Documents {
             .put(&admin.org, id, generation, bytes)
             .await
             .map_err(CoreError::internal)?;
+        crate::fault::point("receive", "stored").await;
         self.stored(current, sha256).await
     }
 

@@ -276,7 +276,7 @@ async fn a_cancel_cut_short_by_a_kill_ends_the_run_at_restart() {
 }
 
 /// `--store dynamodb` on a fresh table of the test's DynamoDB stand-in.
-fn on_dynamodb(table: &str) -> Vec<String> {
+pub(crate) fn on_dynamodb(table: &str) -> Vec<String> {
     let endpoint = crate::support::dynamodb_endpoint();
     [
         "--store",
@@ -290,7 +290,7 @@ fn on_dynamodb(table: &str) -> Vec<String> {
     .to_vec()
 }
 
-fn fresh_table() -> String {
+pub(crate) fn fresh_table() -> String {
     format!("knowledge-crash-{}", uuid::Uuid::new_v4().simple())
 }
 

@@ -9,6 +9,7 @@ mod binary;
 mod concurrency;
 mod connections;
 mod crashes;
+mod documents_crash;
 mod durability;
 mod handover;
 mod revocation;

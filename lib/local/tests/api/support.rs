@@ -57,6 +57,8 @@ pub struct Setup {
     pub egress: Egress,
     /// How often the service sweeps for dead runs while it serves.
     pub sweep_every: std::time::Duration,
+    /// Whether it keeps documents (originals and index in its data directory, workers).
+    pub documents: bool,
 }
 
 impl Setup {
@@ -72,6 +74,7 @@ impl Setup {
             origin: None,
             egress: Egress::ANYWHERE,
             sweep_every: knowledge_local::SWEEP_EVERY,
+            documents: false,
         }
     }
 }
@@ -124,7 +127,11 @@ impl Api {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let origin = setup.origin.unwrap_or_else(|| base.clone());
         let (observer, wrap, limits) = (setup.observer, setup.wrap, setup.limits);
-        let settings = basis.settings(&origin, setup.agent, setup.integrations, setup.egress);
+        let mut settings = basis.settings(&origin, setup.agent, setup.integrations, setup.egress);
+        if setup.documents {
+            let limits = knowledge_core::documents::DocumentLimits::DEFAULT;
+            settings.documents = Some(knowledge_local::documents::parts(basis.dir.path(), limits));
+        }
         let svc = LocalService::with_workflow(settings, store.clone(), move |steps| {
             let clock = steps.clock();
             LocalWorkflow::new(wrap(Arc::new(StepTasks(steps))), observer, FAST, clock)

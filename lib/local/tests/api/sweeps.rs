@@ -1,6 +1,7 @@
 //! The sweep of a running service: a run whose in-process execution ended without finishing
 //! its turn is found once its lease runs out, given a new execution, and answered, with no
-//! one acting; a run whose executions keep ending that way has its turn ended as failed.
+//! one acting; a run whose executions keep ending that way has its turn ended as failed; an
+//! upload whose file never came is deleted once it is an hour old.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -96,4 +97,38 @@ async fn a_turn_whose_executions_keep_ending_is_ended_as_failed_by_the_sweep() {
     assert_eq!(api.message(&id, "again").await.status, 200);
     let seen = swept_until(&api, &id, |k| k.len() > 3).await;
     assert_eq!(seen[3..], ["user_message", "agent_message", "status_idle"]);
+}
+
+#[tokio::test]
+async fn an_upload_whose_file_never_came_is_deleted_by_the_sweep_an_hour_on() {
+    let api = Api::start_setup(Setup {
+        sweep_every: Duration::from_millis(20),
+        documents: true,
+        ..Setup::new(Arc::new(BuiltinAgent))
+    })
+    .await;
+    let access = json!({ "kind": "everyone" });
+    let body = json!({ "name": "Handbook", "description": "", "access": access });
+    let made = api.post("/api/admin/collections", body).await;
+    assert_eq!(made.status, 201, "{:?}", made.body);
+    let path = format!(
+        "/api/admin/collections/{}/documents",
+        made.body["id"].as_str().unwrap()
+    );
+    let started = (api.post(&path, json!({ "name": "unsent.md", "bytes": 40 }))).await;
+    assert_eq!(started.status, 201, "{:?}", started.body);
+    let listed =
+        |reply: knowledge_test_support::Reply| reply.body["documents"].as_array().unwrap().len();
+    assert_eq!(listed(api.get(&path).await), 1);
+
+    api.clock
+        .advance(knowledge_core::documents::UPLOAD_STALE_MS + 1_000);
+    let gone = tokio::time::timeout(WAIT, async {
+        while listed(api.get(&path).await) > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    gone.await.expect("the sweep deletes it");
+    let collections = api.get("/api/admin/collections").await.body;
+    assert_eq!(collections["storage"]["usedBytes"], 0, "{collections}");
 }
