@@ -2,7 +2,7 @@
 // their answers' and requests' types named from the document's schemas (see wire.ts).
 import { call } from './api';
 import type { Caps } from './usage';
-import type { Narrow, Schemas } from './wire';
+import type { DocumentStatus, Narrow, Schemas } from './wire';
 
 export type Role = 'admin' | 'viewer';
 
@@ -13,6 +13,22 @@ export type AdminMember = Narrow<Schemas['MemberView'], { role: Role }>;
 /** A group: `scim` when the identity provider pushed it (read-only here), `admin` when an admin
  *  made it. */
 export type Group = Narrow<Schemas['GroupView'], { source: 'scim' | 'admin' }>;
+
+/** Who may open a collection: every member, or the members of `groups` (ids; at most 20). */
+export type Access = Narrow<Schemas['AccessView'], { kind: 'everyone' | 'groups' }>;
+
+/** A collection of documents; `folder` when the local service mirrors it from a folder (its
+ *  documents read-only here). */
+export type Collection = Narrow<Schemas['CollectionView'], { access: Access; source: 'upload' | 'folder' }>;
+
+/** The organisation's originals against its allowance, and the most one file may have. */
+export type Storage = Schemas['StorageView'];
+
+/** A document as an admin sees it: `reason` says why it `failed`. */
+export type AdminDocument = Narrow<Schemas['DocumentView'], { status: DocumentStatus }>;
+
+/** An upload announced: the document, and where to send its bytes. */
+export type UploadStarted = Narrow<Schemas['UploadStarted'], { document: AdminDocument }>;
 
 export type Sso = Schemas['SsoView'];
 
@@ -114,6 +130,8 @@ function query(params: Record<string, string | undefined>): string {
 const member = (userId: string) => `${ADMIN}/members/${encodeURIComponent(userId)}`;
 const group = (groupId: string) => `${ADMIN}/groups/${encodeURIComponent(groupId)}`;
 const groupMember = (groupId: string, userId: string) => `${group(groupId)}/members/${encodeURIComponent(userId)}`;
+const collection = (id: string) => `${ADMIN}/collections/${encodeURIComponent(id)}`;
+const documentPath = (collectionId: string, id: string) => `${collection(collectionId)}/documents/${encodeURIComponent(id)}`;
 const integration = (name: string) => `${ADMIN}/integrations/${encodeURIComponent(name)}`;
 
 export const admin = {
@@ -134,6 +152,20 @@ export const admin = {
   addToGroup: (groupId: string, userId: string) => call<Schemas['GroupMemberAdded']>('PUT', groupMember(groupId, userId)),
   removeFromGroup: (groupId: string, userId: string) =>
     call<Schemas['GroupMemberRemoved']>('DELETE', groupMember(groupId, userId)),
+  collections: () =>
+    call<Narrow<Schemas['CollectionList'], { collections: Collection[] }>>('GET', `${ADMIN}/collections`),
+  createCollection: (name: string, description: string, access: Access) =>
+    call<Collection>('POST', `${ADMIN}/collections`, { name, description, access } satisfies Schemas['CollectionRequest']),
+  changeCollection: (id: string, change: { name?: string; description?: string; access?: Access }) =>
+    call<Collection>('PATCH', collection(id), change satisfies Schemas['CollectionPatch']),
+  deleteCollection: (id: string) => call<Schemas['Done']>('DELETE', collection(id)),
+  documents: (collectionId: string) =>
+    call<Narrow<Schemas['DocumentList'], { documents: AdminDocument[] }>>('GET', `${collection(collectionId)}/documents`),
+  upload: (collectionId: string, name: string, bytes: number) =>
+    call<UploadStarted>('POST', `${collection(collectionId)}/documents`, { name, bytes } satisfies Schemas['UploadRequest']),
+  replace: (collectionId: string, id: string, name: string, bytes: number) =>
+    call<UploadStarted>('PUT', documentPath(collectionId, id), { name, bytes } satisfies Schemas['UploadRequest']),
+  deleteDocument: (collectionId: string, id: string) => call<Schemas['Done']>('DELETE', documentPath(collectionId, id)),
   sso: () => call<Sso>('GET', `${ADMIN}/sso`),
   setSso: (s: SsoSettings) => call<Sso>('PUT', `${ADMIN}/sso`, s),
   enableSso: (enabled: boolean) => call<Sso>('PUT', `${ADMIN}/sso/enabled`, { enabled } satisfies Schemas['SsoEnabledRequest']),

@@ -59,6 +59,12 @@ export function explain(f: ApiFailure): string {
       return 'The identity provider pushed this group: change it there, and it pushes the change here.';
     case 'too_many_groups':
       return 'This member is in as many groups as a member may be: take them out of one first.';
+    case 'collection_synced_from_folder':
+      return 'This collection mirrors a folder: its documents change when the folder does, not here.';
+    case 'unknown_group':
+      return 'A group chosen is no longer one of the organisation: reload the page and choose again.';
+    case 'too_many_collections':
+      return 'The organisation has as many collections as it may: delete one first.';
     case 'integration_unavailable':
       return 'The integration could not be reached, or it did not list its tools.';
     default:

@@ -43,3 +43,6 @@ export type Connection = Narrow<
   Schemas['ConnectionView'],
   { kind: 'member' | 'organisation'; state: 'not_connected' | 'connected' | 'needs_reconnect' }
 >;
+
+/** Where a document is on its way to being searched. */
+export type DocumentStatus = 'uploading' | 'queued' | 'indexed' | 'failed';

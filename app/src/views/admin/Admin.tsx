@@ -3,6 +3,7 @@
 // admin: a viewer who comes here is told so.
 import type { Account } from '../../wire';
 import { AuditPage } from './Audit';
+import { Documents } from './Documents';
 import { Integrations } from './Integrations';
 import { Groups } from './Groups';
 import { Members } from './Members';
@@ -13,6 +14,7 @@ import { UsagePage } from './Usage';
 export const SECTIONS = [
   ['members', 'Members'],
   ['groups', 'Groups'],
+  ['documents', 'Documents'],
   ['sso', 'Single sign-on'],
   ['scim', 'SCIM'],
   ['integrations', 'Integrations'],
@@ -78,6 +80,7 @@ export function Admin(props: { account: Account; section: Section; go: (path: st
         <h1>Admin of {account.org.name}</h1>
         {section === 'members' && <Members me={account.user.id} />}
         {section === 'groups' && <Groups />}
+        {section === 'documents' && <Documents />}
         {section === 'sso' && <SingleSignOn />}
         {section === 'scim' && <ScimToken />}
         {section === 'integrations' && <Integrations me={account.user.id} />}

@@ -1,4 +1,4 @@
-// Groups of the organisation's members, which collections of documents will be opened to: those
+// Groups of the organisation's members, which collections of documents are opened to: those
 // the identity provider pushes over SCIM (shown with their members, read-only: it owns them) and
 // those admins make where there is no SCIM: created, renamed, deleted (confirmed), and opened to
 // see their members, add one picked by userName, or take one out.
@@ -76,7 +76,7 @@ export function Groups() {
     <section aria-labelledby="groups-title">
       <h2 id="groups-title">Groups</h2>
       <p class="hint">
-        Groups are sets of members; collections of documents will be opened to them. Groups your identity provider pushes over SCIM are
+        Groups are sets of members; collections of documents are opened to them (under Documents). Groups your identity provider pushes over SCIM are
         read-only here: change them at the provider.
       </p>
       <table class="stack" ref={table}>
