@@ -2,7 +2,7 @@
 // ApiFailure a person can read: the status, the service's code and message, and what to do.
 
 import { rateLimitWords, waitWords } from './limits';
-import type { Account, Connection, ErrorBody, MemoryPage, Narrow, Schemas, TranscriptPage } from './wire';
+import type { Account, Connection, ErrorBody, MemoryPage, Narrow, PassageWindow, ReaderDocument, Schemas, SearchHit, TranscriptPage } from './wire';
 
 export class ApiFailure extends Error {
   constructor(
@@ -127,6 +127,11 @@ function safeJson(text: string): unknown {
 
 const SESSIONS = '/api/managed-agents';
 
+/** Where a member reads a document (the original is `${…}/original`). */
+export function documentUrl(collectionId: string, documentId: string): string {
+  return `/api/documents/${encodeURIComponent(collectionId)}/${encodeURIComponent(documentId)}`;
+}
+
 export const api = {
   me: () => call<Account>('GET', '/api/auth/me'),
   connections: () => call<Narrow<Schemas['ConnectionList'], { connections: Connection[] }>>('GET', '/api/integrations'),
@@ -140,6 +145,14 @@ export const api = {
   logout: () => call<Schemas['Done']>('POST', '/api/auth/logout'),
   switchOrg: (orgId: string) =>
     call<Schemas['SwitchedOrg']>('POST', '/api/auth/switch-org', { orgId } satisfies Schemas['SwitchOrgRequest']),
+  search: (q: string, limit = 20) =>
+    call<Narrow<Schemas['SearchResults'], { results: SearchHit[] }>>('GET', `/api/search?${new URLSearchParams({ q, limit: String(limit) })}`),
+  document: (collectionId: string, documentId: string) => call<ReaderDocument>('GET', documentUrl(collectionId, documentId)),
+  passages: (collectionId: string, documentId: string, from: number, limit: number) =>
+    call<PassageWindow>(
+      'GET',
+      `${documentUrl(collectionId, documentId)}/passages?${new URLSearchParams({ from: String(from), limit: String(limit) })}`,
+    ),
   sessions: () => call<Schemas['SessionList']>('GET', `${SESSIONS}/sessions`),
   find: (q: string) => call<Schemas['FoundView']>('GET', `${SESSIONS}/find?${new URLSearchParams({ q })}`),
   rename: (sessionId: string, title: string) =>

@@ -1,6 +1,8 @@
 // The app: who is signed in (or the sign-in page), the sidebar and the open conversation, or
 // the admin area. The URL names the conversation (/c/<id>), so a reload resumes it from the
-// log, or the admin section (/admin/<section>).
+// log, or the admin section (/admin/<section>), or a reading page in the hash of `/` (a search's
+// results, a document at a passage: routes.ts). A link to a reading page (a citation in an
+// answer among them) opens it in place.
 import { render } from 'preact';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 
@@ -8,11 +10,14 @@ import { ApiFailure, api, explain } from './api';
 import { Chat } from './views/Chat';
 import { ChatLayout, focusComposer } from './views/ChatLayout';
 import { Connections } from './views/Connections';
+import { DocumentPage } from './views/Document';
 import { Memory } from './views/Memory';
 import { OwnUsage } from './views/OwnUsage';
+import { SearchPage } from './views/Search';
 import { Sidebar } from './views/Sidebar';
 import { Admin, type Section, sectionFromPath, sectionName } from './views/admin/Admin';
 import { SignIn } from './views/SignIn';
+import { type Reading, readingFromLocation } from './routes';
 import { listedTitle } from './transcript';
 import type { Account, SessionSummary } from './wire';
 
@@ -30,12 +35,20 @@ function pageFromPath(): Page | null {
   return Object.hasOwn(PAGE_TITLES, page) ? (page as Page) : null;
 }
 
+/** A reading page's title: the search's, or the document's name once read. */
+function readingTitle(reading: Reading, documentName: string | null): string {
+  return reading.kind === 'search' ? 'Search documents' : (documentName ?? 'Document');
+}
+
 function App() {
   const [account, setAccount] = useState<Account | null | 'signed-out'>(null);
   const [sessions, setSessions] = useState<SessionSummary[]>([]);
   const [current, setCurrent] = useState<string | null>(sessionFromPath());
   const [section, setSection] = useState<Section | null>(sectionFromPath(location.pathname));
   const [page, setPage] = useState<Page | null>(pageFromPath());
+  const [reading, setReading] = useState<Reading | null>(readingFromLocation());
+  // The open document's name, for the tab's title.
+  const [documentName, setDocumentName] = useState<string | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
 
   useEffect(() => {
@@ -47,9 +60,32 @@ function App() {
       setCurrent(sessionFromPath());
       setSection(sectionFromPath(location.pathname));
       setPage(pageFromPath());
+      setReading(readingFromLocation());
+      setDocumentName(null);
     };
     window.addEventListener('popstate', onPop);
-    return () => window.removeEventListener('popstate', onPop);
+    window.addEventListener('hashchange', onPop);
+    return () => {
+      window.removeEventListener('popstate', onPop);
+      window.removeEventListener('hashchange', onPop);
+    };
+  }, []);
+
+  // A plain click on a link to a reading page (`/#/…`: a search result, a citation in an
+  // answer, a cited source) opens it here, without loading the app again; a click with a
+  // modifier key is the browser's (a new tab).
+  const goRef = useRef<(path: string) => void>(() => {});
+  useEffect(() => {
+    const onClick = (e: MouseEvent) => {
+      if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+      const link = (e.target as Element | null)?.closest?.('a');
+      const href = link?.getAttribute('href');
+      if (!link || !href?.startsWith('/#/') || (link.target && link.target !== '_self')) return;
+      e.preventDefault();
+      goRef.current(href);
+    };
+    document.addEventListener('click', onClick);
+    return () => document.removeEventListener('click', onClick);
   }, []);
 
   // The sidebar's list, read again after each change. A network failure here is not shown (the
@@ -89,9 +125,15 @@ function App() {
   // The tab is titled after what it shows: the open conversation, or the page ("Usage – Admin").
   useEffect(() => {
     const listed = sessions.find((s) => s.id === current)?.title;
-    const title = section ? `${sectionName(section)} – Admin` : page ? PAGE_TITLES[page] : listed && listedTitle(listed);
+    const title = section
+      ? `${sectionName(section)} – Admin`
+      : reading
+        ? readingTitle(reading, documentName)
+        : page
+          ? PAGE_TITLES[page]
+          : listed && listedTitle(listed);
     document.title = title ? `${title} – Knowledge` : 'Knowledge';
-  }, [current, sessions, section, page]);
+  }, [current, sessions, section, page, reading, documentName]);
 
   // A conversation (or a new chat) opened by the member's choice is ready for typing: the focus
   // goes to its message box as soon as it is drawn (a layout effect: before the next key is
@@ -107,19 +149,23 @@ function App() {
     setCurrent(id);
     setSection(null);
     setPage(null);
+    setReading(null);
   };
   const go = (path: string) => {
     history.pushState(null, '', path);
-    setSection(sectionFromPath(path));
+    setSection(sectionFromPath(location.pathname));
     setCurrent(sessionFromPath());
     setPage(pageFromPath());
+    setReading(readingFromLocation());
+    setDocumentName(null);
   };
+  goRef.current = go;
 
   if (account === 'signed-out') return <SignIn />;
   if (account === null) return <main class="loading">{problem ?? 'Loading…'}</main>;
   if (section) return <Admin account={account} section={section} go={go} />;
   const listed = sessions.find((s) => s.id === current)?.title;
-  const heading = page ? PAGE_TITLES[page] : listed ? listedTitle(listed) : 'New chat';
+  const heading = reading ? readingTitle(reading, documentName) : page ? PAGE_TITLES[page] : listed ? listedTitle(listed) : 'New chat';
   return (
     <ChatLayout heading={heading}>
       {(close) => (
@@ -145,7 +191,17 @@ function App() {
                 {problem}
               </p>
             )}
-            {page === 'connections' ? (
+            {reading?.kind === 'search' ? (
+              <SearchPage q={reading.q} go={go} />
+            ) : reading?.kind === 'document' ? (
+              <DocumentPage
+                key={`${reading.collectionId}/${reading.documentId}#${reading.passage}`}
+                collectionId={reading.collectionId}
+                documentId={reading.documentId}
+                passage={reading.passage}
+                titled={setDocumentName}
+              />
+            ) : page === 'connections' ? (
               <Connections />
             ) : page === 'memory' ? (
               <Memory open={(id) => open(id, true)} />

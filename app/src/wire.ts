@@ -46,3 +46,16 @@ export type Connection = Narrow<
 
 /** Where a document is on its way to being searched. */
 export type DocumentStatus = 'uploading' | 'queued' | 'indexed' | 'failed';
+
+/** A passage found by a search: where it is (collection, document, headings or page) and its
+ *  text. */
+export type SearchHit = Schemas['PassageView'];
+
+/** A document as a member reads it. */
+export type ReaderDocument = Narrow<Schemas['ReaderDocumentView'], { status: DocumentStatus }>;
+
+/** A passage of a document, in its place (from 0). */
+export type Passage = Schemas['DocumentPassageView'];
+
+/** A window of a document's passages; `next` is the `from` of the next one. */
+export type PassageWindow = Schemas['PassageWindow'];

@@ -1,10 +1,11 @@
 // The sessions of the active organisation, newest first: open (the focus goes to the message box),
-// start a new chat, find by title, delete (with confirmation; focus moves to the conversation that
+// start a new chat, search the organisation's documents, find a conversation by title, delete (with confirmation; focus moves to the conversation that
 // takes its place); the organisation switcher, the member's connections, memory and usage, the
 // admin area for admins, and sign-out.
 import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { ApiFailure, api, explain } from '../api';
+import { searchHref } from '../routes';
 import { listedTitle } from '../transcript';
 import type { Account, SessionSummary } from '../wire';
 
@@ -21,6 +22,7 @@ export function Sidebar(props: {
   const { account, current } = props;
   const name = account.user.displayName ?? account.user.userName ?? account.user.id;
   const [query, setQuery] = useState('');
+  const [words, setWords] = useState('');
   const [found, setFound] = useState<{ sessions: SessionSummary[]; complete: boolean } | null>(null);
   const sessions = found?.sessions ?? props.sessions;
   // After a delete, the conversation now in its place (or New chat) takes the focus.
@@ -99,6 +101,28 @@ export function Sidebar(props: {
           </select>
         </div>
       )}
+      <form
+        class="doc-search"
+        role="search"
+        aria-label="Documents"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (words.trim()) props.go(searchHref(words.trim()));
+        }}
+      >
+        <label for="doc-search" class="visually-hidden">
+          Search documents
+        </label>
+        <input
+          id="doc-search"
+          type="search"
+          placeholder="Search documents"
+          maxLength={1000}
+          value={words}
+          onInput={(e) => setWords((e.target as HTMLInputElement).value)}
+        />
+        <button type="submit">Search</button>
+      </form>
       <div class="find" role="search">
         <label for="find" class="visually-hidden">
           Find a conversation
