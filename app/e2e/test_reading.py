@@ -3,8 +3,11 @@ search from the sidebar, its results (document, collection, headings, the words 
 passage's markup shown as text), a result opened at its passage (marked, in view, focused), the
 passages before and after it read on request and as the reader scrolls, the original downloaded;
 a member outside a collection's group finding nothing of it and told a document of it cannot be
-opened; and the search and a document scanned by axe, light and dark, at 1280 and 375 px,
-nothing wider than the window and the window never scrolled."""
+opened; citation markers in an answer (a fake OpenAI server writes them) as numbered links that
+open the passage, the passages cited listed under the answer, one of a deleted document "No
+longer available", a marker in code left as written; and the search, a document and an answer
+with citations scanned by axe, light and dark, at 1280 and 375 px, nothing wider than the window
+and the window never scrolled."""
 
 import re
 from pathlib import Path
@@ -12,8 +15,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from conftest import Service
+from fake_openai import FakeOpenAi
 from test_admin import add_member
-from test_app import axe_violations
+from test_app import ask, axe_violations, wait_answered
 from test_documents import Api, wait_indexed
 from test_newcomer import scroll_to_the_end, wider_than_the_window
 
@@ -159,9 +164,66 @@ def test_a_member_outside_the_collections_group_finds_nothing_and_cannot_open_it
     expect(page.locator("#passage-0")).to_contain_text("The quarterly zebra budget is for Finance alone.")
 
 
+@pytest.fixture
+def answering():
+    """A service whose agent, a fake OpenAI server, answers at once "Answer to: <the question>"."""
+    fake = FakeOpenAi(hold=False)
+    service = Service(env=fake.env())
+    yield service
+    fake.stop()
+    service.stop()
+
+
+def test_citations_in_an_answer_open_their_passage_and_one_to_a_deleted_document_says_so(answering, page):
+    service = answering
+    api = Api(service)
+    collection = api.collection("Manuals")
+    document = api.upload(collection, "manual.md", MANUAL)
+    old = api.upload(collection, "old.md", b"# Old\n\nAn old note about the car park.\n")
+    wait_indexed(page, api, collection, 2)
+    n = passage_of(api, collection, UNIQUE)
+    marker = f"[[cite:{collection}/{document}#{n}]]"
+    gone = f"[[cite:{collection}/{old}#0]]"
+    api.ok("DELETE", f"/api/admin/collections/{collection}/documents/{old}")
+    # The name of the deleted document is asked for, and answers 404.
+    page.expected_statuses.add(404)
+
+    page.goto(service.first_link())
+    # The fake answers "Answer to: <the question>", so the question writes the answer.
+    ask(page, f"Quote {marker}, then {gone}, and {marker} again; in code it stays `{marker}`.")
+    wait_answered(page)
+    answer = page.locator("article.agent")
+    links = answer.locator(".markdown a.citation")
+    expect(links).to_have_text(["[1]", "[2]", "[1]"])
+    expect(links.first).to_have_attribute("href", f"/#/documents/{collection}/{document}?passage={n}")
+    expect(links.first).not_to_have_attribute("target", "_blank")
+    expect(answer.locator(".markdown code")).to_have_text(marker)
+    expect(answer.locator(".markdown")).not_to_contain_text(f"{marker},")
+    cited = answer.locator(".cited-sources li")
+    expect(cited).to_have_count(2)
+    expect(cited.nth(0)).to_have_text(f"[1] manual.md in Manuals, passage {n + 1}")
+    expect(cited.nth(0).get_by_role("link", name="manual.md")).to_have_attribute("href", f"/#/documents/{collection}/{document}?passage={n}")
+    expect(cited.nth(1)).to_have_text("[2] No longer available")
+    expect(cited.nth(1).get_by_role("link")).to_have_count(0)
+
+    # The number opens the passage in the app, marked, in view and focused.
+    conversation = page.url
+    links.first.click()
+    passage = page.locator(f"#passage-{n}")
+    expect(passage).to_be_focused()
+    expect(passage).to_have_class(re.compile(r"\bcited\b"))
+    expect(passage).to_be_in_viewport()
+    expect(passage).to_contain_text(f"The {UNIQUE} procedure starts here.")
+    page.go_back()
+    expect(page).to_have_url(conversation)
+    # The deleted document's number says it cannot be opened.
+    answer.locator(".markdown a.citation").nth(1).click()
+    expect(page.get_by_text(GONE)).to_be_visible()
+
+
 @pytest.mark.parametrize("width", [1280, 375])
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_search_and_a_document_have_no_serious_accessibility_finding(service, browser, width, scheme):
+def test_search_a_document_and_citations_have_no_serious_accessibility_finding(service, browser, width, scheme):
     api = Api(service)
     collection = api.collection("Manuals with a name long enough to wrap on a phone")
     document = api.upload(collection, "a-manual-with-a-long-file-name-that-must-wrap.md", MANUAL)
@@ -184,6 +246,11 @@ def test_search_and_a_document_have_no_serious_accessibility_finding(service, br
         if moved := scroll_to_the_end(page, frame):
             found[f"{name}: the window scrolled"] = moved
 
+    # The built-in agent answers from the sample guide with citations.
+    ask(page, "How do I cancel a running answer?")
+    wait_answered(page)
+    expect(page.locator("article.agent .cited-sources li").first.get_by_role("link")).to_be_visible()
+    check("an answer with citations")
     if phone:
         page.get_by_role("button", name="Conversations").click()
     search_from_the_sidebar(page, f"{UNIQUE} procedure")

@@ -1,12 +1,14 @@
-// The conversation's items: questions, answers in sanitised Markdown with their sources, a copy
+// The conversation's items: questions, answers in sanitised Markdown with their sources (and the
+// passages they cite, numbered as their citation links are), a copy
 // button on code and one for the whole answer as Markdown, tool calls folded with their input
 // and output, errors and stops with Retry on the last one. The title can be renamed. New
 // answers are announced to screen readers.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 
 import { ApiFailure, explain } from '../api';
-import { renderMarkdown } from '../markdown';
+import { renderAnswer, renderMarkdown } from '../markdown';
 import { busy, type Item, retryable, shownTitle, TITLE_CHARS, type Transcript } from '../transcript';
+import { Cited } from './Cited';
 
 function json(value: unknown): string {
   return JSON.stringify(value, null, 2) ?? '';
@@ -32,9 +34,11 @@ function Answer({ item }: { item: Extract<Item, { kind: 'agent' }> }) {
     }
   }, [item.text]);
   const [copied, setCopied] = useState(false);
+  const { html, citations } = useMemo(() => renderAnswer(item.text), [item.text]);
   return (
     <article class="agent">
-      <div class="markdown" ref={body} dangerouslySetInnerHTML={{ __html: renderMarkdown(item.text) }} />
+      <div class="markdown" ref={body} dangerouslySetInnerHTML={{ __html: html }} />
+      {citations.length > 0 && <Cited citations={citations} />}
       {item.sources.length > 0 && (
         <div class="sources">
           <h3>Sources</h3>
