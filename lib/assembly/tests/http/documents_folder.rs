@@ -129,7 +129,10 @@ async fn a_reindex_rebuilds_every_documents_passages_from_its_original_once() {
     api.svc.index_all().await;
     let operator = knowledge_core::admin::Admin::operator(api.user.org.clone());
     assert_eq!(api.svc.documents.reindex(&operator).await.unwrap(), 2);
-    assert!(found(&api, "beta").await.is_empty(), "found while queued again");
+    assert!(
+        found(&api, "beta").await.is_empty(),
+        "found while queued again"
+    );
     assert_eq!(api.svc.documents.reindex(&operator).await.unwrap(), 0);
     api.svc.index_all().await;
     let reply = api.get("/api/search?q=beta").await;
