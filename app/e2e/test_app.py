@@ -29,6 +29,8 @@ def wait_until(page, ready, what: str, seconds: int = 10):
 def wait_answered(page):
     expect(page.locator("article.agent").last).to_be_visible(timeout=20_000)
     expect(page.locator(".thinking")).to_have_count(0, timeout=20_000)
+    # The passages an answer cites are named once their documents are read.
+    expect(page.locator(".cited-sources li", has_text="Loading…")).to_have_count(0)
 
 
 def test_the_one_time_link_signs_in_and_an_answer_shows_its_tool_call_and_sources(service, page):
