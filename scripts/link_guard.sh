@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The link guard: each Lambda function links only the optional parts it uses (`Parts::of`,
-# lib/aws/src/parts.rs, evaluated at compile time from its row in lib/assembly/src/functions.rs), which is what keeps every binary under
+# lib/aws/src/parts.rs, evaluated at compile time from its row in lib/assembly/src/functions/rows.rs), which is what keeps every binary under
 # 10 MB. This builds some functions' binaries (dev profile, features resolved as
 # `cargo test --workspace` resolves them, so nothing else is rebuilt) and reads their symbols
 # with `nm`: the linker drops every function nothing names (--gc-sections) in a debug build as
@@ -14,23 +14,33 @@ target="${CARGO_TARGET_DIR:-target}/debug"
 # function: the crates whose code it must not link.
 #   openidconnect: signing in (only sso-login and sso-callback; the admin function discovers)
 #   rmcp: the MCP client (only the agent and tool steps, and test-integration: an admin's test)
-#   tantivy, rusqlite: the local service's docs search and embedded store (never on AWS)
+#   rusqlite: the local service's embedded store (never on AWS)
+#   tantivy: the documents' index (only the functions that read or write it: search,
+#     documents, the indexer; the admin function sends the indexer its removals instead)
+#   knowledge_ingest: the parsers of documents (only the indexer)
+#   aws_sdk_s3, aws_sdk_sqs: the documents' bucket (the functions that use documents) and the
+#     indexer's queue (only the admin function sends to it; the indexer is polled)
 #   knowledge_providers::openai: the agent's provider (only create-session and CallAgent)
-#   knowledge_http::admin: the admin API's handlers (only the admin function's routes)
+#   knowledge_http::admin: the admin API's handlers (only the admin function's routes; the
+#     member's documents routes share the admin wire's id parsers, so for search and
+#     documents the guard names the admin's documents handlers)
 #   knowledge_http::scim: SCIM's handlers (only the SCIM function)
 #   knowledge_oauth: the integrations' authorization servers' client (only the functions that
 #     connect, use or revoke OAuth grants: admin, integrations, oauth-callback, scim, the agent
 #     and tool steps; sso's sign-in reaches its providers through knowledge_oidc)
 declare -A forbidden=(
-  [message]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::admin knowledge_http::scim::users knowledge_oauth::endpoint"
-  [transcript]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::admin knowledge_http::scim::users knowledge_oauth::endpoint"
-  [load-turn]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_oauth::endpoint"
-  [sweep]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_oauth::endpoint"
-  [create-session]="openidconnect rmcp tantivy rusqlite knowledge_oauth::endpoint"
-  [sso-callback]="rmcp tantivy rusqlite knowledge_providers::openai"
-  [call-agent]="openidconnect tantivy rusqlite"
-  [admin]="rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::scim::users"
-  [test-integration]="openidconnect tantivy rusqlite knowledge_providers::openai knowledge_http::scim::users"
+  [message]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::admin knowledge_http::scim::users knowledge_oauth::endpoint knowledge_ingest aws_sdk_s3 aws_sdk_sqs"
+  [transcript]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::admin knowledge_http::scim::users knowledge_oauth::endpoint knowledge_ingest aws_sdk_s3 aws_sdk_sqs"
+  [load-turn]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_oauth::endpoint knowledge_ingest aws_sdk_s3 aws_sdk_sqs"
+  [sweep]="openidconnect rmcp tantivy rusqlite knowledge_providers::openai knowledge_oauth::endpoint knowledge_ingest aws_sdk_s3 aws_sdk_sqs"
+  [create-session]="openidconnect rmcp tantivy rusqlite knowledge_oauth::endpoint knowledge_ingest aws_sdk_s3 aws_sdk_sqs"
+  [sso-callback]="rmcp tantivy rusqlite knowledge_providers::openai knowledge_ingest aws_sdk_s3 aws_sdk_sqs"
+  [call-agent]="openidconnect tantivy rusqlite knowledge_ingest aws_sdk_s3 aws_sdk_sqs"
+  [admin]="rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::scim::users knowledge_ingest"
+  [test-integration]="openidconnect tantivy rusqlite knowledge_providers::openai knowledge_http::scim::users knowledge_ingest aws_sdk_s3 aws_sdk_sqs"
+  [search]="openidconnect rmcp rusqlite knowledge_providers::openai knowledge_http::admin::documents knowledge_http::scim::users knowledge_oauth::endpoint knowledge_ingest aws_sdk_sqs"
+  [documents]="openidconnect rmcp rusqlite knowledge_providers::openai knowledge_http::admin::documents knowledge_http::scim::users knowledge_oauth::endpoint knowledge_ingest aws_sdk_sqs"
+  [indexer]="openidconnect rmcp rusqlite knowledge_providers::openai knowledge_http::admin knowledge_http::scim::users knowledge_oauth::endpoint aws_sdk_sqs"
 )
 
 bin_args=()

@@ -1,14 +1,17 @@
 //! Each function's resource in `template.yaml`, from its row: the binary it builds, its
 //! memory and timeout, its environment (from the parts and secrets it uses), its routes as
 //! API events (from the routes' declarations), and its IAM policy (from what it asks of the
-//! table, the secrets it reads and whether it starts runs).
+//! table, the secrets it reads, whether it starts runs and what it does with the documents);
+//! for the indexer, the event source mapping of its queue.
 
 use std::fmt::Write;
 
-use knowledge_assembly::functions::{ADMIN, ALL, Function, Index, Serves};
+use knowledge_assembly::functions::{
+    ADMIN, ALL, DocumentsResource, DocumentsUse, Function, INDEXER_CONCURRENCY, Index, Serves,
+};
 use knowledge_aws::config::{
-    APP_ORIGIN_ENV, PROVIDER_KEY_SECRET_ENV, SEALING_KEY_SECRET_ENV, SIGNING_KEY_SECRET_ENV,
-    STATE_MACHINE_ENV, TABLE_ENV,
+    APP_ORIGIN_ENV, DOCUMENTS_BUCKET_ENV, INDEXER_QUEUE_ENV, PROVIDER_KEY_SECRET_ENV,
+    SEALING_KEY_SECRET_ENV, SIGNING_KEY_SECRET_ENV, STATE_MACHINE_ENV, TABLE_ENV,
 };
 use knowledge_http::declared_routes;
 
@@ -60,7 +63,9 @@ pub fn events(row: Function) -> Vec<Event> {
             .chain([&knowledge_web::ASSETS])
             .map(|path| api(&path_name(path), "GET", path))
             .collect(),
-        Serves::Task(_) => Vec::new(),
+        // Its queue is an event source mapping of its own (`queue_mapping`): SAM's SQS event
+        // would add a managed policy that polls every queue of the account.
+        Serves::Task(_) | Serves::Indexer => Vec::new(),
         Serves::Sweep => vec![Event::EveryMinute],
     }
 }
@@ -94,6 +99,9 @@ pub(crate) fn description(row: Function) -> String {
         Serves::Sweep => {
             "Every minute: revives the runs whose execution died, or ends their turn".into()
         }
+        Serves::Indexer => "The indexer's queue: documents' originals uploaded to the bucket \
+                            indexed, and documents removed from the index"
+            .into(),
     }
 }
 
@@ -128,36 +136,95 @@ fn environment(row: Function) -> Vec<(&'static str, &'static str)> {
     if row.secrets.provider_key {
         vars.push((PROVIDER_KEY_SECRET_ENV, PROVIDER_KEY));
     }
+    if row.parts.documents != DocumentsUse::None {
+        vars.push((DOCUMENTS_BUCKET_ENV, "!Ref DocumentsBucket"));
+    }
+    if row.parts.documents == DocumentsUse::Manage {
+        vars.push((INDEXER_QUEUE_ENV, "!Ref IndexerQueue"));
+    }
     vars
 }
 
 /// The provider's key, when the deployment names one.
 const PROVIDER_KEY: &str = "!If [HasProviderKey, !Ref ProviderApiKeySecretArn, !Ref AWS::NoValue]";
 
-/// One statement of its policy: the actions, and the resources they are allowed on.
+/// One statement of its policy: the actions, and the resources they are allowed on, on a
+/// condition (its lines, under `Condition:`).
 struct Statement {
     actions: Vec<String>,
     resources: Vec<String>,
+    condition: Vec<String>,
+}
+
+impl Statement {
+    fn new(actions: Vec<String>, resources: Vec<String>) -> Self {
+        Self {
+            actions,
+            resources,
+            condition: Vec::new(),
+        }
+    }
+}
+
+/// The statements of what its row does with the documents: one per resource, its actions.
+fn documents_statements(documents: DocumentsUse) -> Vec<Statement> {
+    let resources = [
+        DocumentsResource::Originals,
+        DocumentsResource::Indexes,
+        DocumentsResource::Bucket,
+        DocumentsResource::Queue,
+    ];
+    let mut statements = Vec::new();
+    for on in resources {
+        let granted = documents.permissions().iter().filter(|p| p.on == on);
+        let (listing, objects): (Vec<_>, Vec<_>) =
+            granted.partition(|p| p.action == "s3:ListBucket");
+        let actions = |ps: Vec<&knowledge_assembly::functions::Permission>| -> Vec<String> {
+            ps.iter().map(|p| p.action.to_owned()).collect()
+        };
+        if !objects.is_empty() {
+            let resource = match on {
+                DocumentsResource::Originals => "!Sub \"${DocumentsBucket.Arn}/org/*\"",
+                DocumentsResource::Indexes => "!Sub \"${DocumentsBucket.Arn}/index/*\"",
+                DocumentsResource::Bucket => "!GetAtt DocumentsBucket.Arn",
+                DocumentsResource::Queue => "!GetAtt IndexerQueue.Arn",
+            };
+            statements.push(Statement::new(actions(objects), vec![resource.into()]));
+        }
+        if !listing.is_empty() {
+            let mut listed =
+                Statement::new(actions(listing), vec!["!GetAtt DocumentsBucket.Arn".into()]);
+            if on == DocumentsResource::Originals {
+                listed.condition = vec![
+                    "StringLike:".into(),
+                    "  s3:prefix:".into(),
+                    "    - \"org/*\"".into(),
+                ];
+            }
+            statements.push(listed);
+        }
+    }
+    statements
 }
 
 /// Its policy: no more than its row declares.
 fn statements(row: Function) -> Vec<Statement> {
     let mut statements = Vec::new();
     if !row.table.operations.is_empty() {
-        statements.push(Statement {
-            actions: (row.table.operations.iter())
+        statements.push(Statement::new(
+            (row.table.operations.iter())
                 .map(|op| format!("dynamodb:{}", op.name()))
                 .collect(),
-            resources: vec!["!GetAtt Table.Arn".into()],
-        });
+            vec!["!GetAtt Table.Arn".into()],
+        ));
     }
     if !row.table.indexes.is_empty() {
-        statements.push(Statement {
-            actions: vec!["dynamodb:Query".into()],
-            resources: (row.table.indexes.iter())
+        statements.push(Statement::new(
+            vec!["dynamodb:Query".into()],
+            (row.table.indexes.iter())
                 .map(|index: &Index| format!("!Sub \"${{Table.Arn}}/index/{}\"", index.name()))
                 .collect(),
-        });
+        ));
     }
     let secrets = [
         (row.secrets.cookie_key, "!Ref SigningKeySecretArn"),
@@ -169,17 +236,18 @@ fn statements(row: Function) -> Vec<Statement> {
         .map(|(_, arn)| (*arn).to_owned())
         .collect();
     if !secrets.is_empty() {
-        statements.push(Statement {
-            actions: vec!["secretsmanager:GetSecretValue".into()],
-            resources: secrets,
-        });
+        statements.push(Statement::new(
+            vec!["secretsmanager:GetSecretValue".into()],
+            secrets,
+        ));
     }
     if row.starts_runs {
-        statements.push(Statement {
-            actions: vec!["states:StartExecution".into()],
-            resources: vec!["!Ref AgentStateMachine".into()],
-        });
+        statements.push(Statement::new(
+            vec!["states:StartExecution".into()],
+            vec!["!Ref AgentStateMachine".into()],
+        ));
     }
+    statements.extend(documents_statements(row.parts.documents));
     statements
 }
 
@@ -251,9 +319,38 @@ fn resource(row: Function) -> String {
             for resource in statement.resources {
                 line(16, &format!("- {resource}"));
             }
+            if !statement.condition.is_empty() {
+                line(14, "Condition:");
+                for condition in statement.condition {
+                    line(16, &condition);
+                }
+            }
         }
     }
+    if matches!(row.serves, Serves::Indexer) {
+        out.push('\n');
+        out.push_str(&queue_mapping(row));
+    }
     out
+}
+
+/// The indexer's event source mapping: one message per invocation (so that a receive is an
+/// attempt, and the dead-letter queue's count of receives is the core's count of attempts),
+/// each failure reported alone, at most [`INDEXER_CONCURRENCY`] invocations at once.
+fn queue_mapping(row: Function) -> String {
+    let name = pascal(row.name);
+    format!(
+        "  {name}FunctionQueue:\n    \
+         Type: AWS::Lambda::EventSourceMapping\n    \
+         Properties:\n      \
+         FunctionName: !Ref {name}Function\n      \
+         EventSourceArn: !GetAtt IndexerQueue.Arn\n      \
+         BatchSize: 1\n      \
+         FunctionResponseTypes:\n        \
+         - ReportBatchItemFailures\n      \
+         ScalingConfig:\n        \
+         MaximumConcurrency: {INDEXER_CONCURRENCY}\n"
+    )
 }
 
 /// A YAML string in double quotes.

@@ -255,3 +255,169 @@ fn every_documented_operation_reaches_the_function_whose_row_serves_it() {
         );
     }
 }
+
+/// A value's text as the template writes it (`!GetAtt IndexerQueue.Arn`).
+fn yaml(value: &Value) -> String {
+    serde_norway::to_string(value).unwrap().trim().to_owned()
+}
+
+#[test]
+fn the_indexer_takes_its_queue_one_message_at_a_time_reporting_each_failure() {
+    use knowledge_assembly::functions::{INDEXER, INDEXER_CONCURRENCY};
+    let template = template();
+    let resources = &template["Resources"];
+    let mappings: Vec<&Value> = (resources.as_mapping().unwrap().values())
+        .filter(|r| r["Type"] == "AWS::Lambda::EventSourceMapping")
+        .collect();
+    assert_eq!(
+        mappings.len(),
+        1,
+        "the indexer's queue is the one event source mapping"
+    );
+    let mapping = &mappings[0]["Properties"];
+    assert_eq!(yaml(&mapping["FunctionName"]), "!Ref IndexerFunction");
+    assert_eq!(yaml(&mapping["EventSourceArn"]), "!GetAtt IndexerQueue.Arn");
+    assert_eq!(mapping["BatchSize"], 1);
+    assert_eq!(
+        mapping["FunctionResponseTypes"],
+        serde_norway::from_str::<Value>("[ReportBatchItemFailures]").unwrap()
+    );
+    assert_eq!(
+        mapping["ScalingConfig"]["MaximumConcurrency"],
+        u64::from(INDEXER_CONCURRENCY)
+    );
+    // A message comes back after the indexer's timeout and its document's five-minute lease,
+    // and goes to the dead-letter queue after as many receives as the core makes attempts.
+    let queue = &resources["IndexerQueue"]["Properties"];
+    let visible_again = queue["VisibilityTimeout"].as_u64().unwrap();
+    assert!(visible_again >= u64::from(INDEX_TIMEOUT.max(INDEXER.lambda.timeout_secs)));
+    let redrive = &queue["RedrivePolicy"];
+    assert_eq!(
+        redrive["maxReceiveCount"],
+        u64::from(knowledge_core::domain::INDEX_ATTEMPTS)
+    );
+    assert_eq!(
+        yaml(&redrive["deadLetterTargetArn"]),
+        "!GetAtt IndexerDeadLetters.Arn"
+    );
+    // SAM's SQS event would add a managed policy that polls every queue: none here.
+    let (_, indexer) = &functions(&template)["indexer"];
+    assert!(indexer["Events"].is_null(), "{:?}", indexer["Events"]);
+    assert!(indexer["ManagedPolicyArns"].is_null());
+}
+
+/// A document's lease (`lib/core/src/documents/indexing.rs`), in seconds.
+const INDEX_TIMEOUT: u16 = 300;
+
+#[test]
+fn every_function_may_do_with_the_documents_what_its_row_says_and_no_more() {
+    use knowledge_assembly::functions::{DocumentsResource, DocumentsUse};
+    let template = template();
+    let built = functions(&template);
+    for row in ALL {
+        let (_, properties) = &built[row.name];
+        let mut granted = BTreeSet::new();
+        for policy in properties["Policies"].as_sequence().into_iter().flatten() {
+            for statement in policy["Statement"].as_sequence().into_iter().flatten() {
+                assert_eq!(statement["Effect"], "Allow");
+                for action in statement["Action"].as_sequence().unwrap() {
+                    let action = action.as_str().unwrap();
+                    assert!(!action.contains('*'), "{}: {action}", row.name);
+                    if !action.starts_with("s3:") && !action.starts_with("sqs:") {
+                        continue;
+                    }
+                    for resource in statement["Resource"].as_sequence().unwrap() {
+                        let on = match yaml(resource).as_str() {
+                            "!Sub ${DocumentsBucket.Arn}/org/*" => DocumentsResource::Originals,
+                            "!Sub ${DocumentsBucket.Arn}/index/*" => DocumentsResource::Indexes,
+                            "!GetAtt DocumentsBucket.Arn" if statement["Condition"].is_null() => {
+                                DocumentsResource::Bucket
+                            }
+                            "!GetAtt DocumentsBucket.Arn" => {
+                                let prefix = &statement["Condition"]["StringLike"]["s3:prefix"];
+                                assert_eq!(yaml(prefix), "- org/*");
+                                DocumentsResource::Originals
+                            }
+                            "!GetAtt IndexerQueue.Arn" => DocumentsResource::Queue,
+                            other => panic!("{}: {action} on {other}", row.name),
+                        };
+                        granted.insert((action.to_owned(), on));
+                    }
+                }
+            }
+        }
+        let declared: BTreeSet<(String, DocumentsResource)> = (row.parts.documents.permissions())
+            .iter()
+            .map(|p| (p.action.to_owned(), p.on))
+            .collect();
+        assert_eq!(granted, declared, "{}", row.name);
+        let variables = &properties["Environment"]["Variables"];
+        let bucket = !variables["DOCUMENTS_BUCKET"].is_null();
+        assert_eq!(
+            bucket,
+            row.parts.documents != DocumentsUse::None,
+            "{}",
+            row.name
+        );
+        let queue = !variables["INDEXER_QUEUE_URL"].is_null();
+        assert_eq!(
+            queue,
+            row.parts.documents == DocumentsUse::Manage,
+            "{}",
+            row.name
+        );
+    }
+}
+
+#[test]
+fn the_documents_bucket_is_private_encrypted_https_only_and_takes_uploads_from_the_app_alone() {
+    let template = template();
+    let resources = &template["Resources"];
+    let bucket = &resources["DocumentsBucket"]["Properties"];
+    let block = &bucket["PublicAccessBlockConfiguration"];
+    for setting in [
+        "BlockPublicAcls",
+        "BlockPublicPolicy",
+        "IgnorePublicAcls",
+        "RestrictPublicBuckets",
+    ] {
+        assert_eq!(block[setting], true, "{setting}");
+    }
+    let encryption = &bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0];
+    let algorithm = &encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"];
+    assert!(
+        algorithm == "AES256" || algorithm == "aws:kms",
+        "{algorithm:?}"
+    );
+    let cors = bucket["CorsConfiguration"]["CorsRules"]
+        .as_sequence()
+        .unwrap();
+    assert_eq!(cors.len(), 1);
+    assert_eq!(yaml(&cors[0]["AllowedMethods"]), "- PUT");
+    assert_eq!(yaml(&cors[0]["AllowedOrigins"]), "- !Ref AppOrigin");
+    let rules = bucket["LifecycleConfiguration"]["Rules"]
+        .as_sequence()
+        .unwrap();
+    assert!(
+        rules
+            .iter()
+            .any(|r| r["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"].is_u64())
+    );
+    let notify = &bucket["NotificationConfiguration"]["QueueConfigurations"][0];
+    assert_eq!(notify["Event"], "s3:ObjectCreated:*");
+    assert_eq!(yaml(&notify["Queue"]), "!GetAtt IndexerQueue.Arn");
+    let rule = &notify["Filter"]["S3Key"]["Rules"][0];
+    assert_eq!(
+        (rule["Name"].as_str(), rule["Value"].as_str()),
+        (Some("prefix"), Some("org/"))
+    );
+    let policy = &resources["DocumentsBucketPolicy"]["Properties"]["PolicyDocument"];
+    let deny = &policy["Statement"][0];
+    assert_eq!(deny["Effect"], "Deny");
+    assert_eq!(deny["Condition"]["Bool"]["aws:SecureTransport"], "false");
+    // Only the bucket may send to the queue.
+    let queue_policy = &resources["IndexerQueuePolicy"]["Properties"]["PolicyDocument"];
+    let send = &queue_policy["Statement"][0];
+    assert_eq!(send["Principal"]["Service"], "s3.amazonaws.com");
+    assert!(!send["Condition"]["ArnEquals"]["aws:SourceArn"].is_null());
+}

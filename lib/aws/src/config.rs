@@ -18,6 +18,13 @@ pub const SEALING_KEY_SECRET_ENV: &str = "SEALING_KEY_SECRET_ARN";
 /// The secret holding the agent provider's API key, given to the provider as
 /// `OPENAI_API_KEY` or `ANTHROPIC_API_KEY`; the other provider settings are plain variables.
 pub const PROVIDER_KEY_SECRET_ENV: &str = "PROVIDER_API_KEY_SECRET_ARN";
+/// The bucket of the organisations' documents: their originals and their indexes.
+pub const DOCUMENTS_BUCKET_ENV: &str = "DOCUMENTS_BUCKET";
+/// The indexer's queue, for the function that sends it the index's removals.
+pub const INDEXER_QUEUE_ENV: &str = "INDEXER_QUEUE_URL";
+/// Where a function keeps its copies of the organisations' indexes; its `/tmp` unless set
+/// (the tests give each deployment a folder of its own).
+pub const INDEX_DIR_ENV: &str = "KNOWLEDGE_INDEX_DIR";
 /// Hours a session cookie lasts without a request.
 pub const SESSION_IDLE_ENV: &str = "SESSION_IDLE_HOURS";
 /// Days a sign-in lasts at most.
@@ -73,6 +80,12 @@ pub struct Env {
     pub signing_key_secret: Option<String>,
     pub sealing_key_secret: Option<String>,
     pub provider_key_secret: Option<String>,
+    /// The documents' bucket, where the row uses documents.
+    pub documents_bucket: Option<String>,
+    /// The indexer's queue, where the row manages documents.
+    pub indexer_queue_url: Option<String>,
+    /// Where the index copies are kept; `/tmp/knowledge-index` when `None`.
+    pub index_root: Option<std::path::PathBuf>,
     /// The session lifetime from `SESSION_IDLE_HOURS` and `SESSION_MAX_DAYS`; the default
     /// without them.
     pub lifetime: Lifetime,
@@ -94,6 +107,9 @@ impl Env {
             signing_key_secret: optional(SIGNING_KEY_SECRET_ENV),
             sealing_key_secret: optional(SEALING_KEY_SECRET_ENV),
             provider_key_secret: optional(PROVIDER_KEY_SECRET_ENV),
+            documents_bucket: optional(DOCUMENTS_BUCKET_ENV),
+            indexer_queue_url: optional(INDEXER_QUEUE_ENV),
+            index_root: optional(INDEX_DIR_ENV).map(Into::into),
             lifetime: lifetime_from_env()?,
             egress: egress_from_env()?,
         })

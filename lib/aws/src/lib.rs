@@ -5,6 +5,8 @@
 //! assembled by `knowledge_assembly`.
 
 pub mod config;
+pub mod documents;
+pub mod indexer;
 pub mod parts;
 pub mod sfn;
 pub mod sweep;
@@ -13,8 +15,8 @@ pub mod task;
 use std::sync::Arc;
 
 use aws_config::SdkConfig;
-use knowledge_assembly::{App, Settings};
-use knowledge_core::ports::Workflow;
+use knowledge_assembly::{App, DocumentParts, Settings};
+use knowledge_core::ports::{Parser, Workflow};
 use knowledge_dynamo::{DynamoStore, RequestCounter};
 
 pub use crate::config::{ConfigError, Env};
@@ -38,8 +40,8 @@ pub async fn settings(
     let function = parts.function;
     let origin = match (function.serves, env.app_origin.as_deref()) {
         (_, Some(origin)) => origin,
-        // The steps build no URL and check no origin.
-        (Serves::Task(_) | Serves::Sweep, None) => "",
+        // The steps and the indexer build no URL and check no origin.
+        (Serves::Task(_) | Serves::Sweep | Serves::Indexer, None) => "",
         (_, None) => return Err(ConfigError::Missing(config::APP_ORIGIN_ENV)),
     };
     let mut settings = Settings::new(origin);
@@ -90,6 +92,12 @@ pub struct ColdStart {
     pub app: App,
     /// The function this is the cold start of.
     pub function: Function,
+    /// The organisations' documents, where its row uses them.
+    pub documents: Option<DocumentParts>,
+    /// The bucket they are in.
+    pub bucket: Option<String>,
+    /// The parsers, for the indexer.
+    pub parser: Option<Arc<dyn Parser>>,
 }
 
 impl ColdStart {
@@ -101,8 +109,12 @@ impl ColdStart {
         let dynamodb =
             aws_sdk_dynamodb::Client::from_conf(knowledge_dynamo::config(shared, counter).build());
         let store = DynamoStore::new(dynamodb, &env.table);
+        let documents = settings.documents.clone();
         let app = App::new(settings, Arc::new(store.clone()));
         Self {
+            documents,
+            bucket: env.documents_bucket.clone(),
+            parser: parts.parser.map(|parser| parser()),
             app: match parts.integrations {
                 Some(integrations) => integrations(app),
                 None => app,
@@ -120,7 +132,11 @@ impl ColdStart {
     pub async fn load(
         parts: Parts, shared: &SdkConfig, env: &Env, counter: RequestCounter,
     ) -> Result<Self, ConfigError> {
-        let settings = settings(parts, shared, env).await?;
+        let mut settings = settings(parts, shared, env).await?;
+        if let Some(documents) = parts.documents {
+            let name = parts.function.name;
+            settings.documents = Some(documents(name, shared, env, &counter)?);
+        }
         Ok(Self::new(shared, env, settings, parts, counter))
     }
 
@@ -147,6 +163,17 @@ impl ColdStart {
     /// The sweep function: the session use cases, starting executions on Step Functions.
     pub fn sweep(&self) -> sweep::SweepFunction {
         sweep::SweepFunction::new(self.app.service(self.workflow()))
+    }
+
+    /// The indexer function, when the function indexes documents.
+    pub fn indexer(&self) -> Option<indexer::IndexerFunction> {
+        let documents = self.app.documents()?.clone();
+        let workers = documents.workers(self.parser.clone()?);
+        let index = self.documents.as_ref()?.index.clone();
+        let bucket = self.bucket.clone()?;
+        Some(indexer::IndexerFunction::new(
+            documents, workers, index, bucket,
+        ))
     }
 }
 
@@ -212,7 +239,18 @@ async fn run_sweep(parts: Parts) -> Result<(), lambda_runtime::Error> {
     .await
 }
 
-/// Runs the function `parts` are of, as its row says: serving HTTP, a Task or the sweep.
+/// Handles the indexer's queue, a message at a time.
+async fn run_indexer(parts: Parts) -> Result<(), lambda_runtime::Error> {
+    let indexer = (start(parts).await?.indexer()).expect("Parts::of runs only the indexer so");
+    lambda_runtime::run(lambda_runtime::service_fn(move |event| {
+        let indexer = indexer.clone();
+        async move { indexer.handle(event).await }
+    }))
+    .await
+}
+
+/// Runs the function `parts` are of, as its row says: serving HTTP, a Task, the sweep or the
+/// indexer.
 /// `parts` are [`Parts::of`] its row, evaluated at compile time: use [`main!`].
 pub async fn run(parts: Parts) -> Result<(), lambda_runtime::Error> {
     knowledge_assembly::logs::init_lambda();

@@ -1,6 +1,7 @@
 //! The optional parts of a function's binary: the identity providers' client, the agent's
-//! provider, the integrations' authorization servers' client, the MCP client, the built-in files (the app's, the OpenAPI document), and how the
-//! function runs. Each function links only those its row uses: its `main` ([`crate::main!`])
+//! provider, the integrations' authorization servers' client, the MCP client, the built-in
+//! files (the app's, the OpenAPI document), the documents' bucket, index and queue, the
+//! parsers, and how the function runs. Each function links only those its row uses: its `main` ([`crate::main!`])
 //! evaluates [`Parts::of`] its row at compile time, so the constant it passes on holds
 //! pointers to the parts that function needs and nothing names the others, which the linker
 //! then leaves out (`scripts/link_guard.sh` checks that it does).
@@ -9,12 +10,16 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use knowledge_assembly::App;
-use knowledge_assembly::functions::{Function, Identity, Integrations, Serves};
-use knowledge_core::ports::{Agent, AuthorizationServers, IdentityDiscovery, IdentityProvider};
+use aws_config::SdkConfig;
+use knowledge_assembly::functions::{DocumentsUse, Function, Identity, Integrations, Serves};
+use knowledge_assembly::{App, DocumentParts};
+use knowledge_core::ports::{
+    Agent, AuthorizationServers, IdentityDiscovery, IdentityProvider, Parser,
+};
+use knowledge_dynamo::RequestCounter;
 use knowledge_egress::Egress;
 
-use crate::ConfigError;
+use crate::{ConfigError, Env, documents};
 
 /// Builds the agent from its settings, read through `var` (the API key from its secret).
 pub type MakeAgent = fn(&dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn Agent>, ConfigError>;
@@ -28,6 +33,11 @@ pub type MakeIdentityDiscovery = fn(Egress) -> Result<Arc<dyn IdentityDiscovery>
 /// Builds the client of the integrations' authorization servers, under the egress guard.
 pub type MakeAuthorizationServers =
     fn(Egress) -> Result<Arc<dyn AuthorizationServers>, ConfigError>;
+
+/// Builds the documents' parts of the function named first (its bucket, its index copies, its
+/// queue), counting the requests of their clients in the counter.
+pub type MakeDocuments =
+    fn(&str, &SdkConfig, &Env, &RequestCounter) -> Result<DocumentParts, ConfigError>;
 
 /// How a function runs once started: serving HTTP, a Task or the sweep.
 pub type Entry = fn(Parts) -> Pin<Box<dyn Future<Output = Result<(), lambda_runtime::Error>>>>;
@@ -46,6 +56,10 @@ pub struct Parts {
     pub integrations: Option<fn(App) -> App>,
     /// The whole router of a function that serves files built into the binary.
     pub files: Option<fn() -> axum::Router>,
+    /// The organisations' documents, as the row uses them.
+    pub documents: Option<MakeDocuments>,
+    /// The parsers of documents' originals, for the indexer alone.
+    pub parser: Option<fn() -> Arc<dyn Parser>>,
     /// How it runs (`crate::run`).
     pub entry: Entry,
 }
@@ -81,12 +95,23 @@ impl Parts {
                 Serves::AppFiles => Some(web),
                 _ => None,
             },
+            documents: match uses.documents {
+                DocumentsUse::None => None,
+                DocumentsUse::Read => Some(documents::read),
+                DocumentsUse::Manage => Some(documents::manage),
+                DocumentsUse::Index => Some(documents::index),
+            },
+            parser: match uses.documents {
+                DocumentsUse::Index => Some(documents::parser),
+                _ => None,
+            },
             entry: match function.serves {
                 Serves::Routes(_) => |p| Box::pin(crate::run_routes(p)),
                 Serves::Scim => |p| Box::pin(crate::run_scim(p)),
                 Serves::Document | Serves::AppFiles => |p| Box::pin(crate::run_files(p)),
                 Serves::Task(_) => |p| Box::pin(crate::run_task(p)),
                 Serves::Sweep => |p| Box::pin(crate::run_sweep(p)),
+                Serves::Indexer => |p| Box::pin(crate::run_indexer(p)),
             },
         }
     }

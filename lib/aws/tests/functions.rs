@@ -1,5 +1,5 @@
-//! The Lambda functions in-process, on moto (DynamoDB, Step Functions, Secrets Manager) on
-//! loopback: every sample event in `events/` fed to its function's handler, the DynamoDB
+//! The Lambda functions in-process, on moto (DynamoDB, Step Functions, Secrets Manager, S3,
+//! SQS) on loopback: every sample event in `events/` fed to its function's handler, the DynamoDB
 //! requests each endpoint makes counted, and the Step Functions start shown idempotent.
 //! `scripts/test` starts moto and sets `KNOWLEDGE_TEST_DYNAMODB_ENDPOINT`; without it each test
 //! that needs moto begins by skipping itself (`knowledge_test_support::skip_without_dynamodb!`).
@@ -11,6 +11,8 @@
 mod admin;
 #[path = "functions/auth.rs"]
 mod auth;
+#[path = "functions/documents.rs"]
+mod documents;
 #[path = "functions/integrations.rs"]
 mod integrations;
 #[path = "functions/sessions.rs"]

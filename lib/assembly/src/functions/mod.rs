@@ -81,7 +81,18 @@ pub enum Serves {
     Task(Handler),
     /// The scheduled sweep for runs whose execution died.
     Sweep,
+    /// The indexer's queue (SQS, through an event source mapping that reports each failed
+    /// message): the bucket's events of originals created, and the admin function's removals.
+    /// At most [`INDEXER_CONCURRENCY`] invocations at once, each given one message.
+    Indexer,
 }
+
+/// Invocations of the indexer at once (its event source mapping's `MaximumConcurrency`, the
+/// least SQS allows): writers of one organisation's index seldom meet, and when they do the
+/// index's conditional write settles it. A limit on the mapping, not reserved concurrency,
+/// which would throttle the queue's pollers (each throttled receive counting towards the
+/// dead-letter queue) and take from the account's unreserved pool.
+pub const INDEXER_CONCURRENCY: u16 = 2;
 
 /// The optional parts a function builds beyond the store, the workflow and its keys.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -90,6 +101,7 @@ pub struct Uses {
     pub agent: bool,
     pub identity: Identity,
     pub integrations: Integrations,
+    pub documents: DocumentsUse,
 }
 
 impl Uses {
@@ -98,8 +110,88 @@ impl Uses {
         agent: false,
         identity: Identity::None,
         integrations: Integrations::None,
+        documents: DocumentsUse::None,
     };
 }
+
+/// How much of the organisations' documents a function reaches on AWS: the bucket of their
+/// originals and indexes, and the indexer's queue. Its [`DocumentsUse::permissions`] are its
+/// IAM policy's, and what the tests check each request it makes against.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum DocumentsUse {
+    None,
+    /// Reading: a copy of the organisation's index searched (one conditional `GET` of its
+    /// manifest per request, new files fetched), an original downloaded.
+    Read,
+    /// Managing: pre-signed uploads of originals, originals deleted, and the index's removals
+    /// sent to the indexer's queue (the indexer is the index's only writer).
+    Manage,
+    /// Indexing: originals read (and stray ones deleted), parsed, and the index written.
+    Index,
+}
+
+/// What a permission is on: the bucket's originals (`org/*`; for `s3:ListBucket`, listing
+/// under `org/` only), its indexes (`index/*`), the bucket itself (listing all of it), or the
+/// indexer's queue.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, PartialOrd, Ord)]
+pub enum DocumentsResource {
+    Originals,
+    Indexes,
+    Bucket,
+    Queue,
+}
+
+/// An IAM action on what it is for.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Permission {
+    /// As IAM writes it: `s3:GetObject`.
+    pub action: &'static str,
+    pub on: DocumentsResource,
+}
+
+const fn allow(action: &'static str, on: DocumentsResource) -> Permission {
+    Permission { action, on }
+}
+
+impl DocumentsUse {
+    /// What this use may do, and nothing more. Listing the bucket is granted to those that
+    /// read objects that may be missing (an organisation's manifest before its first
+    /// document): without it S3 answers 403 for a missing key, not 404. The managing function
+    /// lists only its originals' prefix (to delete a document's generations).
+    pub const fn permissions(self) -> &'static [Permission] {
+        match self {
+            Self::None => &[],
+            Self::Read => READ,
+            Self::Manage => MANAGE,
+            Self::Index => INDEX,
+        }
+    }
+}
+
+const READ: &[Permission] = &[
+    allow("s3:GetObject", DocumentsResource::Originals),
+    allow("s3:GetObject", DocumentsResource::Indexes),
+    allow("s3:ListBucket", DocumentsResource::Bucket),
+];
+const MANAGE: &[Permission] = &[
+    // Pre-signing a PUT signs it with the function's own permission to make it.
+    allow("s3:PutObject", DocumentsResource::Originals),
+    allow("s3:DeleteObject", DocumentsResource::Originals),
+    allow("s3:ListBucket", DocumentsResource::Originals),
+    allow("sqs:SendMessage", DocumentsResource::Queue),
+];
+const INDEX: &[Permission] = &[
+    allow("s3:GetObject", DocumentsResource::Originals),
+    allow("s3:DeleteObject", DocumentsResource::Originals),
+    allow("s3:GetObject", DocumentsResource::Indexes),
+    allow("s3:PutObject", DocumentsResource::Indexes),
+    allow("s3:DeleteObject", DocumentsResource::Indexes),
+    allow("s3:ListBucket", DocumentsResource::Bucket),
+    // The event source mapping polls with the function's role.
+    allow("sqs:ReceiveMessage", DocumentsResource::Queue),
+    allow("sqs:DeleteMessage", DocumentsResource::Queue),
+    allow("sqs:GetQueueAttributes", DocumentsResource::Queue),
+];
 
 /// How much of the organisations' identity providers a function reaches.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -254,6 +346,7 @@ impl Function {
                 } else {
                     Integrations::None
                 },
+                documents: DocumentsUse::None,
             },
             secrets: Secrets {
                 cookie_key: false,

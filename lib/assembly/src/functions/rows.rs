@@ -7,7 +7,9 @@ use super::Operation::{
     BatchGetItem, BatchWriteItem, ConditionCheckItem, DeleteItem, GetItem, PutItem, Query,
     UpdateItem,
 };
-use super::{Function, Identity, Index, Integrations, Lambda, Secrets, Serves, TableUse, Uses};
+use super::{
+    DocumentsUse, Function, Identity, Index, Integrations, Lambda, Secrets, Serves, TableUse, Uses,
+};
 
 /// Operations on the table alone.
 const fn items(operations: &'static [super::Operation]) -> TableUse {
@@ -153,12 +155,14 @@ pub const OAUTH_CALLBACK: Function = Function {
     ..INTEGRATIONS
 };
 /// The admin function seals identity providers' secrets and integration credentials, tests a
-/// provider's discovery, and revokes a removed member's grants.
+/// provider's discovery, and revokes a removed member's grants. It pre-signs the uploads of
+/// documents' originals, deletes originals, and sends the index's removals to the indexer.
 pub const ADMIN: Function = Function {
     parts: Uses {
         identity: Identity::Discovery,
         integrations: Integrations::Grants,
         agent: false,
+        documents: DocumentsUse::Manage,
     },
     secrets: Secrets {
         sealing_key: true,
@@ -198,15 +202,47 @@ pub const TEST_INTEGRATION: Function = Function {
     )
 };
 /// Searching the documents a member may open: the member's groups (a query), the collections
-/// (a query), and the candidates' documents in one batch.
-pub const SEARCH: Function = Function::routes(
-    "search",
-    endpoints::SEARCH,
-    items(&[GetItem, Query, BatchGetItem]),
-);
-/// A document a member may open, and its original.
-pub const DOCUMENTS: Function =
-    Function::routes("documents", endpoints::DOCUMENTS, items(&[GetItem, Query]));
+/// (a query), and the candidates' documents in one batch; the organisation's index copied from
+/// the bucket.
+pub const SEARCH: Function = Function {
+    parts: READS_DOCUMENTS,
+    ..Function::routes(
+        "search",
+        endpoints::SEARCH,
+        items(&[GetItem, Query, BatchGetItem]),
+    )
+};
+/// A document a member may open, its passages (from the index's copy) and its original.
+pub const DOCUMENTS: Function = Function {
+    parts: READS_DOCUMENTS,
+    ..Function::routes("documents", endpoints::DOCUMENTS, items(&[GetItem, Query]))
+};
+const READS_DOCUMENTS: Uses = Uses {
+    documents: DocumentsUse::Read,
+    ..Uses::NOTHING
+};
+/// The index's one writer: an original's event finds its document (the organisation's
+/// collections, a query; the document's key in each, a batch), queues it and takes it with a
+/// lease (transactions that move the storage counter), reads and parses the original, and
+/// publishes the organisation's index to the bucket; a removal from the admin function
+/// rewrites the index alone. Parsing is bounded to a minute; a gigabyte holds a 25 MiB file
+/// parsed, its passages and tantivy's writer.
+pub const INDEXER: Function = Function {
+    name: "indexer",
+    serves: Serves::Indexer,
+    parts: Uses {
+        documents: DocumentsUse::Index,
+        ..Uses::NOTHING
+    },
+    secrets: Secrets::NONE,
+    table: items(&[GetItem, Query, BatchGetItem, PutItem, UpdateItem]),
+    starts_runs: false,
+    lambda: Lambda {
+        memory_mb: 1024,
+        timeout_secs: 120,
+        max_bytes: Lambda::ENDPOINT.max_bytes,
+    },
+};
 /// SCIM authenticates by the organisation's bearer token: no cookie. Deprovisioning opens a
 /// member's OAuth grants to revoke them.
 pub const SCIM: Function = Function {
@@ -274,7 +310,7 @@ pub const SWEEP: Function = Function {
 };
 
 /// Every function, in the order `template.yaml` lists them.
-pub const ALL: [Function; 30] = [
+pub const ALL: [Function; 31] = [
     CREATE_SESSION,
     MESSAGE,
     TRANSCRIPT,
@@ -299,6 +335,7 @@ pub const ALL: [Function; 30] = [
     TEST_INTEGRATION,
     SEARCH,
     DOCUMENTS,
+    INDEXER,
     LOAD_TURN,
     CALL_AGENT,
     RUN_TOOL,

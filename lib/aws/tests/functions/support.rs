@@ -44,6 +44,12 @@ pub(crate) fn repo_file(path: &str) -> String {
 /// them as its cold start builds it.
 pub(crate) struct Deployment {
     pub(crate) shared: aws_config::SdkConfig,
+    /// The documents' bucket and the indexer's queue (with its dead-letter queue), and where
+    /// this deployment's functions keep their index copies.
+    pub(crate) s3: aws_sdk_s3::Client,
+    pub(crate) sqs: aws_sdk_sqs::Client,
+    pub(crate) dead_letters: String,
+    _index_root: tempfile::TempDir,
     pub(crate) env: Env,
     /// The table, counting requests in `counter` as the functions do.
     pub(crate) store: DynamoStore,
@@ -105,6 +111,8 @@ impl Deployment {
             .send()
             .await
             .unwrap();
+        let (s3, sqs, bucket, queue, dead_letters) = documents_resources(&shared, &unique).await;
+        let index_root = tempfile::tempdir().unwrap();
         let env = Env {
             table,
             state_machine_arn: Some(machine.state_machine_arn().to_owned()),
@@ -112,6 +120,9 @@ impl Deployment {
             signing_key_secret: Some(secret.arn().unwrap().to_owned()),
             sealing_key_secret: Some(sealing.arn().unwrap().to_owned()),
             provider_key_secret: None,
+            documents_bucket: Some(bucket),
+            indexer_queue_url: Some(queue),
+            index_root: Some(index_root.path().to_owned()),
             lifetime: Default::default(),
             egress: Default::default(),
         };
@@ -128,6 +139,10 @@ impl Deployment {
         let state_machine_arn = env.state_machine_arn.clone().unwrap();
         let mut d = Self {
             shared,
+            s3,
+            sqs,
+            dead_letters,
+            _index_root: index_root,
             env,
             store,
             scim_token: String::new(),
@@ -316,16 +331,86 @@ impl Deployment {
     }
 }
 
+/// The documents' bucket and the indexer's queue of a deployment, as template.yaml makes them:
+/// the queue's dead-letter queue after as many receives as the template says. Returns the
+/// clients, the bucket's name and the queues' URLs.
+async fn documents_resources(
+    shared: &aws_config::SdkConfig, unique: &str,
+) -> (
+    aws_sdk_s3::Client,
+    aws_sdk_sqs::Client,
+    String,
+    String,
+    String,
+) {
+    let s3 = aws_sdk_s3::Client::from_conf(knowledge_s3::config(shared).build());
+    let bucket = format!("knowledge-docs-{unique}");
+    s3.create_bucket().bucket(&bucket).send().await.unwrap();
+    let sqs = aws_sdk_sqs::Client::new(shared);
+    let dead = (sqs.create_queue())
+        .queue_name(format!("indexer-dead-{unique}"))
+        .send()
+        .await
+        .unwrap();
+    let dead_url = dead.queue_url().unwrap().to_owned();
+    let dead_arn = (sqs.get_queue_attributes())
+        .queue_url(&dead_url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .unwrap()
+        .attributes()
+        .unwrap()[&aws_sdk_sqs::types::QueueAttributeName::QueueArn]
+        .clone();
+    let redrive = serde_json::json!({
+        "deadLetterTargetArn": dead_arn,
+        "maxReceiveCount": template_receives(),
+    });
+    let queue = (sqs.create_queue())
+        .queue_name(format!("indexer-{unique}"))
+        .attributes(
+            aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy,
+            redrive.to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let queue_url = queue.queue_url().unwrap().to_owned();
+    (s3, sqs, bucket, queue_url, dead_url)
+}
+
+/// The receives after which template.yaml's indexer queue moves a message to its dead-letter
+/// queue.
+pub(crate) fn template_receives() -> u32 {
+    let template = repo_file("template.yaml");
+    let (_, queue) = template.split_once("\n  IndexerQueue:\n").unwrap();
+    let (_, count) = queue.split_once("maxReceiveCount: ").unwrap();
+    count.lines().next().unwrap().trim().parse().unwrap()
+}
+
 pub(crate) fn requests(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
     pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
 
+/// The IAM action of an S3 or SQS operation the functions make; `None` for DynamoDB's.
+fn documents_action(operation: &str) -> Option<&'static str> {
+    Some(match operation {
+        "GetObject" | "HeadObject" => "s3:GetObject",
+        "PutObject" => "s3:PutObject",
+        "DeleteObject" | "DeleteObjects" => "s3:DeleteObject",
+        "ListObjectsV2" => "s3:ListBucket",
+        "SendMessage" => "sqs:SendMessage",
+        _ => return None,
+    })
+}
+
 /// Checks that `function`'s row declares each DynamoDB operation in `made` and each action its
 /// transactions' items and its queries need (`needs`, from
-/// [`RequestCounter::take_item_actions`]): the row is its IAM policy in template.yaml
-/// (`cargo xtask derive`), and moto does not enforce IAM, so an operation the row leaves out
-/// would fail only on AWS. A transaction is authorised item by item, so `TransactWriteItems`
-/// itself is not an action; a query, by what it reads (the table or an index).
+/// [`RequestCounter::take_item_actions`]), and each S3 and SQS operation (what it does with the
+/// documents): the row is its IAM policy in template.yaml (`cargo xtask derive`), and moto does
+/// not enforce IAM, so an operation the row leaves out would fail only on AWS. A transaction is
+/// authorised item by item, so `TransactWriteItems` itself is not an action; a query, by what
+/// it reads (the table or an index).
 fn allowed(function: &str, made: &BTreeMap<String, u64>, needs: &BTreeSet<String>) {
     let row = functions::ALL
         .into_iter()
@@ -337,11 +422,15 @@ fn allowed(function: &str, made: &BTreeMap<String, u64>, needs: &BTreeSet<String
             (row.table.indexes.iter())
                 .map(|index| format!("dynamodb:Query index/{}", index.name())),
         )
+        .chain((row.parts.documents.permissions().iter()).map(|p| p.action.to_owned()))
         .collect();
     let operations = made
         .keys()
         .filter(|op| *op != "TransactWriteItems" && *op != "Query")
-        .map(|op| format!("dynamodb:{op}"));
+        .map(|op| match documents_action(op) {
+            Some(action) => action.to_owned(),
+            None => format!("dynamodb:{op}"),
+        });
     for action in operations.chain(needs.iter().cloned()) {
         assert!(
             declared.contains(&action),

@@ -1,0 +1,139 @@
+//! The indexer function: the messages of the indexer's queue, one per invocation, each
+//! handled by the core's use cases and reported failed alone (`ReportBatchItemFailures`), so
+//! that SQS delivers it again after its visibility timeout and moves it to the dead-letter
+//! queue after three receives.
+//!
+//! - The bucket's event of an original created under `org/` (an `ObjectCreated` record, as S3
+//!   sends it, in the message's body): the document's arrival (`Documents::arrived`: checked
+//!   against its announcement, queued), then its indexing (`Workers::index_document`: a lease,
+//!   the parser, the index published to the bucket). A document another invocation holds is a
+//!   failure, to be delivered again once its lease has run out.
+//! - The admin function's removals ([`Removal`]): the passages removed from the index.
+//! - S3's test event, sent when the notification is configured: nothing to do.
+//!
+//! A message the indexer cannot read (not JSON, an object key of no original) fails every
+//! time, and so ends in the dead-letter queue, where a person can look at it.
+
+use std::sync::Arc;
+
+use knowledge_core::CoreError;
+use knowledge_core::documents::{Arrival, Documents, IndexAttempt, Workers};
+use knowledge_core::ports::{IndexError, PassageIndex};
+use lambda_runtime::LambdaEvent;
+use serde_json::{Value, json};
+
+use crate::documents::Removal;
+
+/// Why a message was not handled; logged, and the message reported failed.
+#[derive(Debug, thiserror::Error)]
+enum Failure {
+    #[error("the message is not one the indexer reads: {0}")]
+    Unreadable(String),
+    #[error("another invocation holds the document until {0}")]
+    Held(String),
+    #[error(transparent)]
+    Core(#[from] CoreError),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+}
+
+/// The indexer of one cold start.
+#[derive(Clone)]
+pub struct IndexerFunction {
+    documents: Documents,
+    workers: Workers,
+    index: Arc<dyn PassageIndex>,
+    /// The documents' bucket: an event of another bucket is refused.
+    bucket: String,
+}
+
+impl IndexerFunction {
+    pub fn new(
+        documents: Documents, workers: Workers, index: Arc<dyn PassageIndex>,
+        bucket: impl Into<String>,
+    ) -> Self {
+        Self {
+            documents,
+            workers,
+            index,
+            bucket: bucket.into(),
+        }
+    }
+
+    /// Handles an SQS event: each record's message, answering the ones that failed
+    /// (`{"batchItemFailures": [{"itemIdentifier": <messageId>}]}`).
+    ///
+    /// # Errors
+    /// Never: a failure is a message's, reported in the answer.
+    pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, lambda_runtime::Error> {
+        let records = event.payload["Records"].as_array().cloned();
+        let mut failures = Vec::new();
+        for record in records.unwrap_or_default() {
+            let id = record["messageId"].as_str().unwrap_or_default().to_owned();
+            let body = record["body"].as_str().unwrap_or_default();
+            if let Err(e) = self.message(body).await {
+                let receives = record["attributes"]["ApproximateReceiveCount"].as_str();
+                tracing::error!(
+                    error = %knowledge_core::error::Chain(&e),
+                    message = %id,
+                    receives = receives.unwrap_or("?"),
+                    "a message of the indexer's queue failed; it is delivered again, and after its third receive kept in the dead-letter queue"
+                );
+                failures.push(json!({ "itemIdentifier": id }));
+            }
+        }
+        Ok(json!({ "batchItemFailures": failures }))
+    }
+
+    async fn message(&self, body: &str) -> Result<(), Failure> {
+        let value: Value =
+            serde_json::from_str(body).map_err(|e| Failure::Unreadable(e.to_string()))?;
+        if value["Event"] == "s3:TestEvent" {
+            return Ok(());
+        }
+        if let Some(records) = value["Records"].as_array() {
+            for record in records {
+                self.created(record).await?;
+            }
+            return Ok(());
+        }
+        let removal: Removal =
+            serde_json::from_value(value).map_err(|e| Failure::Unreadable(e.to_string()))?;
+        match removal {
+            Removal::Document { org, document } => self.index.remove(&org, &document).await?,
+            Removal::Collection { org, collection } => {
+                self.index.remove_collection(&org, &collection).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// An S3 event record: an original created.
+    async fn created(&self, record: &Value) -> Result<(), Failure> {
+        let event = record["eventName"].as_str().unwrap_or_default();
+        if !event.starts_with("ObjectCreated:") {
+            return Err(Failure::Unreadable(format!("an event {event:?}")));
+        }
+        let bucket = record["s3"]["bucket"]["name"].as_str().unwrap_or_default();
+        if bucket != self.bucket {
+            return Err(Failure::Unreadable(format!(
+                "an object of bucket {bucket:?}"
+            )));
+        }
+        // S3 URL-encodes the key; an original's key has nothing to encode.
+        let key = record["s3"]["object"]["key"].as_str().unwrap_or_default();
+        let (org, id, generation) = knowledge_s3::parse_original_key(key)
+            .ok_or_else(|| Failure::Unreadable(format!("the key {key:?}")))?;
+        let arrival = self.documents.arrived(&org, &id, generation).await?;
+        let Arrival::Queued(queued) = arrival else {
+            return Ok(());
+        };
+        let attempt = (self.workers)
+            .index_document(&org, &queued.collection, &id)
+            .await?;
+        match attempt {
+            IndexAttempt::Held(until) => Err(Failure::Held(until.to_iso8601())),
+            IndexAttempt::Done(_) | IndexAttempt::Idle => Ok(()),
+        }
+    }
+}
