@@ -71,7 +71,7 @@ stop_server() {
   fi
 }
 
-# start_moto LOG: moto (scripts/moto_server.py: DynamoDB, Step Functions, Secrets Manager) on a
+# start_moto LOG: moto (scripts/moto_server.py: DynamoDB, Step Functions, Secrets Manager, S3, SQS) on a
 # loopback port of its own, its output in LOG; sets moto_pid and moto_url. The one place any
 # script starts moto; returns 1 when it is not up (moto_pid is set, for stop_server).
 start_moto() {
