@@ -45,11 +45,28 @@ declare -A forbidden=(
 
 bin_args=()
 for name in "${!forbidden[@]}"; do bin_args+=(--bin "$name"); done
-cargo build --locked --workspace --tests "${bin_args[@]}"
+# The packages whose binaries the build links, by name: a binary of another package named as a
+# function would be linked to the same target/debug/<name>, and the symbols read would be
+# whichever was linked last.
+owners=$(cargo build --locked --workspace --tests "${bin_args[@]}" \
+  --message-format=json-render-diagnostics \
+  | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and "bin" in m["target"]["kind"]:
+        print(m["target"]["name"], m["package_id"].split("#")[-1].split("@")[0])
+')
 
 passed=0
 failed=0
 for name in $(printf '%s\n' "${!forbidden[@]}" | sort); do
+  others=$(awk -v n="$name" '$1 == n && $2 != "knowledge-functions" { print $2 }' <<<"$owners")
+  if [ -n "$others" ]; then
+    echo "FAIL $name is also a binary of $others: rename it, or target/debug/$name is not the function's"
+    failed=$((failed + 1))
+    continue
+  fi
   symbols=$(nm -C "$target/$name")
   bad=""
   for part in ${forbidden[$name]}; do
