@@ -18,8 +18,11 @@ target="${CARGO_TARGET_DIR:-target}/debug"
 #   tantivy: the documents' index (only the functions that read or write it: search,
 #     documents, the indexer; the admin function sends the indexer its removals instead)
 #   knowledge_ingest: the parsers of documents (only the indexer)
-#   aws_sdk_s3, aws_sdk_sqs: the documents' bucket (the functions that use documents) and the
-#     indexer's queue (only the admin function sends to it; the indexer is polled)
+#   aws_sdk_s3, crc_fast: the documents' bucket's client and the checksums it computes (the
+#     functions that read or write the bucket; the admin function only pre-signs uploads,
+#     with the SDK's signer)
+#   aws_sdk_sqs: the indexer's queue (only the admin function sends to it; the indexer is
+#     polled)
 #   knowledge_providers::openai: the agent's provider (only create-session and CallAgent)
 #   knowledge_http::admin: the admin API's handlers (only the admin function's routes; the
 #     member's documents routes share the admin wire's id parsers, so for search and
@@ -36,7 +39,7 @@ declare -A forbidden=(
   [create-session]="openidconnect rmcp tantivy rusqlite knowledge_oauth::endpoint knowledge_ingest aws_sdk_s3 aws_sdk_sqs"
   [sso-callback]="rmcp tantivy rusqlite knowledge_providers::openai knowledge_ingest aws_sdk_s3 aws_sdk_sqs"
   [call-agent]="openidconnect tantivy rusqlite knowledge_ingest aws_sdk_s3 aws_sdk_sqs"
-  [admin]="rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::scim::users knowledge_ingest"
+  [admin]="rmcp tantivy rusqlite knowledge_providers::openai knowledge_http::scim::users knowledge_ingest aws_sdk_s3 crc_fast"
   [test-integration]="openidconnect tantivy rusqlite knowledge_providers::openai knowledge_http::scim::users knowledge_ingest aws_sdk_s3 aws_sdk_sqs"
   [search]="openidconnect rmcp rusqlite knowledge_providers::openai knowledge_http::admin::documents knowledge_http::scim::users knowledge_oauth::endpoint knowledge_ingest aws_sdk_sqs"
   [documents]="openidconnect rmcp rusqlite knowledge_providers::openai knowledge_http::admin::documents knowledge_http::scim::users knowledge_oauth::endpoint knowledge_ingest aws_sdk_sqs"

@@ -1,20 +1,24 @@
 //! The organisations' documents on AWS, as each function's row uses them
 //! (`DocumentsUse`): the originals and the indexes in the documents' bucket (`knowledge-s3`),
-//! and the indexer's queue, to which the admin function sends the index's removals so that
-//! the indexer stays the index's one writer.
+//! and the indexer's queue. The admin function pre-signs uploads and sends the indexer what is
+//! to be removed (passages, originals): the indexer is the bucket's one writer besides the
+//! browsers' uploads, and the admin function links no S3 client.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use aws_config::SdkConfig;
+use bytes::Bytes;
 use knowledge_assembly::DocumentParts;
 use knowledge_core::documents::DocumentLimits;
-use knowledge_core::domain::{FoundPassage, Passage};
+use knowledge_core::domain::{Document, FoundPassage, Passage};
 use knowledge_core::ids::{CollectionId, DocumentId, OrgId};
-use knowledge_core::ports::{IndexError, Parser, PassageIndex};
+use knowledge_core::ports::{
+    BackendError, IndexError, Originals, OriginalsError, Parser, PassageIndex, UploadTarget,
+};
 use knowledge_dynamo::RequestCounter;
-use knowledge_s3::{S3Index, S3Originals};
+use knowledge_s3::{PresignedUploads, S3Index, S3Originals};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{self, ConfigError, Env};
@@ -23,9 +27,9 @@ use crate::config::{self, ConfigError, Env};
 /// not say: the function's own `/tmp`.
 pub const INDEX_ROOT: &str = "/tmp/knowledge-index";
 
-/// A message of the admin function to the indexer: passages to remove from an organisation's
-/// index, after the store removed their document or collection (so that searches stopped
-/// finding them at once: the index is a cache).
+/// A message of the admin function to the indexer: what to remove after the store removed a
+/// document or collection (so that searches stopped finding it at once: the index is a cache):
+/// passages from an organisation's index, or a document's originals from the bucket.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(
     tag = "remove",
@@ -33,14 +37,15 @@ pub const INDEX_ROOT: &str = "/tmp/knowledge-index";
     rename_all_fields = "camelCase"
 )]
 pub enum Removal {
-    Document {
-        org: OrgId,
-        document: DocumentId,
-    },
+    /// A document's passages.
+    Document { org: OrgId, document: DocumentId },
+    /// A collection's passages.
     Collection {
         org: OrgId,
         collection: CollectionId,
     },
+    /// Every generation of a document's original.
+    Originals { org: OrgId, document: DocumentId },
 }
 
 /// The documents' bucket's client, counting its requests in `counter`.
@@ -82,8 +87,8 @@ pub(crate) fn index(
     read(function, shared, env, counter)
 }
 
-/// For the admin function: the originals (pre-signed uploads, deletions), and the index's
-/// removals sent to the indexer's queue.
+/// For the admin function: uploads pre-signed, and the removals of originals and passages
+/// sent to the indexer's queue.
 pub(crate) fn manage(
     _function: &str, shared: &SdkConfig, env: &Env, counter: &RequestCounter,
 ) -> Result<DocumentParts, ConfigError> {
@@ -94,9 +99,15 @@ pub(crate) fn manage(
             .interceptor(counter.clone())
             .build(),
     );
+    let queue = Arc::new(Queue { sqs, queue });
+    let uploads = PresignedUploads::new(shared, &bucket(env)?)
+        .map_err(|e| ConfigError::Invalid(config::DOCUMENTS_BUCKET_ENV, e.to_string()))?;
     Ok(DocumentParts {
-        originals: Arc::new(S3Originals::new(s3(shared, counter), bucket(env)?)),
-        index: Arc::new(QueuedRemovals { sqs, queue }),
+        originals: Arc::new(AdminOriginals {
+            uploads,
+            queue: queue.clone(),
+        }),
+        index: Arc::new(QueuedRemovals(queue)),
         limits: DocumentLimits::DEFAULT,
     })
 }
@@ -106,23 +117,77 @@ pub(crate) fn parser() -> Arc<dyn Parser> {
     Arc::new(knowledge_ingest::Ingest::default())
 }
 
-/// The index as the admin function reaches it: its removals, sent to the indexer's queue.
-/// Nothing here reads or writes passages.
-struct QueuedRemovals {
+/// The indexer's queue, as the admin function sends to it.
+struct Queue {
     sqs: aws_sdk_sqs::Client,
     queue: String,
 }
 
-impl QueuedRemovals {
-    async fn send(&self, removal: Removal) -> Result<(), IndexError> {
-        let body = serde_json::to_string(&removal).map_err(|e| IndexError(e.into()))?;
+impl Queue {
+    async fn send(&self, removal: Removal) -> Result<(), BackendError> {
+        let body = serde_json::to_string(&removal)?;
         (self.sqs.send_message())
             .queue_url(&self.queue)
             .message_body(body)
             .send()
-            .await
-            .map_err(|e| IndexError(e.into()))?;
+            .await?;
         Ok(())
+    }
+}
+
+/// The originals as the admin function reaches them: uploads pre-signed, and their removal
+/// sent to the indexer. It neither reads nor writes an original (a file comes from the
+/// browser straight to the bucket; `Documents::receive` refuses one sent to the service).
+struct AdminOriginals {
+    uploads: PresignedUploads,
+    queue: Arc<Queue>,
+}
+
+fn not_read_here() -> OriginalsError {
+    OriginalsError("the admin function neither reads nor writes originals".into())
+}
+
+#[async_trait]
+impl Originals for AdminOriginals {
+    async fn put(&self, _: &OrgId, _: &DocumentId, _: u64, _: Bytes) -> Result<(), OriginalsError> {
+        Err(not_read_here())
+    }
+
+    async fn get(
+        &self, _: &OrgId, _: &DocumentId, _: u64,
+    ) -> Result<Option<Bytes>, OriginalsError> {
+        Err(not_read_here())
+    }
+
+    /// Sent to the indexer, which deletes them (idempotent, as the port asks).
+    async fn delete(&self, org: &OrgId, document: &DocumentId) -> Result<(), OriginalsError> {
+        let removal = Removal::Originals {
+            org: org.clone(),
+            document: document.clone(),
+        };
+        self.queue.send(removal).await.map_err(OriginalsError)
+    }
+
+    /// Only where a generation is stored, which the admin function never does.
+    async fn delete_older(&self, _: &OrgId, _: &DocumentId, _: u64) -> Result<(), OriginalsError> {
+        Err(not_read_here())
+    }
+
+    async fn upload_target(
+        &self, document: &Document,
+    ) -> Result<Option<UploadTarget>, OriginalsError> {
+        let target = self.uploads.target(document).await;
+        Ok(Some(target.map_err(OriginalsError)?))
+    }
+}
+
+/// The index as the admin function reaches it: its removals, sent to the indexer's queue.
+/// Nothing here reads or writes passages.
+struct QueuedRemovals(Arc<Queue>);
+
+impl QueuedRemovals {
+    async fn send(&self, removal: Removal) -> Result<(), IndexError> {
+        self.0.send(removal).await.map_err(IndexError)
     }
 }
 

@@ -8,7 +8,8 @@
 //!   against its announcement, queued), then its indexing (`Workers::index_document`: a lease,
 //!   the parser, the index published to the bucket). A document another invocation holds is a
 //!   failure, to be delivered again once its lease has run out.
-//! - The admin function's removals ([`Removal`]): the passages removed from the index.
+//! - The admin function's removals ([`Removal`]): passages removed from the index, or a
+//!   document's originals from the bucket.
 //! - S3's test event, sent when the notification is configured: nothing to do.
 //!
 //! A message the indexer cannot read (not JSON, an object key of no original) fails every
@@ -18,7 +19,7 @@ use std::sync::Arc;
 
 use knowledge_core::CoreError;
 use knowledge_core::documents::{Arrival, Documents, IndexAttempt, Workers};
-use knowledge_core::ports::{IndexError, PassageIndex};
+use knowledge_core::ports::{IndexError, Originals, OriginalsError, PassageIndex};
 use lambda_runtime::LambdaEvent;
 use serde_json::{Value, json};
 
@@ -35,6 +36,8 @@ enum Failure {
     Core(#[from] CoreError),
     #[error(transparent)]
     Index(#[from] IndexError),
+    #[error(transparent)]
+    Originals(#[from] OriginalsError),
 }
 
 /// The indexer of one cold start.
@@ -43,19 +46,21 @@ pub struct IndexerFunction {
     documents: Documents,
     workers: Workers,
     index: Arc<dyn PassageIndex>,
+    originals: Arc<dyn Originals>,
     /// The documents' bucket: an event of another bucket is refused.
     bucket: String,
 }
 
 impl IndexerFunction {
     pub fn new(
-        documents: Documents, workers: Workers, index: Arc<dyn PassageIndex>,
+        documents: Documents, workers: Workers, parts: &knowledge_assembly::DocumentParts,
         bucket: impl Into<String>,
     ) -> Self {
         Self {
             documents,
             workers,
-            index,
+            index: parts.index.clone(),
+            originals: parts.originals.clone(),
             bucket: bucket.into(),
         }
     }
@@ -103,6 +108,9 @@ impl IndexerFunction {
             Removal::Document { org, document } => self.index.remove(&org, &document).await?,
             Removal::Collection { org, collection } => {
                 self.index.remove_collection(&org, &collection).await?;
+            }
+            Removal::Originals { org, document } => {
+                self.originals.delete(&org, &document).await?;
             }
         }
         Ok(())

@@ -169,10 +169,10 @@ impl ColdStart {
     pub fn indexer(&self) -> Option<indexer::IndexerFunction> {
         let documents = self.app.documents()?.clone();
         let workers = documents.workers(self.parser.clone()?);
-        let index = self.documents.as_ref()?.index.clone();
+        let parts = self.documents.as_ref()?;
         let bucket = self.bucket.clone()?;
         Some(indexer::IndexerFunction::new(
-            documents, workers, index, bucket,
+            documents, workers, parts, bucket,
         ))
     }
 }

@@ -19,7 +19,7 @@ use knowledge_core::domain::{
 };
 use knowledge_core::ids::{CollectionId, DocumentId, OrgId};
 use knowledge_core::ports::{
-    BackendError, IndexError, Originals, OriginalsError, Parser, PassageIndex, Store,
+    BackendError, IndexError, Originals, OriginalsError, Parser, PassageIndex, Store, UploadTarget,
 };
 use knowledge_core::testing::TransientStore;
 use sha2::{Digest, Sha256};
@@ -27,8 +27,12 @@ use sha2::{Digest, Sha256};
 const ORG: &str = "org_0123456789abcdef0123456789abcdef";
 
 /// Originals in memory, as a bucket the browser writes to: the tests put them "from outside".
+/// It takes uploads itself once `presigns` is set.
 #[derive(Default)]
-struct Bucket(Mutex<HashMap<(String, u64), Bytes>>);
+struct Bucket(
+    Mutex<HashMap<(String, u64), Bytes>>,
+    std::sync::atomic::AtomicBool,
+);
 
 #[async_trait]
 impl Originals for Bucket {
@@ -57,6 +61,17 @@ impl Originals for Bucket {
     ) -> Result<(), OriginalsError> {
         (self.0.lock().unwrap()).retain(|(d, g), _| d != document.as_str() || *g >= generation);
         Ok(())
+    }
+    async fn upload_target(
+        &self, document: &Document,
+    ) -> Result<Option<UploadTarget>, OriginalsError> {
+        let presigns = self.1.load(std::sync::atomic::Ordering::SeqCst);
+        Ok(presigns.then(|| UploadTarget {
+            method: "PUT".into(),
+            url: format!("https://bucket.example.com/{}", document.id),
+            headers: Vec::new(),
+            expires_at: SystemClock.now(),
+        }))
     }
 }
 
@@ -348,4 +363,27 @@ async fn a_held_document_is_left_to_its_holder_and_a_failed_last_attempt_ends_it
         r.stored(&document).await.unwrap().status,
         DocumentStatus::Failed
     );
+}
+
+#[tokio::test]
+async fn where_the_store_takes_uploads_itself_the_service_takes_none() {
+    let r = Rig::new().await;
+    r.bucket.1.store(true, std::sync::atomic::Ordering::SeqCst);
+    let document = r.announced("notes.txt", TEXT.len() as u64).await;
+    let target = r.documents.upload_target(&document).await.unwrap().unwrap();
+    assert!(target.url.ends_with(document.id.as_str()));
+    let sent = (r.documents)
+        .receive(
+            &r.admin,
+            &r.collection,
+            &document.id,
+            1,
+            Bytes::from_static(TEXT),
+        )
+        .await;
+    let Err(knowledge_core::CoreError::Conflict { code, .. }) = sent else {
+        panic!("refused: {sent:?}");
+    };
+    assert_eq!(code, "upload_elsewhere");
+    assert!(r.bucket.0.lock().unwrap().is_empty());
 }

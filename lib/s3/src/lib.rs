@@ -2,8 +2,9 @@
 //! (`docs/design/documents.md`, "Where the index lives on AWS" and "Uploads on AWS"):
 //!
 //! - [`S3Originals`], the core's `Originals` port: each generation of a document's original
-//!   under `org/<org>/doc/<document>/<generation>`, and a pre-signed `PUT` of that key for the
-//!   admin's browser, so that no file passes through API Gateway or a function;
+//!   under `org/<org>/doc/<document>/<generation>`; and [`PresignedUploads`], a pre-signed
+//!   `PUT` of that key for the admin's browser, so that no file passes through API Gateway or a
+//!   function (signed without an S3 client);
 //! - [`S3Index`], the core's `PassageIndex` port: each organisation's tantivy index
 //!   (`knowledge-search`) kept under `index/<org>/`, its files written once each and named by
 //!   a manifest that a writer replaces only if no other writer replaced it first (a conditional
@@ -15,13 +16,13 @@
 
 mod index;
 mod originals;
+mod presign;
 
 use aws_sdk_s3::error::SdkError;
 
 pub use index::{INDEX_PREFIX, MANIFEST, S3Index};
-pub use originals::{
-    ORIGINALS_PREFIX, S3Originals, UPLOAD_VALID, original_key, parse_original_key,
-};
+pub use originals::{ORIGINALS_PREFIX, S3Originals, original_key, parse_original_key};
+pub use presign::{PresignedUploads, UPLOAD_VALID};
 
 /// The S3 client configuration of `shared` (the one AWS configuration of a cold start, loaded
 /// through `knowledge_aws_sdk`): virtual-hosted addressing on AWS, path-style where an endpoint

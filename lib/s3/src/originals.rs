@@ -1,27 +1,17 @@
-//! `S3Originals`: the core's `Originals` port on the originals' bucket, and the pre-signed
-//! upload of an announced original.
-
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+//! `S3Originals`: the core's `Originals` port on the originals' bucket. (The pre-signed upload
+//! of an announced original is `PresignedUploads`', which needs no S3 client.)
 
 use async_trait::async_trait;
 use aws_sdk_s3::Client;
-use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{Delete, ObjectIdentifier};
 use bytes::Bytes;
-use knowledge_core::clock::Timestamp;
-use knowledge_core::domain::Document;
 use knowledge_core::ids::{DocumentId, OrgId};
-use knowledge_core::ports::{BackendError, Originals, OriginalsError, UploadTarget};
+use knowledge_core::ports::{BackendError, Originals, OriginalsError};
 
 /// The prefix of every original's key; the bucket notifies the indexer's queue of objects
 /// created under it.
 pub const ORIGINALS_PREFIX: &str = "org/";
-
-/// How long a pre-signed upload may be used: long enough to send 25 MiB over a slow line, short
-/// enough that a leaked URL is soon worthless (and it can only write the one generation it
-/// names, of the size announced).
-pub const UPLOAD_VALID: Duration = Duration::from_secs(15 * 60);
 
 /// Keys `DeleteObjects` takes at once.
 const DELETE_BATCH: usize = 1_000;
@@ -178,50 +168,6 @@ impl Originals for S3Originals {
             })
             .collect();
         self.delete_keys(&older).await
-    }
-
-    /// A `PUT` of the generation's key, pre-signed for [`UPLOAD_VALID`], whose signature covers
-    /// `Content-Length` (the size announced: S3 refuses any other) and `Content-Type` (the
-    /// format's media type). The browser sets `Content-Length` itself from the file, so the
-    /// headers answered are the others.
-    async fn upload_target(
-        &self, document: &Document,
-    ) -> Result<Option<UploadTarget>, OriginalsError> {
-        let length = i64::try_from(document.bytes).map_err(failed)?;
-        let presigning = PresigningConfig::expires_in(UPLOAD_VALID).map_err(failed)?;
-        let request = (self.client.put_object())
-            .bucket(&self.bucket)
-            .key(original_key(
-                &document.org,
-                &document.id,
-                document.generation,
-            ))
-            .content_length(length)
-            .content_type(document.format.media_type())
-            .presigned(presigning)
-            .await
-            .map_err(failed)?;
-        let signed = |name: &str| request.uri().contains(name);
-        if !signed("content-length") || !signed("content-type") {
-            return Err(failed(
-                "the pre-signed upload does not sign its length and type",
-            ));
-        }
-        let headers = request
-            .headers()
-            .filter(|(name, _)| !name.eq_ignore_ascii_case("content-length"))
-            .map(|(name, value)| (name.to_ascii_lowercase(), value.to_owned()))
-            .collect();
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        let expires = now.saturating_add(UPLOAD_VALID).as_millis();
-        Ok(Some(UploadTarget {
-            method: request.method().to_owned(),
-            url: request.uri().to_owned(),
-            headers,
-            expires_at: Timestamp(i64::try_from(expires).unwrap_or(i64::MAX)),
-        }))
     }
 }
 

@@ -1,6 +1,7 @@
-//! `S3Originals` on moto: originals stored by generation and removed, and the pre-signed
-//! upload of an announced original, whose signature S3 (and the signature check moto is run
-//! with, `scripts/moto_server.py`) holds the sender to: the key, the size, the type, the time.
+//! `S3Originals` on moto: originals stored by generation and removed; and `PresignedUploads`,
+//! the pre-signed upload of an announced original, whose signature S3 (and the signature check
+//! moto is run with, `scripts/moto_server.py`) holds the sender to: the key, the size, the
+//! type, the time.
 
 mod common;
 
@@ -9,7 +10,7 @@ use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{Document, DocumentStatus, Format};
 use knowledge_core::ids::{CollectionId, DocumentId, OrgId};
 use knowledge_core::ports::Originals;
-use knowledge_s3::{S3Originals, original_key};
+use knowledge_s3::{PresignedUploads, S3Originals, original_key};
 
 use common::Bucket;
 
@@ -69,10 +70,13 @@ async fn a_pre_signed_upload_takes_the_announced_file_and_refuses_any_other_size
     knowledge_test_support::skip_without_dynamodb!();
     let bucket = Bucket::new().await;
     let originals = S3Originals::new(bucket.client.clone(), &bucket.name);
+    // The originals' store takes no upload itself: the admin function's pre-signer answers.
     let org = OrgId::parse("org_acme").unwrap();
     let file = b"# Travel\n\nBook through the portal.\n";
     let document = announced(&org, file.len() as u64);
-    let target = originals.upload_target(&document).await.unwrap().unwrap();
+    assert_eq!(originals.upload_target(&document).await.unwrap(), None);
+    let uploads = PresignedUploads::new(&bucket.shared, &bucket.name).unwrap();
+    let target = uploads.target(&document).await.unwrap();
     assert_eq!(target.method, "PUT");
     assert!(target.url.starts_with(&bucket.endpoint), "{}", target.url);
     assert!(target.url.contains("X-Amz-Expires=900"), "{}", target.url);

@@ -123,8 +123,9 @@ pub enum DocumentsUse {
     /// Reading: a copy of the organisation's index searched (one conditional `GET` of its
     /// manifest per request, new files fetched), an original downloaded.
     Read,
-    /// Managing: pre-signed uploads of originals, originals deleted, and the index's removals
-    /// sent to the indexer's queue (the indexer is the index's only writer).
+    /// Managing: pre-signed uploads of originals, and what is to be removed (originals,
+    /// passages) sent to the indexer's queue: the indexer is the bucket's only writer besides
+    /// the browsers' uploads.
     Manage,
     /// Indexing: originals read (and stray ones deleted), parsed, and the index written.
     Index,
@@ -156,8 +157,8 @@ const fn allow(action: &'static str, on: DocumentsResource) -> Permission {
 impl DocumentsUse {
     /// What this use may do, and nothing more. Listing the bucket is granted to those that
     /// read objects that may be missing (an organisation's manifest before its first
-    /// document): without it S3 answers 403 for a missing key, not 404. The managing function
-    /// lists only its originals' prefix (to delete a document's generations).
+    /// document): without it S3 answers 403 for a missing key, not 404; the indexer lists a
+    /// document's generations to delete them.
     pub const fn permissions(self) -> &'static [Permission] {
         match self {
             Self::None => &[],
@@ -176,8 +177,7 @@ const READ: &[Permission] = &[
 const MANAGE: &[Permission] = &[
     // Pre-signing a PUT signs it with the function's own permission to make it.
     allow("s3:PutObject", DocumentsResource::Originals),
-    allow("s3:DeleteObject", DocumentsResource::Originals),
-    allow("s3:ListBucket", DocumentsResource::Originals),
+    // Removals (passages, originals) go to the indexer.
     allow("sqs:SendMessage", DocumentsResource::Queue),
 ];
 const INDEX: &[Permission] = &[

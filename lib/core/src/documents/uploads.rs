@@ -221,8 +221,10 @@ impl Documents {
 
     /// Takes the original of a document `uploading` at `generation`, stores it, and queues the
     /// document for indexing. Errors: `NotFound` (the document, or not at that generation);
-    /// 409 `not_uploading` when its original was taken already; 400 `size_mismatch` when the
-    /// bytes are not those announced, `content_mismatch` when they are not what the name says.
+    /// 409 `not_uploading` when its original was taken already, `upload_elsewhere` where the
+    /// originals' store takes uploads itself ([`Self::upload_target`]); 400 `size_mismatch`
+    /// when the bytes are not those announced, `content_mismatch` when they are not what the
+    /// name says.
     pub async fn receive(
         &self, admin: &Admin, collection: &CollectionId, id: &DocumentId, generation: u64,
         bytes: Bytes,
@@ -230,6 +232,12 @@ impl Documents {
         let current = self.document(admin, collection, id).await?;
         if current.generation != generation {
             return Err(CoreError::NotFound("document"));
+        }
+        if self.upload_target(&current).await?.is_some() {
+            return Err(CoreError::conflict(
+                "upload_elsewhere",
+                "send the file where the announcement said (its `upload`), not to this service",
+            ));
         }
         if current.status != DocumentStatus::Uploading {
             return Err(CoreError::conflict(

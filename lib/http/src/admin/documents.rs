@@ -184,7 +184,8 @@ pub async fn delete_document(
 /// Send an announced document's file, as its body, where the service takes uploads itself
 /// (the local service; on AWS the file goes straight to S3). The document is then queued for
 /// indexing. 400 `size_mismatch` when it is not the size announced, `content_mismatch` when
-/// its content is not what its name says; 409 `not_uploading` when it was sent already.
+/// its content is not what its name says; 409 `not_uploading` when it was sent already,
+/// `upload_elsewhere` where the originals' store takes the file itself (on AWS).
 #[utoipa::path(put, path = "/api/admin/collections/{collectionId}/documents/{documentId}/original",
     operation_id = "adminSendOriginal",
     params(("collectionId" = String, Path, description = "The collection's id"),

@@ -84,7 +84,7 @@ impl Intercept for Pause {
 
 /// A new bucket on moto and a client of it, signing as the tests and the local CLI do.
 pub struct Bucket {
-    shared: aws_config::SdkConfig,
+    pub shared: aws_config::SdkConfig,
     pub client: aws_sdk_s3::Client,
     pub name: String,
     pub endpoint: String,
