@@ -3,14 +3,14 @@
 //! a 25 MiB PDF. Figures go to `docs/performance.md`, which has the commands.
 //!
 //! ```sh
-//! cargo build --release -p knowledge-bench --bin documents
-//! target/release/documents build /tmp/org10k --docs 10000   # the organisation, once
-//! target/release/documents search /tmp/org10k --rounds 10   # warm latency, with HTTP
-//! target/release/documents cold /tmp/org10k --runs 20       # fresh processes
-//! target/release/documents throughput --markdown 1000 --pdfs 300
-//! cp -a /tmp/org10k /tmp/org10k-add && target/release/documents add /tmp/org10k-add --docs 500
-//! target/release/documents memory --mib 25
-//! target/release/documents scale --docs 100000             # the index alone, larger
+//! cargo build --release -p knowledge-bench --bin document-bench
+//! target/release/document-bench build /tmp/org10k --docs 10000   # the organisation, once
+//! target/release/document-bench search /tmp/org10k --rounds 10   # warm latency, with HTTP
+//! target/release/document-bench cold /tmp/org10k --runs 20       # fresh processes
+//! target/release/document-bench throughput --markdown 1000 --pdfs 300
+//! cp -a /tmp/org10k /tmp/org10k-add && target/release/document-bench add /tmp/org10k-add --docs 500
+//! target/release/document-bench memory --mib 25
+//! target/release/document-bench scale --docs 100000             # the index alone, larger
 //! ```
 
 mod cold;

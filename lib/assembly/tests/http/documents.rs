@@ -345,7 +345,10 @@ async fn a_pdfs_passages_are_found_with_their_pages() {
     let first = &reply.body["results"][0];
     assert_eq!(first["documentId"], d.as_str(), "{:?}", reply.body);
     assert_eq!(first["page"], 2, "{first}");
-    assert!(first["text"].as_str().unwrap().contains("every spring"), "{first}");
+    assert!(
+        first["text"].as_str().unwrap().contains("every spring"),
+        "{first}"
+    );
 }
 
 #[tokio::test]
