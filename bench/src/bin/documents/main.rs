@@ -43,7 +43,7 @@ fn option<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: documents build DIR [--docs N] | search DIR [--rounds N] [--no-http] | \
+        "usage: document-bench build DIR [--docs N] | search DIR [--rounds N] [--no-http] | \
          cold DIR [--runs N] | throughput [--markdown N] [--pdfs N] | \
          add COPY-OF-DIR [--docs N] [--settle] | scale [--docs N] [--rounds N] | memory [--mib N]"
     );
