@@ -3,7 +3,6 @@
 //! contract of `Documents::arrived` and `Workers::index_document`, on the transient store with
 //! originals and an index in memory.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -18,62 +17,11 @@ use knowledge_core::domain::{
     Access, Document, DocumentStatus, Format, FoundPassage, INDEX_ATTEMPTS, Org, Passage, Plan,
 };
 use knowledge_core::ids::{CollectionId, DocumentId, OrgId};
-use knowledge_core::ports::{
-    BackendError, IndexError, Originals, OriginalsError, Parser, PassageIndex, Store, UploadTarget,
-};
-use knowledge_core::testing::TransientStore;
+use knowledge_core::ports::{BackendError, IndexError, Originals, Parser, PassageIndex, Store};
+use knowledge_core::testing::{TransientOriginals, TransientStore};
 use sha2::{Digest, Sha256};
 
 const ORG: &str = "org_0123456789abcdef0123456789abcdef";
-
-/// Originals in memory, as a bucket the browser writes to: the tests put them "from outside".
-/// It takes uploads itself once `presigns` is set.
-#[derive(Default)]
-struct Bucket(
-    Mutex<HashMap<(String, u64), Bytes>>,
-    std::sync::atomic::AtomicBool,
-);
-
-#[async_trait]
-impl Originals for Bucket {
-    async fn put(
-        &self, _: &OrgId, document: &DocumentId, generation: u64, bytes: Bytes,
-    ) -> Result<(), OriginalsError> {
-        let key = (document.as_str().to_owned(), generation);
-        self.0.lock().unwrap().insert(key, bytes);
-        Ok(())
-    }
-    async fn get(
-        &self, _: &OrgId, document: &DocumentId, generation: u64,
-    ) -> Result<Option<Bytes>, OriginalsError> {
-        let key = (document.as_str().to_owned(), generation);
-        Ok(self.0.lock().unwrap().get(&key).cloned())
-    }
-    async fn delete(&self, _: &OrgId, document: &DocumentId) -> Result<(), OriginalsError> {
-        self.0
-            .lock()
-            .unwrap()
-            .retain(|(d, _), _| d != document.as_str());
-        Ok(())
-    }
-    async fn delete_older(
-        &self, _: &OrgId, document: &DocumentId, generation: u64,
-    ) -> Result<(), OriginalsError> {
-        (self.0.lock().unwrap()).retain(|(d, g), _| d != document.as_str() || *g >= generation);
-        Ok(())
-    }
-    async fn upload_target(
-        &self, document: &Document,
-    ) -> Result<Option<UploadTarget>, OriginalsError> {
-        let presigns = self.1.load(std::sync::atomic::Ordering::SeqCst);
-        Ok(presigns.then(|| UploadTarget {
-            method: "PUT".into(),
-            url: format!("https://bucket.example.com/{}", document.id),
-            headers: Vec::new(),
-            expires_at: SystemClock.now(),
-        }))
-    }
-}
 
 /// An index that counts what it was given, and fails while `failing` is set.
 #[derive(Default)]
@@ -133,7 +81,7 @@ impl Parser for Lines {
 
 struct Rig {
     store: Arc<dyn Store>,
-    bucket: Arc<Bucket>,
+    bucket: Arc<TransientOriginals>,
     index: Arc<Index>,
     documents: Documents,
     admin: Admin,
@@ -149,7 +97,7 @@ impl Rig {
             .put_org(&Org::new(org.clone(), "Acme", Plan::Business, now))
             .await
             .unwrap();
-        let bucket = Arc::new(Bucket::default());
+        let bucket = Arc::new(TransientOriginals::default());
         let index = Arc::new(Index::default());
         let stores = DocumentStores {
             documents: store.clone(),
@@ -293,7 +241,7 @@ async fn an_event_for_a_gone_or_replaced_document_changes_nothing_but_stray_orig
     // The upload landed after the deletion removed the originals: the event removes it.
     r.sent(&document, TEXT).await;
     assert_eq!(r.arrived(&document).await, Arrival::Stale);
-    assert!(r.bucket.0.lock().unwrap().is_empty());
+    assert!(r.bucket.is_empty());
     // An older generation's event, late, leaves the newer announcement alone.
     let first = r.announced("notes.txt", TEXT.len() as u64).await;
     let intent = UploadIntent {
@@ -368,7 +316,7 @@ async fn a_held_document_is_left_to_its_holder_and_a_failed_last_attempt_ends_it
 #[tokio::test]
 async fn where_the_store_takes_uploads_itself_the_service_takes_none() {
     let r = Rig::new().await;
-    r.bucket.1.store(true, std::sync::atomic::Ordering::SeqCst);
+    r.bucket.take_uploads();
     let document = r.announced("notes.txt", TEXT.len() as u64).await;
     let target = r.documents.upload_target(&document).await.unwrap().unwrap();
     assert!(target.url.ends_with(document.id.as_str()));
@@ -385,5 +333,5 @@ async fn where_the_store_takes_uploads_itself_the_service_takes_none() {
         panic!("refused: {sent:?}");
     };
     assert_eq!(code, "upload_elsewhere");
-    assert!(r.bucket.0.lock().unwrap().is_empty());
+    assert!(r.bucket.is_empty());
 }

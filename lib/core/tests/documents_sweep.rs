@@ -4,7 +4,6 @@
 //! `Documents::release_leases` on a dead process's leases; on the transient store with
 //! originals in memory and a clock the tests move.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -19,57 +18,13 @@ use knowledge_core::domain::{
     Access, Actor, AuditAction, Document, DocumentStatus, FoundPassage, Org, Passage, Plan,
 };
 use knowledge_core::ids::{CollectionId, DocumentId, OrgId};
-use knowledge_core::ports::{IndexError, Originals, OriginalsError, PassageIndex, Store};
-use knowledge_core::testing::{ShiftedClock, TransientStore};
+use knowledge_core::ports::{IndexError, Originals, PassageIndex, Store};
+use knowledge_core::testing::{ShiftedClock, TransientOriginals, TransientStore};
 use sha2::{Digest, Sha256};
 
 const ORG: &str = "org_0123456789abcdef0123456789abcdef";
 const TEXT: &[u8] = b"The per diem for Lisbon is forty euros a day.";
 
-/// Originals in memory, by document and generation.
-#[derive(Default)]
-struct Held(Mutex<HashMap<(String, u64), Bytes>>);
-
-impl Held {
-    fn generations(&self, document: &DocumentId) -> Vec<u64> {
-        let held = self.0.lock().unwrap();
-        let mut found: Vec<u64> = (held.keys())
-            .filter(|(d, _)| d == document.as_str())
-            .map(|(_, g)| *g)
-            .collect();
-        found.sort();
-        found
-    }
-}
-
-#[async_trait]
-impl Originals for Held {
-    async fn put(
-        &self, _: &OrgId, document: &DocumentId, generation: u64, bytes: Bytes,
-    ) -> Result<(), OriginalsError> {
-        let key = (document.as_str().to_owned(), generation);
-        self.0.lock().unwrap().insert(key, bytes);
-        Ok(())
-    }
-    async fn get(
-        &self, _: &OrgId, document: &DocumentId, generation: u64,
-    ) -> Result<Option<Bytes>, OriginalsError> {
-        let key = (document.as_str().to_owned(), generation);
-        Ok(self.0.lock().unwrap().get(&key).cloned())
-    }
-    async fn delete(&self, _: &OrgId, document: &DocumentId) -> Result<(), OriginalsError> {
-        (self.0.lock().unwrap()).retain(|(d, _), _| d != document.as_str());
-        Ok(())
-    }
-    async fn delete_older(
-        &self, _: &OrgId, document: &DocumentId, generation: u64,
-    ) -> Result<(), OriginalsError> {
-        (self.0.lock().unwrap()).retain(|(d, g), _| d != document.as_str() || *g >= generation);
-        Ok(())
-    }
-}
-
-/// An index that records the documents whose passages were removed.
 #[derive(Default)]
 struct Index(Mutex<Vec<DocumentId>>);
 
@@ -101,7 +56,7 @@ impl PassageIndex for Index {
 
 struct Rig {
     store: Arc<dyn Store>,
-    held: Arc<Held>,
+    held: Arc<TransientOriginals>,
     index: Arc<Index>,
     clock: Arc<ShiftedClock>,
     documents: Documents,
@@ -115,7 +70,10 @@ impl Rig {
         let org = OrgId::parse(ORG).unwrap();
         let org_record = Org::new(org.clone(), "Acme", Plan::Business, SystemClock.now());
         store.put_org(&org_record).await.unwrap();
-        let (held, index) = (Arc::new(Held::default()), Arc::new(Index::default()));
+        let (held, index) = (
+            Arc::new(TransientOriginals::default()),
+            Arc::new(Index::default()),
+        );
         let clock = Arc::new(ShiftedClock::default());
         let stores = DocumentStores {
             documents: store.clone(),

@@ -9,6 +9,18 @@ use serde_json::json;
 use crate::support::{Api, admin};
 use knowledge_local::documents::Folder;
 
+/// A folder named `name` of the default organisation, made empty in a temporary directory
+/// (kept as long as the guard).
+fn folder_of(api: &Api, name: &str) -> (tempfile::TempDir, Folder) {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = Folder {
+        dir: dir.path().join(name),
+        org: api.user.org.clone(),
+    };
+    std::fs::create_dir_all(&folder.dir).unwrap();
+    (dir, folder)
+}
+
 /// The document names `q` finds for the default admin.
 async fn found(api: &Api, q: &str) -> Vec<String> {
     let reply = api.get(&format!("/api/search?q={q}")).await;
@@ -24,11 +36,7 @@ async fn found(api: &Api, q: &str) -> Vec<String> {
 #[tokio::test]
 async fn a_folders_files_added_changed_and_removed_are_reflected_at_the_next_sync() {
     let api = Api::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let folder = Folder {
-        dir: dir.path().join("handbook"),
-        org: api.user.org.clone(),
-    };
+    let (_dir, folder) = folder_of(&api, "handbook");
     std::fs::create_dir_all(folder.dir.join("travel")).unwrap();
     std::fs::write(
         folder.dir.join("leave.md"),
@@ -85,12 +93,7 @@ async fn a_folders_files_added_changed_and_removed_are_reflected_at_the_next_syn
 #[tokio::test]
 async fn a_folders_collection_is_read_only_in_the_admin_api() {
     let api = Api::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let folder = Folder {
-        dir: dir.path().join("guide"),
-        org: api.user.org.clone(),
-    };
-    std::fs::create_dir_all(&folder.dir).unwrap();
+    let (_dir, folder) = folder_of(&api, "guide");
     std::fs::write(folder.dir.join("a.md"), "# A\n\nalpha\n").unwrap();
     folder.sync(&api.svc.documents).await.unwrap();
     let list = admin(&api, Method::GET, "/collections", None).await;
@@ -117,12 +120,7 @@ async fn a_folders_collection_is_read_only_in_the_admin_api() {
 #[tokio::test]
 async fn a_reindex_rebuilds_every_documents_passages_from_its_original_once() {
     let api = Api::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let folder = Folder {
-        dir: dir.path().join("guide"),
-        org: api.user.org.clone(),
-    };
-    std::fs::create_dir_all(&folder.dir).unwrap();
+    let (_dir, folder) = folder_of(&api, "guide");
     std::fs::write(folder.dir.join("a.md"), "# A\n\nalpha beta\n").unwrap();
     std::fs::write(folder.dir.join("b.md"), "# B\n\nbeta gamma\n").unwrap();
     folder.sync(&api.svc.documents).await.unwrap();

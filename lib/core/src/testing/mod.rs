@@ -1,8 +1,9 @@
 //! Test doubles of the ports, for the tests of this crate and the crates above it (the
 //! `testing` feature): an transient store that passes the same conformance suite as the real
-//! adapters and can be told to lose commit races, a workflow engine that records what it is
+//! adapters and can be told to lose commit races, originals in memory, a workflow engine that records what it is
 //! asked, and a clock that tests move forward.
 
+mod originals;
 mod transient;
 
 use std::sync::Mutex;
@@ -14,6 +15,7 @@ use crate::clock::{Clock, SystemClock, Timestamp};
 use crate::ids::{RunId, SessionKey};
 use crate::ports::{Workflow, WorkflowError};
 
+pub use originals::TransientOriginals;
 pub use transient::TransientStore;
 
 /// The wall clock shifted by an offset that only grows, so that hour-long windows can be tried
