@@ -136,7 +136,9 @@ fn environment(row: Function) -> Vec<(&'static str, &'static str)> {
     if row.secrets.provider_key {
         vars.push((PROVIDER_KEY_SECRET_ENV, PROVIDER_KEY));
     }
-    if row.parts.documents != DocumentsUse::None {
+    // The app's page names the bucket in its policy: the browser uploads originals to it.
+    let names_bucket = matches!(row.serves, Serves::AppFiles);
+    if row.parts.documents != DocumentsUse::None || names_bucket {
         vars.push((DOCUMENTS_BUCKET_ENV, "!Ref DocumentsBucket"));
     }
     if row.parts.documents == DocumentsUse::Manage {

@@ -392,7 +392,7 @@ impl App {
         let service = self.service(workflow);
         let endpoints = functions::session_routes();
         let sessions = self.session_api(service.clone(), &endpoints)?;
-        let app = knowledge_web::routes(self.settings.app_files.clone());
+        let app = knowledge_web::routes(self.settings.app_files.clone(), None);
         Ok(knowledge_http::router(
             sessions,
             self.scim_api(service),

@@ -94,7 +94,8 @@ pub struct Env {
     pub egress: Egress,
 }
 
-fn optional(name: &str) -> Option<String> {
+/// The variable `name`, unless unset or empty.
+pub fn optional(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 

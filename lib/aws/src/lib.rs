@@ -216,7 +216,7 @@ async fn run_files(parts: Parts) -> Result<(), lambda_runtime::Error> {
     let files = parts
         .files
         .expect("Parts::of gives a files function its router");
-    lambda_http::run(files()).await
+    lambda_http::run(files(&config::optional)).await
 }
 
 /// Runs the Task of `parts.function` for Step Functions.

@@ -39,6 +39,10 @@ pub type MakeAuthorizationServers =
 pub type MakeDocuments =
     fn(&str, &SdkConfig, &Env, &RequestCounter) -> Result<DocumentParts, ConfigError>;
 
+/// Builds the whole router of a function that serves files built into the binary, from its
+/// settings read through `var`.
+pub type MakeFiles = fn(&dyn Fn(&str) -> Option<String>) -> axum::Router;
+
 /// How a function runs once started: serving HTTP, a Task or the sweep.
 pub type Entry = fn(Parts) -> Pin<Box<dyn Future<Output = Result<(), lambda_runtime::Error>>>>;
 
@@ -55,7 +59,7 @@ pub struct Parts {
     pub agent: Option<MakeAgent>,
     pub integrations: Option<fn(App) -> App>,
     /// The whole router of a function that serves files built into the binary.
-    pub files: Option<fn() -> axum::Router>,
+    pub files: Option<MakeFiles>,
     /// The organisations' documents, as the row uses them.
     pub documents: Option<MakeDocuments>,
     /// The parsers of documents' originals, for the indexer alone.
@@ -144,11 +148,20 @@ fn agent(var: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn Agent>, ConfigE
 }
 
 /// The OpenAPI document, built into the binary: no settings, no clients.
-fn openapi() -> axum::Router {
+fn openapi(_var: &dyn Fn(&str) -> Option<String>) -> axum::Router {
     knowledge_http::openapi_function(knowledge_assembly::functions::document_json().into())
 }
 
-/// The browser app's files, built into the binary.
-fn web() -> axum::Router {
-    knowledge_http::web_function(knowledge_web::routes(knowledge_web::Files::Embedded))
+/// The browser app's files, built into the binary, under a policy that lets the page send
+/// documents' originals to the bucket the admin function pre-signs them for (the bucket and
+/// region its row's environment and Lambda give it; the endpoint where one is set, as the SDK
+/// reads it).
+fn web(var: &dyn Fn(&str) -> Option<String>) -> axum::Router {
+    let bucket = var(crate::config::DOCUMENTS_BUCKET_ENV);
+    let region = var("AWS_REGION").unwrap_or_default();
+    let endpoint = var("AWS_ENDPOINT_URL");
+    let uploads =
+        bucket.and_then(|b| knowledge_s3::uploads_origin(&b, &region, endpoint.as_deref()));
+    let files = knowledge_web::Files::Embedded;
+    knowledge_http::web_function(knowledge_web::routes(files, uploads.as_deref()))
 }

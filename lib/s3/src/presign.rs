@@ -34,6 +34,28 @@ pub struct PresignedUploads {
     base: String,
 }
 
+/// The URL of `bucket`'s objects (a key is appended): virtual-hosted on AWS
+/// (`https://<bucket>.s3.<region>.amazonaws.com`), path-style under `endpoint`
+/// (`<endpoint>/<bucket>`, moto on loopback).
+pub fn bucket_url(bucket: &str, region: &str, endpoint: Option<&str>) -> String {
+    match endpoint {
+        Some(endpoint) => format!("{}/{bucket}", endpoint.trim_end_matches('/')),
+        None => format!("https://{bucket}.s3.{region}.amazonaws.com"),
+    }
+}
+
+/// The origin (scheme, host and port) that browsers send [`PresignedUploads`]' `PUT`s to: what
+/// the app's Content-Security-Policy must let it connect to. `None` when the URL has no origin
+/// a policy could name (an endpoint that is not an `http(s)` URL).
+pub fn uploads_origin(bucket: &str, region: &str, endpoint: Option<&str>) -> Option<String> {
+    let url = bucket_url(bucket, region, endpoint);
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split('/').next()?;
+    let plain = |c: char| c.is_ascii_alphanumeric() || ".-:[]".contains(c);
+    let fine = matches!(scheme, "http" | "https") && !authority.is_empty();
+    (fine && authority.chars().all(plain)).then(|| format!("{scheme}://{authority}"))
+}
+
 impl PresignedUploads {
     /// The uploads of `bucket`, signed with the credentials and in the region of `shared` (the
     /// cold start's AWS configuration). Errors: `shared` has neither.
@@ -44,10 +66,7 @@ impl PresignedUploads {
             .region()
             .ok_or("no AWS region to sign for")?
             .to_string();
-        let base = match shared.endpoint_url() {
-            Some(endpoint) => format!("{}/{bucket}", endpoint.trim_end_matches('/')),
-            None => format!("https://{bucket}.s3.{region}.amazonaws.com"),
-        };
+        let base = bucket_url(bucket, &region, shared.endpoint_url());
         Ok(Self {
             credentials,
             region,

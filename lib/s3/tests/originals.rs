@@ -5,6 +5,7 @@
 
 mod common;
 
+use aws_credential_types::provider::SharedCredentialsProvider;
 use bytes::Bytes;
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{Document, DocumentStatus, Format};
@@ -128,4 +129,35 @@ async fn a_pre_signed_upload_takes_the_announced_file_and_refuses_any_other_size
         .header("content-type", "text/markdown")
         .body(file.to_vec());
     assert_eq!(refused.send().await.unwrap().status(), 403);
+}
+
+#[tokio::test]
+async fn on_aws_an_upload_is_signed_for_the_virtual_hosted_bucket_the_page_may_reach() {
+    let credentials = aws_credential_types::Credentials::new("test", "test", None, None, "test");
+    let shared = aws_config::SdkConfig::builder()
+        .region(aws_config::Region::new("eu-west-1"))
+        .credentials_provider(SharedCredentialsProvider::new(credentials))
+        .build();
+    let uploads = PresignedUploads::new(&shared, "knowledge-docs-acme").unwrap();
+    let org = OrgId::parse("org_acme").unwrap();
+    let target = uploads.target(&announced(&org, 12)).await.unwrap();
+    let origin = "https://knowledge-docs-acme.s3.eu-west-1.amazonaws.com";
+    assert!(
+        target.url.starts_with(&format!("{origin}/org/")),
+        "{}",
+        target.url
+    );
+    let page_may_reach = knowledge_s3::uploads_origin("knowledge-docs-acme", "eu-west-1", None);
+    assert_eq!(page_may_reach.as_deref(), Some(origin));
+}
+
+#[test]
+fn under_an_endpoint_the_page_may_reach_its_origin_and_never_a_policy_breaking_one() {
+    let origin = |endpoint| knowledge_s3::uploads_origin("docs", "us-east-1", Some(endpoint));
+    assert_eq!(
+        origin("http://127.0.0.1:5599/").as_deref(),
+        Some("http://127.0.0.1:5599")
+    );
+    assert_eq!(origin("http://127.0.0.1:5599; script-src *"), None);
+    assert_eq!(origin("javascript:alert(1)"), None);
 }

@@ -4,8 +4,8 @@
 //! `no-cache` (a deploy shows at once), the assets are immutable for a year (their names change
 //! with their content), in brotli when the browser accepts it (compressed at build time; the
 //! edge compresses the rest with gzip). Everything is served under a strict
-//! Content-Security-Policy: scripts, styles and requests only from this origin, no inline
-//! script, no frames.
+//! Content-Security-Policy: scripts, styles and requests only from this origin (and the
+//! bucket documents are uploaded to, where that is elsewhere), no inline script, no frames.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,10 +28,25 @@ mod embedded {
     include!(concat!(env!("OUT_DIR"), "/assets.rs"));
 }
 
-/// What the page may load and do.
+/// What the page may load and do, where documents' originals are uploaded to this origin.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
     style-src 'self'; connect-src 'self'; img-src 'self' data:; font-src 'self'; \
     base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// What the page may load and do when documents' originals are uploaded straight to
+/// `uploads` (an origin, `https://<bucket>.s3.<region>.amazonaws.com` on AWS): the same as
+/// [`CONTENT_SECURITY_POLICY`], and requests to that origin too. `None` is the policy itself.
+pub fn content_security_policy(uploads: Option<&str>) -> String {
+    match uploads {
+        Some(origin) => CONTENT_SECURITY_POLICY.replacen(
+            "connect-src 'self'",
+            &format!("connect-src 'self' {origin}"),
+            1,
+        ),
+        None => CONTENT_SECURITY_POLICY.to_owned(),
+    }
+}
+
 const PAGE_CACHE: &str = "no-cache";
 const ASSET_CACHE: &str = "public, max-age=31536000, immutable";
 
@@ -60,21 +75,32 @@ pub const PAGES: [&str; 7] = [
 /// The path of the app's hashed assets (`GET`).
 pub const ASSETS: &str = "/assets/{name}";
 
-/// The routes of the app's files.
-pub fn routes(files: Files) -> Router {
-    let files = Arc::new(files);
+/// The app's files and the policy they are served under.
+struct Served {
+    files: Files,
+    policy: HeaderValue,
+}
+
+/// The routes of the app's files, under [`content_security_policy`]`(uploads)`. An `uploads`
+/// that cannot be a header's value (it is logged) is left out of the policy: the page then
+/// cannot upload, and nothing else is opened.
+pub fn routes(files: Files, uploads: Option<&str>) -> Router {
+    let policy = HeaderValue::from_str(&content_security_policy(uploads)).unwrap_or_else(|_| {
+        tracing::warn!(?uploads, "uploads' origin left out of the page's policy");
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY)
+    });
+    let served = Arc::new(Served { files, policy });
     PAGES
         .iter()
         .fold(Router::new(), |router, path| router.route(path, get(page)))
         .route(ASSETS, get(asset))
-        .with_state(files)
+        .with_state(served)
 }
 
-fn secured(mut response: Response, cache: &'static str) -> Response {
+fn secured(mut response: Response, policy: &HeaderValue, cache: &'static str) -> Response {
     let h = response.headers_mut();
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
-    let csp = HeaderValue::from_static(CONTENT_SECURITY_POLICY);
-    h.insert(header::CONTENT_SECURITY_POLICY, csp);
+    h.insert(header::CONTENT_SECURITY_POLICY, policy.clone());
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -161,23 +187,25 @@ fn not_found() -> Response {
     (StatusCode::NOT_FOUND, "not found").into_response()
 }
 
-async fn page(State(files): State<Arc<Files>>) -> Response {
-    match read(&files, "index.html").await {
+async fn page(State(served): State<Arc<Served>>) -> Response {
+    let policy = &served.policy;
+    match read(&served.files, "index.html").await {
         Some(bytes) => {
             let response = ([(header::CONTENT_TYPE, content_type("index.html"))], bytes);
-            secured(response.into_response(), PAGE_CACHE)
+            secured(response.into_response(), policy, PAGE_CACHE)
         }
         None => not_found(),
     }
 }
 
 async fn asset(
-    State(files): State<Arc<Files>>, Path(name): Path<String>, headers: HeaderMap,
+    State(served): State<Arc<Served>>, Path(name): Path<String>, headers: HeaderMap,
 ) -> Response {
+    let policy = &served.policy;
     if !plain_name(&name) {
-        return secured(not_found(), PAGE_CACHE);
+        return secured(not_found(), policy, PAGE_CACHE);
     }
-    if let Some(br) = brotli_copy(&files, &name).filter(|_| accepts_brotli(&headers)) {
+    if let Some(br) = brotli_copy(&served.files, &name).filter(|_| accepts_brotli(&headers)) {
         let response = (
             [
                 (header::CONTENT_TYPE, content_type(&name)),
@@ -186,14 +214,14 @@ async fn asset(
             ],
             br,
         );
-        return secured(response.into_response(), ASSET_CACHE);
+        return secured(response.into_response(), policy, ASSET_CACHE);
     }
-    match read(&files, &format!("assets/{name}")).await {
+    match read(&served.files, &format!("assets/{name}")).await {
         Some(bytes) => {
             let response = ([(header::CONTENT_TYPE, content_type(&name))], bytes);
-            secured(response.into_response(), ASSET_CACHE)
+            secured(response.into_response(), policy, ASSET_CACHE)
         }
-        None => secured(not_found(), PAGE_CACHE),
+        None => secured(not_found(), policy, PAGE_CACHE),
     }
 }
 
