@@ -4,11 +4,15 @@
 
 use axum::Json;
 use axum::extract::{Path, RawQuery};
-use axum::http::HeaderValue;
-use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS};
+use axum::http::header::{
+    CACHE_CONTROL, CONTENT_DISPOSITION, CONTENT_TYPE, LOCATION, REFERRER_POLICY,
+    X_CONTENT_TYPE_OPTIONS,
+};
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use knowledge_core::documents::{SearchHit, SearchRequest};
-use knowledge_core::domain::Document;
+use knowledge_core::CoreError;
+use knowledge_core::documents::{Original, SearchHit, SearchRequest};
+use knowledge_core::domain::{Document, content_disposition};
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 
@@ -150,43 +154,49 @@ pub async fn get(
 /// A download's headers: always an attachment (never rendered in the application's origin,
 /// so an uploaded HTML file runs nothing), of its own media type, never sniffed.
 fn download(document: &Document, bytes: axum::body::Bytes) -> Response {
-    let ascii: String = (document.name.chars())
-        .map(|c| match c {
-            ' '..='~' if c != '"' && c != '\\' => c,
-            _ => '_',
-        })
-        .collect();
-    let encoded: String = form_urlencoded::byte_serialize(document.name.as_bytes()).collect();
-    let disposition = format!(
-        "attachment; filename=\"{ascii}\"; filename*=UTF-8''{}",
-        encoded.replace('+', "%20")
-    );
     let mut response = bytes.into_response();
     let headers = response.headers_mut();
     headers.insert(
         CONTENT_TYPE,
         HeaderValue::from_static(document.format.media_type()),
     );
-    if let Ok(value) = HeaderValue::from_str(&disposition) {
+    if let Ok(value) = HeaderValue::from_str(&content_disposition(&document.name)) {
         headers.insert(CONTENT_DISPOSITION, value);
     }
     headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     response
 }
 
-/// The original of a document you may open, as uploaded.
+/// A `303 See Other` to where the browser fetches the original itself (a pre-signed URL of
+/// the bucket, on AWS): never cached, and not told where it came from.
+fn fetch_from(url: &str) -> Result<Response, ApiError> {
+    let location = HeaderValue::from_str(url).map_err(CoreError::internal)?;
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let headers = response.headers_mut();
+    headers.insert(LOCATION, location);
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    Ok(response)
+}
+
+/// The original of a document you may open, as uploaded: the file, or, where the originals
+/// are kept in a bucket (on AWS), a redirect to a link that serves it for a few minutes.
 #[utoipa::path(get, path = "/api/documents/{collectionId}/{documentId}/original",
     operation_id = "downloadDocument",
     params(("collectionId" = String, Path, description = "The collection's id"),
         ("documentId" = String, Path, description = "The document's id")),
     responses((status = 200, description = "The file, as an attachment.",
-        content_type = "application/octet-stream"), ApiErrors))]
+        content_type = "application/octet-stream"),
+        (status = 303, description = "Where to fetch the file, as an attachment: a link \
+            valid for a few minutes (`Location`)."), ApiErrors))]
 pub async fn original(
     Member { app, p }: Member, Path((collection, id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     let (collection, id) = (collection_id(&collection)?, document_id(&id)?);
-    let (document, bytes) = app.documents()?.original(&p, &collection, &id).await?;
-    Ok(download(&document, bytes))
+    match app.documents()?.original(&p, &collection, &id).await? {
+        (document, Original::Bytes(bytes)) => Ok(download(&document, bytes)),
+        (_, Original::Link(url)) => fetch_from(&url),
+    }
 }
 
 /// A passage of a document, in its place.

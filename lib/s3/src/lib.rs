@@ -21,7 +21,9 @@ mod presign;
 use aws_sdk_s3::error::SdkError;
 
 pub use index::{INDEX_PREFIX, MANIFEST, S3Index};
-pub use originals::{ORIGINALS_PREFIX, S3Originals, original_key, parse_original_key};
+pub use originals::{
+    DOWNLOAD_VALID, ORIGINALS_PREFIX, S3Originals, original_key, parse_original_key,
+};
 pub use presign::{PresignedUploads, UPLOAD_VALID, bucket_url, uploads_origin};
 
 /// The S3 client configuration of `shared` (the one AWS configuration of a cold start, loaded

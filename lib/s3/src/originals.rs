@@ -1,17 +1,25 @@
 //! `S3Originals`: the core's `Originals` port on the originals' bucket. (The pre-signed upload
 //! of an announced original is `PresignedUploads`', which needs no S3 client.)
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use aws_sdk_s3::Client;
+use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{Delete, ObjectIdentifier};
 use bytes::Bytes;
+use knowledge_core::domain::{Document, content_disposition};
 use knowledge_core::ids::{DocumentId, OrgId};
 use knowledge_core::ports::{BackendError, Originals, OriginalsError};
 
 /// The prefix of every original's key; the bucket notifies the indexer's queue of objects
 /// created under it.
 pub const ORIGINALS_PREFIX: &str = "org/";
+
+/// How long a download's link may be used: the browser follows it at once (it is the
+/// `Location` of the service's answer), so a leaked link is soon worthless.
+pub const DOWNLOAD_VALID: Duration = Duration::from_secs(5 * 60);
 
 /// Keys `DeleteObjects` takes at once.
 const DELETE_BATCH: usize = 1_000;
@@ -146,6 +154,27 @@ impl Originals for S3Originals {
         };
         let body = object.body.collect().await.map_err(failed)?;
         Ok(Some(body.into_bytes()))
+    }
+
+    /// A `GET` of the generation's key pre-signed with the function's credentials (no request
+    /// is made), valid for [`DOWNLOAD_VALID`], that S3 answers as an attachment named as
+    /// uploaded, of the format's media type: any size (a function's answer is limited to
+    /// 6 MB), straight from the bucket, on the bucket's origin (never the app's).
+    async fn download_link(&self, document: &Document) -> Result<Option<String>, OriginalsError> {
+        let valid = PresigningConfig::expires_in(DOWNLOAD_VALID).map_err(failed)?;
+        let request = (self.client.get_object())
+            .bucket(&self.bucket)
+            .key(original_key(
+                &document.org,
+                &document.id,
+                document.generation,
+            ))
+            .response_content_disposition(content_disposition(&document.name))
+            .response_content_type(document.format.media_type())
+            .presigned(valid)
+            .await
+            .map_err(failed)?;
+        Ok(Some(request.uri().to_owned()))
     }
 
     /// Lists the document's keys (`s3:ListBucket` under `org/`) and deletes them.

@@ -184,8 +184,10 @@ async fn a_member_finds_opens_and_downloads_a_document_of_a_group_they_are_in() 
     let headers = download.headers().clone();
     assert_eq!(headers["content-type"], "text/markdown");
     assert_eq!(headers["x-content-type-options"], "nosniff");
-    let disposition = headers["content-disposition"].to_str().unwrap();
-    assert!(disposition.starts_with("attachment;"), "{disposition}");
+    assert_eq!(
+        headers["content-disposition"],
+        "attachment; filename=\"travel.md\"; filename*=UTF-8''travel.md"
+    );
     assert_eq!(download.bytes().await.unwrap(), HANDBOOK.as_bytes());
 }
 
@@ -317,6 +319,9 @@ async fn a_replaced_document_swaps_its_passages_whole() {
     let started = admin(&api, Method::PUT, &path, Some(body)).await;
     assert_eq!(started.status, 200, "{:?}", started.body);
     assert_eq!(started.body["document"]["generation"], 2);
+    // Until the new generation arrives there is no original to download.
+    let original = api.get(&format!("/api/documents/{c}/{d}/original")).await;
+    assert_eq!(original.status, 404, "{:?}", original.body);
     assert!(
         found(&api, &api.user, "lisbon").await.is_empty(),
         "the old passages linger"

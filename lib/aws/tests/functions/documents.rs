@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use aws_sdk_sqs::types::MessageSystemAttributeName;
+use axum::body::Bytes;
 use knowledge_aws::documents::Removal;
 use knowledge_aws::functions;
 use knowledge_aws::indexer::IndexerFunction;
@@ -62,6 +63,15 @@ async fn get_as(
 async fn get_on(
     d: &Deployment, router: &axum::Router, function: functions::Function, user: &UserId, path: &str,
 ) -> (u16, Value, BTreeMap<String, u64>) {
+    let (status, _, bytes, made) = fetch_on(d, router, function, user, path).await;
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, body, made)
+}
+
+/// The same, answering the headers and the body as sent.
+async fn fetch_on(
+    d: &Deployment, router: &axum::Router, function: functions::Function, user: &UserId, path: &str,
+) -> (u16, axum::http::HeaderMap, Bytes, BTreeMap<String, u64>) {
     let mut request = d.event(function);
     let cookie = CookieSigner::from_hex(KEY_HEX)
         .unwrap()
@@ -74,12 +84,14 @@ async fn get_on(
     *request.body_mut() = lambda_http::Body::Empty;
     d.counter.take();
     let response = router.clone().oneshot(request).await.unwrap();
-    let status = response.status().as_u16();
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    (status, body, d.take_checked(function.name))
+    let (head, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap();
+    (
+        head.status.as_u16(),
+        head.headers,
+        bytes,
+        d.take_checked(function.name),
+    )
 }
 
 /// The indexer function as its cold start builds it.
@@ -276,6 +288,47 @@ async fn an_upload_goes_straight_to_the_bucket_and_is_found_by_the_collections_g
     assert_eq!(status, 200, "{passages}");
     assert!(passages.to_string().contains("travel portal"), "{passages}");
     assert!(made.contains_key("GetObject"), "{made:?}");
+
+    // Its original: a redirect to a link the bucket serves, so that no file passes through
+    // the function (whose answer may not pass 6 MB). Signing the link requests nothing.
+    let documents = d.router(functions::DOCUMENTS).await;
+    let original = format!("{page}/original");
+    let (status, headers, _, made) =
+        fetch_on(&d, &documents, functions::DOCUMENTS, &reader, &original).await;
+    assert_eq!(status, 303);
+    assert_eq!(headers["cache-control"], "no-store");
+    assert!(!made.keys().any(|op| op.ends_with("Object")), "{made:?}");
+    let link = headers["location"].to_str().unwrap();
+    let got = reqwest::get(link).await.unwrap();
+    assert_eq!(got.status(), 200);
+    assert_eq!(got.headers()["content-type"], "text/markdown");
+    assert_eq!(
+        got.headers()["content-disposition"],
+        "attachment; filename=\"travel.md\"; filename*=UTF-8''travel.md"
+    );
+    assert_eq!(got.bytes().await.unwrap(), FILE);
+    // The signature covers how the bucket answers: a link made to render it is refused.
+    let inline = link.replacen(
+        "response-content-disposition=attachment",
+        "response-content-disposition=inline",
+        1,
+    );
+    assert_ne!(inline, link);
+    assert_eq!(reqwest::get(&inline).await.unwrap().status(), 403);
+    // While a replacement is announced and not sent, there is no original to link to.
+    let path = format!("/api/admin/collections/{collection}/documents/{id}");
+    let body = json!({"name": "travel.md", "bytes": FILE.len()});
+    let (status, replaced, _) = d.send(functions::ADMIN, "PUT", &path, body).await;
+    assert_eq!(status, 200, "{replaced}");
+    let (status, headers, _, _) =
+        fetch_on(&d, &documents, functions::DOCUMENTS, &reader, &original).await;
+    assert_eq!(status, 404);
+    assert!(headers.get("location").is_none());
+    // The outsider gets no link.
+    let (status, headers, _, _) =
+        fetch_on(&d, &documents, functions::DOCUMENTS, &outsider, &original).await;
+    assert_eq!(status, 404);
+    assert!(headers.get("location").is_none());
 }
 
 #[tokio::test]

@@ -25,7 +25,7 @@ use crate::service::Principal;
 pub use collections::{CollectionChange, NewCollection};
 pub use folder::{FolderFile, Synced};
 pub use indexing::{IndexAttempt, IndexOutcome, Workers};
-pub use search::{SearchHit, SearchRequest};
+pub use search::{Original, SearchHit, SearchRequest};
 pub use sweep::{SweptUploads, UPLOAD_STALE_MS, UPLOAD_SWEEP_BATCH};
 pub use tool::{TOOL as SEARCH_TOOL, WithDocuments, citation};
 pub use uploads::{Arrival, Upload, UploadIntent};

@@ -166,17 +166,34 @@ impl Documents {
         Ok((collection, document, passages))
     }
 
-    /// A document's original as uploaded, for a reader who may open it. Errors: as
-    /// [`Self::open_document`].
+    /// A document's original as uploaded, for a reader who may open it: a link to fetch it
+    /// from where the originals' store serves downloads, else its bytes. Errors: as
+    /// [`Self::open_document`]; `NotFound` too while its generation is being uploaded (the
+    /// original it names is not stored yet).
     pub async fn original(
         &self, reader: &Principal, collection: &CollectionId, id: &DocumentId,
-    ) -> Result<(Document, Bytes), CoreError> {
+    ) -> Result<(Document, Original), CoreError> {
         let (_, document) = self.open_document(reader, collection, id).await?;
+        if document.status == DocumentStatus::Uploading {
+            return Err(CoreError::NotFound("document"));
+        }
+        let link = (self.originals.download_link(&document).await).map_err(CoreError::internal)?;
+        if let Some(url) = link {
+            return Ok((document, Original::Link(url)));
+        }
         let bytes = (self.originals)
             .get(&reader.org, id, document.generation)
             .await
             .map_err(CoreError::internal)?
             .ok_or(CoreError::NotFound("document"))?;
-        Ok((document, bytes))
+        Ok((document, Original::Bytes(bytes)))
     }
+}
+
+/// A document's original for a reader: its bytes, or where their browser fetches it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Original {
+    Bytes(Bytes),
+    /// An absolute URL, valid for minutes.
+    Link(String),
 }

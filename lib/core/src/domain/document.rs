@@ -142,6 +142,30 @@ impl Document {
     }
 }
 
+/// The `Content-Disposition` a document's original is downloaded with, wherever it is served
+/// from: always an attachment (never rendered, so an uploaded HTML file runs nothing), named
+/// `name`, as uploaded: in ASCII (`"` and `\` and any other character as `_`) and exactly in UTF-8
+/// (`filename*`, RFC 8187's percent-encoding).
+pub fn content_disposition(name: &str) -> String {
+    let ascii: String = (name.chars())
+        .map(|c| match c {
+            ' '..='~' if c != '"' && c != '\\' => c,
+            _ => '_',
+        })
+        .collect();
+    let mut exact = String::new();
+    for byte in name.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' => exact.push(char::from(byte)),
+            b'!' | b'#' | b'$' | b'&' | b'+' | b'-' | b'.' | b'^' | b'_' | b'`' | b'|' | b'~' => {
+                exact.push(char::from(byte))
+            }
+            _ => exact.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{exact}")
+}
+
 /// A passage of a document as a search answers it, after the check against the store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FoundPassage {
@@ -285,6 +309,19 @@ mod tests {
             Ok(Format::Markdown)
         );
         assert!(Format::detect("a.txt", b"a\0b").is_err());
+    }
+
+    #[test]
+    fn an_original_downloads_as_an_attachment_under_its_name_in_ascii_and_exactly() {
+        assert_eq!(
+            content_disposition("Plan \"Q3\" été.md"),
+            "attachment; filename=\"Plan _Q3_ _t_.md\"; \
+             filename*=UTF-8''Plan%20%22Q3%22%20%C3%A9t%C3%A9.md"
+        );
+        assert_eq!(
+            content_disposition("a;b\r\n.md"),
+            "attachment; filename=\"a;b__.md\"; filename*=UTF-8''a%3Bb%0D%0A.md"
+        );
     }
 
     #[test]

@@ -112,6 +112,15 @@ pub trait Originals: Send + Sync {
         let _ = document;
         Ok(None)
     }
+    /// Where a reader's browser fetches the original of `document`'s generation itself, when
+    /// this store serves downloads (a pre-signed request to a bucket, valid for minutes,
+    /// answering it as an attachment named as uploaded, [`crate::domain::content_disposition`],
+    /// of its format's media type): the file then never passes through the service. `None`,
+    /// the default, where the service reads the bytes ([`Originals::get`]) and sends them.
+    async fn download_link(&self, document: &Document) -> Result<Option<String>, OriginalsError> {
+        let _ = document;
+        Ok(None)
+    }
 }
 
 /// A request that stores an announced original: `method` to `url`, with `headers` sent exactly
