@@ -26,8 +26,29 @@ pub enum Event {
         method: &'static str,
         path: String,
     },
-    EveryMinute,
+    /// EventBridge Scheduler invoking the function at `rate` with `input`, never retried: the
+    /// next one comes at the next tick.
+    Schedule {
+        name: &'static str,
+        rate: &'static str,
+        input: &'static str,
+    },
 }
+
+/// The sweep of runs, every minute.
+const SWEEP_SCHEDULE: Event = Event::Schedule {
+    name: "EveryMinute",
+    rate: "rate(1 minute)",
+    input: r#"{"source": "knowledge.sweep"}"#,
+};
+
+/// The indexer's own sweep: uploads cut short settled, and documents left queued (their
+/// bucket's event lost, or its deliveries spent) indexed.
+const INDEXER_SCHEDULE: Event = Event::Schedule {
+    name: "Every15Minutes",
+    rate: "rate(15 minutes)",
+    input: r#"{"source": "knowledge.documents"}"#,
+};
 
 /// The resources of every function, as the derived part of `template.yaml` holds them.
 pub fn functions() -> String {
@@ -63,10 +84,11 @@ pub fn events(row: Function) -> Vec<Event> {
             .chain([&knowledge_web::ASSETS])
             .map(|path| api(&path_name(path), "GET", path))
             .collect(),
+        Serves::Task(_) => Vec::new(),
         // Its queue is an event source mapping of its own (`queue_mapping`): SAM's SQS event
         // would add a managed policy that polls every queue of the account.
-        Serves::Task(_) | Serves::Indexer => Vec::new(),
-        Serves::Sweep => vec![Event::EveryMinute],
+        Serves::Indexer => vec![INDEXER_SCHEDULE],
+        Serves::Sweep => vec![SWEEP_SCHEDULE],
     }
 }
 
@@ -86,7 +108,7 @@ pub(crate) fn description(row: Function) -> String {
             .iter()
             .filter_map(|e| match e {
                 Event::Api { method, path, .. } => Some(format!("{method} {path}")),
-                Event::EveryMinute => None,
+                Event::Schedule { .. } => None,
             })
             .collect::<Vec<_>>()
             .join(", "),
@@ -291,15 +313,15 @@ fn resource(row: Function) -> String {
                 line(12, &format!("Method: {method}"));
                 line(12, &format!("Path: {path}"));
             }
-            Event::EveryMinute => {
-                line(8, "EveryMinute:");
+            Event::Schedule { name, rate, input } => {
+                line(8, &format!("{name}:"));
                 line(10, "Type: ScheduleV2");
                 line(10, "Properties:");
-                line(12, "ScheduleExpression: rate(1 minute)");
-                line(12, "Input: '{\"source\": \"knowledge.sweep\"}'");
+                line(12, &format!("ScheduleExpression: {rate}"));
+                line(12, &format!("Input: '{input}'"));
                 line(
                     12,
-                    "# A sweep that fails is not retried: the next one comes within the minute.",
+                    "# One that fails is not retried: the next one comes at the next tick.",
                 );
                 line(12, "RetryPolicy:");
                 line(14, "MaximumRetryAttempts: 0");

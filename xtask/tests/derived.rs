@@ -300,9 +300,19 @@ fn the_indexer_takes_its_queue_one_message_at_a_time_reporting_each_failure() {
         yaml(&redrive["deadLetterTargetArn"]),
         "!GetAtt IndexerDeadLetters.Arn"
     );
-    // SAM's SQS event would add a managed policy that polls every queue: none here.
+    // SAM's SQS event would add a managed policy that polls every queue: none here. Its one
+    // event is its schedule, whose input is no queue's event (it has no records).
     let (_, indexer) = &functions(&template)["indexer"];
-    assert!(indexer["Events"].is_null(), "{:?}", indexer["Events"]);
+    let events = indexer["Events"].as_mapping().unwrap();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let (_, schedule) = events.iter().next().unwrap();
+    assert_eq!(schedule["Type"], "ScheduleV2");
+    let input = schedule["Properties"]["Input"].as_str().unwrap();
+    let input: serde_json::Value = serde_json::from_str(input).unwrap();
+    assert!(
+        input.is_object() && input.get("Records").is_none(),
+        "{input}"
+    );
     assert!(indexer["ManagedPolicyArns"].is_null());
 }
 

@@ -12,12 +12,20 @@
 //!   document's originals from the bucket.
 //! - S3's test event, sent when the notification is configured: nothing to do.
 //!
+//! Every quarter of an hour its schedule invokes it with an event of no queue (no records):
+//! its sweep. The uploads cut short are settled (`Documents::sweep`: queued when their
+//! original is stored, else deleted), then the documents waiting queued are indexed
+//! (`Workers::index_next`), those just settled and any whose bucket's event was lost or spent
+//! its deliveries, while the invocation has time left.
+//!
 //! A message the indexer cannot read (not JSON, an object key of no original) fails every
 //! time, and so ends in the dead-letter queue, where a person can look at it.
 
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use knowledge_core::CoreError;
+use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::documents::{Arrival, Documents, IndexAttempt, Workers};
 use knowledge_core::ports::{IndexError, Originals, OriginalsError, PassageIndex};
 use lambda_runtime::LambdaEvent;
@@ -39,6 +47,10 @@ enum Failure {
     #[error(transparent)]
     Originals(#[from] OriginalsError),
 }
+
+/// The time a sweep leaves before its invocation's deadline when it takes another document:
+/// a 25 MiB PDF's indexing, with room to spare.
+pub const SWEEP_MARGIN: Duration = Duration::from_secs(60);
 
 /// The indexer of one cold start.
 #[derive(Clone)]
@@ -71,9 +83,11 @@ impl IndexerFunction {
     /// # Errors
     /// Never: a failure is a message's, reported in the answer.
     pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, lambda_runtime::Error> {
-        let records = event.payload["Records"].as_array().cloned();
+        let Some(records) = event.payload["Records"].as_array().cloned() else {
+            return self.sweep(event.context.deadline()).await;
+        };
         let mut failures = Vec::new();
-        for record in records.unwrap_or_default() {
+        for record in records {
             let id = record["messageId"].as_str().unwrap_or_default().to_owned();
             let body = record["body"].as_str().unwrap_or_default();
             if let Err(e) = self.message(body).await {
@@ -88,6 +102,35 @@ impl IndexerFunction {
             }
         }
         Ok(json!({ "batchItemFailures": failures }))
+    }
+
+    /// The schedule's sweep: settles the uploads cut short, then indexes queued documents one
+    /// at a time until none is left or fewer than [`SWEEP_MARGIN`] remain before `deadline`.
+    /// Answers `{"queued", "failed", "deleted", "indexed"}`.
+    ///
+    /// # Errors
+    /// The store's indexes of uploads or of queued documents could not be read: the next
+    /// schedule sweeps again.
+    async fn sweep(&self, deadline: SystemTime) -> Result<Value, lambda_runtime::Error> {
+        let swept = self.documents.sweep(SystemClock.now()).await?;
+        let mut indexed = 0;
+        while deadline
+            .duration_since(SystemTime::now())
+            .unwrap_or_default()
+            > SWEEP_MARGIN
+        {
+            match self.workers.index_next().await? {
+                Some(_) => indexed += 1,
+                None => break,
+            }
+        }
+        if indexed > 0 {
+            tracing::info!(indexed, "the sweep indexed documents left queued");
+        }
+        Ok(json!({
+            "queued": swept.queued, "failed": swept.failed, "deleted": swept.deleted,
+            "indexed": indexed,
+        }))
     }
 
     async fn message(&self, body: &str) -> Result<(), Failure> {

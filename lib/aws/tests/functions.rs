@@ -13,6 +13,8 @@ mod admin;
 mod auth;
 #[path = "functions/documents.rs"]
 mod documents;
+#[path = "functions/documents_sweep.rs"]
+mod documents_sweep;
 #[path = "functions/integrations.rs"]
 mod integrations;
 #[path = "functions/sessions.rs"]

@@ -234,7 +234,9 @@ const READS_DOCUMENTS_LAMBDA: Lambda = Lambda {
 /// collections, a query; the document's key in each, a batch), queues it and takes it with a
 /// lease (transactions that move the storage counter), reads and parses the original, and
 /// publishes the organisation's index to the bucket; a removal from the admin function
-/// rewrites the index alone. Parsing is bounded to a minute; a gigabyte holds a 25 MiB file
+/// rewrites the index alone. Every quarter of an hour its schedule sweeps: the uploads cut
+/// short (GSI2's uploads) queued or deleted (a transaction that deletes the document and
+/// releases its bytes), then the documents left queued (GSI2's queue) indexed. Parsing is bounded to a minute; a gigabyte holds a 25 MiB file
 /// parsed, its passages and tantivy's writer. It links the parsers besides tantivy and the S3
 /// client (13.43 MB on arm64 when it came); it answers no person, so its cold start waits on no
 /// one.
@@ -246,7 +248,17 @@ pub const INDEXER: Function = Function {
         ..Uses::NOTHING
     },
     secrets: Secrets::NONE,
-    table: items(&[GetItem, Query, BatchGetItem, PutItem, UpdateItem]),
+    table: TableUse {
+        operations: &[
+            GetItem,
+            Query,
+            BatchGetItem,
+            PutItem,
+            UpdateItem,
+            DeleteItem,
+        ],
+        indexes: &[Index::Gsi2],
+    },
     starts_runs: false,
     lambda: Lambda {
         memory_mb: 1024,
