@@ -85,5 +85,17 @@ for name in $(printf '%s\n' "${!forbidden[@]}" | sort); do
     failed=$((failed + 1))
   fi
 done
+# The indexer reads each file in a child of its own binary (knowledge_ingest::isolated): started
+# with the child's argument, the binary answers the file's passages before Lambda's runtime
+# starts, and exits.
+answer=$(printf '# Hi\n\nA line of text.\n' \
+  | timeout 20 "$target/indexer" __knowledge-parse markdown 536870912 60000 2>&1) || true
+if grep -q '^{"passages":\[{' <<<"$answer"; then
+  echo "ok   indexer reads a file as its own parser child"
+  passed=$((passed + 1))
+else
+  echo "FAIL indexer as a parser child answered: $answer"
+  failed=$((failed + 1))
+fi
 echo "${passed} passed, ${failed} failed"
 [ "$failed" -eq 0 ]

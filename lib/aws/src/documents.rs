@@ -112,9 +112,26 @@ pub(crate) fn manage(
     })
 }
 
-/// The indexer's parser: the default bounds.
+/// The address space the indexer's parser child may use: half the function's gigabyte, the
+/// rest being the indexer's own (the file, the passages, tantivy's writer).
+pub const PARSE_MEMORY: u64 = 512 << 20;
+
+/// The indexer's parser: a child of the function's own binary per file, within the default
+/// bounds and [`PARSE_MEMORY`] (the binary's main serves it, `Parts::first`). Should the
+/// binary's path be unknown, which Linux always tells, files are read in process (logged).
 pub(crate) fn parser() -> Arc<dyn Parser> {
-    Arc::new(knowledge_ingest::Ingest::default())
+    match std::env::current_exe() {
+        Ok(program) => Arc::new(knowledge_ingest::Isolated::new(
+            program,
+            Vec::new(),
+            knowledge_ingest::Bounds::DEFAULT,
+            PARSE_MEMORY,
+        )),
+        Err(e) => {
+            tracing::error!(error = %e, "the binary's path is unknown: files are read in process");
+            Arc::new(knowledge_ingest::Ingest::default())
+        }
+    }
 }
 
 /// The indexer's queue, as the admin function sends to it.

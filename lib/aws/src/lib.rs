@@ -263,10 +263,15 @@ pub async fn run(parts: Parts) -> Result<(), lambda_runtime::Error> {
 #[macro_export]
 macro_rules! main {
     ($function:ident) => {
-        #[tokio::main]
-        async fn main() -> Result<(), lambda_runtime::Error> {
+        fn main() -> Result<(), lambda_runtime::Error> {
             const PARTS: $crate::Parts = $crate::Parts::of($crate::functions::$function);
-            $crate::run(PARTS).await
+            if let Some(first) = PARTS.first {
+                first();
+            }
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on($crate::run(PARTS))
         }
     };
 }

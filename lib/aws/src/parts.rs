@@ -64,6 +64,9 @@ pub struct Parts {
     pub documents: Option<MakeDocuments>,
     /// The parsers of documents' originals, for the indexer alone.
     pub parser: Option<fn() -> Arc<dyn Parser>>,
+    /// What the binary does first, before its runtime starts: the indexer, started as a
+    /// parser child by itself, reads one file and exits (`knowledge_ingest::isolated`).
+    pub first: Option<fn()>,
     /// How it runs (`crate::run`).
     pub entry: Entry,
 }
@@ -107,6 +110,10 @@ impl Parts {
             },
             parser: match uses.documents {
                 DocumentsUse::Index => Some(documents::parser),
+                _ => None,
+            },
+            first: match uses.documents {
+                DocumentsUse::Index => Some(knowledge_ingest::isolated::serve_if_child),
                 _ => None,
             },
             entry: match function.serves {

@@ -10,6 +10,7 @@
 
 mod docx;
 mod html;
+pub mod isolated;
 mod markdown;
 mod passages;
 mod pdf;
@@ -19,6 +20,7 @@ pub mod samples;
 
 use std::time::{Duration, Instant};
 
+pub use isolated::Isolated;
 pub use knowledge_core::domain::{Format, FormatRefusal};
 pub use passages::{Passage, TARGET_WORDS};
 pub use port::Ingest;

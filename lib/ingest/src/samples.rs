@@ -54,3 +54,79 @@ pub fn bytes(mut doc: Document) -> Vec<u8> {
 pub fn pdf_file(pages: &[&str]) -> Vec<u8> {
     bytes(pdf(pages))
 }
+
+/// A PDF of one page whose content stream, compressed (`FlateDecode`), expands to `expanded`
+/// bytes of spaces: a decompression bomb about 160 times smaller than what it expands to. The
+/// stream is written bit by bit as DEFLATE's fixed codes (a space, then copies of 258 bytes at
+/// distance 1), so that making it costs nothing near what reading it does.
+pub fn flate_bomb_pdf(expanded: usize) -> Vec<u8> {
+    let mut doc = pdf(&["x"]);
+    let page = doc.get_pages()[&1];
+    let content = doc.add_object(Stream::new(
+        dictionary! { "Filter" => "FlateDecode" },
+        zlib_of_spaces(expanded),
+    ));
+    let page = doc.get_object_mut(page).unwrap().as_dict_mut().unwrap();
+    page.set("Contents", content);
+    bytes(doc)
+}
+
+/// A zlib stream of `n` spaces (at least one).
+fn zlib_of_spaces(n: usize) -> Vec<u8> {
+    let copies = (n.max(1) - 1) / 258;
+    let mut bits = Bits::default();
+    bits.out.extend([0x78, 0x01]);
+    bits.put(1, 1); // the final block
+    bits.put(1, 2); // fixed codes
+    bits.code(0x30 + u32::from(b' '), 8); // the literal ' '
+    for _ in 0..copies {
+        bits.code(0b1100_0101, 8); // length 258 (code 285)
+        bits.code(0, 5); // distance 1 (code 0)
+    }
+    bits.code(0, 7); // end of block
+    bits.flush();
+    let total = (1 + copies * 258) as u64;
+    let (mut a, mut b) = (1u64, 0u64);
+    // Adler-32 of `total` spaces, in closed form.
+    let space = u64::from(b' ');
+    a = (a + total % 65_521 * space) % 65_521;
+    b = (b
+        + total % 65_521
+        + space * (u128::from(total) * u128::from(total + 1) / 2 % 65_521) as u64)
+        % 65_521;
+    bits.out.extend(((b << 16) | a).to_be_bytes()[4..].iter());
+    bits.out
+}
+
+/// DEFLATE's bit order: values from their lowest bit, Huffman codes from their highest.
+#[derive(Default)]
+struct Bits {
+    out: Vec<u8>,
+    acc: u64,
+    len: u32,
+}
+
+impl Bits {
+    fn put(&mut self, value: u32, count: u32) {
+        self.acc |= u64::from(value) << self.len;
+        self.len += count;
+        while self.len >= 8 {
+            self.out.push(self.acc as u8);
+            self.acc >>= 8;
+            self.len -= 8;
+        }
+    }
+
+    fn code(&mut self, code: u32, count: u32) {
+        let reversed = code.reverse_bits() >> (32 - count);
+        self.put(reversed, count);
+    }
+
+    fn flush(&mut self) {
+        if self.len > 0 {
+            self.out.push(self.acc as u8);
+            self.acc = 0;
+            self.len = 0;
+        }
+    }
+}

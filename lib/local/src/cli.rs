@@ -118,6 +118,10 @@ pub(crate) struct DocumentFlags {
     /// MiB of originals an organisation on the business plan may store.
     #[arg(long = "storage-business-mib", env = "KNOWLEDGE_STORAGE_BUSINESS_MIB", default_value_t = 100 << 10)]
     pub(crate) business_mib: u64,
+    /// MiB of address space the process that reads one file may use (64 to 65,536): a file
+    /// that needs more ends `failed`.
+    #[arg(long = "parse-memory-mib", env = "KNOWLEDGE_PARSE_MEMORY_MIB", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(64..=65_536))]
+    pub(crate) parse_memory_mib: u64,
 }
 
 impl From<DocumentFlags> for DocumentLimits {

@@ -242,6 +242,13 @@ impl LocalService {
         })
     }
 
+    /// The same, its workers reading files with `parser` (by default in this process, with
+    /// the default bounds: `documents::parser`).
+    pub fn parsing_with(mut self, parser: Arc<dyn knowledge_core::ports::Parser>) -> Self {
+        self.workers = self.documents.as_ref().map(|d| d.workers(parser));
+        self
+    }
+
     /// Finishes the deletes the previous process was cut off in; run before
     /// [`LocalService::resume_runs`], so that no run of a session being deleted is resumed.
     pub async fn finish_deletes(&self) -> Result<usize, LocalError> {

@@ -25,6 +25,7 @@ use knowledge_core::signin::{self, LINK_TTL_MS};
 use knowledge_egress::Egress;
 use knowledge_http::HttpConfig;
 use knowledge_http::cookie::Lifetime;
+use knowledge_ingest::{Bounds, Isolated};
 use knowledge_local::admin::{audit_json, integration_json, org_json};
 use knowledge_local::documents::Folder;
 use knowledge_local::{LocalService, LocalStore, ServerLimits, cookie_signer, sealer};
@@ -37,8 +38,14 @@ use serde_json::json;
 /// The sample folder the default run searches, relative to the working directory.
 const SAMPLE_DOCS: &str = "docs/guide";
 
+fn main() -> ExitCode {
+    // Started as a parser child by the workers: read one file, answer and exit.
+    knowledge_ingest::isolated::serve_if_child();
+    start()
+}
+
 #[tokio::main]
-async fn main() -> ExitCode {
+async fn start() -> ExitCode {
     knowledge_assembly::logs::init_terminal();
     let cli = Cli::parse();
     match run(cli).await {
@@ -95,6 +102,7 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             documents,
         } => {
             let options = ServeOptions {
+                parse_memory: documents.parse_memory_mib << 20,
                 documents: documents.into(),
                 addr,
                 origin,
@@ -247,6 +255,8 @@ struct ServeOptions {
     egress: Egress,
     sweep_every: std::time::Duration,
     documents: DocumentLimits,
+    /// Bytes of address space a parser child may use.
+    parse_memory: u64,
 }
 
 async fn serve(
@@ -262,6 +272,7 @@ async fn serve(
         egress,
         sweep_every,
         documents,
+        parse_memory,
     } = options;
     let created = Operator {
         store: store.shared(),
@@ -306,7 +317,16 @@ async fn serve(
         ..Settings::new(&origin)
     };
     let instance = knowledge_local::instance_id(data_dir)?;
-    let service = LocalService::new(settings, store, &instance)?.sweeping_every(sweep_every);
+    // Each file is read by a child of this binary, under the kernel's bounds (`main`).
+    let parser = Isolated::new(
+        std::env::current_exe()?,
+        Vec::new(),
+        Bounds::DEFAULT,
+        parse_memory,
+    );
+    let service = LocalService::new(settings, store, &instance)?
+        .sweeping_every(sweep_every)
+        .parsing_with(Arc::new(parser));
     // A store that fails here fails the first requests too; the deletes are finished at the
     // next start or by the client's retry, so the service starts anyway.
     let finished = service.finish_deletes().await.unwrap_or_else(|e| {

@@ -233,15 +233,17 @@ impl Deployment {
     }
 
     /// `function` as its cold start builds it, counting its DynamoDB requests in `counter`.
+    /// The indexer reads files in process here: its parser children are its own binary
+    /// (`Parts::first`), which a test binary is not (`scripts/link_guard.sh` starts the real
+    /// indexer as one).
     pub(crate) async fn cold_start(&self, function: Function) -> ColdStart {
-        ColdStart::load(
-            Parts::of(function),
-            &self.shared,
-            &self.env,
-            self.counter.clone(),
-        )
-        .await
-        .unwrap()
+        let mut parts = Parts::of(function);
+        if parts.parser.is_some() {
+            parts.parser = Some(|| std::sync::Arc::new(knowledge_ingest::Ingest::default()));
+        }
+        ColdStart::load(parts, &self.shared, &self.env, self.counter.clone())
+            .await
+            .unwrap()
     }
 
     /// The router of `function`.

@@ -4,7 +4,8 @@
 //! at once after the restart (its dead worker's lease released) and found exactly once; an
 //! upload cut short between storing its original and queueing it is queued by the sweep once
 //! it is an hour old (the restarted process's clock moved past it), and one whose file never
-//! came is deleted, its bytes released.
+//! came is deleted, its bytes released. And a file that needs more memory than its reader may
+//! have ends `failed` alone: the process that reads it is a child, and the service goes on.
 
 use std::path::Path;
 use std::time::Duration;
@@ -49,7 +50,9 @@ async fn announce(p: &Process, cookie: &str, c: &str, name: &str, bytes: usize) 
 }
 
 /// The request that sends `bytes` where the announcement `started` says, as the app does.
-fn original(p: &Process, cookie: &str, started: &Value, bytes: &str) -> reqwest::RequestBuilder {
+fn original(
+    p: &Process, cookie: &str, started: &Value, bytes: impl Into<reqwest::Body>,
+) -> reqwest::RequestBuilder {
     let target = &started["upload"];
     assert_eq!(target["method"], "PUT", "{started}");
     let url = format!("{}{}", p.base, target["url"].as_str().unwrap());
@@ -58,7 +61,7 @@ fn original(p: &Process, cookie: &str, started: &Value, bytes: &str) -> reqwest:
         .header("cookie", cookie)
         .header("origin", &p.base)
         .header("content-type", "application/octet-stream")
-        .body(bytes.to_owned())
+        .body(bytes)
 }
 
 /// The admin's list of collection `c`'s documents.
@@ -224,5 +227,37 @@ async fn upload_cut_short(options: &[&str]) {
     // As the service's own changes (a synced folder's) are audited: by the operator.
     assert_eq!(deleted["actor"], "command-line", "{deleted}");
     assert!(deleted["actorId"].is_null(), "by no member: {deleted}");
+    p.kill().await;
+}
+
+#[tokio::test]
+async fn a_pdf_that_expands_past_the_readers_memory_fails_alone_and_indexing_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Process::start(dir.path(), &["--parse-memory-mib", "128"], &[]).await;
+    let cookie = cookie(dir.path()).await;
+    let c = collection(&p, &cookie).await;
+    // 3.3 MB that expand to half a gibibyte.
+    let bomb = knowledge_ingest::samples::flate_bomb_pdf(512 << 20);
+    let started = announce(&p, &cookie, &c, "bomb.pdf", bomb.len()).await;
+    let sent = original(&p, &cookie, &started, bomb).send().await.unwrap();
+    assert_eq!(sent.status(), 200);
+    let bomb = started["document"]["id"].as_str().unwrap().to_owned();
+    let started = announce(&p, &cookie, &c, "travel.md", TRAVEL.len()).await;
+    let sent = original(&p, &cookie, &started, TRAVEL)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 200);
+    let travel = started["document"]["id"].as_str().unwrap().to_owned();
+
+    let failed = settled(&p, &cookie, &c, &bomb).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(
+        failed["reason"],
+        "reading the file needed more than 128 MiB of memory"
+    );
+    let indexed = settled(&p, &cookie, &c, &travel).await;
+    assert_eq!(indexed["status"], "indexed", "{indexed}");
+    assert_eq!(found(&p, &cookie, "lisbon", &travel).await, [0]);
     p.kill().await;
 }
