@@ -371,7 +371,14 @@ impl DocumentStore for DynamoStore {
     async fn claimable_documents(
         &self, now: Timestamp, limit: usize,
     ) -> StoreResult<Vec<Document>> {
-        self.listed_documents(keys::QUEUED, None, limit, |d| d.claimable(now))
+        let mut orgs = std::collections::HashSet::new();
+        let head = |d: &Document| d.claimable(now) && orgs.insert(d.org.clone());
+        let listed = Listed {
+            limit,
+            page: BATCH_GET,
+            pages: CLAIMABLE_PAGES,
+        };
+        self.listed_documents(keys::QUEUED, None, listed, head)
             .await
     }
 
@@ -380,23 +387,44 @@ impl DocumentStore for DynamoStore {
     async fn stale_uploads(&self, before: Timestamp, limit: usize) -> StoreResult<Vec<Document>> {
         let stale = |d: &Document| d.status == DocumentStatus::Uploading && d.updated_at < before;
         let below = keys::stale_before(before);
-        self.listed_documents(keys::UPLOADING, Some(below), limit, stale)
+        let listed = Listed {
+            limit,
+            page: limit.min(BATCH_GET),
+            pages: usize::MAX,
+        };
+        self.listed_documents(keys::UPLOADING, Some(below), listed, stale)
             .await
     }
 }
 
+/// Pages of GSI2's queue read for the heads of the organisations' queues: the heads among the
+/// 300 longest-waiting documents.
+const CLAIMABLE_PAGES: usize = 3;
+
+/// How much of a GSI2 partition to read: at most `limit` documents kept, `page` entries a
+/// query (at most [`BATCH_GET`]), `pages` queries.
+struct Listed {
+    limit: usize,
+    page: usize,
+    pages: usize,
+}
+
 impl DynamoStore {
-    /// At most `limit` documents listed in GSI2's partition `partition` (below the sort key
-    /// `below`, when given), in the index's order, that `keep` keeps: a page of the index at a
-    /// time, each page's documents read in one `BatchGetItem`; another page only when `keep`
-    /// left the first short.
+    /// At most `listed.limit` documents listed in GSI2's partition `partition` (below the sort
+    /// key `below`, when given), in the index's order, that `keep` keeps: a page of the index
+    /// at a time, each page's documents read in one `BatchGetItem`; another page only when
+    /// `keep` left the first short, up to `listed.pages`.
     async fn listed_documents(
-        &self, partition: &str, below: Option<String>, limit: usize,
-        keep: impl Fn(&Document) -> bool,
+        &self, partition: &str, below: Option<String>, listed: Listed,
+        mut keep: impl FnMut(&Document) -> bool,
     ) -> StoreResult<Vec<Document>> {
+        let Listed { limit, page, pages } = listed;
         let mut found = Vec::new();
         let mut start = None;
-        while found.len() < limit {
+        for _ in 0..pages {
+            if found.len() >= limit {
+                break;
+            }
             let mut query = self
                 .client
                 .query()
@@ -404,7 +432,7 @@ impl DynamoStore {
                 .index_name(keys::GSI2)
                 .expression_attribute_names("#pk", keys::GSI2PK)
                 .expression_attribute_values(":pk", s(partition))
-                .limit(i32::try_from((limit - found.len()).min(BATCH_GET)).unwrap_or(100))
+                .limit(i32::try_from(page.clamp(1, BATCH_GET)).unwrap_or(100))
                 .set_exclusive_start_key(start);
             query = match &below {
                 None => query.key_condition_expression("#pk = :pk"),

@@ -226,7 +226,7 @@ macro_rules! conformance {
                 concurrent_uploads_never_pass_the_allowance_together,
                 a_document_changes_only_at_its_version_and_only_in_a_collection_that_exists,
                 deleting_a_collection_takes_every_document_of_it_and_their_bytes_and_nothing_else,
-                a_worker_finds_queued_documents_without_a_live_lease_the_longest_waiting_first,
+                a_worker_finds_each_organisations_longest_waiting_document_without_a_live_lease,
                 the_sweep_finds_uploads_announced_before_a_time_the_oldest_first_until_they_move_on;
             sessions:
                 a_session_reads_back_exactly_as_it_was_written,

@@ -18,6 +18,7 @@ use crate::ids::{CollectionId, DocumentId, OrgId};
 use crate::ports::{Parser, StoreError};
 
 use super::Documents;
+use super::turns::{Turn, Turns};
 
 /// How long a worker holds a document: longer than parsing's own bound (a minute) and a
 /// commit.
@@ -47,16 +48,25 @@ pub enum IndexAttempt {
     Idle,
 }
 
-/// The workers of one process: each takes one document at a time.
+/// Heads of organisations' queues a worker chooses among.
+const CANDIDATES: usize = 32;
+
+/// The workers of one process: each takes one document at a time, the organisations taking
+/// turns ([`super::turns`]). Clones share the turns.
 #[derive(Clone)]
 pub struct Workers {
     documents: Documents,
     parser: Arc<dyn Parser>,
+    turns: Turns,
 }
 
 impl Workers {
     pub(super) fn new(documents: Documents, parser: Arc<dyn Parser>) -> Self {
-        Self { documents, parser }
+        Self {
+            documents,
+            parser,
+            turns: Turns::default(),
+        }
     }
 
     /// Runs one worker until the process ends: indexes every document it can take, then waits
@@ -85,7 +95,7 @@ impl Workers {
     /// The store, the originals or the index failed: the document keeps its lease and is taken
     /// again when it ends.
     pub async fn index_next(&self) -> Result<Option<IndexOutcome>, CoreError> {
-        let Some(taken) = self.take().await? else {
+        let Some((taken, _turn)) = self.take().await? else {
             return Ok(None);
         };
         let outcome = self.index(taken).await?;
@@ -119,13 +129,16 @@ impl Workers {
         }
     }
 
-    /// Leases the longest-waiting document no one holds.
-    async fn take(&self) -> Result<Option<Document>, CoreError> {
+    /// Leases the head of the queue of the organisation whose turn it is, and takes that
+    /// turn.
+    async fn take(&self) -> Result<Option<(Document, Turn)>, CoreError> {
         let store = &self.documents.stores.documents;
         let now = self.documents.clock.now();
-        for candidate in store.claimable_documents(now, 8).await? {
+        let heads = store.claimable_documents(now, CANDIDATES).await?;
+        for candidate in self.turns.order(heads) {
             if let Some(taken) = self.lease(&candidate).await? {
-                return Ok(Some(taken));
+                let turn = self.turns.take(&taken.org);
+                return Ok(Some((taken, turn)));
             }
         }
         Ok(None)

@@ -11,6 +11,7 @@ mod rebuild;
 mod search;
 mod sweep;
 mod tool;
+mod turns;
 mod uploads;
 
 use std::sync::Arc;

@@ -72,8 +72,10 @@ pub trait DocumentStore: Send + Sync {
     async fn delete_document(&self, previous: &Document, audit: &AuditEntry) -> StoreResult<bool>;
     /// Bytes of originals the organisation stores.
     async fn storage_used(&self, org: &OrgId) -> StoreResult<u64>;
-    /// Documents of every organisation a worker may take at `now` ([`Document::claimable`]),
-    /// the longest waiting first, at most `limit`. One query of an index of queued documents.
+    /// The longest-waiting document a worker may take at `now` ([`Document::claimable`]) of
+    /// each organisation that has one (the head of its queue), the longest waiting first, at
+    /// most `limit`: the candidates among which workers let organisations take turns. One
+    /// query of an index of queued documents (on DynamoDB, the heads among its first 300).
     async fn claimable_documents(&self, now: Timestamp, limit: usize)
     -> StoreResult<Vec<Document>>;
     /// Documents of every organisation `uploading` and last written before `before` (the

@@ -294,9 +294,11 @@ impl DocumentStore for SqliteStore {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.read(move |c| {
             let mut stmt = c.prepare_cached(&format!(
-                "SELECT {DOCUMENT_COLUMNS} FROM documents INDEXED BY documents_queued
-                 WHERE status = 'queued' AND (lease_until IS NULL OR lease_until <= ?1)
-                 ORDER BY updated_at LIMIT ?2"
+                "SELECT {DOCUMENT_COLUMNS} FROM (
+                   SELECT *, ROW_NUMBER() OVER (PARTITION BY org_id ORDER BY updated_at) AS turn
+                   FROM documents INDEXED BY documents_queued
+                   WHERE status = 'queued' AND (lease_until IS NULL OR lease_until <= ?1))
+                 WHERE turn = 1 ORDER BY updated_at LIMIT ?2"
             ))?;
             let rows = stmt.query_map(params![now.millis(), limit], document_from)?;
             rows.collect()

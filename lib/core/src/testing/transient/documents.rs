@@ -185,6 +185,8 @@ impl DocumentStore for TransientStore {
             .cloned()
             .collect();
         waiting.sort_by_key(|d| d.updated_at);
+        let mut orgs = std::collections::HashSet::new();
+        waiting.retain(|d| orgs.insert(d.org.clone()));
         waiting.truncate(limit);
         Ok(waiting)
     }
