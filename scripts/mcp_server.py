@@ -14,6 +14,11 @@ Tools:
   slow()           waits until the call is cancelled
   cancellations()  {"started": n, "cancelled": m}: slow() calls started so far, and those of
                    them ended by a client's `notifications/cancelled` for them
+  create_note(text) writes a note (annotated as a write: not read-only, not destructive)
+  notes()          {"created": n, "notes": [...]}: the create_note calls received so far, so
+                   that "a write runs exactly once" is counted at the server
+
+search, cancellations and notes are annotated read-only; fail and slow carry no annotations.
 """
 
 import argparse
@@ -24,6 +29,10 @@ import anyio
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+READS = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
+WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False)
 
 slow_calls: set[str] = set()  # request ids of slow() calls
 interrupted: set[str] = set()  # ... of those whose task was cancelled
@@ -41,7 +50,7 @@ async def record_cancel_notices(ctx, call_next):
 server = MCPServer("knowledge-test", log_level="WARNING", middleware=[record_cancel_notices])
 
 
-@server.tool()
+@server.tool(annotations=READS)
 def search(query: str) -> dict[str, Any]:
     """Searches the test corpus for the query."""
     return {"query": query, "hits": [{"title": "Cancelling", "score": len(query)}]}
@@ -65,11 +74,27 @@ async def slow(ctx: Context) -> str:
     return "unreachable"
 
 
-@server.tool()
+@server.tool(annotations=READS)
 def cancellations() -> dict[str, int]:
     """How many slow() calls started, and how many of them a client's notifications/cancelled
     ended."""
     return {"started": len(slow_calls), "cancelled": len(slow_calls & interrupted & cancel_notices)}
+
+
+notes_made: list[str] = []
+
+
+@server.tool(annotations=WRITES)
+def create_note(text: str) -> dict[str, Any]:
+    """Writes a note with the text given."""
+    notes_made.append(text)
+    return {"id": f"note-{len(notes_made)}", "text": text}
+
+
+@server.tool(annotations=READS)
+def notes() -> dict[str, Any]:
+    """The notes written so far, and how many create_note calls made them."""
+    return {"created": len(notes_made), "notes": list(notes_made)}
 
 
 def require_token(app, token):

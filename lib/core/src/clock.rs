@@ -36,6 +36,16 @@ impl Timestamp {
         )
     }
 
+    /// The instant RFC 3339 text names (`2026-11-25T10:00:00.123Z`, or with an offset), to the
+    /// millisecond; `None` for text that is not one.
+    pub fn parse_iso8601(text: &str) -> Option<Timestamp> {
+        use time::format_description::well_known::Rfc3339;
+        let at = OffsetDateTime::parse(text, &Rfc3339).ok()?;
+        i64::try_from(at.unix_timestamp_nanos() / 1_000_000)
+            .ok()
+            .map(Timestamp)
+    }
+
     /// The calendar month (UTC) this instant falls in, as `YYYY-MM`; usage is counted per month.
     pub fn month(self) -> String {
         let dt = self.datetime();
@@ -115,6 +125,23 @@ pub struct OffsetClock(pub i64);
 impl Clock for OffsetClock {
     fn now(&self) -> Timestamp {
         SystemClock.now().plus_millis(self.0)
+    }
+}
+
+/// A [`Timestamp`] as RFC 3339 text in serde (`#[serde(with = "crate::clock::iso8601")]`), as
+/// the interface and the workflow's JSON write times.
+pub mod iso8601 {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    use super::Timestamp;
+
+    pub fn serialize<S: Serializer>(at: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&at.to_iso8601())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
+        let text = String::deserialize(d)?;
+        Timestamp::parse_iso8601(&text).ok_or_else(|| D::Error::custom("not an RFC 3339 time"))
     }
 }
 

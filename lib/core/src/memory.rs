@@ -7,6 +7,15 @@
 
 use std::sync::Arc;
 
+/// The memory tools write the member's own memory, which they see and undo on the Memory page;
+/// they are built in, and run without asking (`docs/design/approvals.md`).
+const MEMORY_HINTS: crate::domain::ToolHints = crate::domain::ToolHints {
+    read_only: Some(false),
+    destructive: Some(false),
+    idempotent: None,
+    open_world: Some(false),
+};
+
 use serde_json::{Value, json};
 
 use crate::clock::Timestamp;
@@ -40,6 +49,7 @@ pub fn tools() -> Vec<ToolSpec> {
                     "description": "The note, in the member's words."}},
                 "required": ["text"],
             }),
+            hints: MEMORY_HINTS,
         },
         ToolSpec {
             name: FORGET_TOOL.into(),
@@ -49,6 +59,7 @@ pub fn tools() -> Vec<ToolSpec> {
                 "properties": {"id": {"type": "string", "description": "Such as m3."}},
                 "required": ["id"],
             }),
+            hints: MEMORY_HINTS,
         },
     ]
 }

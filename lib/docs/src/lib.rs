@@ -296,6 +296,7 @@ impl Integration for TantivyDocs {
                 "required": ["query"],
                 "additionalProperties": false
             }),
+            hints: knowledge_core::domain::ToolHints::READ_ONLY,
         }])
     }
 

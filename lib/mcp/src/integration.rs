@@ -24,7 +24,7 @@ use serde_json::Value;
 use tokio::sync::oneshot::error::RecvError;
 use tokio::time::{Instant, sleep_until, timeout, timeout_at};
 
-use crate::names::unique_names;
+use crate::names::{hints, unique_names};
 
 /// How long an integration waits for its server. A call spends at most `connect` opening the
 /// session plus `request` on its requests, plus a few seconds closing it or telling the server
@@ -436,6 +436,7 @@ impl Integration for McpIntegration {
                     .or(tool.title)
                     .unwrap_or_default(),
                 input_schema: Value::Object(tool.input_schema.as_ref().clone()),
+                hints: hints(tool.annotations.as_ref()),
             })
             .collect())
     }

@@ -1,4 +1,8 @@
-//! The names under which a server's tools are offered to the agent.
+//! The names under which a server's tools are offered to the agent, and what the server says
+//! of each (its annotations, as the core's hints).
+
+use knowledge_core::domain::ToolHints;
+use rmcp::model::ToolAnnotations;
 
 /// Longest tool name every provider's tool-calling API accepts.
 pub const MAX_TOOL_NAME: usize = 64;
@@ -41,6 +45,16 @@ pub(crate) fn unique_names<T>(
         named.push((exposed, tool));
     }
     named
+}
+
+/// The hints a tool's annotations give; none where it has none (so it asks before it runs).
+pub(crate) fn hints(annotations: Option<&ToolAnnotations>) -> ToolHints {
+    annotations.map_or_else(ToolHints::default, |a| ToolHints {
+        read_only: a.read_only_hint,
+        destructive: a.destructive_hint,
+        idempotent: a.idempotent_hint,
+        open_world: a.open_world_hint,
+    })
 }
 
 #[cfg(test)]

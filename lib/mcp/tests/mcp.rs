@@ -4,6 +4,7 @@
 use std::pin::pin;
 use std::time::Duration;
 
+use knowledge_core::domain::{ToolHints, ToolPolicy};
 use knowledge_core::ports::{Integration, IntegrationError};
 use knowledge_egress::Egress;
 use knowledge_mcp::test_server::start;
@@ -47,7 +48,9 @@ async fn tools_are_listed_with_the_integration_prefix_and_their_schemas() {
             "test_search",
             "test_fail",
             "test_slow",
-            "test_cancellations"
+            "test_cancellations",
+            "test_create_note",
+            "test_notes"
         ]
     );
     let search = &tools[0];
@@ -58,6 +61,32 @@ async fn tools_are_listed_with_the_integration_prefix_and_their_schemas() {
     assert_eq!(search.input_schema["type"], "object");
     assert_eq!(search.input_schema["properties"]["query"]["type"], "string");
     assert_eq!(search.input_schema["required"], json!(["query"]));
+}
+
+#[tokio::test]
+async fn a_tools_annotations_become_its_hints_and_its_default_policy() {
+    let server = start(&[]).await;
+    let tools = integration(&server.url, None).tools().await.unwrap();
+    let policy = |name: &str| {
+        let tool = tools.iter().find(|t| t.name == name).unwrap();
+        (tool.hints, tool.hints.default_policy())
+    };
+    let (search, reads) = policy("test_search");
+    assert_eq!(
+        (search.read_only, search.destructive),
+        (Some(true), Some(false))
+    );
+    assert_eq!(reads, ToolPolicy::Allow);
+    let (create, writes) = policy("test_create_note");
+    assert_eq!(
+        (create.read_only, create.idempotent),
+        (Some(false), Some(false))
+    );
+    assert_eq!(writes, ToolPolicy::Ask);
+    // No annotations at all: it asks.
+    let (fail, unknown) = policy("test_fail");
+    assert_eq!(fail, ToolHints::default());
+    assert_eq!(unknown, ToolPolicy::Ask);
 }
 
 #[tokio::test]

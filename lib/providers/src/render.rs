@@ -155,6 +155,7 @@ mod tests {
                     name: "search".into(),
                     description: "Searches.".into(),
                     input_schema: json!({"type": "object"}),
+                    hints: knowledge_core::domain::ToolHints::default(),
                 }]
             } else {
                 vec![]

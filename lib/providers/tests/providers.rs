@@ -44,6 +44,7 @@ fn with_search(mut request: AgentRequest) -> AgentRequest {
         description: "Searches the organisation's documents.".into(),
         input_schema: json!({"type": "object",
             "properties": {"query": {"type": "string"}}, "required": ["query"]}),
+        hints: knowledge_core::domain::ToolHints::default(),
     });
     request
 }

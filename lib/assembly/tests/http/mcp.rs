@@ -230,6 +230,7 @@ impl Integration for Offering {
             name: "shared".into(),
             description: format!("{}'s tool", self.0),
             input_schema: json!({ "type": "object" }),
+            hints: knowledge_core::domain::ToolHints::default(),
         }])
     }
 

@@ -181,6 +181,7 @@ mod tests {
             name: "search_docs".into(),
             description: "Search".into(),
             input_schema: json!({"type": "object", "properties": {"query": {"type": "string"}}}),
+            hints: crate::domain::ToolHints::default(),
         }
     }
 

@@ -102,6 +102,7 @@ impl Integration for DocumentSearch {
                 "required": ["query"],
                 "additionalProperties": false
             }),
+            hints: crate::domain::ToolHints::READ_ONLY,
         }])
     }
 

@@ -73,6 +73,7 @@ text_enum!(Plan { Free => "free", Pro => "pro", Business => "business" });
 text_enum!(OrgStatus { Active => "active", Suspended => "suspended" });
 text_enum!(Role { Admin => "admin", Viewer => "viewer" });
 
+mod approval;
 mod audit;
 mod caps;
 mod claim;
@@ -88,6 +89,7 @@ mod sso;
 mod tally;
 mod title;
 
+pub use approval::*;
 pub use audit::*;
 pub use caps::*;
 pub use claim::*;

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::domain::ToolHints;
 use crate::ids::{OrgId, UserId};
 
 /// A tool an integration offers the agent.
@@ -21,6 +22,10 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema of the tool's input object.
     pub input_schema: Value,
+    /// What its server says of it (MCP's annotations), from which its default policy comes
+    /// ([`crate::domain::ToolHints::default_policy`]); not sent to the model.
+    #[serde(skip)]
+    pub hints: ToolHints,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -77,7 +77,7 @@ pub struct Failure {
 pub struct ExecRef {
     pub id: String,
     pub name: String,
-    #[serde(with = "rfc3339")]
+    #[serde(with = "crate::clock::iso8601")]
     pub started_at: Timestamp,
 }
 
@@ -88,24 +88,6 @@ impl From<&ExecRef> for Execution {
             name: e.name.clone(),
             started_at: e.started_at,
         }
-    }
-}
-
-/// `startedAt` as RFC 3339 text: `2026-11-25T10:00:00.123Z` or with an offset, `+00:00`.
-mod rfc3339 {
-    use serde::{Deserialize, Deserializer, Serializer, de::Error};
-    use time::format_description::well_known::Rfc3339;
-
-    use crate::clock::Timestamp;
-
-    pub fn serialize<S: Serializer>(at: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&at.to_iso8601())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
-        let text = String::deserialize(d)?;
-        let at = time::OffsetDateTime::parse(&text, &Rfc3339).map_err(D::Error::custom)?;
-        Ok(Timestamp((at.unix_timestamp_nanos() / 1_000_000) as i64))
     }
 }
 
