@@ -82,6 +82,7 @@ export const AUDIT_ACTIONS = [
   'scim_token.generated',
   'integration.connected',
   'integration.disconnected',
+  'integration.tool_policy_changed',
   'account.connected',
   'account.disconnected',
   'member.caps_changed',

@@ -21,6 +21,7 @@ export const ACTIONS: Record<string, string> = {
   'scim_token.generated': 'Generated the SCIM token',
   'integration.connected': 'Added an integration',
   'integration.disconnected': 'Removed an integration',
+  'integration.tool_policy_changed': 'Changed when a tool of an integration may run',
   'account.connected': 'Connected an account',
   'account.disconnected': 'Disconnected an account',
   'member.caps_changed': "Set a member's allowance",

@@ -156,6 +156,7 @@ fn wiki() -> IntegrationConfig {
             },
         }),
         org_grant_sealed: None,
+        tool_rules: Default::default(),
     }
 }
 

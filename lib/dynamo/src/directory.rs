@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::{
 use knowledge_core::clock::Timestamp;
 use knowledge_core::domain::{
     AuditCursor, AuditDetail, AuditEntry, IntegrationConfig, MEMBER_DATA_LIMIT, Member, MemberData,
-    MemberDataKind,
+    MemberDataKind, ToolRule,
 };
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{StoreError, StoreResult};
@@ -18,6 +18,9 @@ use crate::codec::*;
 use crate::transact::TransactError;
 use crate::{DynamoStore, keys};
 use knowledge_core::ports::DirectoryStore;
+
+/// The prefix of an integration item's attributes that hold its tools' rules.
+const RULE_PREFIX: &str = "rule:";
 
 #[async_trait]
 impl DirectoryStore for DynamoStore {
@@ -250,12 +253,55 @@ impl DirectoryStore for DynamoStore {
                     None => None,
                     Some(_) => Some(get_s(item, "grant")?.to_owned()),
                 };
+                let mut tool_rules = std::collections::BTreeMap::new();
+                for (attribute, value) in item {
+                    if let Some(tool) = attribute.strip_prefix(RULE_PREFIX) {
+                        let json = value.as_s().map_err(|_| corrupt("rule"))?;
+                        let rule = serde_json::from_str(json).map_err(|_| corrupt("rule"))?;
+                        tool_rules.insert(tool.to_owned(), rule);
+                    }
+                }
                 Ok(IntegrationConfig {
                     org_grant_sealed: grant,
+                    tool_rules,
                     ..config
                 })
             })
             .collect()
+    }
+
+    /// Each rule is an attribute of the integration's item (`rule:<tool>`, its JSON), so that
+    /// one tool's change is one attribute set or removed, on condition that the item exists.
+    async fn set_tool_rule(
+        &self, org: &OrgId, name: &str, tool: &str, rule: Option<ToolRule>, audit: &AuditEntry,
+    ) -> StoreResult<()> {
+        let update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_item(keys::integration(org, name))))
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#pk", keys::PK)
+            .expression_attribute_names("#r", format!("{RULE_PREFIX}{tool}"));
+        let update = match rule {
+            Some(rule) => {
+                let json = serde_json::to_string(&rule).map_err(StoreError::backend)?;
+                update
+                    .update_expression("SET #r = :r")
+                    .expression_attribute_values(":r", s(&json))
+            }
+            None => update.update_expression("REMOVE #r"),
+        };
+        let writes = vec![
+            TransactWriteItem::builder()
+                .update(built(update.build())?)
+                .build(),
+            self.put_new(audit_item(audit))?,
+        ];
+        match self.transact(writes).await {
+            Ok(()) => Ok(()),
+            Err(TransactError::FirstCondition { .. }) => Err(StoreError::Gone),
+            Err(TransactError::Contended) => Err(StoreError::Conflict),
+            Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
+        }
     }
 
     async fn remove_integration(

@@ -240,6 +240,7 @@ mod tests {
             created_at: Timestamp(0),
             oauth: None,
             org_grant_sealed: None,
+            tool_rules: Default::default(),
         }
     }
 

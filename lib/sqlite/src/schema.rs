@@ -109,6 +109,7 @@ CREATE TABLE IF NOT EXISTS integrations (
     name TEXT NOT NULL,
     config TEXT NOT NULL,
     org_grant TEXT,
+    rules TEXT,
     PRIMARY KEY (org_id, name)
 ) STRICT, WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS audit (
@@ -231,6 +232,7 @@ pub(crate) fn migrate(c: &Connection) -> rusqlite::Result<()> {
         ("orgs", "memory_off", "INTEGER NOT NULL DEFAULT 0"),
         ("orgs", "member_caps", "TEXT"),
         ("members", "caps", "TEXT"),
+        ("integrations", "rules", "TEXT"),
     ] {
         let present: bool = c.query_row(
             "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",

@@ -183,6 +183,7 @@ pub async fn the_audit_log_is_paged_newest_first_and_names_who_acted(store: Arc<
             created_at: NOW,
             oauth: None,
             org_grant_sealed: None,
+            tool_rules: Default::default(),
         };
         store
             .put_integration(&org.id, &integration, &entry)

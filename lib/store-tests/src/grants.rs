@@ -20,6 +20,7 @@ fn oauth(name: &str) -> IntegrationConfig {
         created_at: NOW,
         oauth: None,
         org_grant_sealed: None,
+        tool_rules: Default::default(),
     }
 }
 

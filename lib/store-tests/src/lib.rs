@@ -293,7 +293,8 @@ macro_rules! conformance {
                 a_user_name_is_claimed_once_per_organisation_in_any_case_and_moves_with_updates,
                 concurrent_creates_of_one_user_name_claim_it_once,
                 removing_a_member_removes_their_data_in_the_same_step,
-                integrations_are_listed_by_name_replaced_by_name_and_removed_once_with_their_audit;
+                integrations_are_listed_by_name_replaced_by_name_and_removed_once_with_their_audit,
+                a_tools_rule_changes_alone_stays_through_setting_changes_and_leaves_with_its_integration;
             groups:
                 groups_read_back_by_id_and_name_and_a_name_is_taken_once_per_organisation_in_any_case,
                 memberships_are_written_one_at_a_time_listed_by_user_id_and_read_per_member_at_once,

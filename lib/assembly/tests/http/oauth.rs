@@ -679,6 +679,7 @@ async fn the_client_metadata_document_is_served_only_for_an_integration_whose_cl
             },
         }),
         org_grant_sealed: None,
+        tool_rules: Default::default(),
     };
     for (name, registration) in [
         ("wiki", ClientRegistration::MetadataDocument),

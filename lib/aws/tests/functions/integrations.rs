@@ -84,6 +84,7 @@ async fn connect_oauth(d: &Deployment, server: &RotatingServer) {
         created_at: now,
         oauth: Some(oauth.clone()),
         org_grant_sealed: None,
+        tool_rules: Default::default(),
     };
     let org = OrgId::parse(ORG).unwrap();
     let added = AuditEntry::new(

@@ -107,6 +107,7 @@ impl Administration {
             created_at: previous.map_or_else(|| self.now(), |p| p.created_at),
             oauth,
             org_grant_sealed: None,
+            tool_rules: Default::default(),
         };
         let audit = admin.audit(self.now(), AuditAction::IntegrationConnected, name);
         self.stores

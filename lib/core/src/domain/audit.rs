@@ -23,6 +23,7 @@ text_enum!(AuditAction {
     ScimTokenGenerated => "scim_token.generated",
     IntegrationConnected => "integration.connected",
     IntegrationDisconnected => "integration.disconnected",
+    ToolPolicyChanged => "integration.tool_policy_changed",
     AccountConnected => "account.connected",
     AccountDisconnected => "account.disconnected",
     OrgLimitsChanged => "org.limits_changed",
@@ -77,6 +78,8 @@ pub enum AuditAction {
     ScimTokenGenerated,
     IntegrationConnected,
     IntegrationDisconnected,
+    /// An admin set (or cleared) the policy of one tool of an integration.
+    ToolPolicyChanged,
     /// An account was connected to an OAuth integration: a member's own (the target is the
     /// integration's name, `by` the member) or the organisation's (`by` the admin).
     AccountConnected,

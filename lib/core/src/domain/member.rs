@@ -12,6 +12,7 @@ text_enum!(MemberDataKind {
     IntegrationToken => "integration_token",
     AgentMemory => "agent_memory",
     OAuthGrant => "oauth_grant",
+    AllowedTool => "allowed_tool",
 });
 
 /// A user's membership of an organisation; without it the user's cookie for that organisation
@@ -139,6 +140,9 @@ pub enum MemberDataKind {
     AgentMemory,
     /// The member's OAuth connection to an integration: a sealed [`crate::domain::Grant`].
     OAuthGrant,
+    /// A tool the member chose to "always allow", named as the agent is offered it
+    /// (`<integration>_<tool>`); its value is empty. Leaves with the member.
+    AllowedTool,
 }
 
 /// A remote MCP server an organisation has connected, reached over streamable HTTP.
@@ -161,6 +165,12 @@ pub struct IntegrationConfig {
     /// it.
     #[serde(skip)]
     pub org_grant_sealed: Option<String>,
+    /// The admin's rules for its tools, by the name the agent is offered each
+    /// (`<integration>_<tool>`); a tool without one takes its hints' default. Kept apart from
+    /// the settings by the store, so only [`crate::ports::DirectoryStore::set_tool_rule`]
+    /// changes them, a tool at a time.
+    #[serde(skip)]
+    pub tool_rules: std::collections::BTreeMap<String, super::ToolRule>,
 }
 
 /// How the service authenticates to an integration.

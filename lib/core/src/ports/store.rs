@@ -12,7 +12,7 @@ use crate::clock::Timestamp;
 use crate::domain::{
     AuditCursor, AuditEntry, Draft, Event, FoundSessions, GrantOwner, Group, IntegrationConfig,
     Member, MemberCaps, MemberData, MemberDataKind, MonthUsage, Org, OrgStatus, Plan, Session,
-    SessionSummary, SsoConfig, Ticket, TitleQuery, Usage,
+    SessionSummary, SsoConfig, Ticket, TitleQuery, ToolRule, Usage,
 };
 use crate::ids::{GroupId, OrgId, RunId, SessionKey, UserId};
 
@@ -195,8 +195,16 @@ pub trait DirectoryStore: Send + Sync {
     async fn put_integration(
         &self, org: &OrgId, integration: &IntegrationConfig, audit: &AuditEntry,
     ) -> StoreResult<()>;
+    /// Sets the admin's rule for `tool` (as the agent is offered it) of the integration
+    /// `name`, or with `None` clears it, and writes `audit`, all or nothing; the settings and
+    /// the other tools' rules stay as they are, whoever writes them meanwhile. Errors: `Gone`
+    /// when the organisation has no integration of that name.
+    async fn set_tool_rule(
+        &self, org: &OrgId, name: &str, tool: &str, rule: Option<ToolRule>, audit: &AuditEntry,
+    ) -> StoreResult<()>;
     /// The organisation's integrations, by name, each with the organisation's sealed grant
-    /// for it ([`IntegrationConfig::org_grant_sealed`]): one read.
+    /// for it ([`IntegrationConfig::org_grant_sealed`]) and its tools' rules
+    /// ([`IntegrationConfig::tool_rules`]): one read.
     async fn list_integrations(&self, org: &OrgId) -> StoreResult<Vec<IntegrationConfig>>;
     /// Disconnects the integration, with the organisation's grant for it, and writes `audit`,
     /// all or nothing; `Ok(false)`, writing nothing, when there is none of that name. Members'

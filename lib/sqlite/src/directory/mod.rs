@@ -9,7 +9,7 @@ mod members;
 
 use async_trait::async_trait;
 use knowledge_core::domain::{
-    AuditCursor, AuditEntry, IntegrationConfig, Member, MemberData, MemberDataKind,
+    AuditCursor, AuditEntry, IntegrationConfig, Member, MemberData, MemberDataKind, ToolRule,
 };
 use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{DirectoryStore, StoreError, StoreResult};
@@ -172,6 +172,16 @@ impl DirectoryStore for SqliteStore {
         let (o, n, a) = (org.clone(), integration.name.clone(), audit.clone());
         let config = serde_json::to_string(integration).map_err(backend)?;
         self.write(move |tx| integrations::put_integration(tx, &o, &n, &config, &a))
+            .await
+    }
+
+    async fn set_tool_rule(
+        &self, org: &OrgId, name: &str, tool: &str, rule: Option<ToolRule>, audit: &AuditEntry,
+    ) -> StoreResult<()> {
+        let rule = rule.map(|r| serde_json::to_string(&r)).transpose();
+        let rule = rule.map_err(backend)?;
+        let (o, n, t, a) = (org.clone(), name.to_owned(), tool.to_owned(), audit.clone());
+        self.write(move |tx| integrations::set_tool_rule(tx, &o, &n, &t, rule.as_deref(), &a))
             .await
     }
 

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 
 use super::{State, TransientStore};
 use crate::domain::{
-    AuditCursor, AuditEntry, IntegrationConfig, Member, MemberData, MemberDataKind,
+    AuditCursor, AuditEntry, IntegrationConfig, Member, MemberData, MemberDataKind, ToolRule,
 };
 use crate::ids::{OrgId, UserId};
 use crate::ports::{DirectoryStore, StoreError, StoreResult};
@@ -260,12 +260,30 @@ impl DirectoryStore for TransientStore {
     ) -> StoreResult<()> {
         let mut s = self.state();
         let by_name = s.integrations.entry(org.clone()).or_default();
-        let grant = (by_name.get(&integration.name)).and_then(|i| i.org_grant_sealed.clone());
+        let kept = by_name.get(&integration.name);
+        let grant = kept.and_then(|i| i.org_grant_sealed.clone());
+        let tool_rules = kept.map(|i| i.tool_rules.clone()).unwrap_or_default();
         let stored = IntegrationConfig {
             org_grant_sealed: grant,
+            tool_rules,
             ..integration.clone()
         };
         by_name.insert(integration.name.clone(), stored);
+        s.audit(audit);
+        Ok(())
+    }
+
+    async fn set_tool_rule(
+        &self, org: &OrgId, name: &str, tool: &str, rule: Option<ToolRule>, audit: &AuditEntry,
+    ) -> StoreResult<()> {
+        let mut s = self.state();
+        let integration = (s.integrations.get_mut(org))
+            .and_then(|i| i.get_mut(name))
+            .ok_or(StoreError::Gone)?;
+        match rule {
+            Some(rule) => integration.tool_rules.insert(tool.to_owned(), rule),
+            None => integration.tool_rules.remove(tool),
+        };
         s.audit(audit);
         Ok(())
     }
