@@ -1,10 +1,11 @@
 //! One remote MCP server (streamable HTTP) as an [`Integration`]: a session per operation.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use knowledge_core::domain::ReconnectReason;
+use knowledge_core::domain::{ReconnectReason, ToolRule};
 use knowledge_core::ports::{CancelSignal, Integration, IntegrationError, ToolSpec};
 use knowledge_core::vault::{Access, GrantAt, Vault, VaultError};
 use knowledge_egress::Egress;
@@ -112,6 +113,8 @@ pub struct McpIntegration {
     credential: Credential,
     timeouts: Timeouts,
     http: McpHttp,
+    /// The admin's rules for its tools, by the name offered.
+    rules: BTreeMap<String, ToolRule>,
 }
 
 impl std::fmt::Debug for McpIntegration {
@@ -163,12 +166,19 @@ impl McpIntegration {
         timeouts: Timeouts, http: McpHttp,
     ) -> Self {
         Self {
+            rules: BTreeMap::new(),
             name: name.into(),
             url: url.into(),
             credential,
             timeouts,
             http,
         }
+    }
+
+    /// The same, under the admin's `rules` for its tools.
+    pub fn with_rules(mut self, rules: BTreeMap<String, ToolRule>) -> Self {
+        self.rules = rules;
+        self
     }
 
     fn unavailable(&self, detail: impl std::fmt::Display) -> IntegrationError {
@@ -416,6 +426,10 @@ impl Integration for McpIntegration {
             tool.strip_prefix(self.name.as_str())
                 .is_some_and(|rest| rest.starts_with('_')),
         )
+    }
+
+    fn tool_rule(&self, tool: &str) -> Option<ToolRule> {
+        self.rules.get(tool).copied()
     }
 
     /// Errors: `Unavailable` when the server cannot be reached, refuses the session (say, a

@@ -210,13 +210,14 @@ impl Integrations for StoredIntegrations {
             let Some(credential) = self.credential(&config.name, reach).await else {
                 continue;
             };
-            connected.push(Arc::new(McpIntegration::new(
+            let integration = McpIntegration::new(
                 config.name,
                 config.url,
                 credential,
                 self.timeouts,
                 self.http()?,
-            )));
+            );
+            connected.push(Arc::new(integration.with_rules(config.tool_rules)));
         }
         Ok(connected)
     }

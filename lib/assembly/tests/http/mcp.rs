@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use knowledge_core::adapters::integrations::FixedIntegrations;
-use knowledge_core::domain::{IntegrationAuth, MemberDataKind, Role};
+use knowledge_core::clock::Timestamp;
+use knowledge_core::domain::{
+    Actor, AuditAction, AuditEntry, IntegrationAuth, MemberDataKind, Role, ToolPolicy, ToolRule,
+};
 use knowledge_core::ports::{
     Agent, AgentAction, AgentError, AgentReply, AgentRequest, CancelSignal, Integration,
     IntegrationError, TokenUsage, ToolCall, ToolSpec,
@@ -284,5 +287,57 @@ async fn a_turn_on_a_service_refusing_private_destinations_is_offered_no_tool_of
     assert_eq!(
         kinds(&events),
         ["user_message", "agent_message", "status_idle"]
+    );
+}
+
+#[tokio::test]
+async fn a_tool_the_admin_blocked_is_never_offered_and_a_call_of_it_never_reaches_the_server() {
+    let server = start(&[]).await;
+    // The model asks for the blocked tool anyway (as one offered it before the block would),
+    // then for the server's count of the notes it was asked to write.
+    let (agent, mut offered) = scripted(vec![
+        call("kb_create_note", json!({ "text": "hello" })),
+        call("kb_notes", json!({})),
+    ]);
+    let (api, _) = service(agent).await;
+    let org = &api.user.org;
+    api.admin()
+        .connect_integration(org, "kb", &server.url, IntegrationAuth::None)
+        .await
+        .unwrap();
+    let rule = ToolRule {
+        policy: ToolPolicy::Block,
+        member_may_always_allow: false,
+    };
+    let audit = AuditEntry::new(
+        org,
+        Timestamp(1),
+        Actor::Admin,
+        AuditAction::ToolPolicyChanged,
+        "kb",
+    );
+    (api.svc.store)
+        .set_tool_rule(org, "kb", "kb_create_note", Some(rule), &audit)
+        .await
+        .unwrap();
+    let id = api.create("write a note").await;
+    api.settle().await;
+    let first_offer = offered.recv().await.unwrap();
+    assert!(
+        first_offer.contains(&"kb_notes".to_owned()),
+        "{first_offer:?}"
+    );
+    assert!(
+        !first_offer.contains(&"kb_create_note".to_owned()),
+        "{first_offer:?}"
+    );
+    let events = api.all_events(&id).await;
+    assert_eq!(events[1]["payload"]["tool"], "kb_create_note");
+    let refused = events[2]["payload"]["output"]["error"].as_str().unwrap();
+    assert!(refused.contains("does not allow"), "{refused}");
+    assert_eq!(
+        events[4]["payload"]["output"]["created"], 0,
+        "{}",
+        events[4]
     );
 }

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::domain::ToolHints;
+use crate::domain::{ToolHints, ToolRule};
 use crate::ids::{OrgId, UserId};
 
 /// A tool an integration offers the agent.
@@ -63,6 +63,11 @@ pub trait Integration: Send + Sync {
         None
     }
     async fn tools(&self) -> Result<Vec<ToolSpec>, IntegrationError>;
+    /// The organisation admin's rule for `tool` (as offered), if any; none by default (the
+    /// built-in integrations', whose tools always run).
+    fn tool_rule(&self, _tool: &str) -> Option<ToolRule> {
+        None
+    }
     /// Runs `tool` with `input`, unless `cancelled` resolves first. Side effects are the
     /// integration's own; the workflow records the result once however often this runs.
     async fn call(

@@ -4,14 +4,15 @@
 use std::time::Duration;
 
 use crate::domain::{
-    Awaiting, Event, EventKind, Memory, NewEvent, Session, TurnProgress, model_name,
+    Awaiting, Event, EventKind, Memory, NewEvent, Session, ToolPolicy, TurnProgress,
+    effective_policy, model_name,
 };
 use crate::error::Chain;
 use crate::ids::SessionKey;
 use crate::memory;
 use crate::ports::{
-    AgentAction, AgentError, AgentReply, AgentRequest, Charge, Drafts, NoDrafts, Reads, TokenUsage,
-    ToolSpec,
+    AgentAction, AgentError, AgentReply, AgentRequest, Charge, Drafts, Integration, NoDrafts,
+    Reads, TokenUsage, ToolSpec,
 };
 
 use super::bounds::{bounded_input, bounded_text};
@@ -283,6 +284,13 @@ impl Steps {
         for (i, integration) in connected.into_iter().enumerate() {
             listings.spawn(async move {
                 let listed = tokio::time::timeout(TOOL_LISTING_TIMEOUT, integration.tools()).await;
+                // A tool the admin blocked is never offered.
+                let listed = listed.map(|tools| {
+                    tools.map(|mut tools| {
+                        tools.retain(|t| !blocked(integration.as_ref(), t));
+                        tools
+                    })
+                });
                 (i, integration.name().to_owned(), listed)
             });
         }
@@ -314,4 +322,10 @@ impl Steps {
         }
         Ok(tools)
     }
+}
+
+/// Whether the admin's rule for `tool` of `integration` blocks it.
+pub(super) fn blocked(integration: &dyn Integration, tool: &ToolSpec) -> bool {
+    let rule = integration.tool_rule(&tool.name);
+    effective_policy(tool.hints, rule, false).policy == ToolPolicy::Block
 }

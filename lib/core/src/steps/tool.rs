@@ -6,7 +6,7 @@ use std::pin::Pin;
 use serde_json::Value;
 
 use crate::adapters::integrations::find_tool;
-use crate::domain::{Awaiting, EventBody, NewEvent, SavedFrom};
+use crate::domain::{Awaiting, EventBody, NewEvent, SavedFrom, ToolPolicy};
 use crate::ids::SessionKey;
 use crate::memory;
 use crate::ports::{IntegrationError, Integrations, StoreError};
@@ -125,6 +125,16 @@ async fn run_integration_tool(
         found = find_tool(integrations, &key.org, &key.user, tool) => found,
     };
     match found {
+        // Blocked since the agent was offered it: it does not run.
+        Ok(Some(integration))
+            if integration
+                .tool_rule(tool)
+                .is_some_and(|r| r.policy == ToolPolicy::Block) =>
+        {
+            Ok(Err(format!(
+                "the organisation's admin does not allow the tool {tool:?}"
+            )))
+        }
         Ok(Some(integration)) => integration.call(tool, tool_input, cancelled).await.map(Ok),
         Ok(None) => Ok(Err(format!("there is no tool named {tool:?}"))),
         Err(e) => Err(e),
