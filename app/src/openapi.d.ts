@@ -385,6 +385,8 @@ export interface components {
             auth: string;
             createdAt: string;
             oauth?: components["schemas"]["OAuthView"] | null;
+            /** @description The admin's rules for its tools, by tool; a tool without one takes its default. */
+            toolRules: components["schemas"]["ToolRuleView"][];
         };
         /** @description `POST /members`: a new member, by the name single sign-on will match. */
         InviteRequest: {
@@ -772,15 +774,46 @@ export interface components {
              */
             output: unknown;
         };
+        /** @description `PUT /integrations/{name}/tools/{tool}`: the admin's rule for one tool. */
+        ToolRuleRequest: {
+            /**
+             * @description `allow` (runs), `ask` (runs once the member approves the call) or `block` (never
+             *     offered).
+             */
+            policy: string;
+            /**
+             * @description Whether a member may answer a call of it with "always allow this tool for me"; true
+             *     by default.
+             */
+            memberMayAlwaysAllow?: boolean;
+        };
+        /** @description The admin's rule for one tool. */
+        ToolRuleView: {
+            tool: string;
+            /** @description `allow`, `ask` or `block`. */
+            policy: string;
+            memberMayAlwaysAllow: boolean;
+        };
         /** @description A tool call the agent asked for. */
         ToolUsePayload: {
             tool: string;
             /** @description The call's input, as the agent wrote it. */
             input: unknown;
         };
+        /**
+         * @description A tool as an admin checks it: what its server says of it, the admin's rule, and what
+         *     happens when the agent asks for it (for a member who has not chosen "always allow").
+         */
         ToolView: {
             name: string;
             description: string;
+            /** @description Its MCP annotations, as far as the server gives them. */
+            hints: Record<string, never>;
+            /** @description `allow` or `ask`, from `hints` alone. */
+            defaultPolicy: string;
+            rule?: components["schemas"]["ToolRuleView"] | null;
+            /** @description `allow`, `ask` or `block`: the rule's, else the default. */
+            policy: string;
         };
         /** @description One page of a session's log. */
         TranscriptView: {

@@ -200,6 +200,10 @@ fn admin_routes() -> OpenApiRouter<SessionApi> {
             admin::connect_integration,
             admin::disconnect_integration
         ))
+        .routes(routes!(
+            admin::tools::set_tool_rule,
+            admin::tools::clear_tool_rule
+        ))
         .routes(routes!(admin::credential_holders))
         .routes(routes!(admin::store_credential))
         .routes(routes!(admin::connect_organisation))

@@ -11,6 +11,7 @@ pub mod documents;
 pub mod drafts;
 pub mod grants;
 pub mod groups;
+pub mod integrations;
 pub mod limits;
 pub mod memory;
 pub mod orgs;
@@ -292,7 +293,8 @@ macro_rules! conformance {
                 organisations_and_memberships_read_back_and_are_removed_once,
                 a_user_name_is_claimed_once_per_organisation_in_any_case_and_moves_with_updates,
                 concurrent_creates_of_one_user_name_claim_it_once,
-                removing_a_member_removes_their_data_in_the_same_step,
+                removing_a_member_removes_their_data_in_the_same_step;
+            integrations:
                 integrations_are_listed_by_name_replaced_by_name_and_removed_once_with_their_audit,
                 a_tools_rule_changes_alone_stays_through_setting_changes_and_leaves_with_its_integration;
             groups:

@@ -83,6 +83,16 @@ fn routes(someone: &UserId) -> Vec<(Method, String, Option<Value>)> {
         ),
         (Method::DELETE, "/integrations/crm".into(), None),
         (Method::POST, "/integrations/crm/test".into(), None),
+        (
+            Method::PUT,
+            "/integrations/crm/tools/crm_search".into(),
+            Some(json!({ "policy": "ask" })),
+        ),
+        (
+            Method::DELETE,
+            "/integrations/crm/tools/crm_search".into(),
+            None,
+        ),
         (Method::GET, "/integrations/crm/credentials".into(), None),
         (
             Method::PUT,

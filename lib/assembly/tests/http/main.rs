@@ -29,5 +29,6 @@ mod sso;
 mod sso_attacks;
 mod support;
 mod titles;
+mod tool_rules;
 mod usage;
 mod web;

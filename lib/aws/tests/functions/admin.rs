@@ -3,7 +3,7 @@
 use knowledge_aws::functions;
 use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::domain::{
-    Actor, AuditAction, AuditEntry, Member, MemberCaps, NewEvent, Role, Session,
+    Actor, AuditAction, AuditEntry, Member, MemberCaps, NewEvent, Role, Session, ToolPolicy,
 };
 use knowledge_core::ids::{OrgId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{
@@ -238,4 +238,27 @@ async fn admin_usage_reads_the_months_member_counters_in_one_query_and_the_top_m
     let (status, text, made) = d.invoke_get(functions::USAGE, "/api/usage").await;
     assert_eq!(status, 200, "{text}");
     assert_eq!(made, requests(&[("GetItem", 1), ("BatchGetItem", 1)]));
+}
+
+#[tokio::test]
+async fn admin_event_sets_a_tools_rule_in_one_transaction_the_rows_policy_allows() {
+    knowledge_test_support::skip_without_dynamodb!();
+    let d = Deployment::new().await;
+    promote_the_sample_user(&d).await;
+    let put = serde_json::json!({ "url": "https://mcp.example.com/mcp" });
+    let (status, body, _) = d
+        .send(functions::ADMIN, "PUT", "/api/admin/integrations/kb", put)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let rule = serde_json::json!({ "policy": "block" });
+    let path = "/api/admin/integrations/kb/tools/kb_delete";
+    let (status, body, made) = d.send(functions::ADMIN, "PUT", path, rule).await;
+    assert_eq!(status, 200, "{body}");
+    // The membership, the rate window, the organisation, the integrations; then the rule
+    // and its audit entry in one transaction.
+    assert_eq!(made.get("TransactWriteItems"), Some(&1), "{made:?}");
+    assert_eq!(made.get("Query"), Some(&1), "{made:?}");
+    let org = OrgId::parse(ORG).unwrap();
+    let listed = d.store.list_integrations(&org).await.unwrap();
+    assert_eq!(listed[0].tool_rules["kb_delete"].policy, ToolPolicy::Block);
 }

@@ -3,7 +3,7 @@
 
 use crate::domain::{
     AuditAction, GrantOwner, INTEGRATION_LIMIT, IntegrationAuth, IntegrationConfig,
-    MEMBER_DATA_LIMIT, Member, MemberData, MemberDataKind,
+    MEMBER_DATA_LIMIT, Member, MemberData, MemberDataKind, ToolRule,
 };
 use crate::error::CoreError;
 use crate::ids::UserId;
@@ -145,14 +145,46 @@ impl Administration {
         Ok(())
     }
 
+    /// Sets the admin's rule for `tool` (as the agent is offered it, `<name>_…`) of the
+    /// integration `name`, or with `None` clears it (the tool's hints decide again), audited.
+    /// A tool the server does not offer (yet) may have a rule: the server's list is not read.
+    /// Errors: `NotFound` (the integration); 400 `invalid_field` (a name not of this
+    /// integration's tools).
+    pub async fn set_tool_rule(
+        &self, admin: &Admin, name: &str, tool: &str, rule: Option<ToolRule>,
+    ) -> Result<(), CoreError> {
+        let config = self.integration(admin, name).await?;
+        let own = tool
+            .strip_prefix(config.name.as_str())
+            .and_then(|rest| rest.strip_prefix('_'))
+            .is_some_and(|rest| !rest.is_empty());
+        let plain = tool.len() <= 64
+            && (tool.chars()).all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !(own && plain) {
+            return Err(invalid(format!(
+                "a tool of {name} is named {name}_<tool>, with letters, digits, _ and - (64 at most)"
+            )));
+        }
+        let audit = admin.audit(self.now(), AuditAction::ToolPolicyChanged, tool);
+        let stores = &self.stores.directory;
+        match stores
+            .set_tool_rule(&admin.org, name, tool, rule, &audit)
+            .await
+        {
+            Err(StoreError::Gone) => Err(CoreError::NotFound("integration")),
+            done => Ok(done?),
+        }
+    }
+
     /// The tools the integration offers, listed now as the agent would list them, with the
-    /// acting admin's own credential for a per-user integration. Errors: `NotFound`,
+    /// acting admin's own credential for a per-user integration, each with the admin's rule
+    /// for it. Errors: `NotFound`,
     /// `Conflict` (`no_credential`: a per-user integration the admin holds no credential
     /// for), `DestinationRefused` (its server is at an address the deployment refuses),
     /// `IntegrationUnavailable` as 502.
     pub async fn test_integration(
         &self, admin: &Admin, name: &str,
-    ) -> Result<Vec<ToolSpec>, CoreError> {
+    ) -> Result<Vec<(ToolSpec, Option<ToolRule>)>, CoreError> {
         let config = self.integration(admin, name).await?;
         let integrations = self
             .integrations
@@ -169,13 +201,20 @@ impl Administration {
                 "you hold no credential for this per-user integration; store one to test it",
             ));
         };
-        integration.tools().await.map_err(|e| match e {
+        let tools = integration.tools().await.map_err(|e| match e {
             IntegrationError::Refused(refused) => CoreError::DestinationRefused(refused),
             e => {
                 tracing::warn!(integration = name, error = %e, "an integration test failed");
                 CoreError::IntegrationUnavailable
             }
-        })
+        })?;
+        let rules = &config.tool_rules;
+        Ok((tools.into_iter())
+            .map(|t| {
+                let rule = rules.get(&t.name).copied();
+                (t, rule)
+            })
+            .collect())
     }
 
     /// The members who hold a credential for the integration, by user id. Reads every

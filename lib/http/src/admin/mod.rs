@@ -11,6 +11,7 @@ pub mod export;
 mod export_text;
 pub mod groups;
 pub mod memory;
+pub mod tools;
 pub mod wire;
 
 use axum::Json;

@@ -3,7 +3,10 @@
 //! who holds credentials.
 
 use knowledge_core::connections::redirect_uri;
-use knowledge_core::domain::{ClientRegistration, IntegrationAuth, IntegrationConfig};
+use knowledge_core::domain::{
+    ClientRegistration, IntegrationAuth, IntegrationConfig, ToolHints, ToolPolicy, ToolRule,
+    effective_policy,
+};
 use knowledge_core::ids::OrgId;
 use knowledge_core::ports::ToolSpec;
 use serde::{Deserialize, Serialize};
@@ -22,6 +25,8 @@ pub struct IntegrationView {
     /// For the OAuth kinds: what discovery found, and the service's client there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oauth: Option<OAuthView>,
+    /// The admin's rules for its tools, by tool; a tool without one takes its default.
+    pub tool_rules: Vec<ToolRuleView>,
 }
 
 /// An OAuth integration's authorization, as an admin checks it (never a secret).
@@ -64,6 +69,9 @@ impl IntegrationView {
                 redirect_uri: redirect_uri(origin, org, &i.name),
                 revocation: o.server.revocation_endpoint.is_some(),
             }),
+            tool_rules: (i.tool_rules.iter())
+                .map(|(tool, rule)| ToolRuleView::of(tool, *rule))
+                .collect(),
         }
     }
 }
@@ -113,10 +121,23 @@ impl std::fmt::Debug for CredentialRequest {
     }
 }
 
+/// A tool as an admin checks it: what its server says of it, the admin's rule, and what
+/// happens when the agent asks for it (for a member who has not chosen "always allow").
 #[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ToolView {
     pub name: String,
     pub description: String,
+    /// Its MCP annotations, as far as the server gives them.
+    #[schema(value_type = Object)]
+    pub hints: ToolHints,
+    /// `allow` or `ask`, from `hints` alone.
+    pub default_policy: String,
+    /// The admin's rule, when one is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<ToolRuleView>,
+    /// `allow`, `ask` or `block`: the rule's, else the default.
+    pub policy: String,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -124,15 +145,69 @@ pub struct ToolList {
     pub tools: Vec<ToolView>,
 }
 
-impl From<Vec<ToolSpec>> for ToolList {
-    fn from(tools: Vec<ToolSpec>) -> Self {
+impl From<Vec<(ToolSpec, Option<ToolRule>)>> for ToolList {
+    fn from(tools: Vec<(ToolSpec, Option<ToolRule>)>) -> Self {
         Self {
             tools: (tools.into_iter())
-                .map(|t| ToolView {
+                .map(|(t, rule)| ToolView {
+                    default_policy: t.hints.default_policy().as_str().to_owned(),
+                    policy: effective_policy(t.hints, rule, false)
+                        .policy
+                        .as_str()
+                        .to_owned(),
+                    rule: rule.map(|r| ToolRuleView::of(&t.name, r)),
                     name: t.name,
                     description: t.description,
+                    hints: t.hints,
                 })
                 .collect(),
+        }
+    }
+}
+
+/// `PUT /integrations/{name}/tools/{tool}`: the admin's rule for one tool.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolRuleRequest {
+    /// `allow` (runs), `ask` (runs once the member approves the call) or `block` (never
+    /// offered).
+    #[schema(value_type = String, pattern = "^(allow|ask|block)$")]
+    pub policy: ToolPolicy,
+    /// Whether a member may answer a call of it with "always allow this tool for me"; true
+    /// by default.
+    #[serde(default = "permitted")]
+    pub member_may_always_allow: bool,
+}
+
+fn permitted() -> bool {
+    true
+}
+
+impl From<ToolRuleRequest> for ToolRule {
+    fn from(r: ToolRuleRequest) -> Self {
+        Self {
+            policy: r.policy,
+            member_may_always_allow: r.member_may_always_allow,
+        }
+    }
+}
+
+/// The admin's rule for one tool.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolRuleView {
+    pub tool: String,
+    /// `allow`, `ask` or `block`.
+    pub policy: String,
+    pub member_may_always_allow: bool,
+}
+
+impl ToolRuleView {
+    pub fn of(tool: &str, rule: ToolRule) -> Self {
+        Self {
+            tool: tool.to_owned(),
+            policy: rule.policy.as_str().to_owned(),
+            member_may_always_allow: rule.member_may_always_allow,
         }
     }
 }
