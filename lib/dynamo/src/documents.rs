@@ -382,6 +382,19 @@ impl DocumentStore for DynamoStore {
             .await
     }
 
+    /// GSI2's `QUEUED` partition whole (a page at a time), then those documents, kept while
+    /// still queued (the index lags).
+    async fn queued_documents(&self, limit: usize) -> StoreResult<Vec<Document>> {
+        let listed = Listed {
+            limit,
+            page: limit.min(BATCH_GET),
+            pages: usize::MAX,
+        };
+        let queued = |d: &Document| d.status == DocumentStatus::Queued;
+        self.listed_documents(keys::QUEUED, None, listed, queued)
+            .await
+    }
+
     /// GSI2's `UPLOADING` partition below `before`, the oldest first, then those documents in
     /// one `BatchGetItem`, kept when still `uploading` from before `before` (the index lags).
     async fn stale_uploads(&self, before: Timestamp, limit: usize) -> StoreResult<Vec<Document>> {

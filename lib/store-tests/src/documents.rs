@@ -405,6 +405,13 @@ pub async fn a_worker_finds_each_organisations_longest_waiting_document_without_
     // The lease gone, the head of `c`'s queue is the one that waited longer; the other waits
     // behind it.
     assert_eq!(later, vec![waiting[1].id.clone(), waiting[2].id.clone()]);
+    // Every queued document, the leased one too, the longest waiting first.
+    let queued: Vec<_> = ids(store.queued_documents(1_000).await.unwrap())
+        .into_iter()
+        .filter(|id| waiting.iter().any(|w| w.id == *id))
+        .collect();
+    let by_age = [&waiting[1], &waiting[2], &waiting[0]].map(|w| w.id.clone());
+    assert_eq!(queued, by_age);
     assert_eq!(
         store
             .claimable_documents(at(60_000), 1)

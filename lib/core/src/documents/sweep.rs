@@ -152,15 +152,11 @@ impl Documents {
     /// file that kills the process each time still ends `failed`): the workers may take them at
     /// once. Only for a process that is the only one on its store (the local service on its
     /// embedded store) and calls it before its workers start: every lease is then a dead
-    /// process's. Reads every queued document (the queue read as it would be in the far
-    /// future, when no lease is live), since a live lease sorts last. Answers how many it
-    /// released. Errors: the store failed.
+    /// process's. Reads every queued document, leased or not. Answers how many it released. Errors: the store failed.
     pub async fn release_leases(&self) -> Result<usize, CoreError> {
         let store = &self.stores.documents;
         let now = self.clock.now();
-        let every = store
-            .claimable_documents(Timestamp(i64::MAX / 4), usize::MAX)
-            .await?;
+        let every = store.queued_documents(usize::MAX).await?;
         let mut released = 0;
         for leased in every
             .iter()

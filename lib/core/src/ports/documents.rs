@@ -78,6 +78,10 @@ pub trait DocumentStore: Send + Sync {
     /// query of an index of queued documents (on DynamoDB, the heads among its first 300).
     async fn claimable_documents(&self, now: Timestamp, limit: usize)
     -> StoreResult<Vec<Document>>;
+    /// Every queued document of every organisation, leased or not, the longest waiting first,
+    /// at most `limit`: for releasing a dead process's leases. One query of the index of
+    /// queued documents (a page at a time on DynamoDB).
+    async fn queued_documents(&self, limit: usize) -> StoreResult<Vec<Document>>;
     /// Documents of every organisation `uploading` and last written before `before` (the
     /// announcement of their generation: nothing writes an upload between it and its original
     /// arriving), the oldest first, at most `limit`: uploads cut short, for the sweep. One

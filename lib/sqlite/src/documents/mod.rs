@@ -306,6 +306,19 @@ impl DocumentStore for SqliteStore {
         .await
     }
 
+    async fn queued_documents(&self, limit: usize) -> StoreResult<Vec<Document>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(move |c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {DOCUMENT_COLUMNS} FROM documents INDEXED BY documents_queued
+                 WHERE status = 'queued' ORDER BY updated_at LIMIT ?1"
+            ))?;
+            let rows = stmt.query_map(params![limit], document_from)?;
+            rows.collect()
+        })
+        .await
+    }
+
     async fn stale_uploads(&self, before: Timestamp, limit: usize) -> StoreResult<Vec<Document>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.read(move |c| {

@@ -191,6 +191,18 @@ impl DocumentStore for TransientStore {
         Ok(waiting)
     }
 
+    async fn queued_documents(&self, limit: usize) -> StoreResult<Vec<Document>> {
+        let s = self.state();
+        let mut queued: Vec<Document> = (s.documents.values())
+            .flat_map(|docs| docs.values())
+            .filter(|d| d.status == DocumentStatus::Queued)
+            .cloned()
+            .collect();
+        queued.sort_by_key(|d| d.updated_at);
+        queued.truncate(limit);
+        Ok(queued)
+    }
+
     async fn stale_uploads(&self, before: Timestamp, limit: usize) -> StoreResult<Vec<Document>> {
         let s = self.state();
         let mut stale: Vec<Document> = (s.documents.values())
