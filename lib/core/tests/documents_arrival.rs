@@ -3,7 +3,7 @@
 //! contract of `Documents::arrived` and `Workers::index_document`, on the transient store with
 //! originals and an index in memory.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -14,52 +14,14 @@ use knowledge_core::documents::{
     UploadIntent,
 };
 use knowledge_core::domain::{
-    Access, Document, DocumentStatus, Format, FoundPassage, INDEX_ATTEMPTS, Org, Passage, Plan,
+    Access, Document, DocumentStatus, Format, INDEX_ATTEMPTS, Org, Passage, Plan,
 };
-use knowledge_core::ids::{CollectionId, DocumentId, OrgId};
-use knowledge_core::ports::{BackendError, IndexError, Originals, Parser, PassageIndex, Store};
-use knowledge_core::testing::{TransientOriginals, TransientStore};
+use knowledge_core::ids::{CollectionId, OrgId};
+use knowledge_core::ports::{Originals, Parser, Store};
+use knowledge_core::testing::{RecordingIndex, TransientOriginals, TransientStore};
 use sha2::{Digest, Sha256};
 
 const ORG: &str = "org_0123456789abcdef0123456789abcdef";
-
-/// An index that counts what it was given, and fails while `failing` is set.
-#[derive(Default)]
-struct Index {
-    replaced: Mutex<Vec<(DocumentId, u64, usize)>>,
-    failing: std::sync::atomic::AtomicBool,
-}
-
-#[async_trait]
-impl PassageIndex for Index {
-    async fn replace(
-        &self, _: &OrgId, _: &CollectionId, document: &DocumentId, generation: u64,
-        passages: Vec<Passage>,
-    ) -> Result<(), IndexError> {
-        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(IndexError(BackendError::from("the index is down")));
-        }
-        let entry = (document.clone(), generation, passages.len());
-        self.replaced.lock().unwrap().push(entry);
-        Ok(())
-    }
-    async fn remove(&self, _: &OrgId, _: &DocumentId) -> Result<(), IndexError> {
-        Ok(())
-    }
-    async fn remove_collection(&self, _: &OrgId, _: &CollectionId) -> Result<(), IndexError> {
-        Ok(())
-    }
-    async fn search(
-        &self, _: &OrgId, _: &str, _: &[CollectionId], _: usize,
-    ) -> Result<Vec<FoundPassage>, IndexError> {
-        Ok(Vec::new())
-    }
-    async fn passages(
-        &self, _: &OrgId, _: &DocumentId, _: u64, _: u32, _: usize,
-    ) -> Result<Vec<FoundPassage>, IndexError> {
-        Ok(Vec::new())
-    }
-}
 
 /// A passage per line.
 struct Lines;
@@ -82,7 +44,7 @@ impl Parser for Lines {
 struct Rig {
     store: Arc<dyn Store>,
     bucket: Arc<TransientOriginals>,
-    index: Arc<Index>,
+    index: Arc<RecordingIndex>,
     documents: Documents,
     admin: Admin,
     collection: CollectionId,
@@ -98,7 +60,7 @@ impl Rig {
             .await
             .unwrap();
         let bucket = Arc::new(TransientOriginals::default());
-        let index = Arc::new(Index::default());
+        let index = Arc::new(RecordingIndex::default());
         let stores = DocumentStores {
             documents: store.clone(),
             groups: store.clone(),
@@ -203,11 +165,11 @@ async fn an_arrived_original_is_queued_with_its_digest_then_indexed_once() {
         panic!("indexed");
     };
     assert_eq!((indexed.passages, indexed.attempts), (2, 1));
-    assert_eq!(r.index.replaced.lock().unwrap().len(), 1);
+    assert_eq!(r.index.replaced().len(), 1);
     // Delivered once more: nothing left to do, nothing indexed again.
     assert_eq!(r.arrived(&document).await, Arrival::Stale);
     assert_eq!(r.index(&document).await, IndexAttempt::Idle);
-    assert_eq!(r.index.replaced.lock().unwrap().len(), 1);
+    assert_eq!(r.index.replaced().len(), 1);
 }
 
 #[tokio::test]
@@ -266,9 +228,7 @@ async fn a_held_document_is_left_to_its_holder_and_a_failed_last_attempt_ends_it
     let document = r.announced("notes.txt", TEXT.len() as u64).await;
     r.sent(&document, TEXT).await;
     r.arrived(&document).await;
-    r.index
-        .failing
-        .store(true, std::sync::atomic::Ordering::SeqCst);
+    r.index.fail(true);
     let workers = r.documents.workers(Arc::new(Lines));
     let (org, id) = (&document.org, &document.id);
     assert!(

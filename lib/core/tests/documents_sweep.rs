@@ -4,9 +4,8 @@
 //! `Documents::release_leases` on a dead process's leases; on the transient store with
 //! originals in memory and a clock the tests move.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use async_trait::async_trait;
 use bytes::Bytes;
 use knowledge_core::admin::Admin;
 use knowledge_core::clock::{Clock, SystemClock};
@@ -14,50 +13,19 @@ use knowledge_core::documents::{
     DocumentLimits, DocumentStores, Documents, NewCollection, SweptUploads, UPLOAD_STALE_MS,
     UploadIntent,
 };
-use knowledge_core::domain::{
-    Access, Actor, AuditAction, Document, DocumentStatus, FoundPassage, Org, Passage, Plan,
-};
-use knowledge_core::ids::{CollectionId, DocumentId, OrgId};
-use knowledge_core::ports::{IndexError, Originals, PassageIndex, Store};
-use knowledge_core::testing::{ShiftedClock, TransientOriginals, TransientStore};
+use knowledge_core::domain::{Access, Actor, AuditAction, Document, DocumentStatus, Org, Plan};
+use knowledge_core::ids::{CollectionId, OrgId};
+use knowledge_core::ports::{Originals, Store};
+use knowledge_core::testing::{RecordingIndex, ShiftedClock, TransientOriginals, TransientStore};
 use sha2::{Digest, Sha256};
 
 const ORG: &str = "org_0123456789abcdef0123456789abcdef";
 const TEXT: &[u8] = b"The per diem for Lisbon is forty euros a day.";
 
-#[derive(Default)]
-struct Index(Mutex<Vec<DocumentId>>);
-
-#[async_trait]
-impl PassageIndex for Index {
-    async fn replace(
-        &self, _: &OrgId, _: &CollectionId, _: &DocumentId, _: u64, _: Vec<Passage>,
-    ) -> Result<(), IndexError> {
-        Ok(())
-    }
-    async fn remove(&self, _: &OrgId, document: &DocumentId) -> Result<(), IndexError> {
-        self.0.lock().unwrap().push(document.clone());
-        Ok(())
-    }
-    async fn remove_collection(&self, _: &OrgId, _: &CollectionId) -> Result<(), IndexError> {
-        Ok(())
-    }
-    async fn search(
-        &self, _: &OrgId, _: &str, _: &[CollectionId], _: usize,
-    ) -> Result<Vec<FoundPassage>, IndexError> {
-        Ok(Vec::new())
-    }
-    async fn passages(
-        &self, _: &OrgId, _: &DocumentId, _: u64, _: u32, _: usize,
-    ) -> Result<Vec<FoundPassage>, IndexError> {
-        Ok(Vec::new())
-    }
-}
-
 struct Rig {
     store: Arc<dyn Store>,
     held: Arc<TransientOriginals>,
-    index: Arc<Index>,
+    index: Arc<RecordingIndex>,
     clock: Arc<ShiftedClock>,
     documents: Documents,
     admin: Admin,
@@ -72,7 +40,7 @@ impl Rig {
         store.put_org(&org_record).await.unwrap();
         let (held, index) = (
             Arc::new(TransientOriginals::default()),
-            Arc::new(Index::default()),
+            Arc::new(RecordingIndex::default()),
         );
         let clock = Arc::new(ShiftedClock::default());
         let stores = DocumentStores {
@@ -174,7 +142,7 @@ async fn an_hour_on_the_sweep_queues_a_stored_upload_deletes_an_unsent_one_and_f
     assert!(queued.claimable(rig.clock.now()), "a worker takes it next");
 
     assert_eq!(rig.current(&unsent).await, None);
-    let removed = rig.index.0.lock().unwrap().clone();
+    let removed = rig.index.removed();
     assert_eq!(removed, std::slice::from_ref(&unsent.id));
     let failed = rig.current(&wrong).await.unwrap();
     assert_eq!(failed.status, DocumentStatus::Failed);

@@ -9,11 +9,11 @@ use knowledge_core::clock::{Clock, SystemClock};
 use knowledge_core::documents::{DocumentLimits, DocumentStores, Documents, IndexOutcome};
 use knowledge_core::domain::{
     Access, Actor, AuditAction, AuditEntry, Collection, CollectionSource, Document, DocumentStatus,
-    Format, FoundPassage, Org, Passage, Plan,
+    Format, Org, Passage, Plan,
 };
 use knowledge_core::ids::{CollectionId, DocumentId, OrgId};
-use knowledge_core::ports::{IndexError, Originals, Parser, PassageIndex, Store};
-use knowledge_core::testing::{TransientOriginals, TransientStore};
+use knowledge_core::ports::{Originals, Parser, Store};
+use knowledge_core::testing::{RecordingIndex, TransientOriginals, TransientStore};
 
 /// Every file is one passage.
 struct OnePassage;
@@ -27,34 +27,6 @@ impl Parser for OnePassage {
             page: None,
             text,
         }])
-    }
-}
-
-/// An index that keeps nothing: what is indexed is read from the outcomes.
-struct Nowhere;
-
-#[async_trait]
-impl PassageIndex for Nowhere {
-    async fn replace(
-        &self, _: &OrgId, _: &CollectionId, _: &DocumentId, _: u64, _: Vec<Passage>,
-    ) -> Result<(), IndexError> {
-        Ok(())
-    }
-    async fn remove(&self, _: &OrgId, _: &DocumentId) -> Result<(), IndexError> {
-        Ok(())
-    }
-    async fn remove_collection(&self, _: &OrgId, _: &CollectionId) -> Result<(), IndexError> {
-        Ok(())
-    }
-    async fn search(
-        &self, _: &OrgId, _: &str, _: &[CollectionId], _: usize,
-    ) -> Result<Vec<FoundPassage>, IndexError> {
-        Ok(Vec::new())
-    }
-    async fn passages(
-        &self, _: &OrgId, _: &DocumentId, _: u64, _: u32, _: usize,
-    ) -> Result<Vec<FoundPassage>, IndexError> {
-        Ok(Vec::new())
     }
 }
 
@@ -130,7 +102,7 @@ async fn one_organisations_bulk_upload_does_not_hold_back_anothers_documents() {
     let documents = Documents::new(
         stores,
         originals,
-        Arc::new(Nowhere),
+        Arc::new(RecordingIndex::default()),
         Arc::new(SystemClock),
         DocumentLimits::DEFAULT,
     );

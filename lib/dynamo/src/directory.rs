@@ -15,7 +15,7 @@ use knowledge_core::ids::{OrgId, UserId};
 use knowledge_core::ports::{StoreError, StoreResult};
 
 use crate::codec::*;
-use crate::transact::TransactError;
+use crate::transact::{TransactError, applied};
 use crate::{DynamoStore, keys};
 use knowledge_core::ports::DirectoryStore;
 
@@ -169,11 +169,9 @@ impl DirectoryStore for DynamoStore {
                 .build(),
             self.put_new(audit_item(audit))?,
         ];
-        match self.transact(writes).await {
-            Ok(()) => Ok(()),
-            Err(TransactError::FirstCondition { .. }) => Err(StoreError::Gone),
-            Err(TransactError::Contended) => Err(StoreError::Conflict),
-            Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
+        match applied(self.transact(writes).await)? {
+            true => Ok(()),
+            false => Err(StoreError::Gone),
         }
     }
 
@@ -296,11 +294,9 @@ impl DirectoryStore for DynamoStore {
                 .build(),
             self.put_new(audit_item(audit))?,
         ];
-        match self.transact(writes).await {
-            Ok(()) => Ok(()),
-            Err(TransactError::FirstCondition { .. }) => Err(StoreError::Gone),
-            Err(TransactError::Contended) => Err(StoreError::Conflict),
-            Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
+        match applied(self.transact(writes).await)? {
+            true => Ok(()),
+            false => Err(StoreError::Gone),
         }
     }
 
@@ -318,12 +314,7 @@ impl DirectoryStore for DynamoStore {
                 .build(),
             self.put_new(audit_item(audit))?,
         ];
-        match self.transact(writes).await {
-            Ok(()) => Ok(true),
-            Err(TransactError::FirstCondition { .. }) => Ok(false),
-            Err(TransactError::Contended) => Err(StoreError::Conflict),
-            Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
-        }
+        applied(self.transact(writes).await)
     }
 
     async fn list_audit(

@@ -12,7 +12,7 @@ use knowledge_core::ids::{GroupId, OrgId, UserId};
 use knowledge_core::ports::{GroupStore, StoreError, StoreResult};
 
 use crate::codec::*;
-use crate::transact::TransactError;
+use crate::transact::{TransactError, applied};
 use crate::{DynamoStore, keys};
 
 /// Memberships a deletion reads and removes a page at a time.
@@ -292,12 +292,7 @@ impl GroupStore for DynamoStore {
             self.delete(keys::member_group(org, user, group))?,
             self.put_new(audit_item(audit))?,
         ];
-        match self.transact(writes).await {
-            Ok(()) => Ok(true),
-            Err(TransactError::FirstCondition { .. }) => Ok(false),
-            Err(TransactError::Contended) => Err(StoreError::Conflict),
-            Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
-        }
+        applied(self.transact(writes).await)
     }
 
     async fn list_group_members(

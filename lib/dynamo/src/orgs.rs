@@ -8,7 +8,7 @@ use knowledge_core::ids::OrgId;
 use knowledge_core::ports::{StoreError, StoreResult};
 
 use crate::codec::*;
-use crate::transact::TransactError;
+use crate::transact::{TransactError, applied};
 use crate::{DynamoStore, keys};
 use knowledge_core::ports::{OrgChanges, OrgLimits, OrgStore};
 
@@ -57,11 +57,9 @@ impl OrgStore for DynamoStore {
                 .build(),
             self.put_new(audit_item(audit))?,
         ];
-        match self.transact(writes).await {
-            Ok(()) => Ok(()),
-            Err(TransactError::FirstCondition { .. }) => Err(StoreError::Gone),
-            Err(TransactError::Contended) => Err(StoreError::Conflict),
-            Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
+        match applied(self.transact(writes).await)? {
+            true => Ok(()),
+            false => Err(StoreError::Gone),
         }
     }
 

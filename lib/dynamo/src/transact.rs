@@ -81,6 +81,18 @@ impl TransactError {
     }
 }
 
+/// Whether a transaction whose first write is conditional on its record existing was
+/// applied: `Ok(false)` when the record is not there (its condition failed), `Conflict` when
+/// the transaction was contended, another condition's or the backend's error otherwise.
+pub(crate) fn applied(result: Result<(), TransactError>) -> StoreResult<bool> {
+    match result {
+        Ok(()) => Ok(true),
+        Err(TransactError::FirstCondition { .. }) => Ok(false),
+        Err(TransactError::Contended) => Err(StoreError::Conflict),
+        Err(TransactError::OtherCondition(e) | TransactError::Backend(e)) => Err(e),
+    }
+}
+
 /// Why a transaction was not applied, unclassified.
 pub(crate) enum Refusal {
     /// Cancelled: the reasons, one per item in order, and the error for logs.

@@ -6,14 +6,7 @@ use lopdf::{Document, Object, Stream, dictionary};
 
 /// A PDF of one page per text, each drawn with a standard font.
 pub fn pdf(pages: &[&str]) -> Document {
-    let mut doc = Document::with_version("1.5");
-    let pages_id = doc.new_object_id();
-    let font = doc.add_object(dictionary! {
-        "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica",
-    });
-    let resources = doc.add_object(dictionary! { "Font" => dictionary! { "F1" => font } });
-    let mut kids = Vec::new();
-    for text in pages {
+    pdf_of(pages.iter().map(|text| {
         let mut operations = vec![
             Operation::new("BT", vec![]),
             Operation::new("Tf", vec!["F1".into(), 12.into()]),
@@ -23,6 +16,21 @@ pub fn pdf(pages: &[&str]) -> Document {
             operations.push(Operation::new("Tj", vec![Object::string_literal(*text)]));
         }
         operations.push(Operation::new("ET", vec![]));
+        operations
+    }))
+}
+
+/// A PDF of one page per list of content operations, drawn in US Letter with the standard
+/// font Helvetica as `F1` in the page tree's resources.
+pub fn pdf_of(pages: impl IntoIterator<Item = Vec<Operation>>) -> Document {
+    let mut doc = Document::with_version("1.5");
+    let pages_id = doc.new_object_id();
+    let font = doc.add_object(dictionary! {
+        "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica",
+    });
+    let resources = doc.add_object(dictionary! { "Font" => dictionary! { "F1" => font } });
+    let mut kids = Vec::new();
+    for operations in pages {
         let content = Content { operations };
         let stream = doc.add_object(Stream::new(dictionary! {}, content.encode().unwrap()));
         let page = doc.add_object(dictionary! {

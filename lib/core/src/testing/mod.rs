@@ -3,6 +3,7 @@
 //! adapters and can be told to lose commit races, originals in memory, a workflow engine that records what it is
 //! asked, and a clock that tests move forward.
 
+mod index;
 mod originals;
 mod transient;
 
@@ -15,6 +16,7 @@ use crate::clock::{Clock, SystemClock, Timestamp};
 use crate::ids::{RunId, SessionKey};
 use crate::ports::{Workflow, WorkflowError};
 
+pub use index::RecordingIndex;
 pub use originals::TransientOriginals;
 pub use transient::TransientStore;
 
