@@ -86,6 +86,8 @@ pub struct Settings {
     /// service; on AWS with the originals' bucket, to come): the documents' routes answer
     /// 500 without them.
     pub documents: Option<DocumentParts>,
+    /// How long a call that asks its member waits for an answer before it expires.
+    pub approval_wait: std::time::Duration,
 }
 
 /// What the documents' use cases are built from, beside the store.
@@ -117,6 +119,9 @@ impl Settings {
             app_files: Files::Embedded,
             clock: Arc::new(SystemClock),
             documents: None,
+            approval_wait: std::time::Duration::from_secs(
+                3600 * u64::from(knowledge_core::domain::APPROVAL_HOURS),
+            ),
         }
     }
 
@@ -266,7 +271,8 @@ impl App {
     /// The workflow steps, with the agent and the integrations where they are configured.
     pub fn steps(&self) -> Steps {
         let stores = StepStores::of(&self.store);
-        let mut steps = Steps::new(stores, self.settings.clock.clone());
+        let mut steps = Steps::new(stores, self.settings.clock.clone())
+            .with_approval_wait(self.settings.approval_wait);
         if let Some(agent) = &self.settings.agent {
             steps = steps.with_agent(agent.clone());
         }

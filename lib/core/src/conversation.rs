@@ -99,7 +99,7 @@ impl Builder {
                 self.close();
                 self.out.push(Message::Assistant(text.clone()));
             }
-            EventBody::ToolUse { tool, input } => {
+            EventBody::ToolUse { tool, input, .. } => {
                 if !self.results.is_empty() {
                     self.close();
                 }

@@ -190,6 +190,19 @@ impl EventId {
         self.0
     }
 
+    /// Parses an event's id (`evt_` and 12 digits), as a request names one.
+    pub fn parse_event(s: &str) -> Result<Self, InvalidId> {
+        (s.strip_prefix(Self::PREFIX))
+            .filter(|d| d.len() == 12 && d.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|d| d.parse().ok())
+            .filter(|&seq| seq > 0)
+            .map(Self)
+            .ok_or(InvalidId {
+                what: "toolUseId",
+                rule: "'evt_' and 12 digits",
+            })
+    }
+
     /// Parses a `sinceEventId` cursor. Errors say whether the interface's format rule was broken
     /// (at most 128 characters of `A-Z a-z 0-9 _ -`) or the value is simply not one of our ids.
     pub fn parse_cursor(s: &str) -> Result<Self, InvalidId> {

@@ -16,10 +16,12 @@ use knowledge_core::steps::{Handler, Next};
 const REVIVED_ONE: Swept = Swept {
     revived: 1,
     failed: 0,
+    expired: 0,
 };
 const FAILED_ONE: Swept = Swept {
     revived: 0,
     failed: 1,
+    expired: 0,
 };
 
 /// Past the lease of a claim written now, with a second of margin (the clock is real time

@@ -96,7 +96,7 @@ pub(crate) fn session_item(session: &Session) -> StoreResult<Item> {
     let (gpk, gsk) = if session.deleting {
         keys::deleting_listing(&session.key)
     } else {
-        keys::session_listing(&session.key, session.updated_at)
+        keys::session_listing(&session.key, session.updated_at, session.awaits_member())
     };
     item.insert(keys::GSI1PK.into(), s(gpk));
     item.insert(keys::GSI1SK.into(), s(gsk));

@@ -224,11 +224,17 @@ pub fn is_event_sort(sk: &str) -> bool {
     sk.starts_with(EVENT)
 }
 
-/// The index keys under which a session is listed.
-pub fn session_listing(key: &SessionKey, updated_at: Timestamp) -> (String, String) {
+/// The mark a session's listing key ends with while it waits for its member: GSI1 projects
+/// only the title and the update time, and an index's projection cannot change in place, so
+/// the key itself says it (after the session id, so the order stays the update time's).
+pub const ASKS: &str = "#ask";
+
+/// The index keys under which a session is listed; `asks` when it waits for its member.
+pub fn session_listing(key: &SessionKey, updated_at: Timestamp, asks: bool) -> (String, String) {
+    let mark = if asks { ASKS } else { "" };
     (
         user_org(&key.user, &key.org),
-        format!("{:020}#{}", updated_at.millis().max(0), key.session),
+        format!("{:020}#{}{mark}", updated_at.millis().max(0), key.session),
     )
 }
 
@@ -476,8 +482,8 @@ mod tests {
     #[test]
     fn listing_keys_sort_by_update_time() {
         let k = key("usr_a", "org_a");
-        let (pk, early) = session_listing(&k, Timestamp(9_000));
-        let (_, late) = session_listing(&k, Timestamp(10_000));
+        let (pk, early) = session_listing(&k, Timestamp(9_000), true);
+        let (_, late) = session_listing(&k, Timestamp(10_000), false);
         assert_eq!(pk, user_org(&k.user, &k.org));
         assert!(early < late);
     }

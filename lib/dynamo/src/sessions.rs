@@ -26,6 +26,10 @@ const FIND_PAGES: usize = FIND_SCAN / FIND_PAGE;
 /// A GSI1 entry as a session summary.
 fn summary(item: &Item) -> StoreResult<SessionSummary> {
     let listing = get_s(item, keys::GSI1SK)?;
+    let (listing, asks) = match listing.strip_suffix(keys::ASKS) {
+        Some(rest) => (rest, true),
+        None => (listing, false),
+    };
     let id = listing
         .rsplit('#')
         .next()
@@ -35,6 +39,7 @@ fn summary(item: &Item) -> StoreResult<SessionSummary> {
         id,
         title: get_s(item, "title")?.to_owned(),
         updated_at: Timestamp(get_n(item, "updatedAt")?),
+        awaits_member: asks,
     })
 }
 
@@ -141,6 +146,24 @@ impl SessionStore for DynamoStore {
                 Err(StoreError::Conflict)
             }
             Err(Gated::Transact(TransactError::Backend(e))) => Err(e),
+        }
+    }
+
+    async fn rewrite_events(
+        &self, session: &Session, expected_version: u64, rewritten: &[Event],
+    ) -> StoreResult<()> {
+        let mut writes = vec![self.put_versioned(session_item(session)?, expected_version)?];
+        for e in rewritten {
+            writes.push(self.put_existing(event_item(&session.key, e)?)?);
+        }
+        match self.transact(writes).await {
+            Ok(()) => Ok(()),
+            Err(TransactError::FirstCondition { stored: true }) => Err(StoreError::Conflict),
+            Err(TransactError::FirstCondition { stored: false }) => Err(StoreError::Gone),
+            Err(TransactError::Contended | TransactError::OtherCondition(_)) => {
+                Err(StoreError::Conflict)
+            }
+            Err(TransactError::Backend(e)) => Err(e),
         }
     }
 

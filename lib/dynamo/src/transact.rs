@@ -156,6 +156,18 @@ impl DynamoStore {
         Ok(TransactWriteItem::builder().put(put).build())
     }
 
+    /// A transaction item that replaces `item` only where one is stored.
+    pub(crate) fn put_existing(&self, item: Item) -> StoreResult<TransactWriteItem> {
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#pk", keys::PK);
+        Ok(TransactWriteItem::builder()
+            .put(built(put.build())?)
+            .build())
+    }
+
     /// A transaction item of [`DynamoStore::versioned_put`].
     pub(crate) fn put_versioned(
         &self, item: Item, expected: u64,

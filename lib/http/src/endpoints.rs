@@ -84,6 +84,8 @@ pub const MESSAGE: Routes = Routes::session(&[|| routes!(routes::post_message)])
 pub const TRANSCRIPT: Routes = Routes::session(&[|| routes!(routes::transcript)]);
 pub const LIST_SESSIONS: Routes = Routes::session(&[|| routes!(routes::list_sessions)]);
 pub const CANCEL: Routes = Routes::session(&[|| routes!(routes::cancel)]);
+/// Beside the interface's own: the member's answer to a call that asks them.
+pub const APPROVE: Routes = Routes::session(&[|| routes!(routes::approve)]);
 /// Beside the interface's own: renaming a session and finding sessions by title.
 pub const TITLES: Routes = Routes::session(&[
     || routes!(titles::rename_session),

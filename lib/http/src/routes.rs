@@ -11,9 +11,9 @@ use utoipa::IntoResponses;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Claimant, JsonBody, Member};
 use crate::wire::{
-    CancelRequest, Cancelled, CreateSessionRequest, CreatedSessionView, Done, Message,
-    MessageRequest, SessionList, SessionQuery, SessionView, TranscriptPage, TranscriptQuery,
-    TranscriptView,
+    Answered, Answering, ApproveRequest, CancelRequest, Cancelled, CreateSessionRequest,
+    CreatedSessionView, Done, Message, MessageRequest, SessionList, SessionQuery, SessionView,
+    TranscriptPage, TranscriptQuery, TranscriptView,
 };
 
 /// Where a link takes the id of the session just created.
@@ -138,6 +138,25 @@ pub async fn cancel(
         ok: true,
         already_cancelled: already.then_some(true),
     }))
+}
+
+/// Answer a call the agent asks the member about: `approve`, `decline`, or `always` (approve,
+/// and always allow the tool for this member). The answer that leaves no call of the step
+/// waiting resumes the turn. A call answered already is `409 approval_answered`; `always`
+/// where the admin does not permit it is `409 always_not_permitted`; a call not waiting in
+/// the session's turn (it ended, was cancelled, or never asked) is `404`.
+#[utoipa::path(post, path = "/approve", operation_id = "approve", request_body = ApproveRequest,
+    responses((status = 200, description = "The call's new state.", body = Answered),
+    (status = 409, description = "The call was answered already, or `always` is not permitted \
+        for its tool.", body = crate::error::ErrorBody), ApiErrors))]
+pub async fn approve(
+    Claimant { app, who }: Claimant, JsonBody(body): JsonBody<ApproveRequest>,
+) -> Result<Json<Answered>, ApiError> {
+    let a = Answering::try_from(body)?;
+    let state = (app.service)
+        .answer_call(&who, &a.session, a.tool_use, a.decision)
+        .await?;
+    Ok(Json(state.into()))
 }
 
 /// Delete the session and its whole log; a run in flight is cancelled.

@@ -8,6 +8,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 use crate::{SqliteStore, backend, conversion, text_parse};
 use knowledge_core::domain::{
     Draft, Event, EventBody, EventKind, FoundSessions, Session, SessionSummary, TitleQuery,
+    TurnProgress,
 };
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, Gate, SessionStore, StoreError, StoreResult};
@@ -109,6 +110,57 @@ fn session_row(s: &Session) -> Vec<Value> {
     ]
 }
 
+/// Writes the session's record if it is still stored at `expected_version`, its draft
+/// removed. Errors: `Conflict` when the version moved, `Gone` when there is no session.
+fn update_session(
+    tx: &rusqlite::Transaction<'_>, s: &Session, expected_version: u64,
+) -> StoreResult<()> {
+    let k = &s.key;
+    let mut row = session_row(s);
+    row.push(Value::from(expected_version as i64));
+    let updated = tx
+        .execute(
+            "UPDATE sessions SET title = ?4, updated_at = ?6, cancelled_at = ?7, run_id = ?8,
+             pending = ?9, next_seq = ?10, version = ?11, deleting = ?12, turn = ?13,
+             exec = ?14, stale_at = ?15, draft = NULL
+             WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3 AND version = ?16",
+            params_from_iter(row),
+        )
+        .map_err(backend)?;
+    if updated == 0 {
+        let exists: bool = tx
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM sessions
+                 WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3)",
+                [k.user.as_str(), k.org.as_str(), k.session.as_str()],
+                |r| r.get(0),
+            )
+            .map_err(backend)?;
+        return Err(if exists {
+            StoreError::Conflict
+        } else {
+            StoreError::Gone
+        });
+    }
+    Ok(())
+}
+
+/// A line of the session list from `session_id, title, updated_at, run_id IS NULL, turn`.
+fn summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
+    let released: bool = r.get(3)?;
+    let turn: Option<String> = r.get(4)?;
+    let asks = released
+        && turn
+            .and_then(|t| serde_json::from_str::<TurnProgress>(&t).ok())
+            .is_some_and(|t| t.asks());
+    Ok(SessionSummary {
+        id: SessionId::parse(&r.get::<_, String>(0)?).map_err(conversion)?,
+        title: r.get(1)?,
+        updated_at: Timestamp(r.get(2)?),
+        awaits_member: asks,
+    })
+}
+
 fn pending_json(s: &Session) -> String {
     serde_json::to_string(&s.pending).expect("a list of integers serialises")
 }
@@ -159,32 +211,39 @@ impl SessionStore for SqliteStore {
         let gate = gate.map(OwnedGate::of);
         self.write(move |tx| {
             let k = &s.key;
-            let mut row = session_row(&s);
-            row.push(Value::from(expected_version as i64));
-            let updated = tx
-                .execute(
-                    "UPDATE sessions SET title = ?4, updated_at = ?6, cancelled_at = ?7, run_id = ?8,
-                     pending = ?9, next_seq = ?10, version = ?11, deleting = ?12, turn = ?13,
-                     exec = ?14, stale_at = ?15, draft = NULL
-                     WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3 AND version = ?16",
-                    params_from_iter(row),
-                )
-                .map_err(backend)?;
-            if updated == 0 {
-                let exists: bool = tx
-                    .query_row(
-                        "SELECT EXISTS (SELECT 1 FROM sessions
-                         WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3)",
-                        [k.user.as_str(), k.org.as_str(), k.session.as_str()],
-                        |r| r.get(0),
-                    )
-                    .map_err(backend)?;
-                return Err(if exists { StoreError::Conflict } else { StoreError::Gone });
-            }
+            update_session(tx, &s, expected_version)?;
             pass(tx, k, gate.as_ref().map(OwnedGate::gate).as_ref())?;
             insert_events(tx, k, &events)?;
             if let Some(spent) = &charge {
                 limits::charge(tx, k, spent)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn rewrite_events(
+        &self, session: &Session, expected_version: u64, rewritten: &[Event],
+    ) -> StoreResult<()> {
+        let (s, events) = (session.clone(), rewritten.to_vec());
+        self.write(move |tx| {
+            update_session(tx, &s, expected_version)?;
+            let k = &s.key;
+            let mut stmt = tx
+                .prepare_cached(
+                    "UPDATE events SET payload = ?5
+                     WHERE user_id = ?1 AND org_id = ?2 AND session_id = ?3 AND seq = ?4",
+                )
+                .map_err(backend)?;
+            for e in &events {
+                stmt.execute(params![
+                    k.user.as_str(),
+                    k.org.as_str(),
+                    k.session.as_str(),
+                    e.seq,
+                    e.body.payload().to_string(),
+                ])
+                .map_err(backend)?;
             }
             Ok(())
         })
@@ -204,17 +263,11 @@ impl SessionStore for SqliteStore {
         let (u, o) = (user.clone(), org.clone());
         self.read(move |c| {
             let mut stmt = c.prepare_cached(
-                "SELECT session_id, title, updated_at FROM sessions
+                "SELECT session_id, title, updated_at, run_id IS NULL, turn FROM sessions
                  WHERE user_id = ?1 AND org_id = ?2 AND deleting = 0
                  ORDER BY updated_at DESC, session_id DESC LIMIT ?3",
             )?;
-            let rows = stmt.query_map(params![u.as_str(), o.as_str(), limit as i64], |r| {
-                Ok(SessionSummary {
-                    id: SessionId::parse(&r.get::<_, String>(0)?).map_err(conversion)?,
-                    title: r.get(1)?,
-                    updated_at: Timestamp(r.get(2)?),
-                })
-            })?;
+            let rows = stmt.query_map(params![u.as_str(), o.as_str(), limit as i64], summary)?;
             rows.collect()
         })
         .await
@@ -251,7 +304,7 @@ impl SessionStore for SqliteStore {
         let (u, o, query) = (user.clone(), org.clone(), query.clone());
         self.read(move |c| {
             let mut stmt = c.prepare_cached(
-                "SELECT session_id, title, updated_at FROM sessions
+                "SELECT session_id, title, updated_at, run_id IS NULL, turn FROM sessions
                  WHERE user_id = ?1 AND org_id = ?2 AND deleting = 0
                  ORDER BY updated_at DESC, session_id DESC",
             )?;
@@ -261,11 +314,7 @@ impl SessionStore for SqliteStore {
                 let Some(r) = rows.next()? else { break };
                 let title: String = r.get(1)?;
                 if query.matches(&title) {
-                    sessions.push(SessionSummary {
-                        id: SessionId::parse(&r.get::<_, String>(0)?).map_err(conversion)?,
-                        title,
-                        updated_at: Timestamp(r.get(2)?),
-                    });
+                    sessions.push(summary(r)?);
                 }
             }
             Ok(FoundSessions {

@@ -4,7 +4,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use knowledge_core::clock::Timestamp;
-use knowledge_core::domain::{Awaiting, Event, ExecClaim, NewEvent, Session, TurnProgress, Usage};
+use knowledge_core::domain::{
+    ApprovalState, Awaiting, CallApproval, Event, ExecClaim, NewEvent, Session, TurnProgress, Usage,
+};
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, StoreError, TokenUsage};
 
@@ -37,6 +39,12 @@ pub async fn a_session_reads_back_exactly_as_it_was_written(store: Arc<dyn Teste
             agent_calls: 2,
             from_seq: 2,
             awaiting: Awaiting::Tools(vec![3, 4]),
+            approvals: vec![CallApproval {
+                seq: 4,
+                state: ApprovalState::Approved,
+                expires_at: Timestamp(1_795_000_000_000),
+            }],
+            calling: Some(4),
         }),
         next_seq: 1,
         version: 1,

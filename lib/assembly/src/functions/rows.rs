@@ -71,6 +71,18 @@ pub const CANCEL: Function = Function {
         items(&[GetItem, BatchGetItem, PutItem]),
     )
 };
+/// The member's answer to a call the agent asks them about: the session and the call's event
+/// read together, the rate window put, one transaction of the session and the rewritten
+/// `tool_use` event, and for `always` the member's allowed tools swapped (a transaction that
+/// may bump the member's version). The answer that leaves no call waiting starts the run.
+pub const APPROVE: Function = Function {
+    starts_runs: true,
+    ..Function::routes(
+        "approve",
+        endpoints::APPROVE,
+        items(&[GetItem, BatchGetItem, Query, PutItem, UpdateItem]),
+    )
+};
 /// Renaming a session and finding sessions by title, beside the interface's endpoints.
 pub const TITLES: Function = Function::routes(
     "titles",
@@ -325,7 +337,7 @@ pub const SWEEP: Function = Function {
     parts: Uses::NOTHING,
     secrets: Secrets::NONE,
     table: TableUse {
-        operations: &[GetItem, PutItem],
+        operations: &[GetItem, Query, PutItem],
         indexes: &[Index::Gsi2],
     },
     starts_runs: true,
@@ -333,12 +345,13 @@ pub const SWEEP: Function = Function {
 };
 
 /// Every function, in the order `template.yaml` lists them.
-pub const ALL: [Function; 31] = [
+pub const ALL: [Function; 32] = [
     CREATE_SESSION,
     MESSAGE,
     TRANSCRIPT,
     LIST_SESSIONS,
     CANCEL,
+    APPROVE,
     DELETE_SESSION,
     TITLES,
     MEMORY,

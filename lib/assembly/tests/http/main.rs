@@ -10,6 +10,7 @@
 mod account;
 mod admin;
 mod admin_groups;
+mod approvals;
 mod caps;
 mod cookies;
 mod documents;

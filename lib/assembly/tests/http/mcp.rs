@@ -75,6 +75,15 @@ pub(crate) fn scripted(
     (Arc::new(ScriptedAgent { calls, offered }), rx)
 }
 
+/// The admin lets `tool` of `integration` run without asking (the reference server's `fail`
+/// and `slow` carry no annotations, so they would ask).
+pub(crate) async fn allow(api: &Api, integration: &str, tool: &str) {
+    let path = format!("/integrations/{integration}/tools/{tool}");
+    let rule = json!({ "policy": "allow", "memberMayAlwaysAllow": true });
+    let set = crate::support::admin(api, reqwest::Method::PUT, &path, Some(rule)).await;
+    assert_eq!(set.status, 200, "{}", set.body);
+}
+
 pub(crate) fn call(tool: &str, input: Value) -> ToolCall {
     ToolCall {
         tool: tool.into(),
@@ -99,6 +108,7 @@ async fn a_connected_mcp_servers_tools_are_offered_called_and_recorded_in_the_tr
         .connect_integration(&api.user.org, "kb", &server.url, IntegrationAuth::None)
         .await
         .unwrap();
+    allow(&api, "kb", "kb_fail").await;
     let created = api
         .post(SESSION, json!({ "text": "how do I cancel?" }))
         .await;
@@ -146,6 +156,7 @@ async fn a_cancel_during_a_slow_mcp_tool_sends_the_cancellation_and_terminates_t
         .connect_integration(&api.user.org, "kb", &server.url, IntegrationAuth::None)
         .await
         .unwrap();
+    allow(&api, "kb", "kb_slow").await;
     let id = api.create("wait for it").await;
     server.wait_for_counts(|c| c["started"] == 1).await;
 
@@ -233,7 +244,7 @@ impl Integration for Offering {
             name: "shared".into(),
             description: format!("{}'s tool", self.0),
             input_schema: json!({ "type": "object" }),
-            hints: knowledge_core::domain::ToolHints::default(),
+            hints: knowledge_core::domain::ToolHints::READ_ONLY,
         }])
     }
 

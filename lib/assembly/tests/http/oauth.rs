@@ -128,6 +128,14 @@ async fn an_admin_adds_the_sdk_example_server_by_url_and_a_member_connects_and_a
 
     let session = api.create("Greet Ann through the wiki").await;
     api.settle().await;
+    // The example's tool says nothing of what it does, so it asks the member first.
+    let events = api.all_events(&session).await;
+    let asked = &events[1];
+    assert_eq!(asked["payload"]["approval"]["state"], "pending", "{asked}");
+    let body = json!({ "sessionId": session, "toolUseId": asked["id"], "decision": "approve" });
+    let approved = api.post("/api/managed-agents/approve", body).await;
+    assert_eq!(approved.status, 200, "{}", approved.body);
+    api.settle().await;
     let events = api.all_events(&session).await;
     let result = events
         .iter()

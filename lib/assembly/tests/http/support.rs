@@ -15,6 +15,7 @@ use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::documents::{DocumentLimits, Documents, Workers};
 use knowledge_core::ports::{Agent, Integrations, Store, StoredRows, Workflow};
 use knowledge_core::seal::Sealer;
+use knowledge_core::service::Service;
 use knowledge_egress::Egress;
 use knowledge_ingest::Ingest;
 use knowledge_local::FolderOriginals;
@@ -114,6 +115,8 @@ pub struct Setup {
     pub store: Option<Arc<dyn RowStore>>,
     /// Responses buffered whole, exports bounded to these bytes, as on Lambda.
     pub buffered_export_max: Option<usize>,
+    /// How long a call that asks its member waits, when not the default.
+    pub approval_wait: Option<std::time::Duration>,
 }
 
 impl Setup {
@@ -127,6 +130,7 @@ impl Setup {
             egress: Egress::ANYWHERE,
             store: None,
             buffered_export_max: None,
+            approval_wait: None,
         }
     }
 }
@@ -155,6 +159,8 @@ pub struct Svc {
     pub workers: Workers,
     /// The documents' use cases, for what no route does (a folder's sync).
     pub documents: Documents,
+    /// The session use cases, for what no route does (the sweep).
+    pub service: Service,
 }
 
 impl Svc {
@@ -208,10 +214,12 @@ impl Api {
             None => open_store(basis.dir.path()).await,
         };
         let origin = setup.origin.unwrap_or_else(|| BASE.to_owned());
+        let defaults = basis.settings(&origin, setup.agent, setup.integrations, setup.egress);
         let settings = knowledge_assembly::Settings {
             buffered_export_max: setup.buffered_export_max,
             documents: Some(document_parts(basis.dir.path())),
-            ..basis.settings(&origin, setup.agent, setup.integrations, setup.egress)
+            approval_wait: setup.approval_wait.unwrap_or(defaults.approval_wait),
+            ..defaults
         };
         let app = App::new(settings, store.clone()).with_stored_integrations();
         let documents = (app.documents().cloned()).expect("the documents' parts are given");
@@ -225,6 +233,7 @@ impl Api {
         )
         .unwrap();
         let engine: Arc<dyn Workflow> = Arc::new(workflow.clone());
+        let service = app.service(engine.clone());
         let router = app.router(engine).unwrap();
         let transport = Arc::new(InProcess { router });
         let served = basis.serve(BASE, &origin, transport, store.clone(), workflow.clone());
@@ -236,6 +245,7 @@ impl Api {
                 workflow,
                 workers,
                 documents,
+                service,
             },
         }
     }

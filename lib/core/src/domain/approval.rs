@@ -115,15 +115,62 @@ text_enum!(ApprovalState {
 });
 
 /// The approval a call that asks carries in its `tool_use` event's payload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Approval {
     pub state: ApprovalState,
+    /// The integration whose tool it is, for the member to read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integration: Option<String>,
     /// When a pending call expires.
     #[serde(with = "crate::clock::iso8601")]
     pub expires_at: Timestamp,
     /// Whether the member may answer "always allow this tool for me".
     pub may_always_allow: bool,
+}
+
+/// Where one call of the step awaiting tools stands, as the turn's progress keeps it: the
+/// `tool_use` event's sequence number, its state and when it expires while pending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallApproval {
+    pub seq: u64,
+    pub state: ApprovalState,
+    pub expires_at: Timestamp,
+}
+
+/// How a member answers a call that asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Approve,
+    Decline,
+    /// Approve, and always allow the tool for this member from now on.
+    Always,
+}
+
+impl Decision {
+    /// The state the call takes.
+    pub fn state(self) -> ApprovalState {
+        match self {
+            Self::Approve | Self::Always => ApprovalState::Approved,
+            Self::Decline => ApprovalState::Declined,
+        }
+    }
+}
+
+/// How long a call waits for its member by default, in hours; a setting takes 1 to
+/// [`APPROVAL_HOURS_MAX`].
+pub const APPROVAL_HOURS: u32 = 24;
+/// The longest wait a setting may give a call: a week.
+pub const APPROVAL_HOURS_MAX: u32 = 168;
+
+/// The tools of one integration a member always allows, as their member data item holds
+/// them (kind `allowed_tool`, named after the integration): a JSON array of tool names.
+pub fn allowed_tools(value: Option<&str>) -> std::collections::BTreeSet<String> {
+    value
+        .and_then(|v| serde_json::from_str(v).ok())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -188,12 +235,14 @@ mod tests {
     fn an_approval_reads_back_from_its_payload_form() {
         let approval = Approval {
             state: ApprovalState::Pending,
+            integration: Some("tracker".into()),
             expires_at: Timestamp(1_795_000_000_000),
             may_always_allow: true,
         };
-        let payload = serde_json::to_value(approval).unwrap();
+        let payload = serde_json::to_value(&approval).unwrap();
         assert_eq!(payload["state"], "pending");
         assert_eq!(payload["mayAlwaysAllow"], true);
+        assert_eq!(payload["integration"], "tracker");
         let back: Approval = serde_json::from_value(payload).unwrap();
         assert_eq!(back, approval);
     }

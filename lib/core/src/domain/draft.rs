@@ -103,6 +103,8 @@ mod tests {
             agent_calls: 1,
             from_seq: 4,
             awaiting: Awaiting::Tools(vec![4]),
+            approvals: vec![],
+            calling: None,
         });
         assert_eq!(s.current_draft(Some(draft.clone())), None);
         s.turn.as_mut().unwrap().awaiting = Awaiting::Agent;

@@ -140,8 +140,9 @@ pub enum MemberDataKind {
     AgentMemory,
     /// The member's OAuth connection to an integration: a sealed [`crate::domain::Grant`].
     OAuthGrant,
-    /// A tool the member chose to "always allow", named as the agent is offered it
-    /// (`<integration>_<tool>`); its value is empty. Leaves with the member.
+    /// The tools of one integration the member chose to "always allow": named after the
+    /// integration, its value a JSON array of the tools' names as the agent is offered them
+    /// (`<integration>_<tool>`; [`crate::domain::allowed_tools`]). Leaves with the member.
     AllowedTool,
 }
 

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ExecClaim, TITLE_CHARS};
+use super::{Approval, ApprovalState, CallApproval, ExecClaim, TITLE_CHARS};
 use crate::clock::Timestamp;
 use crate::ids::{EventId, RunId, SessionKey};
 
@@ -39,10 +39,22 @@ pub enum EventBody {
     UserMessage { text: String },
     /// The agent's answer, in Markdown.
     AgentMessage { text: String },
-    /// A tool call the agent asked for.
-    ToolUse { tool: String, input: Value },
-    /// A tool call's result, or `{"error": ...}` when the tool refused its input.
-    ToolResult { tool: String, output: Value },
+    /// A tool call the agent asked for; with `approval` when it asks the member first. The
+    /// one payload the log rewrites: when the member answers, or the call expires, its state.
+    ToolUse {
+        tool: String,
+        input: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval: Option<Approval>,
+    },
+    /// A tool call's result, or `{"error": ...}` when the tool refused its input (or did not
+    /// run); with `approval`, the final state of a call that asked the member.
+    ToolResult {
+        tool: String,
+        output: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval: Option<ApprovalState>,
+    },
     /// The turn is over; the session waits for the next message.
     StatusIdle {},
     /// The run ended early: `cancelled` or `failed`.
@@ -73,12 +85,14 @@ impl EventBody {
         Self::ToolUse {
             tool: tool.into(),
             input: input.clone(),
+            approval: None,
         }
     }
     pub fn tool_result(tool: &str, output: &Value) -> Self {
         Self::ToolResult {
             tool: tool.into(),
             output: output.clone(),
+            approval: None,
         }
     }
     pub fn error(code: &str, message: &str) -> Self {
@@ -196,6 +210,21 @@ impl Session {
         self.run_id.is_some() && !self.pending.is_empty()
     }
 
+    /// Whether the turn in flight waits for its member to answer a call: no run holds the
+    /// session, and a call of the step awaiting tools is pending.
+    pub fn awaits_member(&self) -> bool {
+        self.run_id.is_none() && self.turn.as_ref().is_some_and(TurnProgress::asks)
+    }
+
+    /// When the first pending call of a paused turn expires.
+    pub fn approval_expiry(&self) -> Option<Timestamp> {
+        let turn = self.turn.as_ref().filter(|_| self.run_id.is_none())?;
+        (turn.approvals.iter())
+            .filter(|a| a.state == ApprovalState::Pending)
+            .map(|a| a.expires_at)
+            .min()
+    }
+
     /// Gives the session to a new run `run`, whose first execution is named after it.
     pub fn start_run(&mut self, run: RunId, now: Timestamp) {
         self.exec = Some(ExecClaim::first(&run, now));
@@ -222,13 +251,23 @@ impl Session {
 
     /// Whether the session has a run that no living execution holds.
     pub fn run_dead(&self, now: Timestamp) -> bool {
-        self.stale_at().is_some_and(|at| now > at)
+        self.run_stale_at().is_some_and(|at| now > at)
     }
 
-    /// When the active run's executions are all dead unless a step commit comes first: what
-    /// the store indexes a session with a run by, for the sweeper. `None` without a run, or
-    /// while the session is being deleted (its delete ends the run).
+    /// When the sweeper must look at the session unless a commit comes first: what the store
+    /// indexes a session by. With a run, when its executions are all dead
+    /// ([`Session::run_stale_at`]); paused for its member, when the first pending call expires.
+    /// `None` otherwise, and while the session is being deleted (its delete ends the run).
     pub fn stale_at(&self) -> Option<Timestamp> {
+        if self.deleting {
+            return None;
+        }
+        self.run_stale_at().or_else(|| self.approval_expiry())
+    }
+
+    /// When the active run's executions are all dead unless a step commit comes first. `None`
+    /// without a run, or while the session is being deleted.
+    pub fn run_stale_at(&self) -> Option<Timestamp> {
         if self.run_id.is_none() || self.deleting {
             return None;
         }
@@ -289,6 +328,27 @@ pub struct TurnProgress {
     /// Sequence number of the turn's first own event; earlier ones are its history.
     pub from_seq: u64,
     pub awaiting: Awaiting,
+    /// The calls of the step awaiting tools that asked the member, in call order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<CallApproval>,
+    /// The approved call `RunTool` is calling: committed before the call and cleared with its
+    /// result, so a step that finds it set knows the call may have run, and runs it no more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calling: Option<u64>,
+}
+
+impl TurnProgress {
+    /// Whether a call of the step awaiting tools is still pending.
+    pub fn asks(&self) -> bool {
+        self.approvals
+            .iter()
+            .any(|a| a.state == ApprovalState::Pending)
+    }
+
+    /// Where the call `seq` stands, when it asked the member.
+    pub fn approval(&self, seq: u64) -> Option<&CallApproval> {
+        self.approvals.iter().find(|a| a.seq == seq)
+    }
 }
 
 /// What the turn in flight needs next.
@@ -309,6 +369,20 @@ pub struct SessionSummary {
     pub id: crate::ids::SessionId,
     pub title: String,
     pub updated_at: Timestamp,
+    /// Whether the session waits for its member to answer a call ([`Session::awaits_member`]).
+    pub awaits_member: bool,
+}
+
+impl SessionSummary {
+    /// The line of the session list `s` makes.
+    pub fn of(s: &Session) -> Self {
+        Self {
+            id: s.key.session.clone(),
+            title: s.title.clone(),
+            updated_at: s.updated_at,
+            awaits_member: s.awaits_member(),
+        }
+    }
 }
 
 #[cfg(test)]

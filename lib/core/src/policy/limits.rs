@@ -20,6 +20,8 @@ pub enum Action {
     CreateSession,
     Message,
     Cancel,
+    /// A member answering a call the agent asks them about.
+    Approve,
     /// A member renaming one of their conversations.
     Rename,
     /// A change in the admin API.
@@ -46,6 +48,10 @@ impl Action {
                 window_ms: MINUTE,
                 max: 60,
             }],
+            Action::Approve => &[Rule {
+                window_ms: MINUTE,
+                max: 60,
+            }],
             Action::Cancel | Action::Rename => &[Rule {
                 window_ms: MINUTE,
                 max: 30,
@@ -66,6 +72,7 @@ impl Action {
             Action::CreateSession => "create",
             Action::Message => "message",
             Action::Cancel => "cancel",
+            Action::Approve => "approve",
             Action::Rename => "rename",
             Action::AdminWrite => "admin",
             Action::AdminProbe => "probe",

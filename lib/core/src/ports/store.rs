@@ -300,6 +300,15 @@ pub trait SessionStore: Send + Sync {
         &self, session: &Session, expected_version: u64, events: &[Event], charge: Option<&Charge>,
         gate: Option<&Gate<'_>>,
     ) -> StoreResult<()>;
+    /// Writes `session` (whose `version` must be `expected_version + 1`) and replaces the
+    /// bodies of the stored events `rewritten` (the same sequence numbers and types; their
+    /// times stay), all or nothing, only if the stored version is still `expected_version`:
+    /// the one change the log allows, a call's approval in its `tool_use` payload. Callers
+    /// rewrite at most the 8 calls of one step.
+    /// Errors: `Gone` when the session no longer exists, `Conflict` when its version moved.
+    async fn rewrite_events(
+        &self, session: &Session, expected_version: u64, rewritten: &[Event],
+    ) -> StoreResult<()>;
     /// Events with `seq > after`, ascending, at most `limit` of them.
     async fn list_events(
         &self, key: &SessionKey, after: u64, limit: usize,

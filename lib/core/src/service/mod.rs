@@ -5,6 +5,7 @@
 
 mod account;
 mod admission;
+mod approve;
 mod resume;
 mod stop;
 mod titles;
@@ -294,6 +295,9 @@ impl Service {
                     next.turn = None;
                     Some(new_run(&mut next, now))
                 }
+                // A turn paused for its member keeps the session: the message queues, and
+                // the member's answer claims the run that answers both.
+                (None, _) if current.awaits_member() => None,
                 (None, _) => Some(new_run(&mut next, now)),
             };
             new.push(NewEvent::user_message(text));

@@ -1,4 +1,4 @@
-//! Runs whose execution died: found by the sweeper through the store's index of claims by the
+//! Runs whose execution died, and turns paused for a member who did not answer in time: found by the sweeper through the store's index of claims by the
 //! time they go stale, or known dead when a process restarts, and each given a new execution,
 //! or, when its turn has killed [`MAX_REVIVALS`] executions without moving on, ended as a
 //! failed turn so that it cannot loop.
@@ -22,6 +22,8 @@ pub const RUN_DIED: &str = "run_died";
 pub struct Swept {
     /// Runs given a new execution.
     pub revived: usize,
+    /// Paused turns whose calls expired unanswered, resumed for the agent to be told.
+    pub expired: usize,
     /// Turns ended as failed (or cancelled runs ended) after too many revivals.
     pub failed: usize,
 }
@@ -31,12 +33,16 @@ pub struct Swept {
 enum Settled {
     Revived,
     Failed,
+    /// A paused turn's calls expired; a run resumes it.
+    Expired,
     /// Nothing to do: the run ended, moved on, or another execution holds it now.
     Skipped,
 }
 
 impl Service {
-    /// Settles every run whose execution died by now (at most [`SWEEP_BATCH`]): each is revived
+    /// Settles every run whose execution died by now, and every paused turn whose calls
+    /// expired (at most [`SWEEP_BATCH`] in all): a paused turn's pending calls become
+    /// `expired` and a run resumes it, as the member's answer would; a dead run is revived
     /// with a new execution named in a version-checked commit (exactly as a message or a
     /// cancel revives one), or its turn ends as failed once it has been revived
     /// [`MAX_REVIVALS`] times without moving on. Two sweepers, or a sweeper racing a message, a
@@ -51,6 +57,7 @@ impl Service {
             match self.settle(&key, false).await {
                 Ok(Settled::Revived) => swept.revived += 1,
                 Ok(Settled::Failed) => swept.failed += 1,
+                Ok(Settled::Expired) => swept.expired += 1,
                 Ok(Settled::Skipped) => {}
                 Err(e) => {
                     tracing::error!(error = %Chain(&e), session = %key.session, "could not settle a dead run");
@@ -61,7 +68,8 @@ impl Service {
             tracing::info!(
                 revived = swept.revived,
                 failed = swept.failed,
-                "swept dead runs"
+                expired = swept.expired,
+                "swept dead runs and expired calls"
             );
         }
         Ok(swept)
@@ -82,6 +90,16 @@ impl Service {
                 return Ok(Settled::Skipped);
             };
             let now = self.now();
+            // A turn paused for its member has no run: only its calls' time runs out.
+            if current.awaits_member() && !current.deleting {
+                if self.expire_calls(key, &current, now).await? {
+                    return Ok(Settled::Expired);
+                }
+                if current.approval_expiry().is_some_and(|at| now <= at) {
+                    return Ok(Settled::Skipped);
+                }
+                continue;
+            }
             let Some(run) = current.run_id.clone().filter(|_| !current.deleting) else {
                 return Ok(Settled::Skipped);
             };

@@ -2,7 +2,7 @@
 //! a session with its log, including the deletes a crash cut short.
 
 use crate::clock::{Clock, Timestamp};
-use crate::domain::Session;
+use crate::domain::{Event, NewEvent, Session};
 use crate::error::CoreError;
 use crate::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use crate::policy::limits::Action;
@@ -50,8 +50,19 @@ impl Service {
             let now = self.now();
             let slot = admit(action, &who.user, None, &read, now)?;
             let written = match next_stamp(&current, false, now) {
-                Ok((mut next, run)) => {
-                    let run = run.expect("a cancel stamps only a turn in flight");
+                Ok((mut next, None)) => {
+                    // A paused turn: no run to tell.
+                    let events = stamp_events(&current, &mut next, now);
+                    let gate = Gate {
+                        rate: slot.update(),
+                        query: None,
+                    };
+                    (self.deps.store)
+                        .commit_session(&next, current.version, &events, None, Some(&gate))
+                        .await
+                        .map(|()| false)
+                }
+                Ok((mut next, Some(run))) => {
                     // A run whose executions all died gets a new one, to write its end.
                     let revived = next.revive(now);
                     let gate = Gate {
@@ -218,6 +229,9 @@ pub(super) fn live(session: Option<Session>) -> Result<Session, CoreError> {
 fn next_stamp(
     current: &Session, delete: bool, now: Timestamp,
 ) -> Result<(Session, Option<RunId>), CancelStamp> {
+    if current.awaits_member() && !delete {
+        return Ok((end_paused(current, now), None));
+    }
     let run = match (&current.run_id, current.cancelled_at) {
         (Some(run), None) if current.in_flight() => Some(run.clone()),
         (_, Some(_)) if !delete => return Err(CancelStamp::AlreadyCancelled),
@@ -233,6 +247,26 @@ fn next_stamp(
     Ok((next, run))
 }
 
+/// A turn paused for its member, cancelled: there is no run to tell, so the cancel ends the
+/// turn itself, with the queued messages, as the run would have (`status_terminated`).
+fn end_paused(current: &Session, now: Timestamp) -> Session {
+    let mut next = current.clone();
+    next.version += 1;
+    next.cancelled_at = Some(now);
+    next.pending.clear();
+    next.turn = None;
+    next
+}
+
+/// The events a stamp of `current` into `next` writes: the end of a paused turn.
+fn stamp_events(current: &Session, next: &mut Session, now: Timestamp) -> Vec<Event> {
+    if current.awaits_member() && !next.deleting {
+        next.place(now, vec![NewEvent::status_terminated("cancelled")])
+    } else {
+        vec![]
+    }
+}
+
 /// Commits [`next_stamp`] of `current` (as [`load`] read it, never a session being
 /// deleted), reading again after a lost race. Returns the run it cancelled, if any, in
 /// `Stamped`. Errors: `NotFound` when the session is gone or being deleted.
@@ -241,12 +275,14 @@ async fn stamp(
     delete: bool,
 ) -> Result<CancelStamp, CoreError> {
     for _ in 0..MAX_COMMIT_ATTEMPTS {
-        let (next, run) = match next_stamp(&current, delete, clock.now()) {
+        let now = clock.now();
+        let (mut next, run) = match next_stamp(&current, delete, now) {
             Ok(stamp) => stamp,
             Err(nothing) => return Ok(nothing),
         };
+        let events = stamp_events(&current, &mut next, now);
         match store
-            .commit_session(&next, current.version, &[], None, None)
+            .commit_session(&next, current.version, &events, None, None)
             .await
         {
             Ok(()) => return Ok(CancelStamp::Stamped(run)),

@@ -16,6 +16,7 @@ use crate::ports::{
 };
 
 use super::bounds::{bounded_input, bounded_text};
+use super::consent::{Offered, asked};
 use super::drafts::Latest;
 use super::record::Found;
 use super::wire::{Next, StepError, StepInput, StepOutput, errors};
@@ -70,7 +71,7 @@ impl Steps {
             };
             (vec![event], None, true)
         } else {
-            let mut tools = self.tools(&key).await?;
+            let (mut tools, offered) = self.tools(&key).await?;
             // The memory's names are reserved: `RunTool` runs the memory's tool by that name,
             // so an integration's tool of the same name is never offered.
             tools.retain(|t| !memory::is_memory_tool(&t.name));
@@ -89,11 +90,17 @@ impl Steps {
             let reply = self.ask_with_drafts(&s, request.clone()).await?;
             let events = match &reply.action {
                 AgentAction::Answer(text) => vec![NewEvent::agent_message(&bounded_text(text))],
-                AgentAction::UseTools(calls) if !calls.is_empty() && !request.must_answer => calls
-                    .iter()
-                    .take(MAX_TOOL_CALLS_PER_STEP)
-                    .map(|c| NewEvent::tool_use(&c.tool, &bounded_input(&c.input)))
-                    .collect(),
+                AgentAction::UseTools(calls) if !calls.is_empty() && !request.must_answer => {
+                    let calls = &calls[..calls.len().min(MAX_TOOL_CALLS_PER_STEP)];
+                    let approvals = self.approvals(&key, calls, &offered).await?;
+                    (calls.iter().zip(approvals))
+                        .map(|(c, approval)| NewEvent::ToolUse {
+                            tool: c.tool.clone(),
+                            input: bounded_input(&c.input),
+                            approval,
+                        })
+                        .collect()
+                }
                 AgentAction::UseTools(_) => {
                     return Err(StepError::new(
                         errors::AGENT,
@@ -115,21 +122,38 @@ impl Steps {
             (events, charge, answered)
         };
         let count = events.len() as u64;
-        self.commit_step(input, Next::Agent, s, events, charge.as_ref(), |s| {
-            let first = s.next_seq;
-            let mut next = s.clone();
-            next.turn = Some(TurnProgress {
-                step: s.turn.as_ref().map_or(0, |t| t.step) + 1,
-                agent_calls: agent_calls + 1,
-                from_seq: s.turn.as_ref().map_or(first, |t| t.from_seq),
-                awaiting: if answered {
-                    Awaiting::Finish
-                } else {
-                    Awaiting::Tools((first..first + count).collect())
-                },
-            });
-            next
-        })
+        self.commit_step(
+            input,
+            Next::Agent,
+            s,
+            events.clone(),
+            charge.as_ref(),
+            |s| {
+                let first = s.next_seq;
+                let mut next = s.clone();
+                let approvals = asked(&events, first);
+                let paused = !approvals.is_empty();
+                next.turn = Some(TurnProgress {
+                    step: s.turn.as_ref().map_or(0, |t| t.step) + 1,
+                    agent_calls: agent_calls + 1,
+                    from_seq: s.turn.as_ref().map_or(first, |t| t.from_seq),
+                    awaiting: if answered {
+                        Awaiting::Finish
+                    } else {
+                        Awaiting::Tools((first..first + count).collect())
+                    },
+                    approvals,
+                    calling: None,
+                });
+                if paused {
+                    // Nothing runs while the member decides: the run is released with the turn
+                    // kept, and their answer claims the next one.
+                    next.run_id = None;
+                    next.exec = None;
+                }
+                next
+            },
+        )
         .await
     }
 
@@ -274,7 +298,7 @@ impl Steps {
     /// The tools of every integration the member reaches, listed concurrently, each within
     /// [`TOOL_LISTING_TIMEOUT`], in the integrations' order, each name once. One that is down or
     /// slow is left out: the agent answers from what it can reach.
-    async fn tools(&self, key: &SessionKey) -> Result<Vec<ToolSpec>, StepError> {
+    async fn tools(&self, key: &SessionKey) -> Result<(Vec<ToolSpec>, Offered), StepError> {
         let connected = self
             .integrations()?
             .connected(&key.org, &key.user)
@@ -289,6 +313,18 @@ impl Steps {
                     tools.map(|mut tools| {
                         tools.retain(|t| !blocked(integration.as_ref(), t));
                         tools
+                    })
+                });
+                // Each tool with its integration and the admin's rule for it, for its policy.
+                let listed = listed.map(|tools| {
+                    tools.map(|tools| {
+                        let name = integration.name().to_owned();
+                        (tools.into_iter())
+                            .map(|t| {
+                                let rule = integration.tool_rule(&t.name);
+                                (t, name.clone(), rule)
+                            })
+                            .collect::<Vec<_>>()
                     })
                 });
                 (i, integration.name().to_owned(), listed)
@@ -310,17 +346,19 @@ impl Steps {
         found.sort_by_key(|(i, _)| *i);
         // A name two integrations offer is the first one's, as `find_tool` runs it.
         let mut tools: Vec<ToolSpec> = Vec::new();
-        for tool in found.into_iter().flat_map(|(_, list)| list) {
+        let mut offered = Offered::default();
+        for (tool, integration, rule) in found.into_iter().flat_map(|(_, list)| list) {
             if tools.iter().any(|t| t.name == tool.name) {
                 tracing::warn!(
                     tool = tool.name,
                     "two integrations offer a tool of this name; the first one's is kept"
                 );
             } else {
+                offered.add(&tool, integration, rule);
                 tools.push(tool);
             }
         }
-        Ok(tools)
+        Ok((tools, offered))
     }
 }
 

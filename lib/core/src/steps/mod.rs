@@ -16,6 +16,7 @@
 
 mod agent;
 mod bounds;
+mod consent;
 mod drafts;
 mod finish;
 mod load;
@@ -34,6 +35,7 @@ use crate::ports::{
     Agent, BatchStore, DirectoryStore, Integrations, OrgStore, SessionStore, Store,
 };
 
+pub use consent::{DECLINED, EXPIRED, UNKNOWN};
 pub use drafts::DRAFT_EVERY;
 pub use wire::{
     ExecRef, Failure, Next, SessionRef, StepError, StepInput, StepOutput, TurnRef, errors,
@@ -167,6 +169,7 @@ pub struct Steps {
     integrations: Option<Arc<dyn Integrations>>,
     clock: Arc<dyn Clock>,
     execution_limit: Duration,
+    approval_wait: Duration,
 }
 
 impl Steps {
@@ -180,7 +183,15 @@ impl Steps {
             integrations: None,
             clock,
             execution_limit: EXECUTION_LIMIT,
+            approval_wait: Duration::from_secs(3600 * u64::from(crate::domain::APPROVAL_HOURS)),
         }
+    }
+
+    /// The steps giving a call that asks its member `wait` to answer before it expires (the
+    /// default is [`crate::domain::APPROVAL_HOURS`]).
+    pub fn with_approval_wait(mut self, wait: Duration) -> Self {
+        self.approval_wait = wait;
+        self
     }
 
     /// The steps for executions that last at most `limit` (the default is [`EXECUTION_LIMIT`]).

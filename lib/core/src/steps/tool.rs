@@ -6,13 +6,14 @@ use std::pin::Pin;
 use serde_json::Value;
 
 use crate::adapters::integrations::find_tool;
-use crate::domain::{Awaiting, EventBody, NewEvent, SavedFrom, ToolPolicy};
+use crate::domain::{ApprovalState, Awaiting, EventBody, NewEvent, SavedFrom, Session, ToolPolicy};
 use crate::ids::SessionKey;
 use crate::memory;
 use crate::ports::{IntegrationError, Integrations, StoreError};
 
 use super::bounds::{bounded_output, bounded_text};
-use super::record::Found;
+use super::consent::{DECLINED, EXPIRED, UNKNOWN};
+use super::record::{Committed, Found};
 use super::wire::{Next, StepError, StepInput, StepOutput, errors};
 use super::{Handler, Steps};
 
@@ -35,6 +36,8 @@ impl Steps {
             unreachable!("find returns Proceed for Tool only while tools are awaited")
         };
         let use_seq = uses[0];
+        let turn = s.turn.as_ref().expect("a turn awaiting tools");
+        let asked = turn.approval(use_seq).map(|a| a.state);
         let call = self
             .sessions
             .list_events(&key, use_seq - 1, 1)
@@ -43,7 +46,7 @@ impl Steps {
             .next()
             .filter(|e| e.seq == use_seq)
             .and_then(|e| match e.body {
-                EventBody::ToolUse { tool, input } => Some((tool, input)),
+                EventBody::ToolUse { tool, input, .. } => Some((tool, input)),
                 _ => None,
             });
         let Some((tool, tool_input)) = call else {
@@ -52,7 +55,30 @@ impl Steps {
                 "the tool_use event is missing",
             ));
         };
-        let output = if memory::is_memory_tool(&tool) {
+        // A call that asked the member runs only once approved, and at most once.
+        let refusal = match asked {
+            None => None,
+            Some(ApprovalState::Pending) => {
+                return Err(StepError::new(
+                    errors::INPUT,
+                    "a call still waits for its member",
+                ));
+            }
+            Some(ApprovalState::Declined) => Some(DECLINED),
+            Some(ApprovalState::Expired) => Some(EXPIRED),
+            Some(ApprovalState::Approved) if turn.calling == Some(use_seq) => Some(UNKNOWN),
+            Some(ApprovalState::Approved) => None,
+        };
+        let mut s = s;
+        if asked == Some(ApprovalState::Approved) && refusal.is_none() {
+            s = match self.mark_calling(input, s, use_seq).await? {
+                Found::Proceed(s) => *s,
+                Found::Return(out) => return Ok(out),
+            };
+        }
+        let output = if let Some(refusal) = refusal {
+            Ok(Ok(serde_json::json!({ "error": refusal })))
+        } else if memory::is_memory_tool(&tool) {
             tokio::select! {
                 biased;
                 () = cancelled.as_mut() => return Ok(StepOutput::cancelled()),
@@ -71,24 +97,66 @@ impl Steps {
             Err(e @ IntegrationError::Refused(_)) => {
                 serde_json::json!({ "error": bounded_text(&e.to_string()) })
             }
+            // An approved call is not called again: its step says it may not have run.
+            Err(e @ IntegrationError::Unavailable(_)) if asked.is_some() => {
+                let message = format!("{e}; the call may not have run, and was not run again");
+                serde_json::json!({ "error": bounded_text(&message) })
+            }
             Err(e @ IntegrationError::Unavailable(_)) => {
                 return Err(StepError::new(errors::TOOL, e.to_string()));
             }
         };
-        let events = vec![NewEvent::tool_result(&tool, &output)];
+        let events = vec![NewEvent::ToolResult {
+            tool: tool.clone(),
+            output,
+            approval: asked,
+        }];
         self.commit_step(input, Next::Tool, s, events, None, |s| {
             let mut next = s.clone();
             let t = next.turn.as_mut().expect("a turn awaiting tools");
             t.step += 1;
+            t.calling = None;
             if let Awaiting::Tools(uses) = &mut t.awaiting {
                 uses.remove(0);
                 if uses.is_empty() {
                     t.awaiting = Awaiting::Agent;
+                    t.approvals.clear();
                 }
             }
             next
         })
         .await
+    }
+
+    /// Commits that the approved call `seq` is being called (`TurnProgress::calling`), before
+    /// the call: a step that finds it set does not call again. The step marker stays, so a
+    /// retry of this step finds the mark. Returns the session as committed, or where the run
+    /// stands when the step no longer applies.
+    async fn mark_calling(
+        &self, input: &StepInput, mut s: Session, seq: u64,
+    ) -> Result<Found, StepError> {
+        loop {
+            let mut next = s.clone();
+            if let Some(t) = next.turn.as_mut() {
+                t.calling = Some(seq);
+            }
+            match self.commit(next, s.version, vec![], None).await? {
+                Committed::Written(s) => {
+                    crate::fault::point("RunTool", "marked").await;
+                    return Ok(Found::Proceed(s));
+                }
+                Committed::Gone => return Ok(Found::Return(StepOutput::to(Next::Done))),
+                Committed::Lost => {}
+            }
+            s = match self.find(input, Next::Tool).await? {
+                Found::Proceed(found) => *found,
+                other => return Ok(other),
+            };
+            // Another copy of this step marked it first: the call is that copy's.
+            if s.turn.as_ref().and_then(|t| t.calling) == Some(seq) {
+                return Ok(Found::Return(StepOutput::of(&s)));
+            }
+        }
     }
 
     /// Runs the memory tool `tool` that the `tool_use` event `seq` asked for: refused in words

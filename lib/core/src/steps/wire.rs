@@ -201,6 +201,10 @@ impl StepOutput {
         if s.cancelled_at.is_some() {
             return Self::cancelled();
         }
+        // Paused for the member: no run is left to go on.
+        if s.awaits_member() {
+            return Self::to(Next::Done);
+        }
         let Some(&user_seq) = s.pending.first() else {
             return Self::to(Next::Load);
         };

@@ -12,8 +12,10 @@ use utoipa::ToSchema;
 
 use crate::error::ApiError;
 
+mod approvals;
 mod query;
 
+pub use approvals::{Answered, Answering, ApprovalView, ApproveRequest};
 pub use query::{SessionQuery, TranscriptPage, TranscriptQuery};
 
 /// A `sessionId` as a client sent it. Errors: missing, empty, or not of the session-id form.
@@ -204,6 +206,9 @@ pub struct ToolUsePayload {
     pub tool: String,
     /// The call's input, as the agent wrote it.
     pub input: Value,
+    /// Present when the call asks the member first: where the approval stands.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalView>,
 }
 
 /// A tool call's result.
@@ -213,6 +218,11 @@ pub struct ToolResultPayload {
     /// The tool's output; `{"error": ...}` when the tool refused its input, and
     /// `{"truncated": true, "text": ...}` when it was too long for the log.
     pub output: Value,
+    /// For a call that asked the member: its final state (`approved`, `declined` or
+    /// `expired`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub approval: Option<&'static str>,
 }
 
 /// An empty payload.
@@ -265,12 +275,24 @@ impl From<Event> for EventView {
         let body = match e.body {
             EventBody::UserMessage { text } => EventBodyView::UserMessage(TextPayload { text }),
             EventBody::AgentMessage { text } => EventBodyView::AgentMessage(TextPayload { text }),
-            EventBody::ToolUse { tool, input } => {
-                EventBodyView::ToolUse(ToolUsePayload { tool, input })
-            }
-            EventBody::ToolResult { tool, output } => {
-                EventBodyView::ToolResult(ToolResultPayload { tool, output })
-            }
+            EventBody::ToolUse {
+                tool,
+                input,
+                approval,
+            } => EventBodyView::ToolUse(ToolUsePayload {
+                tool,
+                input,
+                approval: approval.map(ApprovalView::from),
+            }),
+            EventBody::ToolResult {
+                tool,
+                output,
+                approval,
+            } => EventBodyView::ToolResult(ToolResultPayload {
+                tool,
+                output,
+                approval: approval.map(|a| a.as_str()),
+            }),
             EventBody::StatusIdle {} => EventBodyView::StatusIdle(EmptyPayload {}),
             EventBody::StatusTerminated { reason } => {
                 EventBodyView::StatusTerminated(TerminatedPayload { reason })
@@ -300,6 +322,9 @@ pub struct SessionView {
     pub title: String,
     /// RFC 3339, UTC.
     pub updated_at: String,
+    /// Present, `true`, while the session waits for its member to answer a call.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub awaiting_approval: bool,
 }
 
 impl From<SessionSummary> for SessionView {
@@ -308,6 +333,7 @@ impl From<SessionSummary> for SessionView {
             id: s.id.to_string(),
             title: s.title,
             updated_at: s.updated_at.to_iso8601(),
+            awaiting_approval: s.awaits_member,
         }
     }
 }

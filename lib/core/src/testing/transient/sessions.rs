@@ -61,6 +61,25 @@ impl SessionStore for TransientStore {
         Ok(())
     }
 
+    async fn rewrite_events(
+        &self, session: &Session, expected_version: u64, rewritten: &[Event],
+    ) -> StoreResult<()> {
+        let mut s = self.state();
+        let stored = s.sessions.get(&session.key).ok_or(StoreError::Gone)?;
+        if stored.version != expected_version {
+            return Err(StoreError::Conflict);
+        }
+        s.sessions.insert(session.key.clone(), session.clone());
+        s.drafts.remove(&session.key);
+        let log = s.events.entry(session.key.clone()).or_default();
+        for e in rewritten {
+            if let Some(stored) = log.get_mut(&e.seq) {
+                stored.body = e.body.clone();
+            }
+        }
+        Ok(())
+    }
+
     async fn list_events(
         &self, key: &SessionKey, after: u64, limit: usize,
     ) -> StoreResult<Vec<Event>> {
@@ -92,11 +111,7 @@ impl SessionStore for TransientStore {
         Ok(listed
             .into_iter()
             .take(limit)
-            .map(|v| SessionSummary {
-                id: v.key.session.clone(),
-                title: v.title.clone(),
-                updated_at: v.updated_at,
-            })
+            .map(SessionSummary::of)
             .collect())
     }
 
