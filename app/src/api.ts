@@ -2,7 +2,7 @@
 // ApiFailure a person can read: the status, the service's code and message, and what to do.
 
 import { rateLimitWords, waitWords } from './limits';
-import type { Account, Connection, ErrorBody, MemoryPage, Narrow, PassageWindow, ReaderDocument, Schemas, SearchHit, TranscriptPage } from './wire';
+import type { Account, Connection, Decision, ErrorBody, MemoryPage, Narrow, PassageWindow, ReaderDocument, Schemas, SearchHit, TranscriptPage } from './wire';
 
 export class ApiFailure extends Error {
   constructor(
@@ -161,6 +161,8 @@ export const api = {
     call<Schemas['CreatedSessionView']>('POST', `${SESSIONS}/session`, { text } satisfies Schemas['CreateSessionRequest']),
   message: (sessionId: string, text: string) =>
     call<Schemas['Done']>('POST', `${SESSIONS}/message`, { sessionId, text } satisfies Schemas['MessageRequest']),
+  approve: (sessionId: string, toolUseId: string, decision: Decision) =>
+    call<Schemas['Answered']>('POST', `${SESSIONS}/approve`, { sessionId, toolUseId, decision } satisfies Schemas['ApproveRequest']),
   cancel: (sessionId: string) =>
     call<Schemas['Cancelled']>('POST', `${SESSIONS}/cancel`, { sessionId } satisfies Schemas['CancelRequest']),
   remove: (sessionId: string) =>

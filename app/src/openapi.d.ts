@@ -22,6 +22,32 @@ export interface components {
              */
             orgs: components["schemas"]["OrgView"][];
         };
+        /** @description The call's state after the answer. */
+        Answered: {
+            /** @description Always `true`. */
+            ok: boolean;
+            /** @description `approved` or `declined`. */
+            state: string;
+        };
+        /** @description A call's approval, as its `tool_use` event carries it. */
+        ApprovalView: {
+            /** @description `pending`, `approved`, `declined` or `expired`. */
+            state: string;
+            /** @description The integration whose tool it is. */
+            integration?: string | null;
+            /** @description When a pending call expires (RFC 3339, UTC). */
+            expiresAt: string;
+            /** @description Whether the member may answer `always`. */
+            mayAlwaysAllow: boolean;
+        };
+        /** @description `POST /approve`: the member's answer to a call the agent asks them about. */
+        ApproveRequest: {
+            sessionId: string;
+            /** @description The id of the call's `tool_use` event. */
+            toolUseId: string;
+            /** @description `approve`, `decline`, or `always` (approve, and always allow the tool for this member). */
+            decision: string;
+        };
         AuditEntryView: {
             at: string;
             /**
@@ -691,6 +717,8 @@ export interface components {
             title: string;
             /** @description RFC 3339, UTC. */
             updatedAt: string;
+            /** @description Present, `true`, while the session waits for its member to answer a call. */
+            awaitingApproval?: boolean;
         };
         /** @description `PUT /sso/enabled`. */
         SsoEnabledRequest: {
@@ -773,6 +801,11 @@ export interface components {
              *     `{"truncated": true, "text": ...}` when it was too long for the log.
              */
             output: unknown;
+            /**
+             * @description For a call that asked the member: its final state (`approved`, `declined` or
+             *     `expired`).
+             */
+            approval?: string | null;
         };
         /** @description `PUT /integrations/{name}/tools/{tool}`: the admin's rule for one tool. */
         ToolRuleRequest: {
@@ -799,6 +832,7 @@ export interface components {
             tool: string;
             /** @description The call's input, as the agent wrote it. */
             input: unknown;
+            approval?: components["schemas"]["ApprovalView"] | null;
         };
         /**
          * @description A tool as an admin checks it: what its server says of it, the admin's rule, and what

@@ -1,7 +1,7 @@
 // The conversation as the app shows it, folded from the session's event log. Pure: the views
 // render a Transcript, the poller feeds it pages; tested without a browser (test/transcript).
 
-import type { TranscriptPage, WireEvent } from './wire';
+import type { Approval, ApprovalState, TranscriptPage, WireEvent } from './wire';
 
 /** A place an answer drew on: a tool result's document or page. */
 export interface Source {
@@ -12,7 +12,7 @@ export interface Source {
 export type Item =
   | { kind: 'user'; id: string; text: string; queued: boolean; unanswered?: boolean }
   | { kind: 'agent'; id: string; text: string; sources: Source[] }
-  | { kind: 'tool'; id: string; tool: string; input: unknown; output?: unknown; done: boolean }
+  | { kind: 'tool'; id: string; tool: string; input: unknown; output?: unknown; done: boolean; approval?: Approval }
   | { kind: 'error'; id: string; code: string; message: string }
   | { kind: 'terminated'; id: string; reason: string };
 
@@ -96,11 +96,17 @@ function fold(t: Transcript, e: WireEvent): Transcript {
       const answer: Item = { kind: 'agent', id: e.id, text: e.payload.text, sources: t.pendingSources };
       return { ...t, items: [...items, answer], pendingSources: [] };
     }
-    case 'tool_use':
-      return { ...t, items: [...items, { kind: 'tool', id: e.id, tool: e.payload.tool, input: e.payload.input, done: false }] };
+    case 'tool_use': {
+      const approval = e.payload.approval ? (e.payload.approval as Approval) : undefined;
+      return { ...t, items: [...items, { kind: 'tool', id: e.id, tool: e.payload.tool, input: e.payload.input, done: false, approval }] };
+    }
     case 'tool_result': {
       const open = items.findIndex((it) => it.kind === 'tool' && !it.done && it.tool === e.payload.tool);
-      const result = { output: e.payload.output, done: true };
+      // A call that asked the member: its result says how it was answered.
+      const state = e.payload.approval as ApprovalState | null | undefined;
+      const asked = open >= 0 ? items[open] : undefined;
+      const approval = state && asked?.kind === 'tool' && asked.approval ? { ...asked.approval, state } : undefined;
+      const result = { output: e.payload.output, done: true, ...(approval ? { approval } : {}) };
       const next =
         open >= 0
           ? items.map((it, i) => (i === open ? { ...it, ...result } : it))
@@ -140,6 +146,23 @@ export function applyPage(t: Transcript, page: TranscriptPage): Transcript {
   }
   const running = page.workflowRunId != null;
   return { ...next, running, hasMore: page.hasMore, draft: running ? (page.draft?.text ?? null) : null };
+}
+
+/** The calls waiting for the member to approve or decline them. */
+export function pendingCalls(t: Transcript): Extract<Item, { kind: 'tool' }>[] {
+  return t.items.filter((it): it is Extract<Item, { kind: 'tool' }> => it.kind === 'tool' && !it.done && it.approval?.state === 'pending');
+}
+
+/** Whether the turn waits for the member: no run is answering, and a call asks them. */
+export function awaitingMember(t: Transcript): boolean {
+  return !t.running && !t.terminated && pendingCalls(t).length > 0;
+}
+
+/** `t` with the member's answer to the call `id` shown at once: the log rewrites the call's
+ *  event, which a poll past it does not read again. */
+export function answered(t: Transcript, id: string, state: ApprovalState): Transcript {
+  const items = t.items.map((it) => (it.kind === 'tool' && it.id === id && it.approval ? { ...it, approval: { ...it.approval, state } } : it));
+  return { ...t, items };
 }
 
 /** Whether the conversation waits on the service: a run is answering, or a message is not yet

@@ -59,3 +59,12 @@ export type Passage = Schemas['DocumentPassageView'];
 
 /** A window of a document's passages; `next` is the `from` of the next one. */
 export type PassageWindow = Schemas['PassageWindow'];
+
+/** Where a call that asks the member stands. */
+export type ApprovalState = 'pending' | 'approved' | 'declined' | 'expired';
+
+/** A call's approval, as its `tool_use` event carries it. */
+export type Approval = Narrow<Schemas['ApprovalView'], { state: ApprovalState }>;
+
+/** The member's answer to a call: `always` approves and always allows the tool for them. */
+export type Decision = 'approve' | 'decline' | 'always';

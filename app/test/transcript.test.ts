@@ -2,7 +2,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { applyPage, busy, empty, listedTitle, retryable, shownTitle, sourcesOf, type Transcript } from '../src/transcript';
+import {
+  answered,
+  applyPage,
+  awaitingMember,
+  busy,
+  empty,
+  listedTitle,
+  pendingCalls,
+  retryable,
+  shownTitle,
+  sourcesOf,
+  type Transcript,
+} from '../src/transcript';
 import type { EventBody, TranscriptPage, WireEvent } from '../src/wire';
 
 let seq = 0;
@@ -152,4 +164,33 @@ test('a running turn shows its draft until the answer arrives whole', () => {
   assert.equal(done.draft, null);
   // A page without a run never shows one.
   assert.equal(applyPage(empty, { ...page([user('q')]), draft: { text: 'stale', updatedAt: 'z' } }).draft, null);
+});
+
+test('a call that asks the member waits with no run, and shows how it was answered once its result comes', () => {
+  const approval = { state: 'pending', integration: 'kb', expiresAt: '2026-11-29T00:00:00Z', mayAlwaysAllow: true };
+  const use = ev({ type: 'tool_use', payload: { tool: 'kb_create_note', input: { text: 'hi' }, approval } });
+  let t = applyPage(empty, page([user('write it'), use]));
+  assert.equal(awaitingMember(t), true);
+  assert.equal(busy(t), true, 'the turn is not over');
+  assert.deepEqual(
+    pendingCalls(t).map((c) => c.id),
+    [use.id],
+  );
+  // The member answers: shown at once, before any poll.
+  t = answered(t, use.id, 'declined');
+  assert.equal(awaitingMember(t), false);
+  // Another device's answer arrives as the result, which carries the final state.
+  let other = applyPage(empty, page([user('write it'), use]));
+  const result = ev({ type: 'tool_result', payload: { tool: 'kb_create_note', output: { error: 'declined' }, approval: 'declined' } });
+  other = applyPage(other, page([result], true));
+  const call = other.items.find((i) => i.kind === 'tool');
+  assert.equal(call?.kind === 'tool' && call.approval?.state, 'declined');
+  assert.equal(awaitingMember(other), false);
+});
+
+test('a running turn is not waiting for the member, even with a call shown as pending', () => {
+  const approval = { state: 'pending', expiresAt: '2026-11-29T00:00:00Z', mayAlwaysAllow: false };
+  const use = ev({ type: 'tool_use', payload: { tool: 'kb_create_note', input: {}, approval } });
+  const t = applyPage(empty, page([user('write it'), use], true));
+  assert.equal(awaitingMember(t), false);
 });

@@ -7,8 +7,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiFailure, api, explain } from '../api';
 import { rateLimitWords } from '../limits';
 import { nextDelay } from '../polling';
-import { applyPage, busy, empty, type Transcript } from '../transcript';
-import type { Connection } from '../wire';
+import { answered, applyPage, busy, empty, type Transcript } from '../transcript';
+import type { ApprovalState, Connection, Decision } from '../wire';
 import { Conversation } from './Conversation';
 
 /** The member's own connections that the assistant cannot use: not connected, or to reconnect. */
@@ -225,6 +225,18 @@ export function Chat(props: {
     return () => document.removeEventListener('keydown', onKey);
   }, []);
 
+  // The member's answer to a call: shown at once (the poll past its event does not read the
+  // rewritten state), then the log is read for the resumed turn.
+  const answer = async (toolUseId: string, decision: Decision) => {
+    if (!sessionId) return;
+    const done = await api.approve(sessionId, toolUseId, decision);
+    const s = state.current;
+    s.t = answered(s.t, toolUseId, done.state as ApprovalState);
+    setView({ of: sessionId, t: s.t });
+    s.poll();
+    props.onChanged();
+  };
+
   const rename = async (title: string) => {
     if (!sessionId) return;
     await api.rename(sessionId, title);
@@ -234,7 +246,7 @@ export function Chat(props: {
   return (
     <section class="chat" aria-label="Conversation">
       {sessionId ? (
-        <Conversation key={sessionId} transcript={t} retry={running || sending ? undefined : (q) => void send(q)} rename={rename} />
+        <Conversation key={sessionId} transcript={t} retry={running || sending ? undefined : (q) => void send(q)} rename={rename} answer={answer} />
       ) : (
         <div class="empty">
           <h2>Ask your organisation's knowledge</h2>

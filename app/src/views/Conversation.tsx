@@ -1,13 +1,15 @@
 // The conversation's items: questions, answers in sanitised Markdown with their sources (and the
 // passages they cite, numbered as their citation links are), a copy
 // button on code and one for the whole answer as Markdown, tool calls folded with their input
-// and output, errors and stops with Retry on the last one. The title can be renamed. New
+// and output (a call that asks the member with Approve, Decline and Always allow), errors and
+// stops with Retry on the last one. The title can be renamed. New
 // answers are announced to screen readers.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 
 import { ApiFailure, explain } from '../api';
 import { renderAnswer, renderMarkdown } from '../markdown';
-import { busy, type Item, retryable, shownTitle, TITLE_CHARS, type Transcript } from '../transcript';
+import { awaitingMember, busy, type Item, retryable, shownTitle, TITLE_CHARS, type Transcript } from '../transcript';
+import type { Decision } from '../wire';
 import { Cited } from './Cited';
 
 function json(value: unknown): string {
@@ -85,6 +87,96 @@ function failureWords(item: Extract<Item, { kind: 'error' }>): string {
   }
 }
 
+/** A tool's name as the member reads it: without its integration's prefix, in words. */
+function toolWords(tool: string, integration?: string): string {
+  const bare = integration && tool.startsWith(`${integration}_`) ? tool.slice(integration.length + 1) : tool;
+  return bare.replace(/[_-]+/g, ' ');
+}
+
+/** The input's simple fields (text, numbers, yes or no), to read as a list; the rest is in the
+ *  JSON below it. */
+function simpleFields(input: unknown): [string, string][] {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) return [];
+  return Object.entries(input as Record<string, unknown>)
+    .filter(([, v]) => ['string', 'number', 'boolean'].includes(typeof v))
+    .map(([k, v]) => [k.replace(/[_-]+/g, ' '), String(v)]);
+}
+
+const ANSWERED: Record<string, string> = {
+  approved: 'You approved this call.',
+  declined: 'You declined this call; it did not run.',
+  expired: 'Not answered in time; it did not run.',
+};
+
+/** A call that asks the member: what it would do, and Approve, Decline and (where the admin
+ *  permits it) Always allow. A group with its own label for screen readers; the outcome is
+ *  announced. */
+function AskedCall({ item, answer }: { item: Extract<Item, { kind: 'tool' }>; answer?: (id: string, decision: Decision) => Promise<void> }) {
+  const approval = item.approval!;
+  const [busyWith, setBusyWith] = useState<Decision | null>(null);
+  const [failed, setFailed] = useState<string | null>(null);
+  const integration = approval.integration ?? 'an integration';
+  const what = toolWords(item.tool, approval.integration ?? undefined);
+  const fields = simpleFields(item.input);
+  const decide = async (decision: Decision) => {
+    if (!answer || busyWith) return;
+    setBusyWith(decision);
+    try {
+      await answer(item.id, decision);
+      setFailed(null);
+    } catch (e) {
+      setFailed(e instanceof ApiFailure ? explain(e) : String(e));
+    } finally {
+      setBusyWith(null);
+    }
+  };
+  const label = `The assistant asks to ${what} in ${integration}`;
+  return (
+    <section class="asked" role="group" aria-label={label} data-state={approval.state}>
+      <p class="asked-what">
+        The assistant asks to <strong>{what}</strong> in <strong>{integration}</strong>.
+      </p>
+      {fields.length > 0 && (
+        <dl class="asked-input">
+          {fields.map(([k, v]) => (
+            <div key={k}>
+              <dt>{k}</dt>
+              <dd>{v}</dd>
+            </div>
+          ))}
+        </dl>
+      )}
+      <details>
+        <summary>Everything it would send</summary>
+        <pre tabIndex={0}>{json(item.input)}</pre>
+      </details>
+      {approval.state === 'pending' ? (
+        <div class="asked-actions">
+          <button type="button" disabled={busyWith !== null} onClick={() => void decide('approve')}>
+            Approve
+          </button>
+          <button type="button" class="quiet" disabled={busyWith !== null} onClick={() => void decide('decline')}>
+            Decline
+          </button>
+          {approval.mayAlwaysAllow && (
+            <button type="button" class="quiet" disabled={busyWith !== null} onClick={() => void decide('always')}>
+              Always allow
+            </button>
+          )}
+        </div>
+      ) : null}
+      <p class="asked-outcome" role="status">
+        {ANSWERED[approval.state] ?? ''}
+      </p>
+      {failed && (
+        <p class="problem" role="alert">
+          {failed}
+        </p>
+      )}
+    </section>
+  );
+}
+
 function RetryButton({ retry }: { retry: () => void }) {
   return (
     <button type="button" class="retry" onClick={retry}>
@@ -93,7 +185,7 @@ function RetryButton({ retry }: { retry: () => void }) {
   );
 }
 
-function Entry({ item, retry }: { item: Item; retry?: () => void }) {
+function Entry({ item, retry, answer }: { item: Item; retry?: () => void; answer?: (id: string, decision: Decision) => Promise<void> }) {
   switch (item.kind) {
     case 'user':
       return (
@@ -106,10 +198,12 @@ function Entry({ item, retry }: { item: Item; retry?: () => void }) {
     case 'agent':
       return <Answer item={item} />;
     case 'tool':
+      if (item.approval && !item.done) return <AskedCall item={item} answer={answer} />;
       return (
         <details class="tool">
           <summary>
             {item.done ? 'Used' : 'Using'} {item.tool}
+            {item.approval && item.approval.state !== 'approved' ? ` (${item.approval.state})` : ''}
           </summary>
           <h4>Input</h4>
           <pre tabIndex={0}>{json(item.input)}</pre>
@@ -209,7 +303,12 @@ function Title({ transcript, rename }: { transcript: Transcript; rename: (title:
   );
 }
 
-export function Conversation(props: { transcript: Transcript; retry?: (question: string) => void; rename: (title: string) => Promise<void> }) {
+export function Conversation(props: {
+  transcript: Transcript;
+  retry?: (question: string) => void;
+  rename: (title: string) => Promise<void>;
+  answer?: (toolUseId: string, decision: Decision) => Promise<void>;
+}) {
   const { transcript } = props;
   const last = [...transcript.items].reverse().find((i) => i.kind === 'agent');
   const end = useRef<HTMLDivElement>(null);
@@ -226,14 +325,18 @@ export function Conversation(props: { transcript: Transcript; retry?: (question:
     <div class="conversation">
       <Title transcript={transcript} rename={props.rename} />
       {transcript.items.map((item) => (
-        <Entry key={item.id} item={item} retry={again?.itemId === item.id ? retry : undefined} />
+        <Entry key={item.id} item={item} retry={again?.itemId === item.id ? retry : undefined} answer={props.answer} />
       ))}
       {busy(transcript) && transcript.draft && (
         <article class="agent draft" aria-busy="true">
           <div class="markdown" dangerouslySetInnerHTML={{ __html: renderMarkdown(transcript.draft) }} />
         </article>
       )}
-      {busy(transcript) && <p class="thinking">{transcript.draft ? 'Writing…' : 'Answering…'}</p>}
+      {awaitingMember(transcript) ? (
+        <p class="thinking">Waiting for your answer above.</p>
+      ) : (
+        busy(transcript) && <p class="thinking">{transcript.draft ? 'Writing…' : 'Answering…'}</p>
+      )}
       <div ref={end} />
       <div class="visually-hidden" aria-live="polite">
         {last?.kind === 'agent' ? `New answer: ${last.text.slice(0, 200)}` : ''}

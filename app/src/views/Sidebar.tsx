@@ -149,6 +149,12 @@ export function Sidebar(props: {
                 }}
               >
                 {listedTitle(s.title)}
+                {s.awaitingApproval && (
+                  <span class="badge waiting" title="Waiting for your approval">
+                    <span aria-hidden="true">●</span>
+                    <span class="visually-hidden"> (waiting for your approval)</span>
+                  </span>
+                )}
               </a>
               <button type="button" class="delete" aria-label={`Delete ${s.title}`} onClick={() => void remove(s)}>
                 ×

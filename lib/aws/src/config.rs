@@ -27,6 +27,8 @@ pub const INDEXER_QUEUE_ENV: &str = "INDEXER_QUEUE_URL";
 pub const INDEX_DIR_ENV: &str = "KNOWLEDGE_INDEX_DIR";
 /// Hours a session cookie lasts without a request.
 pub const SESSION_IDLE_ENV: &str = "SESSION_IDLE_HOURS";
+/// Hours a call that asks its member waits (`ApprovalHours`, 1 to 168; 24 when unset).
+pub const APPROVAL_HOURS_ENV: &str = "APPROVAL_HOURS";
 /// Days a sign-in lasts at most.
 pub const SESSION_MAX_ENV: &str = "SESSION_MAX_DAYS";
 /// Whether addresses admins name may be private ones: `false` unless set to `true`.
@@ -92,6 +94,8 @@ pub struct Env {
     /// From `KNOWLEDGE_ALLOW_PRIVATE_DESTINATIONS`: public destinations only unless it is
     /// `true`.
     pub egress: Egress,
+    /// How long a call that asks its member waits, from `APPROVAL_HOURS`.
+    pub approval_wait: std::time::Duration,
 }
 
 /// The variable `name`, unless unset or empty.
@@ -113,6 +117,7 @@ impl Env {
             index_root: optional(INDEX_DIR_ENV).map(Into::into),
             lifetime: lifetime_from_env()?,
             egress: egress_from_env()?,
+            approval_wait: approval_wait_from_env()?,
         })
     }
 }
@@ -124,6 +129,22 @@ fn egress_from_env() -> Result<Egress, ConfigError> {
         Some(v) => Egress::parse(&v)
             .ok_or_else(|| ConfigError::Invalid(ALLOW_PRIVATE_ENV, "true or false".into())),
     }
+}
+
+/// How long a call that asks its member waits: `APPROVAL_HOURS`, 1 to 168.
+fn approval_wait_from_env() -> Result<std::time::Duration, ConfigError> {
+    use knowledge_core::domain::{APPROVAL_HOURS, APPROVAL_HOURS_MAX};
+    let hours = match optional(APPROVAL_HOURS_ENV) {
+        None => APPROVAL_HOURS,
+        Some(v) => v
+            .parse()
+            .ok()
+            .filter(|h| (1..=APPROVAL_HOURS_MAX).contains(h))
+            .ok_or_else(|| {
+                ConfigError::Invalid(APPROVAL_HOURS_ENV, format!("1 to {APPROVAL_HOURS_MAX}"))
+            })?,
+    };
+    Ok(std::time::Duration::from_secs(3600 * u64::from(hours)))
 }
 
 /// The session lifetime the template sets (`SessionIdleHours`, `SessionMaxDays`).

@@ -47,6 +47,7 @@ pub async fn settings(
     let mut settings = Settings::new(origin);
     settings.lifetime = env.lifetime;
     settings.egress = env.egress;
+    settings.approval_wait = env.approval_wait;
     // Lambda buffers a response whole and refuses one over 6 MB: an export stays under it.
     settings.buffered_export_max = Some(EXPORT_MAX_BYTES);
     let secrets = aws_sdk_secretsmanager::Client::new(shared);

@@ -1,6 +1,7 @@
 //! The sweep function: on every scheduled event (EventBridge Scheduler, every minute), finds
 //! the runs whose execution died through the table's index of claims by lease, and revives each
-//! with a new execution, or ends its turn as failed when it keeps dying
+//! with a new execution, or ends its turn as failed when it keeps dying; and expires the calls
+//! of turns paused for a member who did not answer in time
 //! ([`Service::sweep`]).
 
 use knowledge_core::error::Chain;
@@ -22,10 +23,14 @@ impl SweepFunction {
     }
 
     /// Sweeps once, whatever the event holds (the schedule's own). Answers what it did,
-    /// `{"revived": n, "failed": m}`. Errors: the index could not be read.
+    /// `{"revived": n, "failed": m, "expired": k}`. Errors: the index could not be read.
     pub async fn handle(&self, _event: LambdaEvent<Value>) -> Result<Value, Diagnostic> {
         match self.service.sweep().await {
-            Ok(swept) => Ok(json!({ "revived": swept.revived, "failed": swept.failed })),
+            Ok(swept) => Ok(json!({
+                "revived": swept.revived,
+                "failed": swept.failed,
+                "expired": swept.expired,
+            })),
             Err(e) => {
                 tracing::error!(error = %Chain(&e), "the sweep failed");
                 Err(Diagnostic {

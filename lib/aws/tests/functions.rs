@@ -9,6 +9,8 @@
 
 #[path = "functions/admin.rs"]
 mod admin;
+#[path = "functions/approvals.rs"]
+mod approvals;
 #[path = "functions/auth.rs"]
 mod auth;
 #[path = "functions/documents.rs"]

@@ -145,6 +145,9 @@ pub(crate) struct SessionFlags {
     /// Days a sign-in lasts at most, however active (1 to 90).
     #[arg(long, env = "KNOWLEDGE_SESSION_MAX_DAYS", default_value_t = 7)]
     pub(crate) session_max_days: u64,
+    /// Hours a tool call that asks its member waits for an answer before it expires (1 to 168).
+    #[arg(long, env = "KNOWLEDGE_APPROVAL_HOURS", default_value_t = 24, value_parser = clap::value_parser!(u32).range(1..=168))]
+    pub(crate) approval_hours: u32,
 }
 
 impl SessionFlags {

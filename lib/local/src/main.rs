@@ -109,6 +109,9 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 limits: limits.into(),
                 docs,
                 lifetime: session.lifetime()?,
+                approval_wait: std::time::Duration::from_secs(
+                    3600 * u64::from(session.approval_hours),
+                ),
                 app_files: app_dir.map_or(Files::Embedded, Files::Folder),
                 egress: Egress::new(allow_private_destinations),
                 sweep_every,
@@ -251,6 +254,8 @@ struct ServeOptions {
     limits: ServerLimits,
     docs: Option<PathBuf>,
     lifetime: Lifetime,
+    /// How long a call that asks its member waits.
+    approval_wait: std::time::Duration,
     app_files: Files,
     egress: Egress,
     sweep_every: std::time::Duration,
@@ -268,6 +273,7 @@ async fn serve(
         limits,
         docs,
         lifetime,
+        approval_wait,
         app_files,
         egress,
         sweep_every,
@@ -308,6 +314,7 @@ async fn serve(
         )?))),
         egress,
         lifetime,
+        approval_wait,
         app_files,
         documents: Some(knowledge_local::documents::parts(data_dir, documents)),
         clock: match fault::clock_offset_ms() {

@@ -125,6 +125,7 @@ impl Deployment {
             index_root: Some(index_root.path().to_owned()),
             lifetime: Default::default(),
             egress: Default::default(),
+            approval_wait: std::time::Duration::from_secs(24 * 3600),
         };
         let counter = RequestCounter::default();
         let client = aws_sdk_dynamodb::Client::from_conf(

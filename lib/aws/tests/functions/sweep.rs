@@ -37,7 +37,7 @@ impl Deployment {
 
     /// The sweep function fed its sample event; returns its answer and the DynamoDB requests
     /// it made, checked against its policies.
-    async fn sweep(&self) -> (Value, BTreeMap<String, u64>) {
+    pub(crate) async fn sweep(&self) -> (Value, BTreeMap<String, u64>) {
         let sweep = self.cold_start(functions::SWEEP).await.sweep();
         let payload = serde_json::from_str(&repo_file("events/sweep.json")).unwrap();
         self.counter.take();
@@ -98,7 +98,7 @@ async fn sweep_event_revives_a_run_whose_execution_was_stopped_and_its_turn_is_a
         .unwrap();
 
     let (answer, made) = d.sweep().await;
-    assert_eq!(answer, json!({ "revived": 1, "failed": 0 }));
+    assert_eq!(answer, json!({ "revived": 1, "failed": 0, "expired": 0 }));
     // The index, one query per shard; the session read again and committed alone.
     let shards = u64::from(knowledge_dynamo::keys::STALE_SHARDS);
     assert_eq!(
@@ -112,7 +112,10 @@ async fn sweep_event_revives_a_run_whose_execution_was_stopped_and_its_turn_is_a
         d.executions().await
     );
     // A sweep a moment later finds nothing: the new execution's lease runs.
-    assert_eq!(d.sweep().await.0, json!({ "revived": 0, "failed": 0 }));
+    assert_eq!(
+        d.sweep().await.0,
+        json!({ "revived": 0, "failed": 0, "expired": 0 })
+    );
 
     let kinds = d.answered_in(&key, &run, &successor).await;
     assert_eq!(
@@ -135,7 +138,7 @@ async fn sweep_event_ends_a_turn_that_keeps_killing_its_executions_as_failed() {
     let d = Deployment::new().await;
     let (key, run) = d.dead_run(MAX_REVIVALS).await;
     let (answer, made) = d.sweep().await;
-    assert_eq!(answer, json!({ "revived": 0, "failed": 1 }));
+    assert_eq!(answer, json!({ "revived": 0, "failed": 1, "expired": 0 }));
     // The error and the turn's end with the session, in one transaction.
     let shards = u64::from(knowledge_dynamo::keys::STALE_SHARDS);
     let expected = requests(&[("Query", shards), ("GetItem", 1), ("TransactWriteItems", 1)]);
