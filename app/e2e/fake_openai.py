@@ -5,7 +5,7 @@ health check, `POST /v1/chat/completions`) and answers "Answer to: <the last que
 
 Made with `hold=False` it answers at once, and calls tools the way a model does: asked to
 "Greet <name>" while a tool named `<integration>_greet` is offered, it calls that tool with the
-name; asked to "Remember <note>" while `memory_save` is offered, it saves the note; given the
+name; asked to "Note <text>" while `<integration>_create_note` is offered, it writes that note; asked to "Remember <note>" while `memory_save` is offered, it saves the note; given the
 tool's result, it answers "The tool said: <result>". The system prompt of each request is kept
 in `systems`.
 
@@ -28,7 +28,12 @@ def tool_step(request: dict, last_question: str):
         return {"role": "assistant", "content": f"The tool said: {messages[-1]['content']}"}
     offered = [t["function"]["name"] for t in request.get("tools", [])]
     greet = next((name for name in offered if name.endswith("_greet")), None)
+    note = next((name for name in offered if name.endswith("_create_note")), None)
     words = last_question.split()
+    if note and len(words) >= 2 and words[0].lower() == "note":
+        call = {"id": "call_n", "type": "function",
+                "function": {"name": note, "arguments": json.dumps({"text": last_question.split(" ", 1)[1]})}}
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
     if "memory_save" in offered and len(words) >= 2 and words[0].lower() == "remember":
         note = last_question.split(" ", 1)[1]
         call = {"id": "call_m", "type": "function",

@@ -85,6 +85,8 @@ def test_an_admin_adds_a_server_by_url_a_member_connects_in_the_app_and_asks_thr
     expect(page.get_by_text("wiki is not connected")).to_have_count(0)
     page.get_by_label("Message").fill("Greet Ann please")
     page.get_by_role("button", name="Send").click()
+    # The example's tool says nothing of what it does, so it asks the member first.
+    page.get_by_role("group", name="The assistant asks to greet in wiki").get_by_role("button", name="Approve").click(timeout=20_000)
     expect(page.get_by_text(re.compile(r"^The tool said: .*Hello, Ann!"))).to_be_visible(timeout=20_000)
 
     # Disconnecting, after confirmation, ends the connection.
