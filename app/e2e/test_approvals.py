@@ -66,3 +66,22 @@ def test_a_write_asks_approve_runs_it_once_decline_tells_the_agent_and_always_al
     ask(page, "Note pay rent")
     expect(page.get_by_text(re.compile(r"^The tool said: .*note-3"))).to_be_visible(timeout=20_000)
     expect(asked(page)).to_have_count(0)
+
+
+def test_a_member_takes_back_always_allow_on_the_connections_page(noting, page):
+    page.goto(noting.first_link())
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    ask(page, "Note first")
+    asked(page).get_by_role("button", name="Always allow").click()
+    expect(page.get_by_text(re.compile(r"^The tool said: .*note-1"))).to_be_visible(timeout=20_000)
+
+    page.get_by_role("link", name="Connections").click()
+    allowed = page.get_by_role("region", name="Tools you always allow")
+    expect(allowed.get_by_role("listitem")).to_have_text(re.compile(r"kb_create_note \(kb\)"))
+    allowed.get_by_role("button", name="Ask again: kb_create_note").click()
+    expect(allowed.get_by_role("status")).to_have_text("kb_create_note asks you again.")
+    expect(allowed.get_by_text("None: the assistant asks you each time.")).to_be_visible()
+
+    page.goto(noting.base)
+    ask(page, "Note second")
+    expect(asked(page)).to_be_visible(timeout=20_000)

@@ -50,6 +50,28 @@ export type Integration = Narrow<
   }
 >;
 
+/** What happens when the agent asks for a tool: it runs, it asks the member, or it is never
+ *  offered. */
+export type ToolPolicy = 'allow' | 'ask' | 'block';
+
+/** What a tool's server says of it (MCP's annotations), as far as it says. */
+export interface ToolHints {
+  readOnly?: boolean;
+  destructive?: boolean;
+  idempotent?: boolean;
+  openWorld?: boolean;
+}
+
+/** A tool as an admin checks it: its hints, the default they give, the admin's rule and the
+ *  policy that holds. */
+export type AdminTool = Omit<Schemas['ToolView'], 'hints' | 'defaultPolicy' | 'policy' | 'rule'> & {
+  /** The document types it as an object of any fields: these are the ones it has. */
+  hints: ToolHints;
+  defaultPolicy: 'allow' | 'ask';
+  policy: ToolPolicy;
+  rule?: Narrow<Schemas['ToolRuleView'], { policy: ToolPolicy }> | null;
+};
+
 /** The organisation's limits, and each member's allowance unless set for the member; absent or
  *  null: unlimited. */
 export type Limits = Schemas['LimitsRequest'];
@@ -181,7 +203,13 @@ export const admin = {
   connectOrganisation: (name: string) => call<Schemas['ConnectStarted']>('POST', `${integration(name)}/connect`),
   disconnectOrganisation: (name: string) => call<Schemas['Done']>('DELETE', `${integration(name)}/connection`),
   disconnect: (name: string) => call<Schemas['Done']>('DELETE', integration(name)),
-  test: (name: string) => call<Schemas['ToolList']>('POST', `${integration(name)}/test`),
+  test: (name: string) => call<{ tools: AdminTool[] }>('POST', `${integration(name)}/test`),
+  setToolRule: (name: string, tool: string, policy: ToolPolicy, memberMayAlwaysAllow: boolean) =>
+    call<Schemas['ToolRuleView']>('PUT', `${integration(name)}/tools/${encodeURIComponent(tool)}`, {
+      policy,
+      memberMayAlwaysAllow,
+    } satisfies Schemas['ToolRuleRequest']),
+  clearToolRule: (name: string, tool: string) => call<Schemas['Done']>('DELETE', `${integration(name)}/tools/${encodeURIComponent(tool)}`),
   storeCredential: (name: string, userId: string, token: string) =>
     call<Schemas['Done']>(
       'PUT',

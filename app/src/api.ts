@@ -138,6 +138,9 @@ export const api = {
   connect: (name: string) =>
     call<Schemas['ConnectStarted']>('POST', `/api/integrations/${encodeURIComponent(name)}/connect`),
   disconnect: (name: string) => call<Schemas['Done']>('DELETE', `/api/integrations/${encodeURIComponent(name)}/connection`),
+  allowedTools: () => call<Schemas['AllowedToolList']>('GET', '/api/integrations/allowed-tools'),
+  forgetAllowedTool: (integration: string, tool: string) =>
+    call<Schemas['Done']>('DELETE', `/api/integrations/${encodeURIComponent(integration)}/allowed-tools/${encodeURIComponent(tool)}`),
   memory: () => call<MemoryPage>('GET', '/api/memory'),
   switchMemory: (enabled: boolean) => call<MemoryPage>('PUT', '/api/memory', { enabled } satisfies Schemas['MemorySwitch']),
   forgetNote: (id: string) => call<Schemas['Forgotten']>('DELETE', `/api/memory/notes/${encodeURIComponent(id)}`),

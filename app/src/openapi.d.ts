@@ -22,6 +22,17 @@ export interface components {
              */
             orgs: components["schemas"]["OrgView"][];
         };
+        /** @description The tools the member always allows, by integration and name. */
+        AllowedToolList: {
+            tools: components["schemas"]["AllowedToolView"][];
+        };
+        /** @description A tool the member always allows. */
+        AllowedToolView: {
+            /** @description The integration whose tool it is. */
+            integration: string;
+            /** @description The tool, as the agent is offered it (`<integration>_<tool>`). */
+            tool: string;
+        };
         /** @description The call's state after the answer. */
         Answered: {
             /** @description Always `true`. */

@@ -68,3 +68,6 @@ export type Approval = Narrow<Schemas['ApprovalView'], { state: ApprovalState }>
 
 /** The member's answer to a call: `always` approves and always allows the tool for them. */
 export type Decision = 'approve' | 'decline' | 'always';
+
+/** A tool the member chose to always allow, by its integration. */
+export type AllowedTool = Schemas['AllowedToolView'];

@@ -1,13 +1,15 @@
 // The member's connections to the organisation's OAuth integrations (/connections): whether
 // each is connected, as whose account, since when, and whether it needs connecting again.
 // Connect and Reconnect send the browser to the integration's own sign-in page, which sends it
-// back here; Disconnect (confirmed) deletes the tokens and revokes them at the server.
+// back here; Disconnect (confirmed) deletes the tokens and revokes them at the server. Below,
+// the tools the member always allows, each to take back.
 import { useEffect, useState } from 'preact/hooks';
 
 import { api } from '../api';
 import { hostOf } from '../url';
 import type { Connection } from '../wire';
 import { NoticeLine, type Notice, useNotice } from './admin/common';
+import { AllowedTools } from './AllowedTools';
 
 /** Why a connection needs connecting again, in words. */
 export const REASONS: Record<string, string> = {
@@ -103,6 +105,7 @@ export function Connections() {
         </table>
       )}
       {list === null && !notice && <p class="hint">Loading…</p>}
+      <AllowedTools />
     </section>
   );
 }

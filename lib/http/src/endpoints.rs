@@ -8,7 +8,8 @@ use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
 use crate::{
-    AuthGuard, SessionApi, admin, auth, connections, documents, memory, routes, sso, titles, usage,
+    AuthGuard, SessionApi, admin, allowed, auth, connections, documents, memory, routes, sso,
+    titles, usage,
 };
 
 type Route = fn() -> UtoipaMethodRouter<SessionApi>;
@@ -119,6 +120,8 @@ pub const CONNECTIONS: Routes = Routes {
         (|| routes!(connections::list), AuthGuard::Member),
         (|| routes!(connections::connect), AuthGuard::Member),
         (|| routes!(connections::disconnect), AuthGuard::Member),
+        (|| routes!(allowed::list), AuthGuard::Member),
+        (|| routes!(allowed::forget), AuthGuard::Member),
     ])
 };
 /// Where authorization servers send the browser back, and fetch the service's client

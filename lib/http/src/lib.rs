@@ -5,6 +5,7 @@
 //! routers and the document are built from those declarations.
 
 pub mod admin;
+pub mod allowed;
 pub mod auth;
 pub mod connections;
 pub mod cookie;

@@ -1,12 +1,14 @@
 // Integrations (remote MCP servers): connect (an OAuth-protected one by its URL alone, showing
-// what discovery found and the redirect URI), test by listing the tools, see who holds a
+// what discovery found and the redirect URI), test by listing the tools (and set whether each
+// runs, asks the member or is blocked), see who holds a
 // per-user credential (never the credential) and store one, connect the organisation's own
 // account to an OAuth one, disconnect (confirmed).
 import { useEffect, useState } from 'preact/hooks';
 
-import { type AdminMember, type Integration, admin, memberName } from '../../admin';
+import { type AdminMember, type AdminTool, type Integration, admin, memberName } from '../../admin';
 import { hostOf } from '../../url';
 import { NoticeLine, type Notice, useNotice } from './common';
+import { ToolPolicies } from './ToolPolicies';
 
 function isOAuth(auth: Integration['auth']): boolean {
   return auth === 'oauth_member' || auth === 'oauth_organisation';
@@ -42,7 +44,7 @@ export function Integrations({ me }: { me: string }) {
   const [clientId, setClientId] = useState('');
   const [clientSecret, setClientSecret] = useState('');
   const [arrived] = useState(arrival);
-  const [tools, setTools] = useState<{ of: string; names: string[] } | null>(null);
+  const [tools, setTools] = useState<{ of: string; tools: AdminTool[] } | null>(null);
   const [holders, setHolders] = useState<{ of: string; members: AdminMember[] } | null>(null);
   const [credentialFor, setCredentialFor] = useState('');
   const [credentialUser, setCredentialUser] = useState(me);
@@ -66,7 +68,7 @@ export function Integrations({ me }: { me: string }) {
   const test = (i: Integration) =>
     run(async () => {
       const r = await admin.test(i.name);
-      setTools({ of: i.name, names: r.tools.map((t) => t.name) });
+      setTools({ of: i.name, tools: r.tools });
       return `${i.name} answered with ${r.tools.length} tool(s).`;
     });
   const showHolders = (i: Integration) =>
@@ -98,6 +100,8 @@ export function Integrations({ me }: { me: string }) {
     if (!confirm(`Disconnect ${i.name}? The agent stops using its tools.`)) return;
     void run(async () => {
       await admin.disconnect(i.name);
+      // Its tools and their rules went with it.
+      setTools((t) => (t?.of === i.name ? null : t));
       await reload();
       return `${i.name} is disconnected.`;
     });
@@ -168,16 +172,7 @@ export function Integrations({ me }: { me: string }) {
           </dl>
         </div>
       )}
-      {tools && (
-        <div>
-          <h3>Tools of {tools.of}</h3>
-          <ul>
-            {tools.names.map((t) => (
-              <li key={t}>{t}</li>
-            ))}
-          </ul>
-        </div>
-      )}
+      {tools && <ToolPolicies key={tools.of + tools.tools.length} integration={tools.of} tools={tools.tools} />}
       {holders && (
         <div>
           <h3>Members holding a credential for {holders.of}</h3>

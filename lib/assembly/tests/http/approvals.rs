@@ -370,3 +370,36 @@ async fn only_the_sessions_member_answers_and_only_a_call_that_asks() {
     }
     assert_eq!(api.all_events(&id).await, events, "nothing changed");
 }
+
+#[tokio::test]
+async fn a_member_lists_the_tools_they_always_allow_and_takes_one_back() {
+    let (api, _server) = rig(vec![vec![note("one")], vec![count()]], None).await;
+    let listed = api.get("/api/integrations/allowed-tools").await;
+    assert_eq!(listed.body, json!({ "tools": [] }));
+    let first = api.create("write a note").await;
+    api.settle().await;
+    let use_id = api.all_events(&first).await[1]["id"].clone();
+    assert_eq!(answer(&api, &first, &use_id, "always").await.status, 200);
+    api.settle().await;
+    let listed = api.get("/api/integrations/allowed-tools").await;
+    assert_eq!(
+        listed.body,
+        json!({ "tools": [{ "integration": "kb", "tool": "kb_create_note" }] })
+    );
+    // Another member's list is their own.
+    let other = api.new_user(&api.user.org).await;
+    let theirs = api.get_as(&other, "/api/integrations/allowed-tools").await;
+    assert_eq!(theirs.body, json!({ "tools": [] }));
+
+    let path = "/api/integrations/kb/allowed-tools/kb_create_note";
+    let taken = api.send_delete(path).await;
+    assert_eq!(taken.status, 200, "{}", taken.body);
+    assert_eq!(api.send_delete(path).await.status, 404);
+    let listed = api.get("/api/integrations/allowed-tools").await;
+    assert_eq!(listed.body, json!({ "tools": [] }));
+    // The next call asks again.
+    let second = api.create("write another").await;
+    api.settle().await;
+    let events = api.all_events(&second).await;
+    assert_eq!(events[1]["payload"]["approval"]["state"], "pending");
+}

@@ -8,13 +8,15 @@ use crate::domain::{
     ApprovalState, Decision, Event, EventBody, MemberDataKind, Session, allowed_tools,
 };
 use crate::error::CoreError;
-use crate::ids::{EventId, RunId, SessionId, SessionKey};
+use std::collections::BTreeSet;
+
+use crate::ids::{EventId, OrgId, RunId, SessionId, SessionKey, UserId};
 use crate::policy::limits::Action;
 use crate::ports::{EventsAfter, Reads, StoreError};
 
 use super::admission::{SignedIn, admit};
 use super::stop::live;
-use super::{MAX_COMMIT_ATTEMPTS, Service, new_run};
+use super::{MAX_COMMIT_ATTEMPTS, Principal, Service, new_run};
 
 /// A paused session's calls with new states: the session to commit, the `tool_use` events
 /// rewritten to match, and the run to start when no call is left pending.
@@ -132,6 +134,7 @@ impl Service {
                 .await
             {
                 Ok(()) => {
+                    crate::fault::point("approve", "answered").await;
                     if decision == Decision::Always
                         && let Some(integration) = &integration
                     {
@@ -154,33 +157,75 @@ impl Service {
     async fn always_allow(
         &self, key: &SessionKey, integration: &str, tool: &str,
     ) -> Result<(), CoreError> {
+        let add = |tools: &mut BTreeSet<String>| tools.insert(tool.to_owned());
+        self.change_allowed(&key.org, &key.user, integration, add)
+            .await
+            .map(drop)
+    }
+
+    /// The tools `p` always allows, as (integration, tool), by integration and tool.
+    /// Errors: the store's.
+    pub async fn allowed_tools(&self, p: &Principal) -> Result<Vec<(String, String)>, CoreError> {
+        let items = self.deps.store.list_member_data(&p.org, &p.user).await?;
+        Ok((items.into_iter())
+            .filter(|d| d.kind == MemberDataKind::AllowedTool)
+            .flat_map(|d| {
+                let tools = allowed_tools(Some(&d.value));
+                tools.into_iter().map(move |t| (d.name.clone(), t))
+            })
+            .collect())
+    }
+
+    /// Stops always allowing `tool` of `integration` for `p`: its next call asks again.
+    /// Errors: `NotFound` when `p` does not always allow it; the store's.
+    pub async fn forget_allowed_tool(
+        &self, p: &Principal, integration: &str, tool: &str,
+    ) -> Result<(), CoreError> {
+        let remove = |tools: &mut BTreeSet<String>| tools.remove(tool);
+        match self
+            .change_allowed(&p.org, &p.user, integration, remove)
+            .await?
+        {
+            true => Ok(()),
+            false => Err(CoreError::NotFound("allowed tool")),
+        }
+    }
+
+    /// Changes the tools of `integration` the member always allows with `change`, which says
+    /// whether it changed them; the item goes when none is left. Swapped from the value read,
+    /// so two changes at once both land. Returns whether anything changed.
+    async fn change_allowed(
+        &self, org: &OrgId, user: &UserId, integration: &str,
+        change: impl Fn(&mut BTreeSet<String>) -> bool,
+    ) -> Result<bool, CoreError> {
         let kind = MemberDataKind::AllowedTool;
         let store = &self.deps.store;
         for _ in 0..MAX_COMMIT_ATTEMPTS {
-            let previous = (store.get_member_data(&key.org, &key.user, kind, integration)).await?;
+            let previous = store.get_member_data(org, user, kind, integration).await?;
             let mut tools = allowed_tools(previous.as_deref());
-            if !tools.insert(tool.to_owned()) {
-                return Ok(());
+            if !change(&mut tools) {
+                return Ok(false);
             }
-            let next = serde_json::to_string(&tools).expect("names serialise");
+            let next = (!tools.is_empty())
+                .then(|| serde_json::to_string(&tools).expect("names serialise"));
             match store
                 .swap_member_data(
-                    &key.org,
-                    &key.user,
+                    org,
+                    user,
                     kind,
                     integration,
                     previous.as_deref(),
-                    Some(&next),
+                    next.as_deref(),
                 )
                 .await
             {
-                Ok(()) => return Ok(()),
+                Ok(()) => return Ok(true),
                 Err(StoreError::Conflict) => {}
                 Err(e) => return Err(e.into()),
             }
         }
         Err(CoreError::internal(
-            "always allowing a tool stayed contended",
+            "changing the allowed tools stayed contended",
         ))
     }
 

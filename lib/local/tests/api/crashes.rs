@@ -28,7 +28,7 @@ const ANSWERED: [&str; 5] = [
     "status_idle",
 ];
 
-async fn cookie(dir: &Path) -> String {
+pub(crate) async fn cookie(dir: &Path) -> String {
     admin(
         dir,
         &["cookie", "--org", "org_default", "--user", "usr_default"],
@@ -36,7 +36,7 @@ async fn cookie(dir: &Path) -> String {
     .await
 }
 
-async fn create(p: &Process, cookie: &str, text: &str) -> String {
+pub(crate) async fn create(p: &Process, cookie: &str, text: &str) -> String {
     let (status, body) = call(
         reqwest::Method::POST,
         &p.base,
@@ -124,7 +124,7 @@ async fn a_kill_at_any_step_of_a_turn_is_recovered_at_restart_with_the_log_whole
 
 /// The environment that makes `knowledge serve` ask the fake at `base` as an OpenAI-compatible
 /// provider.
-fn openai_at(base: &str) -> Vec<(&'static str, String)> {
+pub(crate) fn openai_at(base: &str) -> Vec<(&'static str, String)> {
     vec![
         ("KNOWLEDGE_AGENT", "openai".into()),
         ("KNOWLEDGE_MODEL", "test-model".into()),

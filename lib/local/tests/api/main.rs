@@ -5,6 +5,7 @@
 //! `KNOWLEDGE_TEST_STORE` picks the store (`sqlite`, the default, or `dynamodb` on the endpoint
 //! in `KNOWLEDGE_TEST_DYNAMODB_ENDPOINT`); `scripts/test` runs this binary on both.
 
+mod approvals_crash;
 mod binary;
 mod concurrency;
 mod connections;
