@@ -9,7 +9,15 @@ use knowledge_core::domain::{
 use knowledge_core::ports::SessionStore;
 use serde_json::{Value, json};
 
-use crate::support::{Deployment, requests};
+use knowledge_aws::Handler;
+use knowledge_core::domain::{
+    Actor, AuditAction, AuditEntry, IntegrationAuth, IntegrationConfig, ToolPolicy, ToolRule,
+};
+use knowledge_core::ids::{OrgId, RunId};
+use knowledge_core::ports::DirectoryStore;
+use knowledge_egress::Egress;
+
+use crate::support::{Deployment, ORG, follow_up, requests, sample_input, step, task};
 
 const APPROVE: &str = "/api/managed-agents/approve";
 
@@ -153,5 +161,127 @@ async fn the_sweep_expires_a_call_left_unanswered_and_resumes_its_turn() {
             ("GetItem", 1),
             ("TransactWriteItems", 1)
         ])
+    );
+}
+
+/// Connects the reference MCP server as `kb`, its search tool set to ask the member (the
+/// built-in agent the Task functions run calls every search tool).
+async fn connect_asking(d: &Deployment, url: &str) {
+    let org = OrgId::parse(ORG).unwrap();
+    let now = SystemClock.now();
+    let integration = IntegrationConfig {
+        name: "kb".into(),
+        url: url.into(),
+        auth: IntegrationAuth::None,
+        created_at: now,
+        oauth: None,
+        org_grant_sealed: None,
+        tool_rules: Default::default(),
+    };
+    let audit = |action| AuditEntry::new(&org, now, Actor::Admin, action, "kb");
+    let store = &d.store;
+    (store.put_integration(
+        &org,
+        &integration,
+        &audit(AuditAction::IntegrationConnected),
+    ))
+    .await
+    .unwrap();
+    let rule = ToolRule {
+        policy: ToolPolicy::Ask,
+        member_may_always_allow: true,
+    };
+    let changed = audit(AuditAction::ToolPolicyChanged);
+    (store.set_tool_rule(&org, "kb", "kb_search", Some(rule), &changed))
+        .await
+        .unwrap();
+}
+
+/// `h`'s sample event for the run `run`'s first execution, started now, where the last
+/// step's output `at` left the turn; its output and DynamoDB requests.
+async fn step_of(
+    d: &Deployment, h: Handler, run: &RunId, at: &Value,
+) -> (Value, std::collections::BTreeMap<String, u64>) {
+    let mut payload = sample_input(h);
+    payload["runId"] = json!(run.as_str());
+    if payload.get("turn").is_some() {
+        payload["turn"] = at["turn"].clone();
+    }
+    payload["execution"]["name"] = json!(run.as_str());
+    payload["execution"]["id"] = json!(format!("arn:aws:states:us-east-1:1:express:agent:{run}:1"));
+    payload["execution"]["startedAt"] = json!(SystemClock.now().to_iso8601());
+    d.counter.take_item_actions();
+    d.counter.take();
+    let output = task(d, h, payload).await.unwrap();
+    (output, d.take_checked(crate::support::row(h).name))
+}
+
+#[tokio::test]
+async fn a_turn_pauses_in_call_agent_and_resumes_through_the_task_functions_once_approved() {
+    knowledge_test_support::skip_without_dynamodb!();
+    let server = knowledge_mcp::test_server::start(&[]).await;
+    let mut d = Deployment::new().await;
+    d.env.egress = Egress::ANYWHERE;
+    connect_asking(&d, &server.url).await;
+    let turn = follow_up(&d).await;
+    step(&d, Handler::LoadTurn, &turn).await;
+    let (paused, made) = step(&d, Handler::CallAgent, &turn).await;
+    assert_eq!(paused["next"], "done", "{paused}");
+    // As an answering step (the session; one batch; the integrations and the history; one
+    // transaction), and the member's always-allowed tools of the integration.
+    assert_eq!(
+        made,
+        requests(&[
+            ("GetItem", 2),
+            ("BatchGetItem", 1),
+            ("Query", 2),
+            ("TransactWriteItems", 1)
+        ])
+    );
+    let s = d.store.get_session(&d.key).await.unwrap().unwrap();
+    assert!(s.awaits_member() && s.run_id.is_none(), "{s:?}");
+    let call = s.turn.as_ref().unwrap().approvals[0].seq;
+
+    let tool_use = format!("evt_{call:012}");
+    let (status, answer, _) = (d.send(
+        functions::APPROVE,
+        "POST",
+        APPROVE,
+        body(&d, &tool_use, "approve"),
+    ))
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let run = d
+        .store
+        .get_session(&d.key)
+        .await
+        .unwrap()
+        .unwrap()
+        .run_id
+        .unwrap();
+    let (loaded, _) = step_of(&d, Handler::LoadTurn, &run, &Value::Null).await;
+    assert_eq!(loaded["next"], "tool", "{loaded}");
+    let (ran, made) = step_of(&d, Handler::RunTool, &run, &loaded).await;
+    assert_eq!(ran["next"], "agent", "{ran}");
+    // A tool step's requests (the session, the call's event, the integrations, the result's
+    // transaction), and the mark put before the call.
+    assert_eq!(
+        made,
+        requests(&[
+            ("GetItem", 1),
+            ("Query", 2),
+            ("PutItem", 1),
+            ("TransactWriteItems", 1)
+        ])
+    );
+    let (answered, _) = step_of(&d, Handler::CallAgent, &run, &ran).await;
+    assert_eq!(answered["next"], "finish", "{answered}");
+    let events = d.store.list_events(&d.key, call - 1, 10).await.unwrap();
+    let EventBody::ToolResult { approval, tool, .. } = &events[1].body else {
+        panic!("{events:?}")
+    };
+    assert_eq!(
+        (tool.as_str(), *approval),
+        ("kb_search", Some(ApprovalState::Approved))
     );
 }
