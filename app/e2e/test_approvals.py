@@ -85,3 +85,23 @@ def test_a_member_takes_back_always_allow_on_the_connections_page(noting, page):
     page.goto(noting.base)
     ask(page, "Note second")
     expect(asked(page)).to_be_visible(timeout=20_000)
+
+
+def test_an_accessibility_scan_of_a_call_waiting_for_the_member_finds_nothing_serious(noting, browser):
+    from test_app import axe_violations
+
+    # The scanner is injected as an inline script, which the page's policy rightly refuses:
+    # this context alone sets the policy aside.
+    context = browser.new_context(bypass_csp=True)
+    page = context.new_page()
+    page.goto(noting.first_link())
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    ask(page, "Note buy milk")
+    expect(asked(page)).to_be_visible(timeout=20_000)
+    assert axe_violations(page) == []
+    # Keyboard: the answers are buttons in reading order, reached by Tab.
+    approve = asked(page).get_by_role("button", name="Approve")
+    approve.focus()
+    page.keyboard.press("Tab")
+    expect(asked(page).get_by_role("button", name="Decline")).to_be_focused()
+    context.close()

@@ -7,7 +7,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiFailure, api, explain } from '../api';
 import { rateLimitWords } from '../limits';
 import { nextDelay } from '../polling';
-import { answered, applyPage, busy, empty, type Transcript } from '../transcript';
+import { answered, applyPage, awaitingMember, busy, empty, type Transcript } from '../transcript';
 import type { ApprovalState, Connection, Decision } from '../wire';
 import { Conversation } from './Conversation';
 
@@ -83,6 +83,9 @@ export function Chat(props: {
   // Told when a turn ends (the sidebar reads its list again only if its last read failed).
   const settled = useRef(props.onSettled);
   settled.current = props.onSettled;
+  // Told when the turn starts waiting for the member: the sidebar marks the conversation.
+  const changed = useRef(props.onChanged);
+  changed.current = props.onChanged;
 
   // The poller: one transcript request at a time, scheduled after each answer.
   useEffect(() => {
@@ -100,7 +103,9 @@ export function Chat(props: {
     const schedule = () => {
       if (stopped) return;
       const now = Date.now();
-      const isBusy = busy(s.t);
+      // A turn waiting for the member has no run to watch: polled as an idle one (their own
+      // answer polls at once; another device's shows within the idle interval).
+      const isBusy = busy(s.t) && !awaitingMember(s.t);
       if (!isBusy) s.busySince = 0;
       else if (s.busySince === 0) s.busySince = now;
       const delay = nextDelay({
@@ -124,9 +129,11 @@ export function Chat(props: {
         const page = await api.transcript(sessionId, s.t.cursor);
         if (stopped) return;
         const wasBusy = busy(s.t);
+        const wasWaiting = awaitingMember(s.t);
         s.t = applyPage(s.t, page);
         setView({ of: sessionId, t: s.t });
         if (wasBusy && !busy(s.t)) settled.current();
+        if (!wasWaiting && awaitingMember(s.t)) changed.current();
         s.failures = 0;
         setProblem(null);
       } catch (e) {

@@ -4,6 +4,7 @@
 //! test of the crate that invokes it.
 
 pub mod admin;
+pub mod approvals;
 pub mod batch;
 pub mod caps;
 pub mod directory;
@@ -243,6 +244,9 @@ macro_rules! conformance {
                 a_commit_of_the_record_alone_lands_once_at_its_version_and_never_revives_a_deleted_session,
                 sessions_list_newest_first_within_one_user_and_organisation,
                 runs_are_found_by_when_they_go_stale_and_leave_the_index_when_they_end;
+            approvals:
+                an_answer_rewrites_the_calls_event_with_the_session_at_its_version_only,
+                a_session_waiting_for_its_member_is_marked_in_the_list_and_swept_at_its_expiry;
             drafts:
                 a_draft_is_read_with_its_session_replaced_by_the_next_and_removed_by_a_commit,
                 a_draft_for_another_run_or_a_session_being_deleted_is_refused_and_read_by_no_one_else,

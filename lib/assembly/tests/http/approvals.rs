@@ -20,8 +20,9 @@ use crate::support::{Api, Setup, admin, kinds};
 const APPROVE: &str = "/api/managed-agents/approve";
 const SESSIONS: &str = "/api/managed-agents/sessions";
 
-/// An agent that asks for each group of calls in one step, in order, then answers.
-struct Steps(Vec<Vec<ToolCall>>);
+/// An agent that asks for each group of calls in one step, in order, then answers; each reply
+/// costs `.1` micro-dollars.
+struct Steps(Vec<Vec<ToolCall>>, u64);
 
 #[async_trait]
 impl Agent for Steps {
@@ -50,7 +51,7 @@ impl Agent for Steps {
             action,
             model: "test-model".to_owned(),
             usage: TokenUsage::default(),
-            cost_micros: 0,
+            cost_micros: self.1,
         })
     }
 }
@@ -66,10 +67,17 @@ fn count() -> ToolCall {
 /// A service whose organisation connected the reference server as `kb`, its agent asking
 /// for `steps`; calls wait `wait` for their member when given.
 async fn rig(steps: Vec<Vec<ToolCall>>, wait: Option<Duration>) -> (Api, Server) {
+    rig_priced(steps, wait, 0).await
+}
+
+/// [`rig`] with each of the agent's replies costing `micros`.
+async fn rig_priced(
+    steps: Vec<Vec<ToolCall>>, wait: Option<Duration>, micros: u64,
+) -> (Api, Server) {
     let server = start(&[]).await;
     let api = Api::start_setup(Setup {
         approval_wait: wait,
-        ..Setup::new(Arc::new(Steps(steps)))
+        ..Setup::new(Arc::new(Steps(steps, micros)))
     })
     .await;
     (api.admin())
@@ -402,4 +410,37 @@ async fn a_member_lists_the_tools_they_always_allow_and_takes_one_back() {
     api.settle().await;
     let events = api.all_events(&second).await;
     assert_eq!(events[1]["payload"]["approval"]["state"], "pending");
+}
+
+#[tokio::test]
+async fn the_members_allowance_holds_for_the_resumed_turn() {
+    // The step that asked cost $0.002, over the member's $0.001 allowance: once approved, the
+    // call runs (it was asked for within the allowance) and the agent is not asked again.
+    let steps = vec![vec![note("hello")], vec![count()]];
+    let (api, _server) = rig_priced(steps, None, 2_000).await;
+    let limits = json!({ "memberCapUsd": 0.001 });
+    let set = admin(&api, reqwest::Method::PUT, "/usage/limits", Some(limits)).await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    let id = api.create("write a note").await;
+    api.settle().await;
+    let use_id = api.all_events(&id).await[1]["id"].clone();
+    assert_eq!(answer(&api, &id, &use_id, "approve").await.status, 200);
+    api.settle().await;
+    let events = api.all_events(&id).await;
+    assert_eq!(
+        kinds(&events),
+        [
+            "user_message",
+            "tool_use",
+            "tool_result",
+            "error",
+            "status_idle"
+        ]
+    );
+    assert_eq!(events[3]["payload"]["code"], "member_cap_reached");
+    let usage = api.admin().usage(&api.user.org).await.unwrap();
+    assert_eq!(
+        usage.cost_micros, 2_000,
+        "one provider call, before the pause"
+    );
 }

@@ -135,13 +135,14 @@ impl Service {
             {
                 Ok(()) => {
                     crate::fault::point("approve", "answered").await;
+                    // The run first: the answer stands whatever follows.
+                    if let Some((run, execution)) = &answering.started {
+                        self.deps.workflow.start(&key, run, execution).await?;
+                    }
                     if decision == Decision::Always
                         && let Some(integration) = &integration
                     {
                         self.always_allow(&key, integration, &tool).await?;
-                    }
-                    if let Some((run, execution)) = &answering.started {
-                        self.deps.workflow.start(&key, run, execution).await?;
                     }
                     return Ok(state);
                 }
