@@ -84,6 +84,26 @@ pub async fn start(args: &[&str]) -> Server {
 }
 
 impl Server {
+    /// How many notes the server's `create_note` wrote, asked through a client of its own.
+    pub async fn notes_created(&self) -> u64 {
+        let http = crate::McpHttp::new(knowledge_egress::Egress::ANYWHERE).unwrap();
+        let client = McpIntegration::new(
+            "probe",
+            &self.url,
+            Credential::None,
+            Timeouts::default(),
+            http,
+        );
+        let notes = (client.call(
+            "probe_notes",
+            &json!({}),
+            std::pin::pin!(std::future::pending()),
+        ))
+        .await
+        .expect("the notes tool answers");
+        notes["created"].as_u64().expect("a count of notes")
+    }
+
     /// Polls (bounded) the server's `cancellations` counts, `{"started", "cancelled"}` of its
     /// `slow` tool, through a client of its own, until `done` holds of them.
     pub async fn wait_for_counts(&self, done: impl Fn(&Value) -> bool) {

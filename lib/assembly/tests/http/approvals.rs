@@ -444,3 +444,36 @@ async fn the_members_allowance_holds_for_the_resumed_turn() {
         "one provider call, before the pause"
     );
 }
+
+#[tokio::test]
+async fn an_approval_racing_a_cancel_has_one_outcome_and_the_call_runs_at_most_once() {
+    // Either order may win; each round checks the outcome it got.
+    for _ in 0..3 {
+        let (api, server) = rig(vec![vec![note("hello")], vec![count()]], None).await;
+        let id = api.create("write a note").await;
+        api.settle().await;
+        let use_id = api.all_events(&id).await[1]["id"].clone();
+        let (approved, cancelled) =
+            tokio::join!(answer(&api, &id, &use_id, "approve"), api.cancel(&id));
+        assert_eq!(cancelled.status, 200, "{}", cancelled.body);
+        api.settle().await;
+        let events = api.all_events(&id).await;
+        let ends: Vec<String> = (kinds(&events).into_iter())
+            .filter(|k| k == "status_idle" || k == "status_terminated")
+            .collect();
+        assert_eq!(ends.len(), 1, "one end of the turn: {:?}", kinds(&events));
+        let written = server.notes_created().await;
+        match approved.status {
+            // The cancel ended the turn first: nothing ran.
+            404 => {
+                assert_eq!(ends[0], "status_terminated");
+                assert_eq!(written, 0);
+            }
+            // The approval landed first: the cancel stopped the resumed run, or came after it.
+            200 => assert!(written <= 1, "{written}"),
+            other => panic!("{other}: {}", approved.body),
+        }
+        assert_eq!(run_id(&api, &id).await, Value::Null);
+        assert!(!awaits_member(&api, &id).await);
+    }
+}
