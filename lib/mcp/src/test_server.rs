@@ -84,16 +84,21 @@ pub async fn start(args: &[&str]) -> Server {
 }
 
 impl Server {
-    /// How many notes the server's `create_note` wrote, asked through a client of its own.
-    pub async fn notes_created(&self) -> u64 {
+    /// A client of the test's own, reaching the server as the integration `probe`.
+    fn probe(&self) -> McpIntegration {
         let http = crate::McpHttp::new(knowledge_egress::Egress::ANYWHERE).unwrap();
-        let client = McpIntegration::new(
+        McpIntegration::new(
             "probe",
             &self.url,
             Credential::None,
             Timeouts::default(),
             http,
-        );
+        )
+    }
+
+    /// How many notes the server's `create_note` wrote, asked through a client of its own.
+    pub async fn notes_created(&self) -> u64 {
+        let client = self.probe();
         let notes = (client.call(
             "probe_notes",
             &json!({}),
@@ -107,14 +112,7 @@ impl Server {
     /// Polls (bounded) the server's `cancellations` counts, `{"started", "cancelled"}` of its
     /// `slow` tool, through a client of its own, until `done` holds of them.
     pub async fn wait_for_counts(&self, done: impl Fn(&Value) -> bool) {
-        let http = crate::McpHttp::new(knowledge_egress::Egress::ANYWHERE).unwrap();
-        let client = McpIntegration::new(
-            "probe",
-            &self.url,
-            Credential::None,
-            Timeouts::default(),
-            http,
-        );
+        let client = self.probe();
         let deadline = Instant::now() + PATIENCE;
         loop {
             let counts = client

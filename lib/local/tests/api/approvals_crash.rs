@@ -82,8 +82,9 @@ fn notes_written(t: &Value) -> u64 {
     counted["payload"]["output"]["created"].as_u64().unwrap()
 }
 
-#[tokio::test]
-async fn a_kill_between_the_approval_and_the_call_runs_the_call_once_at_restart() {
+/// Runs a turn whose call asks, approves it, kills the service at `point` and starts it
+/// again on the same directory; returns the transcript once the resumed turn has ended.
+async fn killed_after_approval_at(point: &str) -> Value {
     let server = start(&[]).await;
     let fake = Fake::start().await;
     scripted(&fake);
@@ -91,50 +92,38 @@ async fn a_kill_between_the_approval_and_the_call_runs_the_call_once_at_restart(
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let dir = tempfile::tempdir().unwrap();
 
-    let (mut p, cookie, session, call_id) =
-        paused(dir.path(), &env, "approve.answered", &server.url).await;
+    let (mut p, cookie, session, call_id) = paused(dir.path(), &env, point, &server.url).await;
     approve(&p, &cookie, &session, &call_id);
-    // The answer is committed; the run it claimed was never started.
-    p.stopped_at("approve.answered").await;
+    p.stopped_at(point).await;
     p.kill().await;
 
     let p = Process::start_with(dir.path(), &[], &[], &env).await;
     assert!(p.printed.contains("resumed 1 run"), "{}", p.printed);
     wait_answered(&p.base, &cookie, &session).await;
     let t = transcript(&p, &cookie, &session).await;
+    p.kill().await;
+    t
+}
+
+#[tokio::test]
+async fn a_kill_between_the_approval_and_the_call_runs_the_call_once_at_restart() {
+    // The answer is committed; the run it claimed was never started.
+    let t = killed_after_approval_at("approve.answered").await;
     assert_eq!(
         t["events"][1]["payload"]["approval"]["state"], "approved",
         "{t}"
     );
     assert_eq!(t["events"][2]["payload"]["output"]["id"], "note-1", "{t}");
     assert_eq!(notes_written(&t), 1, "the server was called once");
-    p.kill().await;
 }
 
 #[tokio::test]
 async fn a_kill_after_the_call_was_marked_never_calls_it_again_and_says_so() {
-    let server = start(&[]).await;
-    let fake = Fake::start().await;
-    scripted(&fake);
-    let env = openai_at(&fake.base());
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let dir = tempfile::tempdir().unwrap();
-
-    let (mut p, cookie, session, call_id) =
-        paused(dir.path(), &env, "RunTool.marked", &server.url).await;
-    approve(&p, &cookie, &session, &call_id);
     // The call is marked as being made; whether it reached the server, a restart cannot know.
-    p.stopped_at("RunTool.marked").await;
-    p.kill().await;
-
-    let p = Process::start_with(dir.path(), &[], &[], &env).await;
-    assert!(p.printed.contains("resumed 1 run"), "{}", p.printed);
-    wait_answered(&p.base, &cookie, &session).await;
-    let t = transcript(&p, &cookie, &session).await;
+    let t = killed_after_approval_at("RunTool.marked").await;
     let result = &t["events"][2]["payload"];
     let said = result["output"]["error"].as_str().unwrap_or_default();
     assert!(said.contains("unknown"), "{t}");
     assert_eq!(result["approval"], "approved");
     assert_eq!(notes_written(&t), 0, "it was not called again");
-    p.kill().await;
 }
