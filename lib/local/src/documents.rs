@@ -13,7 +13,7 @@ use knowledge_core::domain::Format;
 use knowledge_core::error::Chain;
 use knowledge_core::ids::OrgId;
 use knowledge_ingest::Ingest;
-use knowledge_search::{PassageIndex, TantivyIndex};
+use knowledge_search::{Embedder, PassageIndex, TantivyIndex};
 
 use crate::{FolderOriginals, LocalError};
 
@@ -21,13 +21,18 @@ use crate::{FolderOriginals, LocalError};
 /// local service runs on also answers its requests.
 pub const WORKERS: usize = 2;
 
-/// Where the documents of the service over `data_dir` are kept, with `limits`.
-pub fn parts(data_dir: &Path, limits: DocumentLimits) -> DocumentParts {
+/// Where the documents of the service over `data_dir` are kept, with `limits`; searched by
+/// meaning as well as by words when `embedder` is given.
+pub fn parts(
+    data_dir: &Path, limits: DocumentLimits, embedder: Option<Arc<dyn Embedder>>,
+) -> DocumentParts {
+    let mut index = PassageIndex::on_disk(data_dir.join("index"));
+    if let Some(embedder) = embedder {
+        index = index.with_embedder(embedder);
+    }
     DocumentParts {
         originals: Arc::new(FolderOriginals::in_data_dir(data_dir)),
-        index: Arc::new(TantivyIndex::new(Arc::new(PassageIndex::on_disk(
-            data_dir.join("index"),
-        )))),
+        index: Arc::new(TantivyIndex::new(Arc::new(index))),
         limits,
     }
 }

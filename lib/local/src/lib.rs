@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod documents;
+pub mod model;
 pub mod originals;
 pub mod server;
 pub mod store;

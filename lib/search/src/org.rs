@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
 
 use tantivy::collector::{Count, TopDocs};
 use tantivy::directory::MmapDirectory;
@@ -15,8 +15,12 @@ use tantivy::schema::{
     Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
     Value as _,
 };
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
+use tantivy::{
+    DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term,
+    Warmer,
+};
 
+use crate::dense::{self, Vectors};
 use crate::{ANALYZER, Committed, DocumentKey, Hit, NewPassage, SearchError, analyzer, words};
 
 /// The memory a commit's writer may hold: tantivy's least.
@@ -26,6 +30,9 @@ const WRITER_BYTES: usize = 15_000_000;
 /// one in a long passage; doubling it (the first setting) ranked title matches over better
 /// passages, 0.621 against 0.660 nDCG@10 on SciFact (`docs/performance.md`).
 const HEADING_BOOST: f32 = 1.0;
+/// Passages each half of a hybrid search ranks before the two are fused: a passage only one
+/// half finds still reaches the answer from anywhere in that half's first hundred.
+const FUSION_DEPTH: usize = 100;
 
 #[derive(Clone, Copy)]
 struct Fields {
@@ -36,12 +43,24 @@ struct Fields {
     headings: Field,
     page: Field,
     text: Field,
+    /// The passage's vector, when a model made one (`dense::to_bytes`).
+    vector: Field,
+    /// The name of the model that made the vector: a query's vector is compared only with the
+    /// vectors of its own model.
+    model: Field,
 }
+
+/// A document to write: its key, its passages and, when a model made them, one vector per
+/// passage.
+pub(crate) type Written<'a> = (DocumentKey<'a>, &'a [NewPassage<'a>], &'a [Vec<f32>]);
+
+/// The query's vector and the name of the model that made it.
+pub(crate) type Meaning<'a> = (&'a str, Arc<[f32]>);
 
 /// One change of a commit: the passages a term names deleted, and a document's added.
 struct Change<'a> {
     delete: Term,
-    document: Option<(DocumentKey<'a>, &'a [NewPassage<'a>])>,
+    document: Option<Written<'a>>,
 }
 
 pub(crate) struct OrgIndex {
@@ -50,6 +69,8 @@ pub(crate) struct OrgIndex {
     index: Index,
     reader: IndexReader,
     fields: Fields,
+    /// Every live segment's vectors, kept by the reader's warmer (which holds it weakly).
+    vectors: Arc<Vectors>,
     /// The index's one writer (tantivy allows one), made at the first write and kept: making
     /// one per commit costs its threads and its arena every time.
     writer: Mutex<Option<IndexWriter>>,
@@ -72,6 +93,8 @@ impl OrgIndex {
             headings: schema.add_text_field("headings", text.clone()),
             page: schema.add_u64_field("page", STORED),
             text: schema.add_text_field("text", text),
+            vector: schema.add_bytes_field("vector", STORED),
+            model: schema.add_text_field("model", STRING),
         };
         let schema = schema.build();
         let index = match folder {
@@ -88,15 +111,19 @@ impl OrgIndex {
             None => Index::create_in_ram(schema),
         };
         index.tokenizers().register(ANALYZER, analyzer());
+        let vectors = Arc::new(Vectors::new(fields.vector));
+        let warmer: Weak<dyn Warmer> = Arc::downgrade(&vectors) as Weak<dyn Warmer>;
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
+            .warmers(vec![warmer])
             .try_into()?;
         Ok(Self {
             folder: folder.map(Path::to_owned),
             index,
             reader,
             fields,
+            vectors,
             writer: Mutex::new(None),
         })
     }
@@ -140,7 +167,7 @@ impl OrgIndex {
     /// commit of this process comes between the check and the write. Nothing left, nothing is
     /// committed. A failed write or commit drops the writer (tantivy rolls back what it held),
     /// so that the next write starts from what was last committed.
-    fn commit(&self, changes: &[Change<'_>]) -> Result<usize, SearchError> {
+    fn commit(&self, changes: &[Change<'_>], model: Option<&str>) -> Result<usize, SearchError> {
         let mut held = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let changes = self.not_older(changes)?;
         if changes.is_empty() {
@@ -151,7 +178,7 @@ impl OrgIndex {
             None => held.insert(self.index.writer_with_num_threads(1, WRITER_BYTES)?),
         };
         let written = self
-            .write(writer, &changes)
+            .write(writer, &changes, model)
             .and_then(|()| Ok(writer.commit()?));
         if let Err(error) = written {
             *held = None;
@@ -174,7 +201,7 @@ impl OrgIndex {
         let mut kept = Vec::with_capacity(changes.len());
         for change in changes {
             match change.document {
-                Some((key, _)) if self.holds_newer(&searcher, key)? => {}
+                Some((key, _, _)) if self.holds_newer(&searcher, key)? => {}
                 _ => kept.push(change),
             }
         }
@@ -199,11 +226,13 @@ impl OrgIndex {
         Ok(searcher.search(&query, &Count)? > 0)
     }
 
-    fn write(&self, writer: &mut IndexWriter, changes: &[&Change<'_>]) -> Result<(), SearchError> {
+    fn write(
+        &self, writer: &mut IndexWriter, changes: &[&Change<'_>], model: Option<&str>,
+    ) -> Result<(), SearchError> {
         let f = self.fields;
         for change in changes {
             writer.delete_term(change.delete.clone());
-            let Some((key, passages)) = change.document else {
+            let Some((key, passages, vectors)) = change.document else {
                 continue;
             };
             for (ordinal, passage) in passages.iter().enumerate() {
@@ -219,6 +248,10 @@ impl OrgIndex {
                     doc.add_u64(f.page, u64::from(page));
                 }
                 doc.add_text(f.text, passage.text);
+                if let (Some(model), Some(vector)) = (model, vectors.get(ordinal)) {
+                    doc.add_bytes(f.vector, &dense::to_bytes(vector));
+                    doc.add_text(f.model, model);
+                }
                 writer.add_document(doc)?;
             }
         }
@@ -226,54 +259,82 @@ impl OrgIndex {
     }
 
     /// Answers how many of `documents` were written (those whose index held no newer
-    /// generation).
+    /// generation). Their vectors, where they have them, are `model`'s.
     pub(crate) fn replace(
-        &self, documents: &[(DocumentKey<'_>, &[NewPassage<'_>])],
+        &self, documents: &[Written<'_>], model: Option<&str>,
     ) -> Result<usize, SearchError> {
         let changes: Vec<Change<'_>> = documents
             .iter()
-            .map(|&(key, passages)| Change {
+            .map(|&(key, passages, vectors)| Change {
                 delete: Term::from_field_text(self.fields.document, key.document),
-                document: Some((key, passages)),
+                document: Some((key, passages, vectors)),
             })
             .collect();
-        self.commit(&changes)
+        self.commit(&changes, model)
     }
 
     pub(crate) fn remove(&self, document: &str) -> Result<(), SearchError> {
-        self.commit(&[Change {
-            delete: Term::from_field_text(self.fields.document, document),
-            document: None,
-        }])
+        self.commit(
+            &[Change {
+                delete: Term::from_field_text(self.fields.document, document),
+                document: None,
+            }],
+            None,
+        )
         .map(drop)
     }
 
     pub(crate) fn remove_collection(&self, collection: &str) -> Result<(), SearchError> {
-        self.commit(&[Change {
-            delete: Term::from_field_text(self.fields.collection, collection),
-            document: None,
-        }])
+        self.commit(
+            &[Change {
+                delete: Term::from_field_text(self.fields.collection, collection),
+                document: None,
+            }],
+            None,
+        )
         .map(drop)
     }
 
+    /// The best passages for `query` within `collections`, at most `limit`: by BM25 alone, or,
+    /// given the query's `meaning`, BM25's ranking and the vectors' fused by reciprocal rank
+    /// (then a hit's score is its fused score).
     pub(crate) fn search(
-        &self, query: &str, collections: &[&str], limit: usize,
+        &self, query: &str, meaning: Option<Meaning<'_>>, collections: &[&str], limit: usize,
     ) -> Result<Vec<Hit>, SearchError> {
         let f = self.fields;
         let mut parser = QueryParser::for_index(&self.index, vec![f.headings, f.text]);
         parser.set_field_boost(f.headings, HEADING_BOOST);
         let (asked, _ignored) = parser.parse_query_lenient(&words(query));
-        let within = TermSetQuery::new(
-            collections
-                .iter()
-                .map(|c| Term::from_field_text(f.collection, c)),
-        );
-        let query = BooleanQuery::new(vec![
-            (Occur::Must, asked),
-            (Occur::Must, Box::new(within) as Box<dyn Query>),
-        ]);
+        let within = || -> Box<dyn Query> {
+            Box::new(TermSetQuery::new(
+                collections
+                    .iter()
+                    .map(|c| Term::from_field_text(f.collection, c)),
+            ))
+        };
+        let query = BooleanQuery::new(vec![(Occur::Must, asked), (Occur::Must, within())]);
         let searcher = self.reader.searcher();
-        let found = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
+        let found: Vec<(f32, DocAddress)> = match meaning {
+            None => searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?,
+            Some((model, vector)) => {
+                let depth = limit.max(FUSION_DEPTH);
+                let words: Vec<DocAddress> = (searcher
+                    .search(&query, &TopDocs::with_limit(depth).order_by_score())?)
+                .into_iter()
+                .map(|(_, address)| address)
+                .collect();
+                let of_model = TermQuery::new(
+                    Term::from_field_text(f.model, model),
+                    IndexRecordOption::Basic,
+                );
+                let filter = BooleanQuery::new(vec![
+                    (Occur::Must, within()),
+                    (Occur::Must, Box::new(of_model) as Box<dyn Query>),
+                ]);
+                let meant = self.vectors.rank(&searcher, &filter, vector, depth)?;
+                dense::fuse(&[&words, &meant], limit)
+            }
+        };
         let mut hits = Vec::with_capacity(found.len());
         for (score, address) in found {
             hits.push(self.hit(&searcher.doc(address)?, score));

@@ -95,6 +95,8 @@ pub(crate) struct Process {
     pub(crate) printed: String,
     /// The fault points it has stopped at, as it reports them.
     reached: mpsc::UnboundedReceiver<String>,
+    /// Every line of its log so far.
+    logs: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl Process {
@@ -105,7 +107,9 @@ impl Process {
         Self::start_with(dir, options, points, &[]).await
     }
 
-    /// The same, with the environment variables `env` set too.
+    /// The same, with the environment variables `env` set too. Hybrid search is off
+    /// (`KNOWLEDGE_HYBRID_SEARCH=false`) unless `env` turns it on: the model is the concern of
+    /// the tests that say so (`hybrid.rs`).
     pub(crate) async fn start_with(
         dir: &Path, options: &[&str], points: &[&str], env: &[(&str, &str)],
     ) -> Self {
@@ -115,6 +119,7 @@ impl Process {
             .args(["serve", "--addr", "127.0.0.1:0"])
             .args(options)
             .env(FAULT_POINTS_ENV, points.join(","))
+            .env("KNOWLEDGE_HYBRID_SEARCH", "false")
             .envs(env.iter().copied())
             .env_remove("KNOWLEDGE_SIGNING_KEY")
             .stdout(Stdio::piped())
@@ -124,11 +129,16 @@ impl Process {
             .unwrap();
         let (tx, reached) = mpsc::unbounded_channel();
         let mut errors = BufReader::new(child.stderr.take().unwrap()).lines();
+        let logs = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let kept = logs.clone();
         tokio::spawn(async move {
             while let Ok(Some(line)) = errors.next_line().await {
                 if let Some(point) = line.strip_prefix(REACHED) {
                     let _ = tx.send(point.to_owned());
                 }
+                let mut kept = kept.lock().unwrap();
+                kept.push_str(&line);
+                kept.push('\n');
             }
         });
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
@@ -152,7 +162,13 @@ impl Process {
             base,
             printed,
             reached,
+            logs,
         }
+    }
+
+    /// Its log so far.
+    pub(crate) fn logs(&self) -> String {
+        self.logs.lock().unwrap().clone()
     }
 
     /// Waits (bounded) until the process reports that it stopped at `point`.

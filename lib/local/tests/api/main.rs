@@ -13,6 +13,7 @@ mod crashes;
 mod documents_crash;
 mod durability;
 mod handover;
+mod hybrid;
 mod revocation;
 mod runs;
 mod serve;

@@ -130,7 +130,11 @@ impl Api {
         let mut settings = basis.settings(&origin, setup.agent, setup.integrations, setup.egress);
         if setup.documents {
             let limits = knowledge_core::documents::DocumentLimits::DEFAULT;
-            settings.documents = Some(knowledge_local::documents::parts(basis.dir.path(), limits));
+            settings.documents = Some(knowledge_local::documents::parts(
+                basis.dir.path(),
+                limits,
+                None,
+            ));
         }
         let svc = LocalService::with_workflow(settings, store.clone(), move |steps| {
             let clock = steps.clock();
