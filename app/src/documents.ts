@@ -18,13 +18,13 @@ export function bytesWords(n: number): string {
   return `${shown} ${units[unit]}`;
 }
 
-/** A document's status in words. */
-export function statusWords(status: DocumentStatus): string {
+/** A document's status in words; `indexing` when a worker holds it now. */
+export function statusWords(status: DocumentStatus, indexing = false): string {
   switch (status) {
     case 'uploading':
       return 'Uploading';
     case 'queued':
-      return 'Queued for indexing';
+      return indexing ? 'Indexing…' : 'Queued for indexing';
     case 'indexed':
       return 'Indexed';
     case 'failed':

@@ -221,6 +221,11 @@ export interface components {
             bytes: number;
             /** @description `uploading`, `queued`, `indexed` or `failed`. */
             status: string;
+            /**
+             * @description Whether a worker holds it now (reading it, making its passages and their vectors):
+             *     `queued` and taken, so that a long indexing is seen to be under way rather than stuck.
+             */
+            indexing: boolean;
             /** @description Why it failed, for a person to act on. */
             reason?: string | null;
             /**

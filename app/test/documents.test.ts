@@ -4,7 +4,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { ApiFailure } from '../src/api';
-import { ABANDONED_MS, POLL_MS, bytesWords, pollDelay, refusalOf, uploadFailureWords } from '../src/documents';
+import { ABANDONED_MS, POLL_MS, bytesWords, pollDelay, refusalOf, statusWords, uploadFailureWords } from '../src/documents';
+
+test('a queued document a worker holds reads as being indexed, not as waiting', () => {
+  assert.equal(statusWords('queued', true), 'Indexing…');
+  assert.equal(statusWords('queued', false), 'Queued for indexing');
+  assert.equal(statusWords('indexed', false), 'Indexed');
+});
 
 test('sizes in binary units, as the service counts its limits', () => {
   assert.equal(bytesWords(0), '0 bytes');

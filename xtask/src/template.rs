@@ -10,8 +10,9 @@ use knowledge_assembly::functions::{
     ADMIN, ALL, DocumentsResource, DocumentsUse, Function, INDEXER_CONCURRENCY, Index, Serves,
 };
 use knowledge_aws::config::{
-    APP_ORIGIN_ENV, DOCUMENTS_BUCKET_ENV, INDEXER_QUEUE_ENV, PROVIDER_KEY_SECRET_ENV,
-    SEALING_KEY_SECRET_ENV, SIGNING_KEY_SECRET_ENV, STATE_MACHINE_ENV, TABLE_ENV,
+    APP_ORIGIN_ENV, DOCUMENTS_BUCKET_ENV, EMBEDDING_MODEL_ENV, INDEXER_QUEUE_ENV,
+    PROVIDER_KEY_SECRET_ENV, SEALING_KEY_SECRET_ENV, SIGNING_KEY_SECRET_ENV, STATE_MACHINE_ENV,
+    TABLE_ENV,
 };
 use knowledge_http::declared_routes;
 
@@ -166,7 +167,21 @@ fn environment(row: Function) -> Vec<(&'static str, &'static str)> {
     if row.parts.documents == DocumentsUse::Manage {
         vars.push((INDEXER_QUEUE_ENV, "!Ref IndexerQueue"));
     }
+    if embeds(row) {
+        vars.push((EMBEDDING_MODEL_ENV, EMBEDDING_MODEL_DIR));
+    }
     vars
+}
+
+/// Where the `EmbeddingModel` layer puts the model's folder: a layer is unpacked under `/opt`.
+const EMBEDDING_MODEL_DIR: &str = "/opt/models";
+
+/// Whether the row searches or writes passages, and so embeds: the layer and its variable.
+fn embeds(row: Function) -> bool {
+    matches!(
+        row.parts.documents,
+        DocumentsUse::Read | DocumentsUse::Index
+    )
 }
 
 /// The provider's key, when the deployment names one.
@@ -291,6 +306,10 @@ fn resource(row: Function) -> String {
     line(6, &format!("Description: {}", quoted(&description(row))));
     line(6, &format!("MemorySize: {}", row.lambda.memory_mb));
     line(6, &format!("Timeout: {}", row.lambda.timeout_secs));
+    if embeds(row) {
+        line(6, "Layers:");
+        line(8, "- !Ref EmbeddingModelLayer");
+    }
     let environment = environment(row);
     if !environment.is_empty() {
         line(6, "Environment:");

@@ -25,6 +25,10 @@ pub const INDEXER_QUEUE_ENV: &str = "INDEXER_QUEUE_URL";
 /// Where a function keeps its copies of the organisations' indexes; its `/tmp` unless set
 /// (the tests give each deployment a folder of its own).
 pub const INDEX_DIR_ENV: &str = "KNOWLEDGE_INDEX_DIR";
+/// The folder of the embedding model's folder (the `EmbeddingModel` layer's `/opt/models`), for
+/// the functions that search and index: hybrid search when the model loads, words alone
+/// otherwise.
+pub const EMBEDDING_MODEL_ENV: &str = "EMBEDDING_MODEL_DIR";
 /// Hours a session cookie lasts without a request.
 pub const SESSION_IDLE_ENV: &str = "SESSION_IDLE_HOURS";
 /// Hours a call that asks its member waits (`ApprovalHours`, 1 to 168; 24 when unset).
@@ -88,6 +92,8 @@ pub struct Env {
     pub indexer_queue_url: Option<String>,
     /// Where the index copies are kept; `/tmp/knowledge-index` when `None`.
     pub index_root: Option<std::path::PathBuf>,
+    /// Where the embedding model is, for the rows that search and index.
+    pub embedding_models: Option<std::path::PathBuf>,
     /// The session lifetime from `SESSION_IDLE_HOURS` and `SESSION_MAX_DAYS`; the default
     /// without them.
     pub lifetime: Lifetime,
@@ -115,6 +121,7 @@ impl Env {
             documents_bucket: optional(DOCUMENTS_BUCKET_ENV),
             indexer_queue_url: optional(INDEXER_QUEUE_ENV),
             index_root: optional(INDEX_DIR_ENV).map(Into::into),
+            embedding_models: optional(EMBEDDING_MODEL_ENV).map(Into::into),
             lifetime: lifetime_from_env()?,
             egress: egress_from_env()?,
             approval_wait: approval_wait_from_env()?,

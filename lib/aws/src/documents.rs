@@ -18,7 +18,9 @@ use knowledge_core::ports::{
     BackendError, IndexError, Originals, OriginalsError, Parser, PassageIndex, UploadTarget,
 };
 use knowledge_dynamo::RequestCounter;
+use knowledge_embed::SentenceModel;
 use knowledge_s3::{PresignedUploads, S3Index, S3Originals};
+use knowledge_search::Embedder;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{self, ConfigError, Env};
@@ -68,14 +70,44 @@ fn index_root(env: &Env, function: &str) -> PathBuf {
         .join(function)
 }
 
-/// For the functions that read: the originals, and the indexes copied from the bucket.
+/// The embedding model in the folder `EMBEDDING_MODEL_DIR` names, loaded at the cold start;
+/// `None` (logged with its cause) when it is not set or does not load: the function then
+/// searches and indexes by words alone, as the local service does without its model.
+fn embedder(env: &Env) -> Option<Arc<dyn Embedder>> {
+    let models = env.embedding_models.as_ref()?;
+    let started = std::time::Instant::now();
+    match SentenceModel::load(&models.join(knowledge_embed::fetch::FOLDER)) {
+        Ok(model) => {
+            tracing::info!(
+                model = model.model(),
+                ms = started.elapsed().as_millis() as u64,
+                "hybrid search: the embedding model is loaded"
+            );
+            Some(Arc::new(model))
+        }
+        Err(error) => {
+            tracing::warn!(
+                error = %knowledge_core::error::Chain(&error),
+                "the embedding model could not be loaded: documents are searched by their words alone (BM25)"
+            );
+            None
+        }
+    }
+}
+
+/// For the functions that read: the originals, and the indexes copied from the bucket,
+/// searched by meaning too where the model is.
 pub(crate) fn read(
     function: &str, shared: &SdkConfig, env: &Env, counter: &RequestCounter,
 ) -> Result<DocumentParts, ConfigError> {
     let (client, bucket) = (s3(shared, counter), bucket(env)?);
+    let mut index = S3Index::new(client.clone(), bucket.clone(), index_root(env, function));
+    if let Some(embedder) = embedder(env) {
+        index = index.with_embedder(embedder);
+    }
     Ok(DocumentParts {
-        originals: Arc::new(S3Originals::new(client.clone(), &bucket)),
-        index: Arc::new(S3Index::new(client, bucket, index_root(env, function))),
+        originals: Arc::new(S3Originals::new(client, &bucket)),
+        index: Arc::new(index),
         limits: DocumentLimits::DEFAULT,
     })
 }

@@ -104,3 +104,24 @@ fn a_folder_without_its_manifest_is_not_a_model() {
     let failed = SentenceModel::load(dir.path()).unwrap_err();
     assert!(matches!(failed, ModelError::Io { .. }), "{failed:?}");
 }
+
+#[test]
+fn the_aws_layers_model_folder_is_the_one_the_service_fetches() {
+    let Some(model) = model() else { return };
+    let python = std::env::var("KNOWLEDGE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../infra/embedding-model/fetch_model.py"
+    );
+    let layer = tempfile::tempdir().unwrap();
+    let built = std::process::Command::new(python)
+        .arg(script)
+        .arg(layer.path())
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let loaded = SentenceModel::load(&layer.path().join(fetch::FOLDER)).unwrap();
+    assert_eq!(loaded.model(), model.model());
+    let text = ["The layer's model embeds as the fetched one."];
+    assert_eq!(loaded.embed(&text).unwrap(), model.embed(&text).unwrap());
+}

@@ -26,15 +26,69 @@ pub const WORKERS: usize = 2;
 pub fn parts(
     data_dir: &Path, limits: DocumentLimits, embedder: Option<Arc<dyn Embedder>>,
 ) -> DocumentParts {
+    parts_on(data_dir, limits, index(data_dir, embedder))
+}
+
+/// The passages' index in the data directory, with `embedder` when given.
+pub fn index(data_dir: &Path, embedder: Option<Arc<dyn Embedder>>) -> Arc<PassageIndex> {
     let mut index = PassageIndex::on_disk(data_dir.join("index"));
     if let Some(embedder) = embedder {
         index = index.with_embedder(embedder);
     }
+    Arc::new(index)
+}
+
+/// The documents' parts with `index` as their index.
+pub fn parts_on(
+    data_dir: &Path, limits: DocumentLimits, index: Arc<PassageIndex>,
+) -> DocumentParts {
     DocumentParts {
         originals: Arc::new(FolderOriginals::in_data_dir(data_dir)),
-        index: Arc::new(TantivyIndex::new(Arc::new(index))),
+        index: Arc::new(TantivyIndex::new(index)),
         limits,
     }
+}
+
+/// Queues again every document of each organisation whose index holds passages without a
+/// vector of the model `index` searches with (written with hybrid search off, before the model
+/// was brought, or by another model), so that the workers write them again with it: the
+/// durable job of `knowledge documents reindex`, started by the service itself when its model
+/// changes. Answers, per organisation queued, how many passages lacked a vector. Nothing
+/// without a model.
+///
+/// # Errors
+/// The index or the store failed; the next start tries again.
+pub async fn requeue_without_model(
+    index: &Arc<PassageIndex>, documents: &Documents,
+) -> Result<Vec<(OrgId, u64)>, LocalError> {
+    if index.model().is_none() {
+        return Ok(Vec::new());
+    }
+    let counted = index.clone();
+    let outdated = tokio::task::spawn_blocking(move || {
+        let mut outdated = Vec::new();
+        for org in counted.orgs()? {
+            let lacking = counted.without_model(&org)?;
+            if lacking > 0 {
+                outdated.push((org, lacking));
+            }
+        }
+        Ok::<_, knowledge_search::SearchError>(outdated)
+    })
+    .await
+    .map_err(std::io::Error::other)?
+    .map_err(std::io::Error::other)?;
+    let mut queued = Vec::new();
+    for (org, lacking) in outdated {
+        let Ok(org) = OrgId::parse(&org) else {
+            continue;
+        };
+        documents
+            .reindex(&knowledge_core::admin::Admin::operator(org.clone()))
+            .await?;
+        queued.push((org, lacking));
+    }
+    Ok(queued)
 }
 
 /// The parser the workers read files with: the default bounds.

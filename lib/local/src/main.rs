@@ -340,6 +340,7 @@ async fn serve(
         None => None,
     };
     let agent = agent_from_env(|name| std::env::var(name).ok())?;
+    let index = knowledge_local::documents::index(data_dir, embedder);
     let settings = Settings {
         cookie_signer: Some(Arc::new(cookie_signer(data_dir)?)),
         sealer: Some(Arc::new(sealer(data_dir)?)),
@@ -353,8 +354,10 @@ async fn serve(
         lifetime,
         approval_wait,
         app_files,
-        documents: Some(knowledge_local::documents::parts(
-            data_dir, documents, embedder,
+        documents: Some(knowledge_local::documents::parts_on(
+            data_dir,
+            documents,
+            index.clone(),
         )),
         clock: match fault::clock_offset_ms() {
             0 => Arc::new(SystemClock),
@@ -381,6 +384,12 @@ async fn serve(
     });
     let resumed = service.resume_runs().await?;
     let recovered = service.recover_documents().await?;
+    let requeued = match &service.documents {
+        Some(documents) => {
+            knowledge_local::documents::requeue_without_model(&index, documents).await?
+        }
+        None => Vec::new(),
+    };
     let connected = match (&folder, &service.documents) {
         (Some(folder), Some(documents)) => Some(sync_folder(folder, documents, &service).await?),
         _ => None,
@@ -401,6 +410,11 @@ async fn serve(
         println!(
             "settled uploads cut short: {} queued, {} failed, {} deleted",
             uploads.queued, uploads.failed, uploads.deleted
+        );
+    }
+    for (org, passages) in requeued {
+        println!(
+            "{passages} passage(s) of {org} had no vector of the embedding model: its documents are queued to be indexed again"
         );
     }
     println!("agent: {}", agent.description);

@@ -28,7 +28,7 @@ use aws_sdk_s3::Client;
 use knowledge_core::domain::{FoundPassage, Passage};
 use knowledge_core::ids::{CollectionId, DocumentId, OrgId};
 use knowledge_core::ports::{self, BackendError, IndexError};
-use knowledge_search::{Committed, PassageIndex, SearchError, TantivyIndex};
+use knowledge_search::{Committed, Embedder, PassageIndex, SearchError, TantivyIndex};
 
 use files::{Fetched, Manifest, Published};
 
@@ -58,6 +58,8 @@ struct Copy {
 pub struct S3Index {
     client: Client,
     bucket: String,
+    /// Where the local copies are.
+    root: PathBuf,
     local: TantivyIndex,
     copies: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Copy>>>>,
 }
@@ -65,12 +67,23 @@ pub struct S3Index {
 impl S3Index {
     /// The indexes of `bucket`, copied under `root`.
     pub fn new(client: Client, bucket: impl Into<String>, root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
         Self {
             client,
             bucket: bucket.into(),
-            local: TantivyIndex::new(Arc::new(PassageIndex::on_disk(root))),
+            local: TantivyIndex::new(Arc::new(PassageIndex::on_disk(root.clone()))),
+            root,
             copies: Mutex::default(),
         }
+    }
+
+    /// The same indexes searched by meaning as well as by words, as
+    /// [`PassageIndex::with_embedder`] says: the writer stores each passage's vector in the
+    /// index's files, so that the copies of every reader have them.
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        let index = PassageIndex::on_disk(self.root.clone()).with_embedder(embedder);
+        self.local = TantivyIndex::new(Arc::new(index));
+        self
     }
 
     fn copy(&self, org: &OrgId) -> Arc<tokio::sync::Mutex<Copy>> {

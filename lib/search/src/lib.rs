@@ -129,6 +129,42 @@ impl PassageIndex {
         self.embedder.as_deref().map(Embedder::model)
     }
 
+    /// The organisations whose index is on disk under the root, by id. Blocking.
+    ///
+    /// # Errors
+    /// The root cannot be read (a missing root has none).
+    pub fn orgs(&self) -> Result<Vec<String>, SearchError> {
+        let Some(root) = &self.root else {
+            return Ok(Vec::new());
+        };
+        let entries = match std::fs::read_dir(root) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(source) => {
+                return Err(SearchError::Io {
+                    path: root.clone(),
+                    source,
+                });
+            }
+        };
+        let mut orgs: Vec<String> = (entries.filter_map(Result::ok))
+            .filter(|e| e.path().is_dir())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|name| checked(name).is_ok())
+            .collect();
+        orgs.sort();
+        Ok(orgs)
+    }
+
+    /// How many of `org`'s passages have no vector of the model searches use (all of them
+    /// without a model): those found by their words alone until written again. Blocking.
+    ///
+    /// # Errors
+    /// The index cannot be opened or read.
+    pub fn without_model(&self, org: &str) -> Result<u64, SearchError> {
+        self.org(org)?.without_model(self.model())
+    }
+
     /// `org`'s folder, for an index on disk.
     ///
     /// # Errors

@@ -342,6 +342,20 @@ impl OrgIndex {
         Ok(hits)
     }
 
+    /// How many passages have no vector of `model`.
+    pub(crate) fn without_model(&self, model: Option<&str>) -> Result<u64, SearchError> {
+        let searcher = self.reader.searcher();
+        let all = searcher.num_docs();
+        let Some(model) = model else {
+            return Ok(all);
+        };
+        let of_model = TermQuery::new(
+            Term::from_field_text(self.fields.model, model),
+            IndexRecordOption::Basic,
+        );
+        Ok(all.saturating_sub(searcher.search(&of_model, &Count)? as u64))
+    }
+
     /// The passages of `document`'s `generation` whose places are `from` to `from + limit - 1`,
     /// in order.
     pub(crate) fn passages(

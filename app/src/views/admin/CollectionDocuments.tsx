@@ -248,7 +248,7 @@ export function CollectionDocuments(props: { collection: Collection; storage: St
               <tr key={d.id}>
                 <th scope="row">{d.name}</th>
                 <td data-label="Status" data-status={d.status}>
-                  <span class={`status ${d.status}`}>{statusWords(d.status)}</span>
+                  <span class={`status ${d.status}`}>{statusWords(d.status, d.indexing)}</span>
                   {d.status === 'failed' && d.reason && <span class="reason">{d.reason}</span>}
                 </td>
                 <td data-label="Size">{bytesWords(d.bytes)}</td>

@@ -238,7 +238,11 @@ const READS_DOCUMENTS: Uses = Uses {
 /// A reader of the documents links tantivy and the S3 client (with the checksums it computes):
 /// 11.95 MB on arm64 when they came, against about 7.6 MB for an endpoint without them. A
 /// search answers from the index it holds, so the cold start it costs is the function's own.
+/// It embeds each query with the model of the `EmbeddingModel` layer (hybrid search): a
+/// gigabyte buys the CPU share (about 0.6 of a vCPU) that keeps that to tens of milliseconds,
+/// and holds the model's 90 MB of weights.
 const READS_DOCUMENTS_LAMBDA: Lambda = Lambda {
+    memory_mb: 1024,
     max_bytes: 12_500_000,
     ..Lambda::ENDPOINT
 };

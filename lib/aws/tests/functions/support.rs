@@ -123,6 +123,8 @@ impl Deployment {
             documents_bucket: Some(bucket),
             indexer_queue_url: Some(queue),
             index_root: Some(index_root.path().to_owned()),
+            // The functions that search and index load the model as the layer lays it out.
+            embedding_models: std::env::var_os("KNOWLEDGE_TEST_MODELS").map(Into::into),
             lifetime: Default::default(),
             egress: Default::default(),
             approval_wait: std::time::Duration::from_secs(24 * 3600),

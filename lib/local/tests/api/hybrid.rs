@@ -103,3 +103,45 @@ async fn without_its_model_the_service_says_so_and_searches_by_words_alone() {
     assert_eq!(found(&p, dir.path(), "feline").await, ["pets.md"]);
     p.kill().await;
 }
+
+#[tokio::test]
+async fn documents_indexed_without_the_model_are_indexed_again_once_it_is_there() {
+    let Some(models) = std::env::var_os("KNOWLEDGE_TEST_MODELS") else {
+        assert!(std::env::var_os("KNOWLEDGE_TEST_REQUIRE_MODEL").is_none());
+        eprintln!("KNOWLEDGE_TEST_MODELS is not set: skipped");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let docs = folder(dir.path()).to_string_lossy().into_owned();
+    let models = models.to_string_lossy().into_owned();
+    let options = ["--docs", docs.as_str(), "--models-dir", models.as_str()];
+    let words = Process::start(dir.path(), &options, &[]).await;
+    assert!(found(&words, dir.path(), "kitten").await.is_empty());
+    words.kill().await;
+
+    let hybrid = Process::start_with(
+        dir.path(),
+        &options,
+        &[],
+        &[("KNOWLEDGE_HYBRID_SEARCH", "true")],
+    )
+    .await;
+    assert!(
+        hybrid.printed.contains("queued to be indexed again"),
+        "{}",
+        hybrid.printed
+    );
+    let deadline = tokio::time::Instant::now() + crate::support::WAIT;
+    loop {
+        let names = found(&hybrid, dir.path(), "kitten").await;
+        if names.first().map(String::as_str) == Some("pets.md") {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never found by meaning: {names:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    hybrid.kill().await;
+}

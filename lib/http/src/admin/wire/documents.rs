@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use knowledge_core::documents::{CollectionChange, NewCollection, UploadIntent};
-use knowledge_core::domain::{Access, Collection, Document, Storage};
+use knowledge_core::domain::{Access, Collection, Document, DocumentStatus, Storage};
 use knowledge_core::ids::{CollectionId, DocumentId, GroupId};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -171,6 +171,9 @@ pub struct DocumentView {
     pub bytes: u64,
     /// `uploading`, `queued`, `indexed` or `failed`.
     pub status: String,
+    /// Whether a worker holds it now (reading it, making its passages and their vectors):
+    /// `queued` and taken, so that a long indexing is seen to be under way rather than stuck.
+    pub indexing: bool,
     /// Why it failed, for a person to act on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -193,6 +196,7 @@ impl From<&Document> for DocumentView {
             format: d.format.as_str().to_owned(),
             bytes: d.bytes,
             status: d.status.as_str().to_owned(),
+            indexing: d.status == DocumentStatus::Queued && d.lease_until.is_some(),
             reason: d.reason.clone(),
             generation: d.generation,
             passages: d.passages,
