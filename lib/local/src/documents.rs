@@ -49,28 +49,40 @@ pub fn parts_on(
     }
 }
 
-/// Queues again every document of each organisation whose index holds passages without a
-/// vector of the model `index` searches with (written with hybrid search off, before the model
-/// was brought, or by another model), so that the workers write them again with it: the
-/// durable job of `knowledge documents reindex`, started by the service itself when its model
-/// changes. Answers, per organisation queued, how many passages lacked a vector. Nothing
-/// without a model.
+/// Why an organisation's documents were queued to be indexed again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stale {
+    /// Its index was of another schema (an older version of the service) and was made anew.
+    Schema,
+    /// This many of its passages had no vector of the model searches now use.
+    Model(u64),
+}
+
+/// Queues again every document of each organisation whose index is stale: made anew because
+/// it was of another schema, or holding passages without a vector of the model `index`
+/// searches with (written with hybrid search off, before the model was brought, or by another
+/// model). The workers then write them again: the durable job of `knowledge documents
+/// reindex`, started by the service itself. Answers the organisations queued and why.
 ///
 /// # Errors
 /// The index or the store failed; the next start tries again.
-pub async fn requeue_without_model(
+pub async fn requeue_stale(
     index: &Arc<PassageIndex>, documents: &Documents,
-) -> Result<Vec<(OrgId, u64)>, LocalError> {
-    if index.model().is_none() {
-        return Ok(Vec::new());
-    }
+) -> Result<Vec<(OrgId, Stale)>, LocalError> {
     let counted = index.clone();
     let outdated = tokio::task::spawn_blocking(move || {
         let mut outdated = Vec::new();
         for org in counted.orgs()? {
-            let lacking = counted.without_model(&org)?;
+            if counted.was_reset(&org)? {
+                outdated.push((org, Stale::Schema));
+                continue;
+            }
+            let lacking = match counted.model() {
+                Some(_) => counted.without_model(&org)?,
+                None => 0,
+            };
             if lacking > 0 {
-                outdated.push((org, lacking));
+                outdated.push((org, Stale::Model(lacking)));
             }
         }
         Ok::<_, knowledge_search::SearchError>(outdated)
@@ -79,14 +91,14 @@ pub async fn requeue_without_model(
     .map_err(std::io::Error::other)?
     .map_err(std::io::Error::other)?;
     let mut queued = Vec::new();
-    for (org, lacking) in outdated {
+    for (org, why) in outdated {
         let Ok(org) = OrgId::parse(&org) else {
             continue;
         };
         documents
             .reindex(&knowledge_core::admin::Admin::operator(org.clone()))
             .await?;
-        queued.push((org, lacking));
+        queued.push((org, why));
     }
     Ok(queued)
 }

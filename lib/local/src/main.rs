@@ -29,7 +29,7 @@ use knowledge_http::HttpConfig;
 use knowledge_http::cookie::Lifetime;
 use knowledge_ingest::{Bounds, Isolated};
 use knowledge_local::admin::{audit_json, integration_json, org_json};
-use knowledge_local::documents::Folder;
+use knowledge_local::documents::{Folder, Stale};
 use knowledge_local::{LocalService, LocalStore, ServerLimits, cookie_signer, sealer};
 use knowledge_oauth::{BoundedHttp, HttpAuthorizationServers};
 use knowledge_oidc::OpenIdConnect;
@@ -385,9 +385,7 @@ async fn serve(
     let resumed = service.resume_runs().await?;
     let recovered = service.recover_documents().await?;
     let requeued = match &service.documents {
-        Some(documents) => {
-            knowledge_local::documents::requeue_without_model(&index, documents).await?
-        }
+        Some(documents) => knowledge_local::documents::requeue_stale(&index, documents).await?,
         None => Vec::new(),
     };
     let connected = match (&folder, &service.documents) {
@@ -412,10 +410,12 @@ async fn serve(
             uploads.queued, uploads.failed, uploads.deleted
         );
     }
-    for (org, passages) in requeued {
-        println!(
-            "{passages} passage(s) of {org} had no vector of the embedding model: its documents are queued to be indexed again"
-        );
+    for (org, why) in requeued {
+        let why = match why {
+            Stale::Schema => "its index was of an older version and was made anew".to_owned(),
+            Stale::Model(n) => format!("{n} passage(s) had no vector of the embedding model"),
+        };
+        println!("{org}: {why}; its documents are queued to be indexed again");
     }
     println!("agent: {}", agent.description);
     match connected {

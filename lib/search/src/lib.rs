@@ -156,6 +156,16 @@ impl PassageIndex {
         Ok(orgs)
     }
 
+    /// Whether `org`'s folder held an index of another schema (a version of the service
+    /// before this one), made anew when this process opened it: its documents must be indexed
+    /// again. Blocking.
+    ///
+    /// # Errors
+    /// The index cannot be opened.
+    pub fn was_reset(&self, org: &str) -> Result<bool, SearchError> {
+        Ok(self.org(org)?.reset)
+    }
+
     /// How many of `org`'s passages have no vector of the model searches use (all of them
     /// without a model): those found by their words alone until written again. Blocking.
     ///

@@ -25,11 +25,6 @@ use crate::{ANALYZER, Committed, DocumentKey, Hit, NewPassage, SearchError, anal
 
 /// The memory a commit's writer may hold: tantivy's least.
 const WRITER_BYTES: usize = 15_000_000;
-/// How much more a heading's words count than the text's: as much. BM25 scores each field
-/// with its own length normalisation, so a match in a short heading already weighs more than
-/// one in a long passage; doubling it (the first setting) ranked title matches over better
-/// passages, 0.621 against 0.660 nDCG@10 on SciFact (`docs/performance.md`).
-const HEADING_BOOST: f32 = 1.0;
 /// Passages each half of a hybrid search ranks before the two are fused: a passage only one
 /// half finds still reaches the answer from anywhere in that half's first hundred.
 const FUSION_DEPTH: usize = 100;
@@ -40,9 +35,17 @@ struct Fields {
     document: Field,
     generation: Field,
     ordinal: Field,
+    /// Stored, for the hit; searched through `contents`.
     headings: Field,
     page: Field,
+    /// Stored, for the hit; searched through `contents`.
     text: Field,
+    /// What BM25 reads: the passage's text and its headings as one field, as Anserini indexes
+    /// a title and its abstract. Scored as two fields (each with its own length normalisation,
+    /// summed), a word of a short heading outweighed the passage's own words: 0.621 nDCG@10 on
+    /// SciFact with headings weighted twice, 0.660 weighted as the text, 0.692 as one field
+    /// (`docs/performance.md`).
+    contents: Field,
     /// The passage's vector, when a model made one (`dense::to_bytes`).
     vector: Field,
     /// The name of the model that made the vector: a query's vector is compared only with the
@@ -66,6 +69,8 @@ struct Change<'a> {
 pub(crate) struct OrgIndex {
     /// Where it lives; `None` in memory.
     folder: Option<PathBuf>,
+    /// Whether its folder held an index of another schema, made anew when it was opened.
+    pub(crate) reset: bool,
     index: Index,
     reader: IndexReader,
     fields: Fields,
@@ -80,7 +85,7 @@ impl OrgIndex {
     /// The index in `folder` (created if it is new), or in memory.
     pub(crate) fn open(folder: Option<&Path>) -> Result<Self, SearchError> {
         let mut schema = Schema::builder();
-        let text = TextOptions::default().set_stored().set_indexing_options(
+        let searched = TextOptions::default().set_indexing_options(
             TextFieldIndexing::default()
                 .set_tokenizer(ANALYZER)
                 .set_index_option(IndexRecordOption::WithFreqsAndPositions),
@@ -90,13 +95,15 @@ impl OrgIndex {
             document: schema.add_text_field("document", STRING | STORED),
             generation: schema.add_u64_field("generation", INDEXED | STORED),
             ordinal: schema.add_u64_field("ordinal", INDEXED | STORED),
-            headings: schema.add_text_field("headings", text.clone()),
+            headings: schema.add_text_field("headings", STORED),
             page: schema.add_u64_field("page", STORED),
-            text: schema.add_text_field("text", text),
+            text: schema.add_text_field("text", STORED),
+            contents: schema.add_text_field("contents", searched),
             vector: schema.add_bytes_field("vector", STORED),
             model: schema.add_text_field("model", STRING),
         };
         let schema = schema.build();
+        let mut reset = false;
         let index = match folder {
             Some(folder) => {
                 let io = |source| SearchError::Io {
@@ -104,9 +111,25 @@ impl OrgIndex {
                     source,
                 };
                 std::fs::create_dir_all(folder).map_err(io)?;
-                let directory = MmapDirectory::open(folder)
-                    .map_err(|e| io(std::io::Error::other(e.to_string())))?;
-                Index::open_or_create(directory, schema)?
+                let open = || {
+                    let directory = MmapDirectory::open(folder)
+                        .map_err(|e| io(std::io::Error::other(e.to_string())))?;
+                    Ok::<_, SearchError>(Index::open_or_create(directory, schema.clone()))
+                };
+                match open()? {
+                    // Written by a version of the service with another schema (before the
+                    // passages' vectors, say): the index derives from the originals, so it is
+                    // made anew and its organisation's documents are indexed again
+                    // (`PassageIndex::was_reset`).
+                    Err(tantivy::TantivyError::SchemaError(why)) => {
+                        tracing::warn!(folder = %folder.display(), %why, "an index of another schema is made anew");
+                        std::fs::remove_dir_all(folder).map_err(io)?;
+                        std::fs::create_dir_all(folder).map_err(io)?;
+                        reset = true;
+                        open()??
+                    }
+                    opened => opened?,
+                }
             }
             None => Index::create_in_ram(schema),
         };
@@ -120,6 +143,7 @@ impl OrgIndex {
             .try_into()?;
         Ok(Self {
             folder: folder.map(Path::to_owned),
+            reset,
             index,
             reader,
             fields,
@@ -248,6 +272,10 @@ impl OrgIndex {
                     doc.add_u64(f.page, u64::from(page));
                 }
                 doc.add_text(f.text, passage.text);
+                doc.add_text(f.contents, passage.text);
+                for heading in passage.headings {
+                    doc.add_text(f.contents, heading);
+                }
                 if let (Some(model), Some(vector)) = (model, vectors.get(ordinal)) {
                     doc.add_bytes(f.vector, &dense::to_bytes(vector));
                     doc.add_text(f.model, model);
@@ -302,8 +330,7 @@ impl OrgIndex {
         &self, query: &str, meaning: Option<Meaning<'_>>, collections: &[&str], limit: usize,
     ) -> Result<Vec<Hit>, SearchError> {
         let f = self.fields;
-        let mut parser = QueryParser::for_index(&self.index, vec![f.headings, f.text]);
-        parser.set_field_boost(f.headings, HEADING_BOOST);
+        let parser = QueryParser::for_index(&self.index, vec![f.contents]);
         let (asked, _ignored) = parser.parse_query_lenient(&words(query));
         let within = || -> Box<dyn Query> {
             Box::new(TermSetQuery::new(

@@ -256,3 +256,33 @@ fn a_settled_index_is_its_meta_and_files_and_a_copy_of_them_opens_elsewhere() {
     assert_eq!(documents(&index, "org_a", "travel", &["col_1"]).len(), 3);
     assert!(PassageIndex::in_memory().settle("org_a").is_err());
 }
+
+#[test]
+fn an_index_an_older_version_wrote_with_another_schema_is_made_anew_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("org");
+    std::fs::create_dir_all(&folder).unwrap();
+    let mut old = tantivy::schema::Schema::builder();
+    let text = old.add_text_field("text", tantivy::schema::TEXT | tantivy::schema::STORED);
+    let old = tantivy::Index::create_in_dir(&folder, old.build()).unwrap();
+    let mut writer: tantivy::IndexWriter = old.writer(15_000_000).unwrap();
+    writer
+        .add_document(tantivy::doc!(text => "an old passage"))
+        .unwrap();
+    writer.commit().unwrap();
+    drop(writer);
+
+    let index = PassageIndex::on_disk(dir.path());
+    assert!(index.was_reset("org").unwrap());
+    assert!(documents(&index, "org", "passage", &["c"]).is_empty());
+    index
+        .replace("org", key("c", "new", 1), &[passage("a new passage")])
+        .unwrap();
+    assert_eq!(documents(&index, "org", "passage", &["c"]), ["new#0@1"]);
+    let again = PassageIndex::on_disk(dir.path());
+    assert!(
+        !again.was_reset("org").unwrap(),
+        "made anew once, not at every start"
+    );
+    assert_eq!(documents(&again, "org", "passage", &["c"]), ["new#0@1"]);
+}
