@@ -73,7 +73,8 @@ pub struct Hit {
     pub headings: Vec<String>,
     pub page: Option<u32>,
     pub text: String,
-    /// BM25, higher is better; comparable within one search only.
+    /// Higher is better, comparable within one search only: BM25, or with a model the fused
+    /// score of the two rankings (reciprocal rank).
     pub score: f32,
 }
 
@@ -236,9 +237,10 @@ impl PassageIndex {
     /// written: for an indexer that has several documents ready, a commit costs far more than
     /// a passage.
     ///
-    /// # Errors
-    /// As [`Self::replace`]; no document is changed then.
     /// With a model, the passages' vectors are made first, outside the writer's lock.
+    ///
+    /// # Errors
+    /// As [`Self::replace`], and the model failing; no document is changed then.
     pub fn replace_many(
         &self, org: &str, documents: &[(DocumentKey<'_>, &[NewPassage<'_>])],
     ) -> Result<usize, SearchError> {
