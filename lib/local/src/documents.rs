@@ -98,6 +98,14 @@ pub async fn requeue_stale(
         documents
             .reindex(&knowledge_core::admin::Admin::operator(org.clone()))
             .await?;
+        if why == Stale::Schema {
+            let marked = index.clone();
+            let id = org.as_str().to_owned();
+            tokio::task::spawn_blocking(move || marked.requeued(&id))
+                .await
+                .map_err(std::io::Error::other)?
+                .map_err(std::io::Error::other)?;
+        }
         queued.push((org, why));
     }
     Ok(queued)

@@ -158,13 +158,30 @@ impl PassageIndex {
     }
 
     /// Whether `org`'s folder held an index of another schema (a version of the service
-    /// before this one), made anew when this process opened it: its documents must be indexed
-    /// again. Blocking.
+    /// before this one), made anew when this or an earlier process opened it, and its documents
+    /// are not yet queued again ([`Self::requeued`]). Blocking.
     ///
     /// # Errors
     /// The index cannot be opened.
     pub fn was_reset(&self, org: &str) -> Result<bool, SearchError> {
         Ok(self.org(org)?.reset)
+    }
+
+    /// Records that `org`'s documents were queued again after its index was made anew, so that
+    /// [`Self::was_reset`] answers `false` from the next start on. Idempotent. Blocking.
+    ///
+    /// # Errors
+    /// The mark cannot be removed.
+    pub fn requeued(&self, org: &str) -> Result<(), SearchError> {
+        let Some(folder) = self.folder(org)? else {
+            return Ok(());
+        };
+        let mark = folder.join(org::RESET_MARK);
+        match std::fs::remove_file(&mark) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(SearchError::Io { path: mark, source }),
+        }
     }
 
     /// How many of `org`'s passages have no vector of the model searches use (all of them

@@ -23,6 +23,8 @@ use tantivy::{
 use crate::dense::{self, Vectors};
 use crate::{ANALYZER, Committed, DocumentKey, Hit, NewPassage, SearchError, analyzer, words};
 
+/// The file that says an index was made anew and its documents are not yet queued again.
+pub(crate) const RESET_MARK: &str = "made-anew";
 /// The memory a commit's writer may hold: tantivy's least.
 const WRITER_BYTES: usize = 15_000_000;
 /// Passages each half of a hybrid search ranks before the two are fused: a passage only one
@@ -84,6 +86,7 @@ pub(crate) struct OrgIndex {
 impl OrgIndex {
     /// The index in `folder` (created if it is new), or in memory.
     pub(crate) fn open(folder: Option<&Path>) -> Result<Self, SearchError> {
+        let marked = folder.is_some_and(|f| f.join(RESET_MARK).is_file());
         let mut schema = Schema::builder();
         let searched = TextOptions::default().set_indexing_options(
             TextFieldIndexing::default()
@@ -125,6 +128,9 @@ impl OrgIndex {
                         tracing::warn!(folder = %folder.display(), %why, "an index of another schema is made anew");
                         std::fs::remove_dir_all(folder).map_err(io)?;
                         std::fs::create_dir_all(folder).map_err(io)?;
+                        // Kept until the documents are queued again (`PassageIndex::requeued`),
+                        // so that a process that dies in between leaves the reset known.
+                        std::fs::write(folder.join(RESET_MARK), b"").map_err(io)?;
                         reset = true;
                         open()??
                     }
@@ -143,7 +149,7 @@ impl OrgIndex {
             .try_into()?;
         Ok(Self {
             folder: folder.map(Path::to_owned),
-            reset,
+            reset: reset || marked,
             index,
             reader,
             fields,

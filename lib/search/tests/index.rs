@@ -279,6 +279,12 @@ fn an_index_an_older_version_wrote_with_another_schema_is_made_anew_and_says_so(
         .replace("org", key("c", "new", 1), &[passage("a new passage")])
         .unwrap();
     assert_eq!(documents(&index, "org", "passage", &["c"]), ["new#0@1"]);
+    let died = PassageIndex::on_disk(dir.path());
+    assert!(
+        died.was_reset("org").unwrap(),
+        "a process that dies before the requeue leaves the reset known"
+    );
+    died.requeued("org").unwrap();
     let again = PassageIndex::on_disk(dir.path());
     assert!(
         !again.was_reset("org").unwrap(),
