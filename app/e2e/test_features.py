@@ -10,12 +10,25 @@ from test_app import ask, wait_answered, wait_until
 from test_admin import sign_in_admin
 
 
-def create(page, service, text: str):
+def create(page, service, text: str, settled: bool = False):
+    """Starts a conversation; when `settled`, waits for its first turn to end, so that the
+    conversations' order (by their last update, which the turn's end moves) is the order they
+    were created in."""
     r = page.request.post(
         f"{service.base}/api/managed-agents/session", data={"text": text}, headers={"origin": service.base}
     )
     assert r.status == 200, r.text()
-    return r.json()["id"]
+    session = r.json()["id"]
+    if not settled:
+        return session
+
+    def idle() -> bool:
+        t = page.request.get(f"{service.base}/api/managed-agents/transcript", params={"sessionId": session})
+        assert t.status in (200, 429), t.text()
+        return t.status == 200 and any(e["type"] == "status_idle" for e in t.json()["events"])
+
+    wait_until(page, idle, f"the first turn of {text!r} ending", seconds=20)
+    return session
 
 
 def test_a_conversation_is_renamed_in_place_and_keeps_its_name_after_a_reload(service, page):
@@ -61,7 +74,7 @@ def test_a_rename_begun_in_one_conversation_is_left_behind_when_another_is_opene
 def test_conversations_are_found_by_words_of_their_titles_whatever_their_case(service, page):
     page.goto(service.first_link())
     for text in ("Refund policy for annual plans", "Onboarding checklist", "Annual leave rules"):
-        create(page, service, text)
+        create(page, service, text, settled=True)
     page.reload()
     links = page.get_by_role("navigation", name="Conversations").get_by_role("link")
     expect(links).to_have_count(3)
