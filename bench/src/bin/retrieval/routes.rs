@@ -9,21 +9,21 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use knowledge_assembly::DocumentParts;
 use knowledge_assembly::operator::{DEFAULT_ORG, DEFAULT_USER, Operator};
 use knowledge_core::adapters::agent::BuiltinAgent;
 use knowledge_core::adapters::integrations::FixedIntegrations;
 use knowledge_core::admin::Admin;
 use knowledge_core::documents::{
-    DocumentLimits, IndexOutcome, NewCollection, SEARCH_TOOL, Upload, WithDocuments,
+    DocumentLimits, IndexOutcome, NewCollection, SEARCH_TOOL, SEARCH_TOOL_DEFAULT_LIMIT, Upload,
+    WithDocuments,
 };
 use knowledge_core::domain::Access;
 use knowledge_core::ids::{CollectionId, OrgId, UserId};
 use knowledge_core::ports::Integrations;
 use knowledge_embed::{SentenceModel, fetch};
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
-use knowledge_local::{FolderOriginals, LocalService, LocalStore, SqliteStore};
-use knowledge_search::{Embedder, PassageIndex, TantivyIndex};
+use knowledge_local::{LocalService, LocalStore, SqliteStore};
+use knowledge_search::Embedder;
 use serde_json::{Value, json};
 
 use crate::{Benchmark, Scores, bare};
@@ -59,17 +59,13 @@ pub async fn run(bench: &Benchmark, models: Option<PathBuf>, data: Option<PathBu
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let store = SqliteStore::open(&dir).expect("the store");
-    let mut index = PassageIndex::on_disk(dir.join("index"));
-    if let Some(embedder) = embedder {
-        index = index.with_embedder(embedder);
-    }
-    let index = Arc::new(index);
+    let index = knowledge_local::documents::index(&dir, embedder);
     let settings = knowledge_assembly::Settings {
-        documents: Some(DocumentParts {
-            originals: Arc::new(FolderOriginals::in_data_dir(&dir)),
-            index: Arc::new(TantivyIndex::new(index.clone())),
-            limits: DocumentLimits::DEFAULT,
-        }),
+        documents: Some(knowledge_local::documents::parts_on(
+            &dir,
+            DocumentLimits::DEFAULT,
+            index.clone(),
+        )),
         ..knowledge_bench::settings(
             &base,
             Arc::new(BuiltinAgent),
@@ -190,20 +186,29 @@ pub async fn run(bench: &Benchmark, models: Option<PathBuf>, data: Option<PathBu
     let search = (connected.iter())
         .find(|i| i.owns(SEARCH_TOOL) == Some(true))
         .expect("the documents' search");
-    let mut tool = Scores::default();
-    for (id, text) in &bench.queries {
-        let asked = Instant::now();
-        let input = json!({ "query": text });
-        let never = std::future::pending::<()>();
-        let never = std::pin::pin!(never);
-        let output = (search.call(SEARCH_TOOL, &input, never).await).expect("the tool answers");
-        tool.took(asked.elapsed());
-        let ranked: Vec<String> = (output.as_array().unwrap().iter())
-            .map(|p| id_of(p["source"].as_str().unwrap()))
-            .collect();
-        tool.add(bench, id, &ranked, 5);
+    for limit in [None, Some(5)] {
+        let passages = limit.unwrap_or(SEARCH_TOOL_DEFAULT_LIMIT);
+        let mut tool = Scores::default();
+        for (id, text) in &bench.queries {
+            let asked = Instant::now();
+            let input = match limit {
+                None => json!({ "query": text }),
+                Some(limit) => json!({ "query": text, "limit": limit }),
+            };
+            let never = std::pin::pin!(std::future::pending::<()>());
+            let output = (search.call(SEARCH_TOOL, &input, never).await).expect("the tool answers");
+            tool.took(asked.elapsed());
+            let ranked: Vec<String> = (output.as_array().unwrap().iter())
+                .map(|p| id_of(p["source"].as_str().unwrap()))
+                .collect();
+            tool.add(bench, id, &ranked, passages as usize);
+        }
+        let name = match limit {
+            None => format!("the agent's search_documents (its default, {passages})"),
+            Some(_) => format!("the agent's search_documents, limit {passages}"),
+        };
+        tool.print(&name, passages as usize);
     }
-    tool.print("the agent's search_documents (its 5 passages)", 5);
 
     let stored = (knowledge_core::ports::DocumentStore::list_documents(&store, &org, &collection)
         .await)

@@ -133,3 +133,51 @@ async fn the_agent_searches_a_deleted_document_no_more() {
     let answer = last_answer(&events_of(&api, &user, &session).await);
     assert!(!answer.contains("forty euros"), "{answer}");
 }
+
+#[tokio::test]
+async fn the_agents_search_answers_ten_passages_unless_it_asks_for_another_number_up_to_twenty() {
+    use std::sync::Arc;
+
+    use knowledge_core::adapters::integrations::FixedIntegrations;
+    use knowledge_core::documents::{
+        SEARCH_TOOL, SEARCH_TOOL_DEFAULT_LIMIT, SEARCH_TOOL_MAX_LIMIT, WithDocuments,
+    };
+    use knowledge_core::ports::{IntegrationError, Integrations};
+
+    let api = Api::start().await;
+    let c = collection(&api, "Policies", json!({ "kind": "everyone" })).await;
+    let sections: String = (1..=30)
+        .map(|i| format!("## City {i}\n\nThe per diem for city number {i} is {i} euros a day.\n\n"))
+        .collect();
+    upload(&api, &c, "per-diems.md", sections.as_bytes()).await;
+    api.svc.index_all().await;
+
+    let tools = WithDocuments::new(
+        Arc::new(FixedIntegrations::new()),
+        api.svc.documents.clone(),
+        api.svc.store.clone(),
+    );
+    let connected = (tools.connected(&api.user.org, &api.user.id).await).unwrap();
+    let search = (connected.iter())
+        .find(|i| i.owns(SEARCH_TOOL) == Some(true))
+        .expect("the documents' search");
+    let call = |input: Value| {
+        let search = search.clone();
+        async move {
+            let never = std::pin::pin!(std::future::pending::<()>());
+            search.call(SEARCH_TOOL, &input, never).await
+        }
+    };
+    let count = |v: Value| v.as_array().map(Vec::len);
+
+    let named_none = call(json!({ "query": "per diem euros" })).await.unwrap();
+    assert_eq!(count(named_none), Some(SEARCH_TOOL_DEFAULT_LIMIT as usize));
+    assert_eq!(SEARCH_TOOL_DEFAULT_LIMIT, 10);
+    let most = json!({ "query": "per diem euros", "limit": SEARCH_TOOL_MAX_LIMIT });
+    assert_eq!(count(call(most).await.unwrap()), Some(20));
+    let over = json!({ "query": "per diem euros", "limit": SEARCH_TOOL_MAX_LIMIT + 1 });
+    assert!(matches!(
+        call(over).await,
+        Err(IntegrationError::Invalid(_))
+    ));
+}

@@ -28,7 +28,10 @@ pub use folder::{FolderFile, Synced};
 pub use indexing::{IndexAttempt, IndexOutcome, Workers};
 pub use search::{Original, SearchHit, SearchRequest};
 pub use sweep::{SweptUploads, UPLOAD_STALE_MS, UPLOAD_SWEEP_BATCH};
-pub use tool::{TOOL as SEARCH_TOOL, WithDocuments, citation};
+pub use tool::{
+    DEFAULT_LIMIT as SEARCH_TOOL_DEFAULT_LIMIT, MAX_LIMIT as SEARCH_TOOL_MAX_LIMIT,
+    TOOL as SEARCH_TOOL, WithDocuments, citation,
+};
 pub use uploads::{Arrival, Upload, UploadIntent};
 
 /// The bounds on what an organisation stores; operator settings.
