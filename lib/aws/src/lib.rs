@@ -7,6 +7,7 @@
 pub mod config;
 pub mod documents;
 pub mod indexer;
+pub mod metrics;
 pub mod parts;
 pub mod sfn;
 pub mod sweep;
@@ -203,13 +204,23 @@ async fn run_routes(parts: Parts) -> Result<(), lambda_runtime::Error> {
     let cold = start(parts).await?;
     let router = (cold.app.routes_router(routes, cold.workflow()))
         .map_err(|e| init_failed(ConfigError::Assembly(e)))?;
-    lambda_http::run(router).await
+    lambda_http::run(flushing(router)).await
+}
+
+/// `router`, writing the metrics each request recorded once its response is ready.
+fn flushing(router: axum::Router) -> axum::Router {
+    router.layer(axum::middleware::map_response(
+        |response: axum::response::Response| async move {
+            metrics::flush();
+            response
+        },
+    ))
 }
 
 /// Serves SCIM behind API Gateway.
 async fn run_scim(parts: Parts) -> Result<(), lambda_runtime::Error> {
     let cold = start(parts).await?;
-    lambda_http::run(cold.app.scim_router(cold.workflow())).await
+    lambda_http::run(flushing(cold.app.scim_router(cold.workflow()))).await
 }
 
 /// Serves the files built into the binary (the document, the app's): no settings, no clients.
@@ -217,7 +228,7 @@ async fn run_files(parts: Parts) -> Result<(), lambda_runtime::Error> {
     let files = parts
         .files
         .expect("Parts::of gives a files function its router");
-    lambda_http::run(files(&config::optional)).await
+    lambda_http::run(flushing(files(&config::optional))).await
 }
 
 /// Runs the Task of `parts.function` for Step Functions.
@@ -225,7 +236,11 @@ async fn run_task(parts: Parts) -> Result<(), lambda_runtime::Error> {
     let task = (start(parts).await?.task()).expect("Parts::of runs only a Task's function so");
     lambda_runtime::run(lambda_runtime::service_fn(move |event| {
         let task = task.clone();
-        async move { task.handle(event).await }
+        async move {
+            let handled = task.handle(event).await;
+            metrics::flush();
+            handled
+        }
     }))
     .await
 }
@@ -235,7 +250,11 @@ async fn run_sweep(parts: Parts) -> Result<(), lambda_runtime::Error> {
     let sweep = start(parts).await?.sweep();
     lambda_runtime::run(lambda_runtime::service_fn(move |event| {
         let sweep = sweep.clone();
-        async move { sweep.handle(event).await }
+        async move {
+            let handled = sweep.handle(event).await;
+            metrics::flush();
+            handled
+        }
     }))
     .await
 }
@@ -245,7 +264,11 @@ async fn run_indexer(parts: Parts) -> Result<(), lambda_runtime::Error> {
     let indexer = (start(parts).await?.indexer()).expect("Parts::of runs only the indexer so");
     lambda_runtime::run(lambda_runtime::service_fn(move |event| {
         let indexer = indexer.clone();
-        async move { indexer.handle(event).await }
+        async move {
+            let handled = indexer.handle(event).await;
+            metrics::flush();
+            handled
+        }
     }))
     .await
 }
@@ -255,6 +278,7 @@ async fn run_indexer(parts: Parts) -> Result<(), lambda_runtime::Error> {
 /// `parts` are [`Parts::of`] its row, evaluated at compile time: use [`main!`].
 pub async fn run(parts: Parts) -> Result<(), lambda_runtime::Error> {
     knowledge_assembly::logs::init_lambda();
+    metrics::install();
     (parts.entry)(parts).await
 }
 

@@ -19,6 +19,8 @@ mod documents;
 mod documents_sweep;
 #[path = "functions/integrations.rs"]
 mod integrations;
+#[path = "functions/metrics.rs"]
+mod metrics;
 #[path = "functions/sessions.rs"]
 mod sessions;
 #[path = "functions/support.rs"]

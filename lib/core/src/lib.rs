@@ -24,6 +24,7 @@ pub mod service;
 pub mod signin;
 pub mod sso;
 pub mod steps;
+pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod vault;

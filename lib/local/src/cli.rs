@@ -9,7 +9,9 @@ use knowledge_core::ids::{OrgId, UserId};
 use knowledge_local::{LocalStore, SqliteStore};
 
 pub(crate) use crate::flags::ModelFlags;
-use crate::flags::{DocumentFlags, LimitFlags, SearchFlags, SessionFlags, seconds};
+use crate::flags::{
+    DocumentFlags, LimitFlags, OperationsFlags, SearchFlags, SessionFlags, seconds,
+};
 
 #[derive(Parser)]
 #[command(
@@ -107,6 +109,8 @@ pub(crate) enum Command {
         documents: DocumentFlags,
         #[command(flatten)]
         search: SearchFlags,
+        #[command(flatten)]
+        operations: OperationsFlags,
     },
     /// Organisations.
     #[command(subcommand)]

@@ -1,5 +1,5 @@
 //! The `serve` command's groups of flags (the server's limits, the sessions, the documents,
-//! the search and its model) and what each becomes.
+//! the search and its model, the metrics) and what each becomes.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -7,6 +7,7 @@ use std::time::Duration;
 use knowledge_core::documents::DocumentLimits;
 use knowledge_http::cookie::Lifetime;
 use knowledge_local::ServerLimits;
+use knowledge_local::metrics::MetricsToken;
 
 /// The server's bounds on slow and hostile clients (see `knowledge_local::server`).
 #[derive(clap::Args)]
@@ -103,6 +104,20 @@ impl From<DocumentFlags> for DocumentLimits {
             business_bytes: bytes(f.business_mib),
         }
     }
+}
+
+/// What an operator reads of the running service (see docs/operations.md).
+#[derive(clap::Args)]
+pub(crate) struct OperationsFlags {
+    /// Serve the metrics in Prometheus's text format at /metrics, to requests that send
+    /// `Authorization: Bearer <TOKEN>` (at least 32 characters). Off without it.
+    #[arg(
+        long = "metrics-token",
+        env = "KNOWLEDGE_METRICS_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    pub(crate) metrics_token: Option<MetricsToken>,
 }
 
 /// How long a sign-in lasts (see docs/auth.md).

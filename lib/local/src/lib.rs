@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod documents;
+pub mod metrics;
 pub mod model;
 pub mod originals;
 pub mod server;
@@ -220,6 +221,13 @@ impl LocalService {
     /// The same service sweeping for dead runs every `every` while it serves.
     pub fn sweeping_every(mut self, every: Duration) -> Self {
         self.sweep_every = every;
+        self
+    }
+
+    /// The same service answering `routes` too (before its own, which they must not overlap):
+    /// the metrics' endpoint.
+    pub fn serving_also(mut self, routes: Router) -> Self {
+        self.router = routes.merge(self.router);
         self
     }
 

@@ -108,6 +108,7 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             session,
             documents,
             search,
+            operations,
         } => {
             let embedder = match search.hybrid {
                 true => {
@@ -136,6 +137,7 @@ async fn run(mut cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 app_files: app_dir.map_or(Files::Embedded, Files::Folder),
                 egress: Egress::new(allow_private_destinations),
                 sweep_every,
+                metrics: operations.metrics_token,
             };
             serve::serve(&cli.data_dir, store.clone(), options).await?
         }

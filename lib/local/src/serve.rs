@@ -17,6 +17,7 @@ use knowledge_egress::Egress;
 use knowledge_http::cookie::Lifetime;
 use knowledge_ingest::{Bounds, Isolated};
 use knowledge_local::documents::{Folder, Stale};
+use knowledge_local::metrics::MetricsToken;
 use knowledge_local::{LocalService, LocalStore, ServerLimits, cookie_signer, sealer};
 use knowledge_oauth::{BoundedHttp, HttpAuthorizationServers};
 use knowledge_oidc::OpenIdConnect;
@@ -42,6 +43,8 @@ pub(crate) struct ServeOptions {
     pub(crate) embedder: Option<Arc<dyn knowledge_search::Embedder>>,
     /// Bytes of address space a parser child may use.
     pub(crate) parse_memory: u64,
+    /// The token of the metrics' endpoint; `None` serves none.
+    pub(crate) metrics: Option<MetricsToken>,
 }
 
 pub(crate) async fn serve(
@@ -60,6 +63,7 @@ pub(crate) async fn serve(
         documents,
         embedder,
         parse_memory,
+        metrics,
     } = options;
     let created = Operator {
         store: store.shared(),
@@ -117,9 +121,17 @@ pub(crate) async fn serve(
         Bounds::DEFAULT,
         parse_memory,
     );
-    let service = LocalService::new(settings, store, &instance)?
+    let mut service = LocalService::new(settings, store, &instance)?
         .sweeping_every(sweep_every)
         .parsing_with(Arc::new(parser));
+    if let Some(token) = metrics {
+        service = service.serving_also(knowledge_local::metrics::install(token)?);
+        knowledge_core::telemetry::cold_start();
+        println!(
+            "metrics: served at {} to bearers of the metrics token",
+            knowledge_local::metrics::PATH
+        );
+    }
     // A store that fails here fails the first requests too; the deletes are finished at the
     // next start or by the client's retry, so the service starts anyway.
     let finished = service.finish_deletes().await.unwrap_or_else(|e| {

@@ -331,6 +331,10 @@ impl Agent for AnthropicAgent {
         true
     }
 
+    fn model(&self) -> &str {
+        &self.model
+    }
+
     async fn health(&self) -> Result<(), AgentError> {
         self.transport.health().await
     }

@@ -307,6 +307,10 @@ impl Agent for OpenAiAgent {
         true
     }
 
+    fn model(&self) -> &str {
+        &self.model
+    }
+
     async fn health(&self) -> Result<(), AgentError> {
         self.transport.health().await
     }

@@ -8,6 +8,7 @@
 //! ([`Workers::index_next`]); on AWS the queue tells the indexer which one
 //! ([`Workers::index_document`]).
 
+use crate::telemetry::{self, IndexingOutcome};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -173,7 +174,14 @@ impl Workers {
             return self.finish(taken, Err(reason)).await;
         }
         let last = taken.attempts == INDEX_ATTEMPTS;
-        match self.attempt(taken.clone()).await {
+        let attempt = self.attempt(taken.clone()).await;
+        telemetry::indexing_job(match &attempt {
+            Ok(IndexOutcome::Failed(_)) => IndexingOutcome::Failed,
+            Ok(_) => IndexingOutcome::Indexed,
+            Err(_) if last => IndexingOutcome::Failed,
+            Err(_) => IndexingOutcome::Retried,
+        });
+        match attempt {
             Err(e) if last => {
                 tracing::error!(error = ?e, document = %taken.id, "the last attempt at indexing a document failed");
                 let reason = format!(

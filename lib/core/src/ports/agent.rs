@@ -125,6 +125,10 @@ pub trait Agent: Send + Sync {
     fn remembers(&self) -> bool {
         false
     }
+    /// The model it asks, as metrics name it: a deployment's few names, never a member's.
+    fn model(&self) -> &str {
+        "builtin"
+    }
     /// One step of a turn: one provider call. Side-effect free: the workflow may abandon it
     /// midway (dropping the future aborts the request) or repeat it.
     async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError>;

@@ -55,8 +55,14 @@ impl Service {
         let mut swept = Swept::default();
         for key in stale {
             match self.settle(&key, false).await {
-                Ok(Settled::Revived) => swept.revived += 1,
-                Ok(Settled::Failed) => swept.failed += 1,
+                Ok(Settled::Revived) => {
+                    crate::telemetry::sweep_run(true);
+                    swept.revived += 1;
+                }
+                Ok(Settled::Failed) => {
+                    crate::telemetry::sweep_run(false);
+                    swept.failed += 1;
+                }
                 Ok(Settled::Expired) => swept.expired += 1,
                 Ok(Settled::Skipped) => {}
                 Err(e) => {

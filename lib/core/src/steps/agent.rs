@@ -1,7 +1,7 @@
 //! `CallAgent`: asks the agent once, with the conversation and the tools the member reaches,
 //! and commits its answer or the tool calls it asks for.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::domain::{
     Awaiting, Event, EventKind, Memory, NewEvent, Session, ToolPolicy, TurnProgress,
@@ -14,6 +14,7 @@ use crate::ports::{
     AgentAction, AgentError, AgentReply, AgentRequest, Charge, Drafts, Integration, NoDrafts,
     Reads, TokenUsage, ToolSpec,
 };
+use crate::telemetry::{self, ModelOutcome, TurnOutcome};
 
 use super::bounds::{bounded_input, bounded_text};
 use super::consent::{Offered, asked};
@@ -87,7 +88,15 @@ impl Steps {
                 tools,
                 memory: standing.memory.and_then(|m| m.prompt()),
             };
-            let reply = self.ask_with_drafts(&s, request.clone()).await?;
+            let asked = (request.history.last()).map(|e| e.occurred_at.millis());
+            let (reply, first_words) = self.ask_with_drafts(&s, request.clone()).await?;
+            if let (AgentAction::Answer(_), Some(asked)) = (&reply.action, asked) {
+                let waited =
+                    |at: i64| Duration::from_millis(at.saturating_sub(asked).max(0) as u64);
+                let now = self.clock.now().millis();
+                let first = now - first_words.map_or(0, |f| f.elapsed().as_millis() as i64);
+                telemetry::answer_times(waited(first), waited(now));
+            }
             let events = match &reply.action {
                 AgentAction::Answer(text) => vec![NewEvent::agent_message(&bounded_text(text))],
                 AgentAction::UseTools(calls) if !calls.is_empty() && !request.must_answer => {
@@ -121,56 +130,68 @@ impl Steps {
             let answered = matches!(reply.action, AgentAction::Answer(_));
             (events, charge, answered)
         };
+        let outcome = match standing.capped {
+            Some(Capped::Org) => TurnOutcome::OrgCap,
+            Some(Capped::Member) => TurnOutcome::MemberCap,
+            None => TurnOutcome::Answered,
+        };
         let count = events.len() as u64;
-        self.commit_step(
-            input,
-            Next::Agent,
-            s,
-            events.clone(),
-            charge.as_ref(),
-            |s| {
-                let first = s.next_seq;
-                let mut next = s.clone();
-                let approvals = asked(&events, first);
-                let paused = !approvals.is_empty();
-                next.turn = Some(TurnProgress {
-                    step: s.turn.as_ref().map_or(0, |t| t.step) + 1,
-                    agent_calls: agent_calls + 1,
-                    from_seq: s.turn.as_ref().map_or(first, |t| t.from_seq),
-                    awaiting: if answered {
-                        Awaiting::Finish
-                    } else {
-                        Awaiting::Tools((first..first + count).collect())
-                    },
-                    approvals,
-                    calling: None,
-                });
-                if paused {
-                    // Nothing runs while the member decides: the run is released with the turn
-                    // kept, and their answer claims the next one.
-                    next.run_id = None;
-                    next.exec = None;
-                }
-                next
-            },
-        )
-        .await
+        let out = self
+            .commit_step(
+                input,
+                Next::Agent,
+                s,
+                events.clone(),
+                charge.as_ref(),
+                |s| {
+                    let first = s.next_seq;
+                    let mut next = s.clone();
+                    let approvals = asked(&events, first);
+                    let paused = !approvals.is_empty();
+                    next.turn = Some(TurnProgress {
+                        step: s.turn.as_ref().map_or(0, |t| t.step) + 1,
+                        agent_calls: agent_calls + 1,
+                        from_seq: s.turn.as_ref().map_or(first, |t| t.from_seq),
+                        awaiting: if answered {
+                            Awaiting::Finish
+                        } else {
+                            Awaiting::Tools((first..first + count).collect())
+                        },
+                        approvals,
+                        calling: None,
+                    });
+                    if paused {
+                        // Nothing runs while the member decides: the run is released with the turn
+                        // kept, and their answer claims the next one.
+                        next.run_id = None;
+                        next.exec = None;
+                    }
+                    next
+                },
+            )
+            .await?;
+        if answered {
+            telemetry::turn(outcome, None);
+        }
+        Ok(out)
     }
 
     /// [`Steps::ask`] while the answer's text is written beside `s` as the provider streams
     /// it ([`Steps::keep_drafts`]), when `s` waits on this agent call.
+    /// Answers the reply, and when the provider streamed text, when its first words came.
     async fn ask_with_drafts(
         &self, s: &Session, request: AgentRequest,
-    ) -> Result<AgentReply, StepError> {
+    ) -> Result<(AgentReply, Option<Instant>), StepError> {
         let (Some(mark), Some(run)) = (s.draft_mark(), &s.run_id) else {
-            return self.ask(request, &NoDrafts).await;
+            return Ok((self.ask(request, &NoDrafts).await?, None));
         };
         let (latest, written) = Latest::new();
-        tokio::select! {
+        let reply = tokio::select! {
             biased;
-            reply = self.ask(request, &latest) => reply,
+            reply = self.ask(request, &latest) => reply?,
             never = self.keep_drafts(&s.key, run, mark, written) => match never {},
-        }
+        };
+        Ok((reply, latest.first_words()))
     }
 
     /// One provider call, waiting out short rate limits the provider announces, telling
@@ -187,6 +208,11 @@ impl Steps {
                 .await
             {
                 Ok(reply) => {
+                    // Labelled with the model asked for (the deployment's setting), which the
+                    // failures name too, not the version the provider says it ran.
+                    let tokens = Some((reply.usage.input, reply.usage.output));
+                    let model = model_name(self.agent()?.model());
+                    telemetry::model_call(&model, ModelOutcome::Ok, tokens, reply.cost_micros);
                     tracing::info!(
                         org = %request.org,
                         input_tokens = reply.usage.input,
@@ -199,16 +225,31 @@ impl Steps {
                 Err(AgentError::RateLimited {
                     retry_after: Some(wait),
                 }) if waited + wait <= RATE_LIMIT_WAIT_BUDGET => {
+                    self.model_failed(ModelOutcome::RateLimited)?;
                     waited += wait;
                     tracing::info!(wait_ms = wait.as_millis() as u64, "provider rate limit");
                     tokio::time::sleep(wait).await;
                 }
                 Err(e @ AgentError::Rejected(_)) => {
+                    self.model_failed(ModelOutcome::Rejected)?;
                     return Err(StepError::new(errors::AGENT_REJECTED, e.to_string()));
                 }
-                Err(e) => return Err(StepError::new(errors::AGENT, e.to_string())),
+                Err(e) => {
+                    let outcome = match e {
+                        AgentError::RateLimited { .. } => ModelOutcome::RateLimited,
+                        _ => ModelOutcome::Failed,
+                    };
+                    self.model_failed(outcome)?;
+                    return Err(StepError::new(errors::AGENT, e.to_string()));
+                }
             }
         }
+    }
+
+    /// Counts a call to the model that did not answer.
+    fn model_failed(&self, outcome: ModelOutcome) -> Result<(), StepError> {
+        telemetry::model_call(&model_name(self.agent()?.model()), outcome, None, 0);
+        Ok(())
     }
 
     /// Where the member stands, in one batched read: whether the organisation's month-to-date

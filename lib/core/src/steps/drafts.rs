@@ -3,7 +3,8 @@
 //! once every [`DRAFT_EVERY`], until the call ends (the step's commit then removes it).
 
 use std::convert::Infallible;
-use std::time::Duration;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
@@ -17,18 +18,27 @@ use super::Steps;
 /// at most this old, and a 5 s answer costs about five writes.
 pub const DRAFT_EVERY: Duration = Duration::from_secs(1);
 
-/// The latest text an agent call reported, for [`Steps::keep_drafts`] to write at its pace.
-pub(super) struct Latest(watch::Sender<String>);
+/// The latest text an agent call reported, for [`Steps::keep_drafts`] to write at its pace,
+/// and when its first words came.
+pub(super) struct Latest(watch::Sender<String>, OnceLock<Instant>);
 
 impl Latest {
     pub(super) fn new() -> (Self, watch::Receiver<String>) {
         let (tx, rx) = watch::channel(String::new());
-        (Self(tx), rx)
+        (Self(tx, OnceLock::new()), rx)
+    }
+
+    /// When the call reported its first words, if it did.
+    pub(super) fn first_words(&self) -> Option<Instant> {
+        self.1.get().copied()
     }
 }
 
 impl Drafts for Latest {
     fn written(&self, text: &str) {
+        if !text.trim().is_empty() {
+            self.1.get_or_init(Instant::now);
+        }
         // Only what a draft keeps, so that a long answer is not copied whole at each piece.
         let kept = draft_text(text);
         self.0.send_if_modified(|latest| {

@@ -2,9 +2,10 @@
 //! `status_terminated`, writing a caught failure's `error` event first.
 
 use crate::domain::NewEvent;
+use crate::telemetry::{self, TurnOutcome};
 
 use super::record::{Committed, Found};
-use super::wire::{Next, StepError, StepInput, StepOutput, error_event};
+use super::wire::{Next, StepError, StepInput, StepOutput, error_event, errors};
 use super::{Handler, Steps};
 
 impl Steps {
@@ -50,6 +51,10 @@ impl Steps {
                 self.commit(next, s.version, events, None).await?,
                 Committed::Lost
             ) {
+                if let Some(failure) = &input.failure {
+                    let reason = errors::reason(&failure.error);
+                    telemetry::turn(TurnOutcome::Failed, Some(reason));
+                }
                 return Ok(StepOutput::to(Next::Load));
             }
         }
@@ -88,6 +93,13 @@ impl Steps {
                 self.commit(next, s.version, events, None).await?,
                 Committed::Lost
             ) {
+                match &input.failure {
+                    Some(failure) => {
+                        let reason = errors::reason(&failure.error);
+                        telemetry::turn(TurnOutcome::Failed, Some(reason));
+                    }
+                    None => telemetry::turn(TurnOutcome::Cancelled, None),
+                }
                 return Ok(StepOutput::to(Next::Done));
             }
         }

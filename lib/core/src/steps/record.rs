@@ -154,7 +154,10 @@ impl Steps {
             .await
         {
             Ok(()) => Ok(Committed::Written(Box::new(next))),
-            Err(StoreError::Conflict) => Ok(Committed::Lost),
+            Err(StoreError::Conflict) => {
+                crate::telemetry::store_conflict();
+                Ok(Committed::Lost)
+            }
             Err(StoreError::Gone) => Ok(Committed::Gone),
             Err(e) => Err(e.into()),
         }

@@ -1,5 +1,6 @@
 //! `RunTool`: runs the turn's oldest tool call that has no result yet.
 
+use crate::telemetry::{self, IntegrationKind, ToolOutcome};
 use std::future::Future;
 use std::pin::Pin;
 
@@ -76,6 +77,14 @@ impl Steps {
                 Found::Return(out) => return Ok(out),
             };
         }
+        let kind = if memory::is_memory_tool(&tool) {
+            IntegrationKind::Memory
+        } else if tool == crate::documents::SEARCH_TOOL {
+            IntegrationKind::Documents
+        } else {
+            IntegrationKind::Connected
+        };
+        let declined = refusal.is_some();
         let output = if let Some(refusal) = refusal {
             Ok(Ok(serde_json::json!({ "error": refusal })))
         } else if memory::is_memory_tool(&tool) {
@@ -88,6 +97,16 @@ impl Steps {
             let integrations = self.integrations()?;
             run_integration_tool(integrations, &key, &tool, &tool_input, cancelled.as_mut()).await
         };
+        if !matches!(output, Err(IntegrationError::Cancelled)) {
+            telemetry::tool_call(
+                kind,
+                match &output {
+                    _ if declined => ToolOutcome::Declined,
+                    Ok(Ok(_)) => ToolOutcome::Ok,
+                    _ => ToolOutcome::Failed,
+                },
+            );
+        }
         let output = match output {
             Ok(Ok(value)) => bounded_output(value),
             Ok(Err(message)) | Err(IntegrationError::Invalid(message)) => {

@@ -23,6 +23,21 @@ pub mod errors {
     pub const STORE: &str = "StoreUnavailable";
     /// The step's input is not what the state machine sends; never retried.
     pub const INPUT: &str = "InvalidStepInput";
+
+    /// `error` as a metric's label: one of the names above, `Timeout` for a Task that ran out
+    /// of time (`States.Timeout`), or `Other` (a runtime's own error), so that the label keeps
+    /// few values whatever the workflow reports.
+    pub fn reason(error: &str) -> &'static str {
+        match error {
+            AGENT => AGENT,
+            AGENT_REJECTED => AGENT_REJECTED,
+            TOOL => TOOL,
+            STORE => STORE,
+            INPUT => INPUT,
+            "States.Timeout" => "Timeout",
+            _ => "Other",
+        }
+    }
 }
 
 /// The session a run works on, as it travels in the execution's JSON.

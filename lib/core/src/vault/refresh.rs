@@ -10,6 +10,7 @@
 //!   lost: the token may be spent, so the grant needs a reconnect rather than a second send,
 //!   which a server with reuse detection answers by revoking the whole grant.
 
+use crate::telemetry::{self, RefreshOutcome};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -154,6 +155,11 @@ impl Vault {
         answer: Result<crate::ports::IssuedTokens, TokenError>,
     ) -> Result<Access, VaultError> {
         let now = self.now();
+        telemetry::oauth_refresh(match &answer {
+            Ok(_) => RefreshOutcome::Refreshed,
+            Err(TokenError::Refused(_)) => RefreshOutcome::Refused,
+            Err(TokenError::Uncertain(_) | TokenError::Unavailable(_)) => RefreshOutcome::Failed,
+        });
         let tokens = match answer {
             Ok(tokens) => tokens,
             Err(TokenError::Refused(why)) => {

@@ -14,6 +14,7 @@ mod documents_crash;
 mod durability;
 mod handover;
 mod hybrid;
+mod metrics;
 mod revocation;
 mod runs;
 mod serve;
