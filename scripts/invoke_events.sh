@@ -217,6 +217,10 @@ for name in load-turn call-agent finish-turn; do event "$name" "${aimed[@]}" "$s
 event transcript "$signed_in" "${aimed[0]}" evt_000000000003=evt_000000000001
 invoke load-turn load-turn "$work/load-turn.json"
 invoke call-agent call-agent "$work/call-agent.json"
+# Written before the invocation answered: the turn's embedded metrics in the function's log.
+.venv/bin/python scripts/lambda_events.py metrics "$work/call-agent.log" \
+  || fail "call-agent wrote no embedded metrics of its turn" "$work/call-agent.log"
+passed=$((passed + 1))
 invoke finish-turn finish-turn "$work/finish-turn.json"
 invoke load-turn load-turn-done "$work/load-turn.json"
 invoke transcript transcript "$work/transcript.json"

@@ -11,15 +11,20 @@ Usage (the shell script calls these; each exits non-zero with a message naming w
       the Globals' and the function's own Variables, and what Lambda sets from MemorySize and
       LoggingConfig. Each NAME=VALUE argument stands for a parameter or a resource that the
       template refers to (`!Ref Table` takes Table=...); a parameter not given takes its
-      Default, and any other reference fails.
+      Default, the pseudo parameters a stack named `knowledge` would have, and any other
+      reference fails; `!Sub` of such references is read too.
   lambda_events.py event NAME OUT OLD=NEW...
       Writes events/NAME.json to OUT with every OLD replaced by NEW (each OLD must be there).
+  lambda_events.py metrics LOG
+      Checks that the function's log LOG holds the embedded metrics of a turn answered, in the
+      namespace the template gives a stack (`Knowledge/<stack>`), as CloudWatch would read them.
   lambda_events.py check CASE RESPONSE [NAME=VALUE...]
       Checks the function's answer in the file RESPONSE as CASE expects (see CHECKS); prints
       what later steps need, if anything, and a summary on standard error.
 """
 
 import json
+import re
 import secrets
 import sys
 from pathlib import Path
@@ -119,6 +124,8 @@ def template():
 
 
 NO_VALUE = object()
+# The pseudo parameters, as a stack of this name in this region would have them.
+PSEUDO = {"AWS::StackName": "knowledge", "AWS::Region": "us-east-1"}
 
 
 def resolve(value, given, doc, where):
@@ -133,6 +140,8 @@ def resolve(value, given, doc, where):
             return NO_VALUE
         if argument in given:
             return given[argument]
+        if argument in PSEUDO:
+            return PSEUDO[argument]
         parameter = doc.get("Parameters", {}).get(argument)
         expect(
             parameter is not None and "Default" in parameter,
@@ -143,6 +152,13 @@ def resolve(value, given, doc, where):
         condition, then, otherwise = argument
         chosen = then if holds(doc["Conditions"][condition], given, doc, where) else otherwise
         return resolve(chosen, given, doc, where)
+    if function == "Sub" and isinstance(argument, str):
+        # ${Name} is !Ref Name; ${Resource.Attribute} (!GetAtt) is not understood here.
+        return re.sub(
+            r"\$\{([A-Za-z0-9:]+)\}",
+            lambda m: resolve({"Ref": m.group(1)}, given, doc, where),
+            argument,
+        )
     raise Failed(f"{where}: !{function} is not understood here")
 
 
@@ -281,6 +297,29 @@ def check_titles(response, _):
     return f"renamed to {wanted!r}"
 
 
+def check_metrics(log):
+    """The function's log holds the embedded metrics of the turn it answered: a line that
+    CloudWatch reads as `turns` with `outcome` answered, in the stack's namespace."""
+    namespace = "Knowledge/" + PSEUDO["AWS::StackName"]
+    for line in Path(log).read_text().splitlines():
+        try:
+            doc = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        directives = doc.get("_aws", {}).get("CloudWatchMetrics", []) if isinstance(doc, dict) else []
+        for d in directives:
+            names = [m["Name"] for m in d.get("Metrics", [])]
+            if (
+                d.get("Namespace") == namespace
+                and "turns" in names
+                and ["outcome"] in d.get("Dimensions", [])
+                and doc.get("outcome") == "answered"
+                and doc.get("turns", 0) >= 1
+            ):
+                return "the turn answered, in its embedded metrics"
+    raise Failed(f"{log}: no embedded metric of a turn answered in {namespace}")
+
+
 CHECKS = {
     "openapi": check_openapi,
     "me": check_me,
@@ -314,6 +353,9 @@ def main(argv):
     elif command == "event":
         name, out, *replacements = rest
         prepare_event(name, out, pairs(replacements))
+    elif command == "metrics":
+        (log,) = rest
+        print(f"metrics: {check_metrics(log)}", file=sys.stderr)
     elif command == "check":
         case, path, *given = rest
         expect(case in CHECKS, f"no check named {case}")
