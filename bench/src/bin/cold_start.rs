@@ -4,6 +4,9 @@
 //! functions read the signing key from Secrets Manager during init; here that is moto on
 //! loopback, so the figure holds one local round trip where AWS has one to Secrets Manager.
 //!
+//! With `EMBEDDING_MODEL_DIR` set, the functions that search and index load the embedding model
+//! from that folder during init, as they do from the layer on AWS.
+//!
 //! Usage: cold-start ENDPOINT DIR [RUNS]
 //!   ENDPOINT  moto's URL (`.venv/bin/python scripts/moto_server.py 127.0.0.1 5599`)
 //!   DIR       the folder of built function binaries (`target/lambda`)
@@ -95,6 +98,11 @@ async fn main() {
                 .env("TABLE_NAME", "cold-start")
                 .env("APP_ORIGIN", "https://app.example.com")
                 .env("SIGNING_KEY_SECRET_ARN", &secret_arn)
+                // The documents' functions need their bucket named (never reached during init);
+                // with EMBEDDING_MODEL_DIR in the bench's environment (the folder the model is
+                // kept in, as the layer's /opt/models), they load the model as on AWS.
+                .env("DOCUMENTS_BUCKET", "cold-start")
+                .envs(std::env::var("EMBEDDING_MODEL_DIR").map(|d| ("EMBEDDING_MODEL_DIR", d)))
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
                 .kill_on_drop(true)
