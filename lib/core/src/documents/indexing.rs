@@ -8,7 +8,6 @@
 //! ([`Workers::index_next`]); on AWS the queue tells the indexer which one
 //! ([`Workers::index_document`]).
 
-use crate::telemetry::{self, IndexingOutcome};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,6 +16,7 @@ use crate::clock::Timestamp;
 use crate::domain::{Document, DocumentStatus, INDEX_ATTEMPTS};
 use crate::ids::{CollectionId, DocumentId, OrgId};
 use crate::ports::{Parser, StoreError};
+use crate::telemetry::{self, IndexingOutcome};
 
 use super::Documents;
 use super::turns::{Turn, Turns};

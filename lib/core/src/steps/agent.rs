@@ -177,8 +177,8 @@ impl Steps {
     }
 
     /// [`Steps::ask`] while the answer's text is written beside `s` as the provider streams
-    /// it ([`Steps::keep_drafts`]), when `s` waits on this agent call.
-    /// Answers the reply, and when the provider streamed text, when its first words came.
+    /// it ([`Steps::keep_drafts`]), when `s` waits on this agent call. Answers the reply, and
+    /// when the provider streamed text, when its first words came.
     async fn ask_with_drafts(
         &self, s: &Session, request: AgentRequest,
     ) -> Result<(AgentReply, Option<Instant>), StepError> {

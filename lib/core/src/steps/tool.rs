@@ -1,6 +1,5 @@
 //! `RunTool`: runs the turn's oldest tool call that has no result yet.
 
-use crate::telemetry::{self, IntegrationKind, ToolOutcome};
 use std::future::Future;
 use std::pin::Pin;
 
@@ -11,6 +10,7 @@ use crate::domain::{ApprovalState, Awaiting, EventBody, NewEvent, SavedFrom, Ses
 use crate::ids::SessionKey;
 use crate::memory;
 use crate::ports::{IntegrationError, Integrations, StoreError};
+use crate::telemetry::{self, IntegrationKind, ToolOutcome};
 
 use super::bounds::{bounded_output, bounded_text};
 use super::consent::{DECLINED, EXPIRED, UNKNOWN};

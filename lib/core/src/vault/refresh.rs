@@ -10,7 +10,6 @@
 //!   lost: the token may be spent, so the grant needs a reconnect rather than a second send,
 //!   which a server with reuse detection answers by revoking the whole grant.
 
-use crate::telemetry::{self, RefreshOutcome};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,6 +20,7 @@ use crate::clock::Timestamp;
 use crate::domain::{Grant, GrantStatus, Lease, ReconnectReason};
 use crate::fault;
 use crate::ports::{StoreError, TokenError};
+use crate::telemetry::{self, RefreshOutcome};
 
 /// The longest pause between two reads of a grant another process is refreshing.
 const POLL_MAX: Duration = Duration::from_secs(1);
