@@ -217,6 +217,13 @@ fn flushing(router: axum::Router) -> axum::Router {
     ))
 }
 
+/// What `handled` answers, once the metrics it recorded are written.
+async fn flushed<T>(handled: impl std::future::Future<Output = T>) -> T {
+    let answer = handled.await;
+    metrics::flush();
+    answer
+}
+
 /// Serves SCIM behind API Gateway.
 async fn run_scim(parts: Parts) -> Result<(), lambda_runtime::Error> {
     let cold = start(parts).await?;
@@ -236,11 +243,7 @@ async fn run_task(parts: Parts) -> Result<(), lambda_runtime::Error> {
     let task = (start(parts).await?.task()).expect("Parts::of runs only a Task's function so");
     lambda_runtime::run(lambda_runtime::service_fn(move |event| {
         let task = task.clone();
-        async move {
-            let handled = task.handle(event).await;
-            metrics::flush();
-            handled
-        }
+        async move { flushed(task.handle(event)).await }
     }))
     .await
 }
@@ -250,11 +253,7 @@ async fn run_sweep(parts: Parts) -> Result<(), lambda_runtime::Error> {
     let sweep = start(parts).await?.sweep();
     lambda_runtime::run(lambda_runtime::service_fn(move |event| {
         let sweep = sweep.clone();
-        async move {
-            let handled = sweep.handle(event).await;
-            metrics::flush();
-            handled
-        }
+        async move { flushed(sweep.handle(event)).await }
     }))
     .await
 }
@@ -264,11 +263,7 @@ async fn run_indexer(parts: Parts) -> Result<(), lambda_runtime::Error> {
     let indexer = (start(parts).await?.indexer()).expect("Parts::of runs only the indexer so");
     lambda_runtime::run(lambda_runtime::service_fn(move |event| {
         let indexer = indexer.clone();
-        async move {
-            let handled = indexer.handle(event).await;
-            metrics::flush();
-            handled
-        }
+        async move { flushed(indexer.handle(event)).await }
     }))
     .await
 }

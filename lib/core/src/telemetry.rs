@@ -204,7 +204,7 @@ macro_rules! label {
 }
 
 label!(
-    /// How a turn ended; a failure's reason is counted apart ([`turn`]).
+    /// How a turn ended; a failure's reason is counted apart ([`turn_failed`]).
     TurnOutcome {
         Answered => "answered",
         Cancelled => "cancelled",
@@ -216,14 +216,18 @@ label!(
     }
 );
 
-/// Counts a turn ended so. A failed one is counted by its `reason` (a step error's name,
-/// mapped by [`crate::steps::errors::reason`]) in [`TURN_FAILURES`] too: an alarm reads the
-/// failures whatever their reason as one series.
-pub fn turn(outcome: TurnOutcome, reason: Option<&'static str>) {
-    if let (TurnOutcome::Failed, Some(reason)) = (outcome, reason) {
-        metrics::counter!(TURN_FAILURES.name, "reason" => reason).increment(1);
-    }
+/// Counts a turn ended so; a failed one is counted by [`turn_failed`], with its reason.
+pub fn turn(outcome: TurnOutcome) {
     metrics::counter!(TURNS.name, "outcome" => outcome.as_str()).increment(1);
+}
+
+/// Counts a turn failed with the step error `error`: as `failed` in [`TURNS`], and by its
+/// reason ([`crate::steps::errors::reason`]) in [`TURN_FAILURES`], so that an alarm reads the
+/// failures whatever their reason as one series.
+pub fn turn_failed(error: &str) {
+    let reason = crate::steps::errors::reason(error);
+    metrics::counter!(TURN_FAILURES.name, "reason" => reason).increment(1);
+    turn(TurnOutcome::Failed);
 }
 
 /// Records how long the member waited for the first words of an answer, and for all of it.

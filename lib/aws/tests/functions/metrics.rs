@@ -128,10 +128,7 @@ async fn a_turn_through_the_task_functions_leaves_metrics_cloudwatch_reads() {
     };
     assert!(sum("turns", Some(("outcome", "answered"))) >= 1.0, "{text}");
     assert!(sum("model_calls", Some(("outcome", "ok"))) >= 1.0, "{text}");
-    assert!(
-        sum("turn_answer_ms", None) >= 0.0 && text.contains("turn_answer_ms"),
-        "{text}"
-    );
+    assert!(data.iter().any(|d| d.name == "turn_answer_ms"), "{text}");
     assert_eq!(sum("cold_starts", None), 1.0, "{text}");
     let (key, session) = (&d.key, d.key.session.as_str());
     for id in [session, key.org.as_str(), key.user.as_str()] {

@@ -171,7 +171,7 @@ impl Steps {
             )
             .await?;
         if answered {
-            telemetry::turn(outcome, None);
+            telemetry::turn(outcome);
         }
         Ok(out)
     }

@@ -5,7 +5,7 @@ use crate::domain::NewEvent;
 use crate::telemetry::{self, TurnOutcome};
 
 use super::record::{Committed, Found};
-use super::wire::{Next, StepError, StepInput, StepOutput, error_event, errors};
+use super::wire::{Next, StepError, StepInput, StepOutput, error_event};
 use super::{Handler, Steps};
 
 impl Steps {
@@ -52,8 +52,7 @@ impl Steps {
                 Committed::Lost
             ) {
                 if let Some(failure) = &input.failure {
-                    let reason = errors::reason(&failure.error);
-                    telemetry::turn(TurnOutcome::Failed, Some(reason));
+                    telemetry::turn_failed(&failure.error);
                 }
                 return Ok(StepOutput::to(Next::Load));
             }
@@ -94,11 +93,8 @@ impl Steps {
                 Committed::Lost
             ) {
                 match &input.failure {
-                    Some(failure) => {
-                        let reason = errors::reason(&failure.error);
-                        telemetry::turn(TurnOutcome::Failed, Some(reason));
-                    }
-                    None => telemetry::turn(TurnOutcome::Cancelled, None),
+                    Some(failure) => telemetry::turn_failed(&failure.error),
+                    None => telemetry::turn(TurnOutcome::Cancelled),
                 }
                 return Ok(StepOutput::to(Next::Done));
             }

@@ -8,17 +8,11 @@ use knowledge_providers::fake::{Fake, OpenAi, Reply, Wire};
 use serde_json::{Value, json};
 
 use crate::binary::{Process, admin, call, wait_answered};
-use crate::crashes::{cookie, create, openai_at};
+use crate::crashes::{cookie, create, openai_at, provider};
 
 /// A fake provider that writes a note, then counts the notes, then answers; and the service's
 /// environment to ask it.
 fn scripted(fake: &Fake) {
-    fake.always(
-        reqwest::Method::GET,
-        OpenAi::models_path(),
-        200,
-        json!({"data": []}),
-    );
     let note = OpenAi::tool_call("call_1", "kb_create_note", json!({ "text": "hello" }));
     let count = OpenAi::tool_call("call_2", "kb_notes", json!({}));
     fake.script(Reply::json(200, note))
@@ -86,7 +80,7 @@ fn notes_written(t: &Value) -> u64 {
 /// again on the same directory; returns the transcript once the resumed turn has ended.
 async fn killed_after_approval_at(point: &str) -> Value {
     let server = start(&[]).await;
-    let fake = Fake::start().await;
+    let fake = provider().await;
     scripted(&fake);
     let env = openai_at(&fake.base());
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();

@@ -122,6 +122,19 @@ async fn a_kill_at_any_step_of_a_turn_is_recovered_at_restart_with_the_log_whole
     }
 }
 
+/// A fake OpenAI-compatible provider whose health probe (`GET /v1/models`, which the service
+/// sends apart from the turns) always answers; the test scripts its replies.
+pub(crate) async fn provider() -> Fake {
+    let fake = Fake::start().await;
+    fake.always(
+        reqwest::Method::GET,
+        OpenAi::models_path(),
+        200,
+        json!({"data": []}),
+    );
+    fake
+}
+
 /// The environment that makes `knowledge serve` ask the fake at `base` as an OpenAI-compatible
 /// provider.
 pub(crate) fn openai_at(base: &str) -> Vec<(&'static str, String)> {
@@ -153,14 +166,7 @@ async fn a_draft(p: &Process, cookie: &str, session: &str) -> String {
 
 #[tokio::test]
 async fn a_kill_while_an_answer_streams_loses_only_its_draft_and_the_turn_is_answered_at_restart() {
-    let fake = Fake::start().await;
-    // The service probes the provider's health apart from the turns.
-    fake.always(
-        reqwest::Method::GET,
-        OpenAi::models_path(),
-        200,
-        json!({"data": []}),
-    );
+    let fake = provider().await;
     let long: Vec<String> = (1..=200).map(|i| format!("word{i}")).collect();
     fake.pace(Duration::from_millis(50))
         .script(Reply::json(200, OpenAi::answer(&long.join(" "))));

@@ -2,12 +2,12 @@
 //! the token, and with it the counts of what a turn did, labelled by outcome and model and
 //! never by member, session or organisation.
 
-use knowledge_providers::fake::{Fake, OpenAi, Reply, USAGE, Wire};
+use knowledge_providers::fake::{OpenAi, Reply, USAGE, Wire};
 use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::binary::{Process, wait_answered};
-use crate::crashes::{cookie, create, openai_at};
+use crate::crashes::{cookie, create, openai_at, provider};
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef-metrics";
 
@@ -73,13 +73,7 @@ async fn a_token_too_short_to_be_safe_is_refused_at_start() {
 
 #[tokio::test]
 async fn the_metrics_count_a_turn_answered_and_one_failed_by_model_and_reason_only() {
-    let fake = Fake::start().await;
-    fake.always(
-        reqwest::Method::GET,
-        OpenAi::models_path(),
-        200,
-        json!({"data": []}),
-    );
+    let fake = provider().await;
     fake.script(Reply::json(200, OpenAi::answer("Forty euros a day.")))
         .script(Reply::json(
             400,
