@@ -22,6 +22,7 @@ use knowledge_core::ports::{
 };
 use knowledge_core::service::{Deps, Opening, Service, SignedIn};
 use knowledge_core::steps::{ExecRef, Handler, StepInput, StepOutput, StepStores, Steps};
+use knowledge_core::trace::TraceParent;
 use knowledge_docs::TantivyDocs;
 use knowledge_http::cookie::{COOKIE_NAME, CookieSigner};
 use knowledge_local::{LocalService, SqliteStore};
@@ -184,7 +185,7 @@ struct DirectWorkflow(Steps);
 #[async_trait]
 impl Workflow for DirectWorkflow {
     async fn start(
-        &self, key: &SessionKey, run: &RunId, execution: &str,
+        &self, key: &SessionKey, run: &RunId, execution: &str, trace: Option<&TraceParent>,
     ) -> Result<(), WorkflowError> {
         let mut input = StepInput {
             execution: Some(ExecRef {
@@ -192,7 +193,7 @@ impl Workflow for DirectWorkflow {
                 name: execution.to_owned(),
                 started_at: self.0.clock().now(),
             }),
-            ..StepInput::start(key, run)
+            ..StepInput::start(key, run, trace)
         };
         let mut handler = Handler::LoadTurn;
         loop {

@@ -11,6 +11,7 @@
 pub mod functions;
 pub mod logs;
 pub mod operator;
+pub mod traces;
 pub mod workflow;
 
 use std::sync::{Arc, OnceLock};

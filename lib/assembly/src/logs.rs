@@ -55,40 +55,60 @@ impl Visit for MessageText {
 }
 
 /// Logs to standard error, filtered by `RUST_LOG` (`info` by default), in colour on a terminal:
-/// the local binary's output.
+/// the local binary's output. With traces configured ([`crate::traces`]), spans are exported
+/// too, and each line names its span's `trace_id` and `span_id`.
 pub fn init_terminal() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .finish()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    let traces = crate::traces::layer("knowledge");
+    let filter = without_trace_spans(filter, traces.is_some());
+    tracing_subscriber::registry()
+        .with(fmt.with_filter(filter))
+        .with(traces)
         .with(ExpectedErrors)
         .init();
 }
 
 /// Logs to standard output as a Lambda function does (what `lambda_runtime`'s default
 /// subscriber does): the level from `AWS_LAMBDA_LOG_LEVEL`, else `RUST_LOG`, else `INFO`; JSON
-/// lines when `AWS_LAMBDA_LOG_FORMAT` is `JSON`; no time (CloudWatch stamps each line).
+/// lines when `AWS_LAMBDA_LOG_FORMAT` is `JSON`; no time (CloudWatch stamps each line). With
+/// traces configured, as [`init_terminal`].
 pub fn init_lambda() {
     let level = std::env::var("AWS_LAMBDA_LOG_LEVEL").or_else(|_| std::env::var("RUST_LOG"));
     let level = (level.ok().and_then(|l| l.parse().ok()))
         .unwrap_or(tracing_subscriber::filter::LevelFilter::INFO);
-    let filter = || {
-        EnvFilter::builder()
-            .with_default_directive(level.into())
-            .from_env_lossy()
-    };
-    let fmt = tracing_subscriber::fmt()
+    let filter = EnvFilter::builder()
+        .with_default_directive(level.into())
+        .from_env_lossy();
+    let traces = crate::traces::layer("knowledge");
+    let filter = without_trace_spans(filter, traces.is_some());
+    let fmt = tracing_subscriber::fmt::layer()
         .with_target(false)
         .without_time()
         .with_writer(std::io::stdout);
     let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
-    if json {
-        let fmt = fmt.json().with_env_filter(filter()).finish();
-        fmt.with(ExpectedErrors).init();
+    let fmt = if json {
+        fmt.json().with_filter(filter).boxed()
     } else {
-        let fmt = fmt.with_env_filter(filter()).finish();
-        fmt.with(ExpectedErrors).init();
+        fmt.with_filter(filter).boxed()
+    };
+    tracing_subscriber::registry()
+        .with(fmt)
+        .with(traces)
+        .with(ExpectedErrors)
+        .init();
+}
+
+/// `filter`, leaving out the spans traces are made of while traces are off: they cost nothing
+/// then. While traces are on, the log lines carry them, and so their ids.
+fn without_trace_spans(filter: EnvFilter, traces: bool) -> EnvFilter {
+    if traces {
+        return filter;
     }
+    let off = format!("{}=off", knowledge_core::trace::TARGET)
+        .parse()
+        .expect("a directive");
+    filter.add_directive(off)
 }

@@ -13,6 +13,7 @@ use knowledge_core::clock::Clock;
 use knowledge_core::ids::{RunId, SessionKey};
 use knowledge_core::ports::{Workflow, WorkflowError};
 use knowledge_core::steps::{Handler, StepInput, Steps, errors};
+use knowledge_core::trace::TraceParent;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -141,7 +142,9 @@ pub fn execution_prefix(instance: &str) -> String {
 
 /// Starts the execution `name` of `run` on its own task, unless one of that name is in
 /// flight (a retried start). Returns it, or `None` when it was already running.
-fn launch(inner: &Arc<Inner>, key: &SessionKey, run: &RunId, name: &str) -> Option<Execution> {
+fn launch(
+    inner: &Arc<Inner>, key: &SessionKey, run: &RunId, name: &str, trace: Option<&TraceParent>,
+) -> Option<Execution> {
     let signal = {
         let mut runs = inner.runs.lock().expect("runs lock");
         let entry = runs.entry(run.clone()).or_insert_with(|| Run {
@@ -155,7 +158,8 @@ fn launch(inner: &Arc<Inner>, key: &SessionKey, run: &RunId, name: &str) -> Opti
         entry.signal.clone()
     };
     let execution = Execution::under(&inner.prefix, name, inner.clock.now().to_iso8601());
-    let input = serde_json::to_value(StepInput::start(key, run)).expect("step inputs serialise");
+    let input =
+        serde_json::to_value(StepInput::start(key, run, trace)).expect("step inputs serialise");
     let tasks: Arc<dyn Tasks> = Arc::new(ExecutionTasks(inner.clone()));
     let (inner, session, run, started) = (
         inner.clone(),
@@ -222,7 +226,8 @@ impl Tasks for ExecutionTasks {
         }
         let (key, run) = (start.input.session.key(), start.input.run_id);
         // A retried start of an execution in flight answers as Step Functions would: started.
-        let started = launch(&self.0, &key, &run, &start.name).unwrap_or_else(|| {
+        let trace = start.input.trace.as_ref();
+        let started = launch(&self.0, &key, &run, &start.name, trace).unwrap_or_else(|| {
             Execution::under(&self.0.prefix, &start.name, self.0.clock.now().to_iso8601())
         });
         Ok(json!({ "ExecutionArn": started.id, "StartDate": started.start_time }))
@@ -232,9 +237,9 @@ impl Tasks for ExecutionTasks {
 #[async_trait]
 impl Workflow for LocalWorkflow {
     async fn start(
-        &self, key: &SessionKey, run: &RunId, execution: &str,
+        &self, key: &SessionKey, run: &RunId, execution: &str, trace: Option<&TraceParent>,
     ) -> Result<(), WorkflowError> {
-        launch(&self.inner, key, run, execution);
+        launch(&self.inner, key, run, execution, trace);
         Ok(())
     }
 

@@ -207,20 +207,23 @@ async fn run_routes(parts: Parts) -> Result<(), lambda_runtime::Error> {
     lambda_http::run(flushing(router)).await
 }
 
-/// `router`, writing the metrics each request recorded once its response is ready.
+/// `router`, writing the metrics each request recorded and exporting its spans once its
+/// response is ready (Lambda freezes the function as soon as it is returned).
 fn flushing(router: axum::Router) -> axum::Router {
     router.layer(axum::middleware::map_response(
         |response: axum::response::Response| async move {
             metrics::flush();
+            knowledge_assembly::traces::flush().await;
             response
         },
     ))
 }
 
-/// What `handled` answers, once the metrics it recorded are written.
+/// What `handled` answers, once the metrics it recorded are written and its spans exported.
 async fn flushed<T>(handled: impl std::future::Future<Output = T>) -> T {
     let answer = handled.await;
     metrics::flush();
+    knowledge_assembly::traces::flush().await;
     answer
 }
 

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use knowledge_core::ids::{RunId, SessionKey};
 use knowledge_core::ports::{Workflow, WorkflowError};
 use knowledge_core::steps::StepInput;
+use knowledge_core::trace::TraceParent;
 
 /// Without a state machine (the functions that never start runs are not given one) every
 /// start fails, and nothing is started.
@@ -32,15 +33,15 @@ impl Workflow for SfnWorkflow {
     /// other ends at `LoadTurn` without writing. `ExecutionAlreadyExists` (a Standard machine,
     /// which keeps names unique) is a success.
     async fn start(
-        &self, key: &SessionKey, run: &RunId, execution: &str,
+        &self, key: &SessionKey, run: &RunId, execution: &str, trace: Option<&TraceParent>,
     ) -> Result<(), WorkflowError> {
         let Some(arn) = &self.state_machine_arn else {
             return Err(WorkflowError::new(
                 "this function has no state machine (STATE_MACHINE_ARN is not set)",
             ));
         };
-        let input =
-            serde_json::to_string(&StepInput::start(key, run)).map_err(WorkflowError::new)?;
+        let input = serde_json::to_string(&StepInput::start(key, run, trace))
+            .map_err(WorkflowError::new)?;
         match self
             .client
             .start_execution()

@@ -27,6 +27,7 @@ pub mod steps;
 pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod trace;
 pub mod vault;
 
 pub use error::CoreError;

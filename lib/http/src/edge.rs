@@ -116,18 +116,20 @@ where
     }
 
     fn call(&mut self, req: Request) -> Self::Future {
-        // The path is copied only when the line will be written.
-        let seen = tracing::enabled!(tracing::Level::INFO).then(|| {
+        // The path is copied only when the line may be written. `level_enabled!` asks the
+        // level alone: `enabled!` would leave the per-layer filters' state of its check for the
+        // next span or event of this thread to take as its own (and the span below would not
+        // be exported).
+        let seen = tracing::level_enabled!(tracing::Level::INFO).then(|| {
             (
                 req.method().clone(),
                 req.uri().path().to_owned(),
                 Instant::now(),
             )
         });
-        Logged {
-            inner: self.0.call(req),
-            seen,
-        }
+        let span = request_span(req.method());
+        let inner = span.in_scope(|| self.0.call(req));
+        Logged { inner, seen, span }
     }
 }
 
@@ -137,6 +139,66 @@ pin_project_lite::pin_project! {
         #[pin]
         inner: F,
         seen: Option<(Method, String, Instant)>,
+        span: tracing::Span,
+    }
+}
+
+/// A request's span (traces only): named after its method, and its route once routing finds
+/// it ([`RouteName`]); never its path, query or headers.
+fn request_span(method: &Method) -> tracing::Span {
+    tracing::info_span!(
+        target: knowledge_core::trace::TARGET,
+        "request",
+        trace_id = tracing::field::Empty,
+        span_id = tracing::field::Empty,
+        otel.name = %method,
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        http.request.method = %method,
+        http.route = tracing::field::Empty,
+        http.response.status_code = tracing::field::Empty,
+    )
+}
+
+/// Records the route that matched (`/api/managed-agents/sessions/{id}`) on the request's span,
+/// which the exporter names after it, and the span's ids for the request's log lines: a layer
+/// of each route, where axum has put the route's pattern in the request.
+#[derive(Debug, Clone, Copy)]
+pub struct RouteName;
+
+impl<S> Layer<S> for RouteName {
+    type Service = NameRoute<S>;
+
+    fn layer(&self, inner: S) -> NameRoute<S> {
+        NameRoute(inner)
+    }
+}
+
+/// [`RouteName`]'s service.
+#[derive(Debug, Clone)]
+pub struct NameRoute<S>(S);
+
+impl<S> Service<Request> for NameRoute<S>
+where
+    S: Service<Request>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        let span = tracing::Span::current();
+        if !span.is_disabled()
+            && let Some(route) = req.extensions().get::<axum::extract::MatchedPath>()
+        {
+            span.record("http.route", route.as_str());
+            knowledge_core::trace::identified(span);
+        }
+        self.0.call(req)
     }
 }
 
@@ -148,7 +210,21 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let out = std::task::ready!(this.inner.poll(cx));
+        let out = {
+            let _entered = this.span.enter();
+            std::task::ready!(this.inner.poll(cx))
+        };
+        if let Ok(response) = &out {
+            let status = response.status();
+            this.span
+                .record("http.response.status_code", i64::from(status.as_u16()));
+            if status.is_server_error() {
+                this.span.record("otel.status_code", "ERROR");
+            }
+        }
+        // The span ends with the answer (not when this future is dropped), so that a Lambda
+        // function exports it before its invocation returns.
+        drop(std::mem::replace(this.span, tracing::Span::none()));
         if let (Some((method, path, started)), Ok(response)) = (this.seen.take(), &out) {
             tracing::info!(
                 %method,

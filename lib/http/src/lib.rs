@@ -241,6 +241,7 @@ fn session_routes(state: SessionApi, endpoints: &[Routes]) -> Router {
 /// them around every route, and clone each box on every request).
 pub fn edge(app: Router) -> Router {
     let routed = app
+        .route_layer(edge::RouteName)
         .fallback(routes::route_not_found)
         .method_not_allowed_fallback(routes::method_not_allowed);
     let edged = tower::ServiceBuilder::new()

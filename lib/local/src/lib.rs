@@ -317,9 +317,25 @@ impl LocalService {
         let workers = (self.workers.as_ref())
             .map(|w| documents::spawn(w, documents::WORKERS))
             .unwrap_or_default();
+        let exporter = knowledge_assembly::traces::enabled().then(|| tokio::spawn(export_every()));
         server::serve(listener, self.router.clone(), limits, shutdown).await;
         sweeper.abort();
         workers.iter().for_each(|w| w.abort());
+        if let Some(exporter) = exporter {
+            exporter.abort();
+            knowledge_assembly::traces::flush().await;
+        }
+    }
+}
+
+/// Exports the finished spans every [`knowledge_assembly::traces::schedule_delay`], off the
+/// requests' path, for as long as it is not aborted.
+async fn export_every() {
+    let mut ticks = tokio::time::interval(knowledge_assembly::traces::schedule_delay());
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        knowledge_assembly::traces::flush().await;
     }
 }
 

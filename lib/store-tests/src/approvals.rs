@@ -66,7 +66,7 @@ pub async fn an_answer_rewrites_the_calls_event_with_the_session_at_its_version_
     let mut answered = paused.clone();
     answered.version += 1;
     answered.turn.as_mut().unwrap().approvals[0].state = ApprovalState::Approved;
-    answered.start_run(RunId::generate(), NOW);
+    answered.start_run(RunId::generate(), NOW, None);
     let i = events.iter().position(|e| e.seq == call).unwrap();
     if let EventBody::ToolUse {
         approval: Some(a), ..
@@ -123,7 +123,7 @@ pub async fn a_session_waiting_for_its_member_is_marked_in_the_list_and_swept_at
     let mut answered = paused.clone();
     answered.version += 1;
     answered.turn.as_mut().unwrap().approvals[0].state = ApprovalState::Declined;
-    answered.start_run(RunId::generate(), NOW);
+    answered.start_run(RunId::generate(), NOW, None);
     store
         .rewrite_events(&answered, paused.version, &[])
         .await

@@ -14,7 +14,7 @@ async fn running(store: &dyn Store, key: &SessionKey) -> Session {
     let mut s = store.get_session(key).await.unwrap().unwrap();
     let expected = s.version;
     s.version += 1;
-    s.start_run(RunId::generate(), NOW);
+    s.start_run(RunId::generate(), NOW, None);
     s.pending = vec![1];
     store
         .commit_session(&s, expected, &[], None, None)

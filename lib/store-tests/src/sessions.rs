@@ -9,6 +9,7 @@ use knowledge_core::domain::{
 };
 use knowledge_core::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use knowledge_core::ports::{Charge, StoreError, TokenUsage};
+use knowledge_core::trace::TraceParent;
 
 use crate::{
     NOW, Store, Tested, append, landed, listed, mark_deleting, new_key, seed_session, texts,
@@ -31,6 +32,7 @@ pub async fn a_session_reads_back_exactly_as_it_was_written(store: Arc<dyn Teste
             seq: 1,
             lease: Some(Timestamp(NOW.millis() + 150_000)),
             revivals: 2,
+            trace: TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
         }),
         deleting: false,
         pending: vec![1, 2],
@@ -416,7 +418,7 @@ async fn start_run(store: &dyn Store, key: &SessionKey, at: Timestamp) -> Sessio
     let mut s = store.get_session(key).await.unwrap().unwrap();
     let expected = s.version;
     s.version += 1;
-    s.start_run(RunId::generate(), at);
+    s.start_run(RunId::generate(), at, None);
     store
         .commit_session(&s, expected, &[], None, None)
         .await
@@ -444,7 +446,7 @@ pub async fn runs_are_found_by_when_they_go_stale_and_leave_the_index_when_they_
     start_run(&*store, &deleted, NOW).await;
     mark_deleting(&*store, &deleted).await;
     let keys = [&early, &late, &idle, &deleted];
-    let lease = ExecClaim::first(&RunId::generate(), NOW).stale_at();
+    let lease = ExecClaim::first(&RunId::generate(), NOW, None).stale_at();
     assert_eq!(
         stale_among(&*store, &keys, lease).await,
         Vec::<usize>::new(),

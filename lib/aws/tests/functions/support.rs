@@ -477,7 +477,7 @@ pub(crate) async fn follow_up(d: &Deployment) -> (u64, String) {
     let mut s = d.store.get_session(&d.key).await.unwrap().unwrap();
     let expected = s.version;
     s.version += 1;
-    s.start_run(RunId::parse(RUN).unwrap(), SystemClock.now());
+    s.start_run(RunId::parse(RUN).unwrap(), SystemClock.now(), None);
     let placed = s.place(
         SystemClock.now(),
         vec![NewEvent::user_message("And for annual plans?")],

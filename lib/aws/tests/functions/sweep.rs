@@ -26,7 +26,7 @@ impl Deployment {
         let ago = SystemClock.now().plus_millis(-(LEASE_MS + 60_000));
         let mut s = Session::new(key.clone(), "stuck".into(), ago);
         let run = RunId::generate();
-        s.start_run(run.clone(), ago);
+        s.start_run(run.clone(), ago, None);
         s.exec.as_mut().unwrap().revivals = revivals;
         let placed = s.place(ago, vec![NewEvent::user_message("Still there?")]);
         s.pending = vec![placed[0].seq];

@@ -18,7 +18,10 @@ async fn a_retried_start_succeeds_where_the_machine_keeps_execution_names_unique
     let workflow = SfnWorkflow::new(d.sfn.clone(), Some(d.state_machine_arn.clone()));
     let run = RunId::generate();
     for _ in 0..3 {
-        workflow.start(&d.key, &run, run.as_str()).await.unwrap();
+        workflow
+            .start(&d.key, &run, run.as_str(), None)
+            .await
+            .unwrap();
     }
     assert_eq!(d.executions().await, [run.to_string()]);
 }

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
 use crate::ids::RunId;
+use crate::trace::TraceParent;
 
 /// How long an execution can live at most (Express stops one at five minutes), plus clock skew
 /// between the engine and the steps: a claim older than this belongs to no living execution.
@@ -63,6 +64,9 @@ pub struct ExecClaim {
     /// turn last moved on (a commit with events resets it).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub revivals: u32,
+    /// The trace of the request that started the run, which every execution of it joins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceParent>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -92,7 +96,7 @@ pub enum Standing {
 
 impl ExecClaim {
     /// The claim a new run starts with: its first execution is named after the run.
-    pub fn first(run: &RunId, now: Timestamp) -> Self {
+    pub fn first(run: &RunId, now: Timestamp, trace: Option<TraceParent>) -> Self {
         Self {
             name: run.as_str().to_owned(),
             id: None,
@@ -101,6 +105,7 @@ impl ExecClaim {
             seq: 0,
             lease: Some(now.plus_millis(LEASE_MS)),
             revivals: 0,
+            trace,
         }
     }
 
@@ -117,6 +122,7 @@ impl ExecClaim {
             seq,
             lease: Some(now.plus_millis(LEASE_MS)),
             revivals: self.revivals + u32::from(from.is_none()),
+            trace: self.trace.clone(),
         }
     }
 
@@ -130,6 +136,7 @@ impl ExecClaim {
             seq: self.seq,
             lease: self.lease,
             revivals: self.revivals,
+            trace: self.trace.clone(),
         }
     }
 
@@ -183,7 +190,7 @@ mod tests {
     #[test]
     fn the_execution_a_claim_names_binds_it_and_a_same_named_duplicate_then_stands_aside() {
         let run = RunId::generate();
-        let claim = ExecClaim::first(&run, Timestamp(1_000));
+        let claim = ExecClaim::first(&run, Timestamp(1_000), None);
         let a = exec("a", run.as_str(), 1_100);
         let b = exec("b", run.as_str(), 1_200);
         assert_eq!(claim.standing(&a, Timestamp(1_300)), Standing::MayBind);
@@ -197,11 +204,9 @@ mod tests {
     fn a_handover_names_the_successor_and_lets_only_the_handing_execution_repeat_it() {
         let run = RunId::generate();
         let a = exec("a", run.as_str(), 0);
-        let moved = ExecClaim::first(&run, Timestamp(0)).bind(&a).transfer(
-            &run,
-            Timestamp(200_000),
-            Some(&a),
-        );
+        let moved = ExecClaim::first(&run, Timestamp(0), None)
+            .bind(&a)
+            .transfer(&run, Timestamp(200_000), Some(&a));
         let name = format!("{run}-1");
         assert_eq!(moved.name, name);
         assert_eq!(
@@ -228,7 +233,7 @@ mod tests {
     fn a_claim_past_the_longest_execution_life_may_be_taken_by_any_execution_of_the_run() {
         let run = RunId::generate();
         let owner = exec("a", run.as_str(), 0);
-        let mut claim = ExecClaim::first(&run, Timestamp(0)).bind(&owner);
+        let mut claim = ExecClaim::first(&run, Timestamp(0), None).bind(&owner);
         // Renewed all along, the lease never outlives the execution.
         for at in (0..CLAIM_LIFETIME_MS).step_by(10_000) {
             claim.renew(Timestamp(at));
@@ -248,7 +253,7 @@ mod tests {
     fn a_lease_not_renewed_runs_out_long_before_the_lifetime() {
         let run = RunId::generate();
         let owner = exec("a", run.as_str(), 0);
-        let mut claim = ExecClaim::first(&run, Timestamp(0)).bind(&owner);
+        let mut claim = ExecClaim::first(&run, Timestamp(0), None).bind(&owner);
         claim.renew(Timestamp(10_000));
         assert_eq!(
             claim.stale_at(),
@@ -272,7 +277,7 @@ mod tests {
     fn replacing_a_dead_execution_counts_a_revival_and_a_handover_does_not() {
         let run = RunId::generate();
         let a = exec("a", run.as_str(), 0);
-        let claim = ExecClaim::first(&run, Timestamp(0)).bind(&a);
+        let claim = ExecClaim::first(&run, Timestamp(0), None).bind(&a);
         let revived = claim.transfer(&run, Timestamp(200_000), None);
         assert_eq!(revived.revivals, 1);
         assert_eq!(revived.stale_at(), Timestamp(200_000 + LEASE_MS));

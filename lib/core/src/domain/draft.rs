@@ -86,7 +86,7 @@ mod tests {
             &SessionId::generate(),
         );
         let mut s = Session::new(key, "t".into(), Timestamp(0));
-        s.start_run(RunId::generate(), Timestamp(0));
+        s.start_run(RunId::generate(), Timestamp(0), None);
         s.pending = vec![3];
         s
     }

@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::{Approval, ApprovalState, CallApproval, ExecClaim, TITLE_CHARS};
 use crate::clock::Timestamp;
 use crate::ids::{EventId, RunId, SessionKey};
+use crate::trace::TraceParent;
 
 /// The kinds of event in a session's log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -226,9 +227,14 @@ impl Session {
     }
 
     /// Gives the session to a new run `run`, whose first execution is named after it.
-    pub fn start_run(&mut self, run: RunId, now: Timestamp) {
-        self.exec = Some(ExecClaim::first(&run, now));
+    pub fn start_run(&mut self, run: RunId, now: Timestamp, trace: Option<TraceParent>) {
+        self.exec = Some(ExecClaim::first(&run, now, trace));
         self.run_id = Some(run);
+    }
+
+    /// The trace the active run joins: its starting request's, kept on the claim.
+    pub fn trace(&self) -> Option<&TraceParent> {
+        self.exec.as_ref()?.trace.as_ref()
     }
 
     /// Ends the active run: no run, no claim, no turn in progress.
@@ -284,7 +290,7 @@ impl Session {
         let run = self.run_id.as_ref()?;
         let claim = match &self.exec {
             Some(claim) => claim.transfer(run, now, None),
-            None => ExecClaim::first(run, now).transfer(run, now, None),
+            None => ExecClaim::first(run, now, None).transfer(run, now, None),
         };
         let name = claim.name.clone();
         self.exec = Some(claim);

@@ -4,6 +4,7 @@ use async_trait::async_trait;
 
 use crate::ids::{RunId, SessionKey};
 use crate::ports::BackendError;
+use crate::trace::TraceParent;
 
 /// Starts and signals workflow runs. Narrow on purpose: the engine behind it can change without
 /// touching the use cases.
@@ -12,9 +13,10 @@ pub trait Workflow: Send + Sync {
     /// Starts an execution named `execution` that processes the session's pending turns under
     /// `run` (the name the session's claim gives it). May start more than one execution per
     /// call or per retried call (Step Functions Express does): the run's claim lets one of them
-    /// work, and the others end at their first step without writing.
+    /// work, and the others end at their first step without writing. `trace`, the run's trace
+    /// (its claim's), travels in the execution's input so that every step joins it.
     async fn start(
-        &self, key: &SessionKey, run: &RunId, execution: &str,
+        &self, key: &SessionKey, run: &RunId, execution: &str, trace: Option<&TraceParent>,
     ) -> Result<(), WorkflowError>;
     /// Tells the engine that `run` was cancelled, so that an in-flight step can be abandoned
     /// early. The cancellation itself is already durable in the store; this is only a hint.

@@ -137,7 +137,10 @@ impl Service {
                     crate::fault::point("approve", "answered").await;
                     // The run first: the answer stands whatever follows.
                     if let Some((run, execution)) = &answering.started {
-                        self.deps.workflow.start(&key, run, execution).await?;
+                        self.deps
+                            .workflow
+                            .start(&key, run, execution, answering.next.trace())
+                            .await?;
                     }
                     if decision == Decision::Always
                         && let Some(integration) = &integration
@@ -255,7 +258,10 @@ impl Service {
         {
             Ok(()) => {
                 if let Some((run, execution)) = &answering.started {
-                    self.deps.workflow.start(key, run, execution).await?;
+                    self.deps
+                        .workflow
+                        .start(key, run, execution, answering.next.trace())
+                        .await?;
                 }
                 Ok(true)
             }

@@ -213,7 +213,7 @@ impl Service {
         let key = who.key(&SessionId::generate());
         let run = RunId::generate();
         let mut session = Session::new(key.clone(), Session::title_for(text), now);
-        session.start_run(run.clone(), now);
+        session.start_run(run.clone(), now, crate::trace::current());
         let events = session.place(now, vec![NewEvent::user_message(text)]);
         session.pending.push(events[0].seq);
         for _ in 0..MAX_COMMIT_ATTEMPTS {
@@ -227,7 +227,10 @@ impl Service {
                 .await
             {
                 Ok(()) => {
-                    self.deps.workflow.start(&key, &run, run.as_str()).await?;
+                    self.deps
+                        .workflow
+                        .start(&key, &run, run.as_str(), session.trace())
+                        .await?;
                     return Ok(CreatedSession {
                         id: key.session,
                         run_id: run,
@@ -313,7 +316,10 @@ impl Service {
             {
                 Ok(()) => {
                     if let Some((run, execution)) = started {
-                        self.deps.workflow.start(&key, &run, &execution).await?;
+                        self.deps
+                            .workflow
+                            .start(&key, &run, &execution, next.trace())
+                            .await?;
                     }
                     return Ok(());
                 }
@@ -369,7 +375,7 @@ impl Service {
 /// Gives `next` to a new run, not cancelled; returns the run and its first execution's name.
 fn new_run(next: &mut Session, now: Timestamp) -> (RunId, String) {
     let run = RunId::generate();
-    next.start_run(run.clone(), now);
+    next.start_run(run.clone(), now, crate::trace::current());
     next.cancelled_at = None;
     (run.clone(), run.as_str().to_owned())
 }

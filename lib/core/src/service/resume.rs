@@ -133,7 +133,10 @@ impl Service {
                         tracing::warn!(session = %key.session, %run, revivals, "a turn killed every execution given to it; it ends as failed");
                     }
                     if let Some(execution) = execution {
-                        self.deps.workflow.start(key, &run, &execution).await?;
+                        self.deps
+                            .workflow
+                            .start(key, &run, &execution, next.trace())
+                            .await?;
                     }
                     return Ok(settled);
                 }

@@ -76,7 +76,10 @@ impl Service {
                         crate::fault::point("cancel", "stamped").await;
                         self.deps.workflow.cancelled(&key, &run).await;
                         if let Some(execution) = &revived {
-                            self.deps.workflow.start(&key, &run, execution).await?;
+                            self.deps
+                                .workflow
+                                .start(&key, &run, execution, next.trace())
+                                .await?;
                         }
                     }
                     committed.map(|()| false)

@@ -15,6 +15,8 @@ use crate::ports::{
     Reads, TokenUsage, ToolSpec,
 };
 use crate::telemetry::{self, ModelOutcome, TurnOutcome};
+use crate::trace;
+use tracing::Instrument;
 
 use super::bounds::{bounded_input, bounded_text};
 use super::consent::{Offered, asked};
@@ -201,17 +203,21 @@ impl Steps {
         &self, request: AgentRequest, drafts: &dyn Drafts,
     ) -> Result<AgentReply, StepError> {
         let mut waited = Duration::ZERO;
+        // Labelled with the model asked for (the deployment's setting), which the failures
+        // name too, not the version the provider says it ran.
+        let model = model_name(self.agent()?.model());
         loop {
-            match self
-                .agent()?
-                .respond_streaming(request.clone(), drafts)
-                .await
-            {
+            let span = trace::chat(&model);
+            let replied = (self.agent()?.respond_streaming(request.clone(), drafts))
+                .instrument(span.clone())
+                .await;
+            if let Err(e) = &replied {
+                trace::failed(&span, agent_failure(e).as_str());
+            }
+            match replied {
                 Ok(reply) => {
-                    // Labelled with the model asked for (the deployment's setting), which the
-                    // failures name too, not the version the provider says it ran.
+                    trace::chat_answered(&span, reply.usage.input, reply.usage.output);
                     let tokens = Some((reply.usage.input, reply.usage.output));
-                    let model = model_name(self.agent()?.model());
                     telemetry::model_call(&model, ModelOutcome::Ok, tokens, reply.cost_micros);
                     tracing::info!(
                         org = %request.org,
@@ -235,11 +241,7 @@ impl Steps {
                     return Err(StepError::new(errors::AGENT_REJECTED, e.to_string()));
                 }
                 Err(e) => {
-                    let outcome = match e {
-                        AgentError::RateLimited { .. } => ModelOutcome::RateLimited,
-                        _ => ModelOutcome::Failed,
-                    };
-                    self.model_failed(outcome)?;
+                    self.model_failed(agent_failure(&e))?;
                     return Err(StepError::new(errors::AGENT, e.to_string()));
                 }
             }
@@ -407,4 +409,13 @@ impl Steps {
 pub(super) fn blocked(integration: &dyn Integration, tool: &ToolSpec) -> bool {
     let rule = integration.tool_rule(&tool.name);
     effective_policy(tool.hints, rule, false).policy == ToolPolicy::Block
+}
+
+/// How a call to the model failed, as its metric and its span name it.
+fn agent_failure(e: &AgentError) -> ModelOutcome {
+    match e {
+        AgentError::RateLimited { .. } => ModelOutcome::RateLimited,
+        AgentError::Rejected(_) => ModelOutcome::Rejected,
+        _ => ModelOutcome::Failed,
+    }
 }

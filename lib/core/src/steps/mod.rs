@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::clock::Clock;
 use crate::ports::{
@@ -236,8 +237,16 @@ impl Steps {
     ) -> Result<Value, StepError> {
         let input: StepInput = serde_json::from_value(input)
             .map_err(|e| StepError::new(errors::INPUT, e.to_string()))?;
-        let output = self.step(handler, &input, cancelled).await?;
-        Ok(serde_json::to_value(output).expect("step outputs serialise"))
+        let span = step_span(handler, &input);
+        let output = self
+            .step(handler, &input, cancelled)
+            .instrument(span.clone())
+            .await;
+        if let Err(e) = &output {
+            span.record("error.type", e.name);
+            span.record("otel.status_code", "ERROR");
+        }
+        Ok(serde_json::to_value(output?).expect("step outputs serialise"))
     }
 
     /// Runs `handler` on `input`. `cancelled` resolves when the run is cancelled: an agent or
@@ -257,6 +266,24 @@ impl Steps {
         crate::fault::point(handler.name(), "end").await;
         Ok(output)
     }
+}
+
+/// The span of one step, a child of the run's trace: named after its Task state, with the
+/// session as the GenAI conventions name a conversation, and the error's name when it fails.
+fn step_span(handler: Handler, input: &StepInput) -> tracing::Span {
+    let span = tracing::info_span!(
+        target: crate::trace::TARGET,
+        "step",
+        trace_id = tracing::field::Empty,
+        span_id = tracing::field::Empty,
+        otel.name = handler.name(),
+        otel.status_code = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+        gen_ai.conversation.id = %input.session.session,
+        workflow.run = %input.run_id,
+    );
+    crate::trace::adopt(&span, input.trace.as_ref());
+    crate::trace::identified(span)
 }
 
 /// Runs `step` unless `cancelled` resolves first; then the step is dropped before it commits

@@ -11,6 +11,8 @@ use crate::ids::SessionKey;
 use crate::memory;
 use crate::ports::{IntegrationError, Integrations, StoreError};
 use crate::telemetry::{self, IntegrationKind, ToolOutcome};
+use crate::trace;
+use tracing::Instrument;
 
 use super::bounds::{bounded_output, bounded_text};
 use super::consent::{DECLINED, EXPIRED, UNKNOWN};
@@ -85,27 +87,34 @@ impl Steps {
             IntegrationKind::Connected
         };
         let declined = refusal.is_some();
-        let output = if let Some(refusal) = refusal {
-            Ok(Ok(serde_json::json!({ "error": refusal })))
-        } else if memory::is_memory_tool(&tool) {
-            tokio::select! {
-                biased;
-                () = cancelled.as_mut() => return Ok(StepOutput::cancelled()),
-                out = self.run_memory_tool(&key, &tool, &tool_input, use_seq) => out,
-            }
-        } else {
-            let integrations = self.integrations()?;
-            run_integration_tool(integrations, &key, &tool, &tool_input, cancelled.as_mut()).await
-        };
+        let span = trace::tool(&tool, kind.as_str());
+        let output = async {
+            Ok::<_, StepError>(if let Some(refusal) = refusal {
+                Ok(Ok(serde_json::json!({ "error": refusal })))
+            } else if memory::is_memory_tool(&tool) {
+                tokio::select! {
+                    biased;
+                    () = cancelled.as_mut() => Err(IntegrationError::Cancelled),
+                    out = self.run_memory_tool(&key, &tool, &tool_input, use_seq) => out,
+                }
+            } else {
+                let integrations = self.integrations()?;
+                run_integration_tool(integrations, &key, &tool, &tool_input, cancelled.as_mut())
+                    .await
+            })
+        }
+        .instrument(span.clone())
+        .await?;
         if !matches!(output, Err(IntegrationError::Cancelled)) {
-            telemetry::tool_call(
-                kind,
-                match &output {
-                    _ if declined => ToolOutcome::Declined,
-                    Ok(Ok(_)) => ToolOutcome::Ok,
-                    _ => ToolOutcome::Failed,
-                },
-            );
+            let outcome = match &output {
+                _ if declined => ToolOutcome::Declined,
+                Ok(Ok(_)) => ToolOutcome::Ok,
+                _ => ToolOutcome::Failed,
+            };
+            if outcome != ToolOutcome::Ok {
+                trace::failed(&span, outcome.as_str());
+            }
+            telemetry::tool_call(kind, outcome);
         }
         let output = match output {
             Ok(Ok(value)) => bounded_output(value),

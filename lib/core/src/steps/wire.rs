@@ -8,6 +8,7 @@ use crate::domain::{Awaiting, Execution, NewEvent, Session};
 use crate::error::Chain;
 use crate::ids::{OrgId, RunId, SessionId, SessionKey, UserId};
 use crate::ports::StoreError;
+use crate::trace::TraceParent;
 
 use super::Handler;
 
@@ -120,17 +121,22 @@ pub struct StepInput {
     /// flight from before the Express machine was deployed); such a step skips the claim.
     #[serde(default)]
     pub execution: Option<ExecRef>,
+    /// The run's trace, which the step's span joins. Always present in an execution's input
+    /// (`null` when traces are off), since each Task's `Parameters` reads it by path.
+    #[serde(default)]
+    pub trace: Option<TraceParent>,
 }
 
 impl StepInput {
     /// The input of a run's first state.
-    pub fn start(key: &SessionKey, run: &RunId) -> Self {
+    pub fn start(key: &SessionKey, run: &RunId, trace: Option<&TraceParent>) -> Self {
         Self {
             session: key.into(),
             run_id: run.clone(),
             turn: None,
             failure: None,
             execution: None,
+            trace: trace.cloned(),
         }
     }
 

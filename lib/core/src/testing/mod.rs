@@ -15,6 +15,7 @@ use async_trait::async_trait;
 use crate::clock::{Clock, SystemClock, Timestamp};
 use crate::ids::{RunId, SessionKey};
 use crate::ports::{Workflow, WorkflowError};
+use crate::trace::TraceParent;
 
 pub use index::RecordingIndex;
 pub use originals::TransientOriginals;
@@ -53,7 +54,7 @@ pub struct RecordingWorkflow {
 #[async_trait]
 impl Workflow for RecordingWorkflow {
     async fn start(
-        &self, _: &SessionKey, run: &RunId, execution: &str,
+        &self, _: &SessionKey, run: &RunId, execution: &str, _: Option<&TraceParent>,
     ) -> Result<(), WorkflowError> {
         self.started.lock().expect("lock").push(run.clone());
         self.executions

@@ -167,7 +167,7 @@ impl Turn {
             turn,
             failure,
             execution: Some(exec.clone()),
-            ..StepInput::start(&self.rig.key(&self.session), &self.run)
+            ..StepInput::start(&self.rig.key(&self.session), &self.run, None)
         };
         let out = self.rig.steps.step(handler, &input, std::future::pending());
         out.await.unwrap()

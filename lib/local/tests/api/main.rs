@@ -21,4 +21,5 @@ mod serve;
 mod sso;
 mod support;
 mod sweeps;
+mod traces;
 mod workflow;

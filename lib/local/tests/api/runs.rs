@@ -112,7 +112,7 @@ impl Rig {
     ) -> StepOutput {
         let input = StepInput {
             turn,
-            ..StepInput::start(key, run)
+            ..StepInput::start(key, run, None)
         };
         let out = self.steps.step(handler, &input, std::future::pending());
         out.await.unwrap()
@@ -136,7 +136,7 @@ impl Rig {
             .unwrap()
             .run(
                 &Execution::under(EXECUTION_ID_PREFIX, run.as_str(), started),
-                serde_json::to_value(StepInput::start(key, run)).unwrap(),
+                serde_json::to_value(StepInput::start(key, run, None)).unwrap(),
                 Arc::new(StepTasks(self.steps.clone())),
                 CancellationToken::new(),
                 &TracingObserver,
