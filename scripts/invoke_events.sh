@@ -19,7 +19,9 @@
 # its execution on moto; the workflow's Tasks are invoked in the order the state machine would,
 # each with its sample event aimed at that session and run: load-turn (agent), call-agent (the
 # built-in agent answers), finish-turn, load-turn again (done); transcript reads the answer; and
-# titles renames the session.
+# titles renames the session. Every function exports its traces to a real OTLP receiver
+# (scripts/otlp_receiver.py); once call-agent has answered, the turn's trace must be there
+# already: the request, its AWS calls, LoadTurn and CallAgent joined to it, the model's call.
 # Every wait is bounded; the emulator, moto and the functions are stopped on exit. On a failure
 # it prints the function's log and stops (the later steps build on the earlier ones).
 # Ends with "N passed, M failed"; exits non-zero on any failure.
@@ -113,6 +115,14 @@ await_server "cargo lambda watch" "$!" "$work/watch.log" \
   'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)' "$port" \
   || fail "cargo lambda watch did not start"
 
+# The functions export their traces to a real OTLP receiver.
+up=yes
+start_server "the OTLP receiver" "$work/otlp.log" .venv/bin/python scripts/otlp_receiver.py \
+  || up=no
+server_pids+=("$server_pid")
+[ "$up" = yes ] || fail "the OTLP receiver did not start"
+receiver=$server_url
+
 echo "-- the deployment on moto: secrets, state machine, table, the sample member and a cookie"
 table="knowledge-invoke-$$"
 .venv/bin/python scripts/lambda_events.py deploy "$endpoint" >"$work/deployed" \
@@ -153,6 +163,7 @@ for name in "${FUNCTIONS[@]}"; do
     AWS_LAMBDA_RUNTIME_API="http://127.0.0.1:${port}/.rt/${name}" \
     AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
     AWS_ENDPOINT_URL="$endpoint" AWS_EC2_METADATA_DISABLED=true \
+    OTEL_EXPORTER_OTLP_ENDPOINT="$receiver" \
     "${variables[@]}" "$bin/$name" >"$work/$name.log" 2>&1 &
   function_pid[$name]=$!
 done
@@ -205,11 +216,12 @@ invoke openapi openapi events/openapi.json
 invoke me me "$work/me.json"
 invoke create-session create-session "$work/create-session.json" \
   endpoint="$endpoint" state_machine_arn="${deployed[state_machine_arn]}"
-read -r session run <"$work/create-session.values"
+read -r session run trace <"$work/create-session.values"
 # The task events and the transcript aimed at the session just created and its run; the
 # execution the task events name started now (one that started long ago would hand over).
 aimed=("ses_0123456789abcdef0123456789abcdef=${session}"
-  "run_0123456789abcdef0123456789abcdef=${run}")
+  "run_0123456789abcdef0123456789abcdef=${run}"
+  "00-0123456789abcdef0123456789abcdef-0123456789abcdef-01=${trace}")
 started="2026-01-01T00:00:00.000Z=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)"
 for name in load-turn call-agent finish-turn; do event "$name" "${aimed[@]}" "$started"; done
 # The sample reads after its third event; this session's turn is three events long, so the
@@ -220,6 +232,10 @@ invoke call-agent call-agent "$work/call-agent.json"
 # Written before the invocation answered: the turn's embedded metrics in the function's log.
 .venv/bin/python scripts/lambda_events.py metrics "$work/call-agent.log" \
   || fail "call-agent wrote no embedded metrics of its turn" "$work/call-agent.log"
+passed=$((passed + 1))
+# Exported before the invocations returned: the turn's trace so far, checked without a wait.
+.venv/bin/python scripts/lambda_events.py traces "$receiver" "$trace" \
+  || fail "the turn's trace is not in the OTLP receiver" "$work/otlp.log" "$work/call-agent.log"
 passed=$((passed + 1))
 invoke finish-turn finish-turn "$work/finish-turn.json"
 invoke load-turn load-turn-done "$work/load-turn.json"

@@ -18,6 +18,12 @@ Usage (the shell script calls these; each exits non-zero with a message naming w
   lambda_events.py metrics LOG
       Checks that the function's log LOG holds the embedded metrics of a turn answered, in the
       namespace the template gives a stack (`Knowledge/<stack>`), as CloudWatch would read them.
+  lambda_events.py traces RECEIVER TRACEPARENT
+      Checks that the OTLP receiver at RECEIVER (scripts/otlp_receiver.py) holds the turn's
+      trace as the functions exported it before their invocations returned: the request that
+      started it (TRACEPARENT names its span), that request's DynamoDB and Step Functions
+      calls, the LoadTurn and CallAgent Tasks joined to it, and the model's call within
+      CallAgent with the GenAI attributes.
   lambda_events.py check CASE RESPONSE [NAME=VALUE...]
       Checks the function's answer in the file RESPONSE as CASE expects (see CHECKS); prints
       what later steps need, if anything, and a summary on standard error.
@@ -258,11 +264,15 @@ def check_create_session(response, values):
     # What the state machine hands LoadTurn (its Parameters pick these fields of the
     # execution's input) is what events/load-turn.json holds, aimed at this session and run;
     # its `execution` comes from the context object, not the input.
+    # Its `trace` is the request's: the one thing in it not known beforehand.
+    trace = started.get("trace") or ""
+    expect(re.fullmatch(r"00-[0-9a-f]{32}-[0-9a-f]{16}-01", trace), f"no sampled trace: {started}")
     expected = {"session": {"user": USER, "org": ORG, "session": session}, "runId": run}
+    expected["trace"] = trace
     handed = {key: started.get(key) for key in sample("load-turn") if key != "execution"}
     expect(handed == expected, f"the execution's input is {started}, expected {expected} in it")
-    print(session, run)
-    return f"session {session}, its execution {run} started"
+    print(session, run, trace)
+    return f"session {session}, its execution {run} started, in trace {trace[3:35]}"
 
 
 def step_answer(response, next_step, following):
@@ -320,6 +330,36 @@ def check_metrics(log):
     raise Failed(f"{log}: no embedded metric of a turn answered in {namespace}")
 
 
+def check_traces(receiver, traceparent):
+    """The turn's trace, as far as the functions invoked so far exported it (see the usage)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{receiver}/spans", timeout=10) as answer:
+        spans = json.load(answer)
+    _, trace, request_id, _ = traceparent.split("-")
+    mine = [s for s in spans if s["traceId"] == trace]
+    by_id = {s["spanId"]: s for s in mine}
+    names = sorted(s["name"] for s in mine)
+    request = by_id.get(request_id)
+    expect(request is not None, f"no span {request_id} of trace {trace}: {names}")
+    expect(request["name"] == "POST /api/managed-agents/session", f"the request is {request}")
+    expect(request["parentSpanId"] == "", f"the request is not the root: {request}")
+    calls = [s for s in mine if s["parentSpanId"] == request_id and "rpc.service" in s["attributes"]]
+    services = sorted({s["attributes"]["rpc.service"] for s in calls})
+    expect(services == ["DynamoDB", "SFN"], f"the request's AWS calls are {services}: {names}")
+    for step in ["LoadTurn", "CallAgent"]:
+        found = [s for s in mine if s["name"] == step]
+        expect(found and all(s["parentSpanId"] == request_id for s in found), f"{step}: {names}")
+    chats = [s for s in mine if s["attributes"].get("gen_ai.operation.name") == "chat"]
+    expect(len(chats) == 1, f"not one model call: {names}")
+    chat = chats[0]
+    expect(by_id.get(chat["parentSpanId"], {}).get("name") == "CallAgent", f"{chat}")
+    expect(chat["attributes"].get("gen_ai.request.model") == "builtin", f"{chat}")
+    usage = [chat["attributes"].get(f"gen_ai.usage.{d}_tokens") for d in ("input", "output")]
+    expect(all(isinstance(n, int) for n in usage), f"no token counts: {chat}")
+    return f"{len(mine)} spans: the request, {len(calls)} AWS calls, LoadTurn, CallAgent, its model call"
+
+
 CHECKS = {
     "openapi": check_openapi,
     "me": check_me,
@@ -356,6 +396,9 @@ def main(argv):
     elif command == "metrics":
         (log,) = rest
         print(f"metrics: {check_metrics(log)}", file=sys.stderr)
+    elif command == "traces":
+        receiver, traceparent = rest
+        print(f"traces: {check_traces(receiver, traceparent)}", file=sys.stderr)
     elif command == "check":
         case, path, *given = rest
         expect(case in CHECKS, f"no check named {case}")

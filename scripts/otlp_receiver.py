@@ -1,7 +1,7 @@
 """An OTLP/HTTP trace receiver for the tests: what a collector receives, decoded.
 
-Listens on 127.0.0.1 (an ephemeral port unless --port), prints `ready <base URL>` once it
-listens, and accepts `POST /v1/traces` with an `ExportTraceServiceRequest` in protobuf, as
+Listens on 127.0.0.1 (an ephemeral port unless --port), prints `listening on <base URL>`
+once it listens, and accepts `POST /v1/traces` with an `ExportTraceServiceRequest` in protobuf, as
 the OpenTelemetry protocol sends it (`application/x-protobuf`, optionally gzip). It decodes
 each request with the official `opentelemetry-proto` bindings and keeps every span; `GET
 /spans` answers them as JSON: the trace, span and parent ids in hexadecimal, the name, the
@@ -114,7 +114,7 @@ def main():
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
-    print(f"ready http://127.0.0.1:{server.server_address[1]}", flush=True)
+    print(f"listening on http://127.0.0.1:{server.server_address[1]}", flush=True)
     server.serve_forever()
 
 
