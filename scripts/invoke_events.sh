@@ -153,7 +153,8 @@ for name in "${FUNCTIONS[@]}"; do
   .venv/bin/python scripts/lambda_events.py env "$name" \
     Table="$table" AppOrigin="$ORIGIN" SigningKeySecretArn="${deployed[signing_key_arn]}" \
     SealingKeySecretArn="${deployed[sealing_key_arn]}" \
-    AgentStateMachine="${deployed[state_machine_arn]}" >"$work/$name.env" \
+    AgentStateMachine="${deployed[state_machine_arn]}" TracesEndpoint="$receiver" \
+    >"$work/$name.env" \
     || fail "no environment for ${name} from template.yaml"
   mapfile -t variables <"$work/$name.env"
   # As Lambda starts it: its variables, the runtime's, and credentials; nothing else (HOME is
@@ -163,7 +164,6 @@ for name in "${FUNCTIONS[@]}"; do
     AWS_LAMBDA_RUNTIME_API="http://127.0.0.1:${port}/.rt/${name}" \
     AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
     AWS_ENDPOINT_URL="$endpoint" AWS_EC2_METADATA_DISABLED=true \
-    OTEL_EXPORTER_OTLP_ENDPOINT="$receiver" \
     "${variables[@]}" "$bin/$name" >"$work/$name.log" 2>&1 &
   function_pid[$name]=$!
 done

@@ -51,10 +51,41 @@ const INDEXER_SCHEDULE: Event = Event::Schedule {
     input: r#"{"source": "knowledge.documents"}"#,
 };
 
-/// The resources of every function, as the derived part of `template.yaml` holds them.
+/// The resources of every function, as the derived part of `template.yaml` holds them, and
+/// the policy their roles get when a collector runs beside them.
 pub fn functions() -> String {
-    let resources: Vec<String> = ALL.iter().map(|row| resource(*row)).collect();
+    let mut resources: Vec<String> = ALL.iter().map(|row| resource(*row)).collect();
+    resources.push(collector_policy());
     format!("\n{}\n", resources.join("\n"))
+}
+
+/// What the collector of `CollectorLayerArn` needs of every function's role, only with one:
+/// to send X-Ray the spans (its default exporter). A policy of its own that names the roles
+/// SAM makes (`<Function>Role`), since SAM cannot make a managed policy of a function
+/// conditional.
+fn collector_policy() -> String {
+    let mut out = String::new();
+    let mut line = |indent: usize, text: &str| {
+        let _ = writeln!(out, "{:indent$}{text}", "", indent = indent);
+    };
+    line(2, "CollectorPolicy:");
+    line(4, "Type: AWS::IAM::ManagedPolicy");
+    line(4, "Condition: HasCollectorLayer");
+    line(4, "Properties:");
+    line(6, "Description: The functions' collector sends their spans to X-Ray.");
+    line(6, "PolicyDocument:");
+    line(8, "Version: \"2012-10-17\"");
+    line(8, "Statement:");
+    line(10, "- Effect: Allow");
+    line(12, "Action:");
+    line(14, "- xray:PutTraceSegments");
+    line(14, "- xray:PutTelemetryRecords");
+    line(12, "Resource: \"*\"");
+    line(6, "Roles:");
+    for row in ALL {
+        line(8, &format!("- !Ref {}FunctionRole", pascal(row.name)));
+    }
+    out
 }
 
 /// The routes API Gateway sends to a function, and its schedule.
