@@ -234,7 +234,7 @@ invoke call-agent call-agent "$work/call-agent.json"
   || fail "call-agent wrote no embedded metrics of its turn" "$work/call-agent.log"
 passed=$((passed + 1))
 # Exported before the invocations returned: the turn's trace so far, checked without a wait.
-.venv/bin/python scripts/lambda_events.py traces "$receiver" "$trace" \
+.venv/bin/python scripts/lambda_events.py traces "$receiver" "$trace" "$work/call-agent.log" \
   || fail "the turn's trace is not in the OTLP receiver" "$work/otlp.log" "$work/call-agent.log"
 passed=$((passed + 1))
 invoke finish-turn finish-turn "$work/finish-turn.json"

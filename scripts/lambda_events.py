@@ -18,12 +18,13 @@ Usage (the shell script calls these; each exits non-zero with a message naming w
   lambda_events.py metrics LOG
       Checks that the function's log LOG holds the embedded metrics of a turn answered, in the
       namespace the template gives a stack (`Knowledge/<stack>`), as CloudWatch would read them.
-  lambda_events.py traces RECEIVER TRACEPARENT
+  lambda_events.py traces RECEIVER TRACEPARENT LOG
       Checks that the OTLP receiver at RECEIVER (scripts/otlp_receiver.py) holds the turn's
       trace as the functions exported it before their invocations returned: the request that
       started it (TRACEPARENT names its span), that request's DynamoDB and Step Functions
       calls, the LoadTurn and CallAgent Tasks joined to it, and the model's call within
-      CallAgent with the GenAI attributes.
+      CallAgent with the GenAI attributes; and that a JSON line of the function's log LOG
+      names the trace and a span of it.
   lambda_events.py check CASE RESPONSE [NAME=VALUE...]
       Checks the function's answer in the file RESPONSE as CASE expects (see CHECKS); prints
       what later steps need, if anything, and a summary on standard error.
@@ -330,8 +331,9 @@ def check_metrics(log):
     raise Failed(f"{log}: no embedded metric of a turn answered in {namespace}")
 
 
-def check_traces(receiver, traceparent):
-    """The turn's trace, as far as the functions invoked so far exported it (see the usage)."""
+def check_traces(receiver, traceparent, log):
+    """The turn's trace, as far as the functions invoked so far exported it, and a line of
+    LOG in it (see the usage)."""
     import urllib.request
 
     with urllib.request.urlopen(f"{receiver}/spans", timeout=10) as answer:
@@ -355,9 +357,20 @@ def check_traces(receiver, traceparent):
     chat = chats[0]
     expect(by_id.get(chat["parentSpanId"], {}).get("name") == "CallAgent", f"{chat}")
     expect(chat["attributes"].get("gen_ai.request.model") == "builtin", f"{chat}")
+    expect(chat["attributes"].get("gen_ai.provider.name") == "builtin", f"{chat}")
     usage = [chat["attributes"].get(f"gen_ai.usage.{d}_tokens") for d in ("input", "output")]
     expect(all(isinstance(n, int) for n in usage), f"no token counts: {chat}")
-    return f"{len(mine)} spans: the request, {len(calls)} AWS calls, LoadTurn, CallAgent, its model call"
+    logged = []
+    for line in Path(log).read_text().splitlines():
+        try:
+            doc = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("span"), dict):
+            logged.append(doc["span"])
+    named = [s for s in logged if s.get("trace_id") == trace and s.get("span_id") in by_id]
+    expect(named, f"no log line of {log} names a span of trace {trace}: {logged[:5]}")
+    return f"{len(mine)} spans: the request, {len(calls)} AWS calls, LoadTurn, CallAgent, its model call; {len(named)} log lines name them"
 
 
 CHECKS = {
@@ -397,8 +410,8 @@ def main(argv):
         (log,) = rest
         print(f"metrics: {check_metrics(log)}", file=sys.stderr)
     elif command == "traces":
-        receiver, traceparent = rest
-        print(f"traces: {check_traces(receiver, traceparent)}", file=sys.stderr)
+        receiver, traceparent, log = rest
+        print(f"traces: {check_traces(receiver, traceparent, log)}", file=sys.stderr)
     elif command == "check":
         case, path, *given = rest
         expect(case in CHECKS, f"no check named {case}")

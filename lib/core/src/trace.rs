@@ -115,9 +115,9 @@ pub fn identified(span: tracing::Span) -> tracing::Span {
     span
 }
 
-/// The span of one call to the model `model`: `chat <model>`, a client span. Its usage is
-/// recorded by [`chat_answered`], its failure by [`failed`].
-pub fn chat(model: &str) -> tracing::Span {
+/// The span of one call to the model `model` of `provider`: `chat <model>`, a client span.
+/// Its usage is recorded by [`chat_answered`], its failure by [`failed`].
+pub fn chat(provider: &str, model: &str) -> tracing::Span {
     identified(tracing::info_span!(
         target: TARGET,
         "chat",
@@ -127,6 +127,7 @@ pub fn chat(model: &str) -> tracing::Span {
         otel.kind = "client",
         otel.status_code = tracing::field::Empty,
         gen_ai.operation.name = "chat",
+        gen_ai.provider.name = provider,
         gen_ai.request.model = model,
         gen_ai.usage.input_tokens = tracing::field::Empty,
         gen_ai.usage.output_tokens = tracing::field::Empty,

@@ -335,6 +335,10 @@ impl Agent for AnthropicAgent {
         &self.model
     }
 
+    fn provider(&self) -> &str {
+        "anthropic"
+    }
+
     async fn health(&self) -> Result<(), AgentError> {
         self.transport.health().await
     }

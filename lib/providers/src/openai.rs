@@ -311,6 +311,10 @@ impl Agent for OpenAiAgent {
         &self.model
     }
 
+    fn provider(&self) -> &str {
+        "openai"
+    }
+
     async fn health(&self) -> Result<(), AgentError> {
         self.transport.health().await
     }

@@ -129,6 +129,10 @@ pub trait Agent: Send + Sync {
     fn model(&self) -> &str {
         "builtin"
     }
+    /// Whose model it is, as the GenAI conventions name providers (`openai`, `anthropic`).
+    fn provider(&self) -> &str {
+        "builtin"
+    }
     /// One step of a turn: one provider call. Side-effect free: the workflow may abandon it
     /// midway (dropping the future aborts the request) or repeat it.
     async fn respond(&self, request: AgentRequest) -> Result<AgentReply, AgentError>;

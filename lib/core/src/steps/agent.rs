@@ -207,7 +207,7 @@ impl Steps {
         // name too, not the version the provider says it ran.
         let model = model_name(self.agent()?.model());
         loop {
-            let span = trace::chat(&model);
+            let span = trace::chat(self.agent()?.provider(), &model);
             let replied = (self.agent()?.respond_streaming(request.clone(), drafts))
                 .instrument(span.clone())
                 .await;

@@ -189,6 +189,7 @@ async fn a_turn_is_one_trace_through_its_steps_and_a_revival_with_no_content_in_
     for chat in &chats {
         let a = &chat["attributes"];
         assert_eq!(a["gen_ai.operation.name"], "chat");
+        assert_eq!(a["gen_ai.provider.name"], "openai");
         assert_eq!(a["gen_ai.request.model"], "test-model");
         assert_eq!(chat["kind"], 3, "a client span");
         assert!(calls.contains(&chat["parentSpanId"].as_str().unwrap()));
