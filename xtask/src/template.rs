@@ -72,7 +72,10 @@ fn collector_policy() -> String {
     line(4, "Type: AWS::IAM::ManagedPolicy");
     line(4, "Condition: HasCollectorLayer");
     line(4, "Properties:");
-    line(6, "Description: The functions' collector sends their spans to X-Ray.");
+    line(
+        6,
+        "Description: The functions' collector sends their spans to X-Ray.",
+    );
     line(6, "PolicyDocument:");
     line(8, "Version: \"2012-10-17\"");
     line(8, "Statement:");

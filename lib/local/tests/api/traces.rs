@@ -56,10 +56,8 @@ impl Collector {
             .expect("the receiver starts in time")
             .unwrap()
             .unwrap();
-        let base = line
-            .strip_prefix("ready ")
-            .expect("ready <base>")
-            .to_owned();
+        let base = (line.strip_prefix("listening on ")).expect("listening on <base>");
+        let base = base.to_owned();
         Self {
             base,
             _child: child,
