@@ -57,12 +57,6 @@ impl SpanProcessor for Buffered {
         }
         // The ids the spans carry as fields for the log lines are the span's own.
         (span.attributes).retain(|kv| !matches!(kv.key.as_str(), "trace_id" | "span_id"));
-        // A request's span starts before routing finds its route (named after its method
-        // alone, as HTTP's conventions allow): named after the route now that it is known.
-        let route = (span.attributes.iter()).find(|kv| kv.key.as_str() == "http.route");
-        if let Some(route) = route.map(|kv| kv.value.to_string()) {
-            span.name = format!("{} {route}", span.name).into();
-        }
         let mut spans = self.0.spans.lock().expect("span buffer lock");
         if spans.len() < BUFFERED_SPANS {
             spans.push(span);
@@ -141,6 +135,8 @@ where
         failing: AtomicBool::new(false),
     });
     knowledge_core::trace::install(Box::new(OtelPropagator));
+    let document = knowledge_http::document(&crate::functions::session_routes());
+    knowledge_http::edge::name_routes(document.paths.paths.into_keys());
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
         .with_location(false)

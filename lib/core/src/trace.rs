@@ -72,6 +72,16 @@ impl<'de> Deserialize<'de> for TraceParent {
     }
 }
 
+/// A stored or received `traceparent`, or `None` when it is absent, `null` or not one: a trace
+/// context never fails the read of a session or a step's input. For `deserialize_with`.
+pub fn lenient<'de, D: Deserializer<'de>>(d: D) -> Result<Option<TraceParent>, D::Error> {
+    let text = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(text
+        .as_ref()
+        .and_then(|v| v.as_str())
+        .and_then(TraceParent::parse))
+}
+
 /// What a runtime that exports traces lends the core: the context of the current span, and
 /// a way to make a span the child of a context that arrived in a step's input.
 pub trait Propagator: Send + Sync {
@@ -89,11 +99,6 @@ static PROPAGATOR: OnceLock<Box<dyn Propagator>> = OnceLock::new();
 /// Installs the process's propagator; the first installed stays.
 pub fn install(propagator: Box<dyn Propagator>) {
     let _ = PROPAGATOR.set(propagator);
-}
-
-/// Whether traces are on in this process (a propagator is installed).
-pub fn enabled() -> bool {
-    PROPAGATOR.get().is_some()
 }
 
 /// The current span's context; `None` when no propagator is installed (traces are off).
@@ -197,5 +202,28 @@ mod tests {
         let json = serde_json::to_string(&parsed).unwrap();
         assert_eq!(json, format!("\"{good}\""));
         assert!(serde_json::from_str::<TraceParent>("\"00-zz\"").is_err());
+    }
+
+    #[test]
+    fn a_trace_context_that_is_not_one_is_read_as_none_and_never_fails_the_read() {
+        #[derive(serde::Deserialize)]
+        struct Carrier {
+            #[serde(default, deserialize_with = "lenient")]
+            trace: Option<TraceParent>,
+        }
+        let read = |json: &str| serde_json::from_str::<Carrier>(json).map(|c| c.trace);
+        let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert_eq!(
+            read(&format!(r#"{{"trace": "{good}"}}"#)).unwrap(),
+            TraceParent::parse(good)
+        );
+        for other in [
+            r#"{}"#,
+            r#"{"trace": null}"#,
+            r#"{"trace": "00-zz"}"#,
+            r#"{"trace": 7}"#,
+        ] {
+            assert_eq!(read(other).unwrap(), None, "{other}");
+        }
     }
 }

@@ -9,6 +9,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::OnceLock;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -127,8 +128,11 @@ where
                 Instant::now(),
             )
         });
-        let span = request_span(req.method());
-        let inner = span.in_scope(|| self.0.call(req));
+        let span = request_span(req.method(), req.uri().path());
+        let inner = match &span {
+            Some(span) => span.in_scope(|| self.0.call(req)),
+            None => self.0.call(req),
+        };
         Logged { inner, seen, span }
     }
 }
@@ -139,67 +143,48 @@ pin_project_lite::pin_project! {
         #[pin]
         inner: F,
         seen: Option<(Method, String, Instant)>,
-        span: tracing::Span,
+        span: Option<tracing::Span>,
     }
 }
 
-/// A request's span (traces only): named after its method, and its route once routing finds
-/// it ([`RouteName`]); never its path, query or headers.
-fn request_span(method: &Method) -> tracing::Span {
-    tracing::info_span!(
+/// The routes' patterns (`/api/admin/groups/{groupId}`), by which a request's span is named;
+/// set while traces are on ([`name_routes`]).
+static ROUTES: OnceLock<matchit::Router<String>> = OnceLock::new();
+
+/// Names requests' spans after `patterns`, the routes' (OpenAPI's syntax, which is axum's):
+/// `POST /api/managed-agents/session`. Called once, when traces are on; a request no pattern
+/// matches (the app's files) is named after its method alone.
+pub fn name_routes(patterns: impl IntoIterator<Item = String>) {
+    let mut routes = matchit::Router::new();
+    for pattern in patterns {
+        // A pattern that conflicts with one already in is left out: it names nothing new.
+        let _ = routes.insert(pattern.clone(), pattern);
+    }
+    let _ = ROUTES.set(routes);
+}
+
+/// A request's span, while traces are on (`None` otherwise, so that a request pays nothing
+/// for it): named after its method and route ([`name_routes`]), never its path, query or
+/// headers.
+fn request_span(method: &Method, path: &str) -> Option<tracing::Span> {
+    let route = ROUTES.get()?.at(path).ok().map(|m| m.value.as_str());
+    let name = match route {
+        Some(route) => format!("{method} {route}"),
+        None => method.to_string(),
+    };
+    let span = tracing::info_span!(
         target: knowledge_core::trace::TARGET,
         "request",
         trace_id = tracing::field::Empty,
         span_id = tracing::field::Empty,
-        otel.name = %method,
+        otel.name = name,
         otel.kind = "server",
         otel.status_code = tracing::field::Empty,
         http.request.method = %method,
-        http.route = tracing::field::Empty,
+        http.route = route,
         http.response.status_code = tracing::field::Empty,
-    )
-}
-
-/// Records the route that matched (`/api/managed-agents/sessions/{id}`) on the request's span,
-/// which the exporter names after it, and the span's ids for the request's log lines: a layer
-/// of each route, where axum has put the route's pattern in the request.
-#[derive(Debug, Clone, Copy)]
-pub struct RouteName;
-
-impl<S> Layer<S> for RouteName {
-    type Service = NameRoute<S>;
-
-    fn layer(&self, inner: S) -> NameRoute<S> {
-        NameRoute(inner)
-    }
-}
-
-/// [`RouteName`]'s service.
-#[derive(Debug, Clone)]
-pub struct NameRoute<S>(S);
-
-impl<S> Service<Request> for NameRoute<S>
-where
-    S: Service<Request>,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = S::Future;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.0.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request) -> Self::Future {
-        let span = tracing::Span::current();
-        if !span.is_disabled()
-            && let Some(route) = req.extensions().get::<axum::extract::MatchedPath>()
-        {
-            span.record("http.route", route.as_str());
-            knowledge_core::trace::identified(span);
-        }
-        self.0.call(req)
-    }
+    );
+    (!span.is_disabled()).then(|| knowledge_core::trace::identified(span))
 }
 
 impl<F, B, E> Future for Logged<F>
@@ -211,21 +196,22 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
         let out = {
-            let _entered = this.span.enter();
+            let _entered = this.span.as_ref().map(|s| s.enter());
             std::task::ready!(this.inner.poll(cx))
         };
-        if let Ok(response) = &out {
-            let status = response.status();
-            this.span
-                .record("http.response.status_code", i64::from(status.as_u16()));
-            if status.is_server_error() {
-                this.span.record("otel.status_code", "ERROR");
-            }
-        }
         // The span ends with the answer (not when this future is dropped), so that a Lambda
         // function exports it before its invocation returns.
-        drop(std::mem::replace(this.span, tracing::Span::none()));
+        let span = this.span.take();
+        if let (Some(span), Ok(response)) = (&span, &out) {
+            let status = response.status();
+            span.record("http.response.status_code", i64::from(status.as_u16()));
+            if status.is_server_error() {
+                span.record("otel.status_code", "ERROR");
+            }
+        }
         if let (Some((method, path, started)), Ok(response)) = (this.seen.take(), &out) {
+            // Within the span: the line names the request's trace.
+            let _entered = span.as_ref().map(|s| s.enter());
             tracing::info!(
                 %method,
                 path,

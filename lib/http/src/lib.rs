@@ -235,18 +235,11 @@ fn session_routes(state: SessionApi, endpoints: &[Routes]) -> Router {
     app.with_state(state)
 }
 
-/// What every request passes, whatever its route: the request log (and span), compression and
-/// the head limits, in that order, before routing; while traces are on, the route's name on the
-/// span; and the answers to unknown routes outside the guarded prefixes. The layers wrap the router once, not each route (`Router::layer` would box
+/// What every request passes, whatever its route: the request log (and, while traces are on,
+/// its span), compression and the head limits, in that order, before routing; and the answers
+/// to unknown routes outside the guarded prefixes. The layers wrap the router once, not each route (`Router::layer` would box
 /// them around every route, and clone each box on every request).
 pub fn edge(app: Router) -> Router {
-    // The route names the request's span only while traces are on: a layer less per request
-    // otherwise.
-    let app = if knowledge_core::trace::enabled() {
-        app.route_layer(edge::RouteName)
-    } else {
-        app
-    };
     let routed = app
         .fallback(routes::route_not_found)
         .method_not_allowed_fallback(routes::method_not_allowed);

@@ -65,7 +65,11 @@ pub struct ExecClaim {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub revivals: u32,
     /// The trace of the request that started the run, which every execution of it joins.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::trace::lenient"
+    )]
     pub trace: Option<TraceParent>,
 }
 

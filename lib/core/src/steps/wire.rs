@@ -123,7 +123,7 @@ pub struct StepInput {
     pub execution: Option<ExecRef>,
     /// The run's trace, which the step's span joins. Always present in an execution's input
     /// (`null` when traces are off), since each Task's `Parameters` reads it by path.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::trace::lenient")]
     pub trace: Option<TraceParent>,
 }
 
