@@ -358,6 +358,7 @@ def check_traces(receiver, traceparent, log):
     expect(by_id.get(chat["parentSpanId"], {}).get("name") == "CallAgent", f"{chat}")
     expect(chat["attributes"].get("gen_ai.request.model") == "builtin", f"{chat}")
     expect(chat["attributes"].get("gen_ai.provider.name") == "builtin", f"{chat}")
+    expect(chat["resource"].get("faas.name") == "call-agent", f"not from call-agent: {chat}")
     usage = [chat["attributes"].get(f"gen_ai.usage.{d}_tokens") for d in ("input", "output")]
     expect(all(isinstance(n, int) for n in usage), f"no token counts: {chat}")
     logged = []

@@ -47,7 +47,9 @@ START_EXECUTION = "arn:aws:states:::states:startExecution"
 
 SESSION = {"user": "usr_a", "org": "org_a", "session": "ses_0123456789abcdef0123456789abcdef"}
 RUN_ID = "run_0123456789abcdef0123456789abcdef"
-INPUT = {"session": SESSION, "runId": RUN_ID}
+# The run's trace travels in the input; every Task and the next execution must get it.
+TRACE = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+INPUT = {"session": SESSION, "runId": RUN_ID, "trace": TRACE}
 
 # A queued item that is not a string makes moto's invocation fail, with this error name.
 FAIL = {"fail": "this invocation"}

@@ -120,6 +120,10 @@ where
     if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
         resource = resource.with_service_name(service.to_owned());
     }
+    // On Lambda, which function a span comes from.
+    if let Ok(function) = std::env::var("AWS_LAMBDA_FUNCTION_NAME") {
+        resource = resource.with_attribute(opentelemetry::KeyValue::new("faas.name", function));
+    }
     let resource = resource.build();
     exporter.set_resource(&resource);
     let buffer = Arc::new(Buffer::default());
@@ -135,8 +139,6 @@ where
         failing: AtomicBool::new(false),
     });
     knowledge_core::trace::install(Box::new(OtelPropagator));
-    let document = knowledge_http::document(&crate::functions::session_routes());
-    knowledge_http::edge::name_routes(document.paths.paths.into_keys());
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
         .with_location(false)

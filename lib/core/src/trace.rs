@@ -101,6 +101,11 @@ pub fn install(propagator: Box<dyn Propagator>) {
     let _ = PROPAGATOR.set(propagator);
 }
 
+/// Whether traces are on in this process (a propagator is installed).
+pub fn enabled() -> bool {
+    PROPAGATOR.get().is_some()
+}
+
 /// The current span's context; `None` when no propagator is installed (traces are off).
 pub fn current() -> Option<TraceParent> {
     PROPAGATOR.get().and_then(|p| p.current())

@@ -9,7 +9,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::OnceLock;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -89,20 +89,43 @@ where
 
 /// Logs every request's method, path (never the query or headers, which can carry cursors and
 /// cookies), status and latency, once answered.
-#[derive(Debug, Clone, Copy)]
-pub struct RequestLog;
+#[derive(Debug, Clone)]
+pub struct RequestLog(Option<Arc<matchit::Router<String>>>);
+
+impl RequestLog {
+    /// The request log of a router whose routes' patterns (`/api/admin/groups/{groupId}`, as
+    /// OpenAPI and axum write them) `patterns` gives: asked only while traces are on, to name
+    /// each request's span after its route.
+    pub fn of(patterns: impl FnOnce() -> Vec<String>) -> Self {
+        Self(knowledge_core::trace::enabled().then(|| {
+            let mut routes = matchit::Router::new();
+            for pattern in patterns() {
+                // A pattern that conflicts with one already in names nothing new.
+                let _ = routes.insert(pattern.clone(), pattern);
+            }
+            Arc::new(routes)
+        }))
+    }
+}
 
 impl<S> Layer<S> for RequestLog {
     type Service = LogRequest<S>;
 
     fn layer(&self, inner: S) -> LogRequest<S> {
-        LogRequest(inner)
+        LogRequest {
+            inner,
+            routes: self.0.clone(),
+        }
     }
 }
 
 /// [`RequestLog`]'s service.
 #[derive(Debug, Clone)]
-pub struct LogRequest<S>(S);
+pub struct LogRequest<S> {
+    inner: S,
+    /// The routes' patterns, while traces are on.
+    routes: Option<Arc<matchit::Router<String>>>,
+}
 
 impl<S, B> Service<Request> for LogRequest<S>
 where
@@ -113,7 +136,7 @@ where
     type Future = Logged<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.0.poll_ready(cx)
+        self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, req: Request) -> Self::Future {
@@ -128,10 +151,11 @@ where
                 Instant::now(),
             )
         });
-        let span = request_span(req.method(), req.uri().path());
+        let span = (self.routes.as_deref())
+            .and_then(|routes| request_span(routes, req.method(), req.uri().path()));
         let inner = match &span {
-            Some(span) => span.in_scope(|| self.0.call(req)),
-            None => self.0.call(req),
+            Some(span) => span.in_scope(|| self.inner.call(req)),
+            None => self.inner.call(req),
         };
         Logged { inner, seen, span }
     }
@@ -147,27 +171,13 @@ pin_project_lite::pin_project! {
     }
 }
 
-/// The routes' patterns (`/api/admin/groups/{groupId}`), by which a request's span is named;
-/// set while traces are on ([`name_routes`]).
-static ROUTES: OnceLock<matchit::Router<String>> = OnceLock::new();
-
-/// Names requests' spans after `patterns`, the routes' (OpenAPI's syntax, which is axum's):
-/// `POST /api/managed-agents/session`. Called once, when traces are on; a request no pattern
-/// matches (the app's files) is named after its method alone.
-pub fn name_routes(patterns: impl IntoIterator<Item = String>) {
-    let mut routes = matchit::Router::new();
-    for pattern in patterns {
-        // A pattern that conflicts with one already in is left out: it names nothing new.
-        let _ = routes.insert(pattern.clone(), pattern);
-    }
-    let _ = ROUTES.set(routes);
-}
-
-/// A request's span, while traces are on (`None` otherwise, so that a request pays nothing
-/// for it): named after its method and route ([`name_routes`]), never its path, query or
-/// headers.
-fn request_span(method: &Method, path: &str) -> Option<tracing::Span> {
-    let route = ROUTES.get()?.at(path).ok().map(|m| m.value.as_str());
+/// A request's span: named after its method and the route of `routes` it matches (a request
+/// none matches, the app's files, after its method alone), never its path, query or headers.
+/// `None` when no layer takes it.
+fn request_span(
+    routes: &matchit::Router<String>, method: &Method, path: &str,
+) -> Option<tracing::Span> {
+    let route = routes.at(path).ok().map(|m| m.value.as_str());
     let name = match route {
         Some(route) => format!("{method} {route}"),
         None => method.to_string(),

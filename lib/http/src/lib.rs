@@ -48,7 +48,13 @@ pub fn router(
             .merge(scim::routes(scim))
             .merge(openapi::routes(document))
             .merge(app),
+        || patterns(crate::document(endpoints)),
     )
+}
+
+/// The paths of `doc`: the patterns of the routes it declares.
+fn patterns(doc: utoipa::openapi::OpenApi) -> Vec<String> {
+    doc.paths.paths.into_keys().collect()
 }
 
 /// The OpenAPI document of every route [`router`] serves with `endpoints`, built from the same
@@ -100,24 +106,28 @@ pub fn declared_routes(endpoints: &[Routes]) -> Vec<DeclaredRoute> {
 /// every request under `/api/managed-agents/` passes the member guard first, unknown paths and
 /// methods included.
 pub fn session_function(sessions: SessionApi, routes: Routes) -> Router {
-    edge(session_routes(sessions, &[routes]))
+    edge(session_routes(sessions, &[routes]), || {
+        patterns(session_parts(&[routes]).doc)
+    })
 }
 
 /// The router of the SCIM function. It holds no cookie signer, so a request outside the SCIM
 /// routes (which API Gateway never sends it) is a plain 404.
 pub fn scim_function(scim: ScimApi) -> Router {
-    edge(scim::routes(scim))
+    edge(scim::routes(scim), || patterns(scim::document()))
 }
 
 /// The router of the function that serves the OpenAPI document (`document`, as JSON).
 pub fn openapi_function(document: Bytes) -> Router {
-    edge(openapi::routes(document))
+    edge(openapi::routes(document), || {
+        patterns(openapi::document_of_itself())
+    })
 }
 
 /// The router of the function that serves the browser app's files (`app`), behind the same
 /// edge as every route.
 pub fn web_function(app: Router) -> Router {
-    edge(app)
+    edge(app, Vec::new)
 }
 
 /// Where the session endpoints live.
@@ -236,15 +246,16 @@ fn session_routes(state: SessionApi, endpoints: &[Routes]) -> Router {
 }
 
 /// What every request passes, whatever its route: the request log (and, while traces are on,
-/// its span), compression and the head limits, in that order, before routing; and the answers
-/// to unknown routes outside the guarded prefixes. The layers wrap the router once, not each route (`Router::layer` would box
+/// its span, named after the route of `patterns` it matches), compression and the head limits,
+/// in that order, before routing; and the answers to unknown routes outside the guarded
+/// prefixes. The layers wrap the router once, not each route (`Router::layer` would box
 /// them around every route, and clone each box on every request).
-pub fn edge(app: Router) -> Router {
+pub fn edge(app: Router, patterns: impl FnOnce() -> Vec<String>) -> Router {
     let routed = app
         .fallback(routes::route_not_found)
         .method_not_allowed_fallback(routes::method_not_allowed);
     let edged = tower::ServiceBuilder::new()
-        .layer(edge::RequestLog)
+        .layer(edge::RequestLog::of(patterns))
         .layer(edge::compression())
         .layer(edge::HeadLimits)
         .service(routed);

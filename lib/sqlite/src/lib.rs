@@ -21,6 +21,7 @@ mod tail;
 mod tally;
 mod tickets;
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -95,7 +96,7 @@ impl SqliteStore {
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     {
         let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
+        let read = tokio::task::spawn_blocking(move || {
             let pooled = inner.readers.lock().expect("reader pool lock").pop();
             let conn = match pooled {
                 Some(c) => c,
@@ -107,9 +108,8 @@ impl SqliteStore {
                 pool.push(conn);
             }
             out
-        })
-        .await
-        .map_err(backend)?
+        });
+        traced(read, "read").await.map_err(backend)?
     }
 
     /// Runs `f` in an immediate transaction on the writer connection; commits when it returns
@@ -120,7 +120,7 @@ impl SqliteStore {
         F: FnOnce(&rusqlite::Transaction<'_>) -> StoreResult<T> + Send + 'static,
     {
         let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
+        let write = tokio::task::spawn_blocking(move || {
             let mut conn = inner
                 .writer
                 .lock()
@@ -131,9 +131,8 @@ impl SqliteStore {
             let out = f(&tx)?;
             tx.commit().map_err(backend)?;
             Ok(out)
-        })
-        .await
-        .map_err(backend)?
+        });
+        traced(write, "write").await.map_err(backend)?
     }
 
     /// Sessions whose run was in flight when the process stopped, to be resumed at start-up.
@@ -202,4 +201,21 @@ mod testing {
             .await
         }
     }
+}
+
+/// `request`, within a span of the store's (`sqlite read`, `sqlite write`) while traces are
+/// on: the trace's store requests, as the AWS SDK's spans are on DynamoDB.
+async fn traced<T>(request: impl Future<Output = T>, operation: &'static str) -> T {
+    if !knowledge_core::trace::enabled() {
+        return request.await;
+    }
+    let span = tracing::info_span!(
+        target: knowledge_core::trace::TARGET,
+        "store",
+        otel.name = format!("sqlite {operation}"),
+        otel.kind = "client",
+        db.system.name = "sqlite",
+        db.operation.name = operation,
+    );
+    tracing::Instrument::instrument(request, span).await
 }

@@ -175,6 +175,21 @@ async fn a_turn_is_one_trace_through_its_steps_and_a_revival_with_no_content_in_
     for step in &turn[..7] {
         assert_eq!(step["parentSpanId"], request["spanId"], "{step:#}");
     }
+    // Each step's store requests, SQLite's or DynamoDB's (the AWS SDK's), are in it too.
+    let step_ids: Vec<&Value> = turn[..7].iter().map(|s| &s["spanId"]).collect();
+    let stored = |s: &&Value| {
+        let a = &s["attributes"];
+        a["db.system.name"] == "sqlite" || a["rpc.service"] == "DynamoDB"
+    };
+    let store: Vec<&Value> = spans.iter().filter(stored).collect();
+    for step in &step_ids {
+        assert!(
+            store
+                .iter()
+                .any(|s| s["parentSpanId"] == **step && s["traceId"] == trace),
+            "no store request of step {step}: {store:#?}"
+        );
+    }
 
     // The model's calls and the tool's, as the GenAI conventions name them.
     let calls: Vec<&str> = named(&spans, "CallAgent")
