@@ -224,7 +224,7 @@ async fn with_client(args: Vec<String>) {
     let body = bench.tail_body(&client).await;
     let bare = bare_axum(body.clone()).await;
     let server = service_server(answering(body.clone())).await;
-    let edge = service_server(knowledge_http::edge(answering(body))).await;
+    let edge = service_server(knowledge_http::edge(answering(body), Vec::new)).await;
 
     println!("{requests} requests per scenario, {concurrency} concurrent keep-alive connections\n");
     println!("| scenario | requests/s | p50 | p99 |");
