@@ -34,6 +34,7 @@ import json
 import re
 import secrets
 import sys
+import urllib.request
 from pathlib import Path
 
 import yaml
@@ -334,8 +335,6 @@ def check_metrics(log):
 def check_traces(receiver, traceparent, log):
     """The turn's trace, as far as the functions invoked so far exported it, and a line of
     LOG in it (see the usage)."""
-    import urllib.request
-
     with urllib.request.urlopen(f"{receiver}/spans", timeout=10) as answer:
         spans = json.load(answer)
     _, trace, request_id, _ = traceparent.split("-")

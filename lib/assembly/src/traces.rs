@@ -159,11 +159,6 @@ fn exported(meta: &Metadata<'_>) -> bool {
                 && meta.fields().field("rpc.system").is_some()))
 }
 
-/// Whether traces are on in this process.
-pub fn enabled() -> bool {
-    TRACES.get().is_some()
-}
-
 /// Sends the spans finished since the last flush; does nothing when traces are off. Bounded
 /// by the exporter's timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`, 10 s by default). An export that
 /// fails drops its spans: traces are not worth a member's wait.
@@ -226,11 +221,10 @@ impl Propagator for OtelPropagator {
     }
 
     fn adopt(&self, span: &tracing::Span, parent: &TraceParent) {
-        let text = parent.as_str();
         let (Ok(trace), Ok(id), Ok(flags)) = (
-            TraceId::from_hex(&text[3..35]),
-            SpanId::from_hex(&text[36..52]),
-            u8::from_str_radix(&text[53..55], 16),
+            TraceId::from_hex(parent.trace_id()),
+            SpanId::from_hex(parent.parent_id()),
+            u8::from_str_radix(parent.flags(), 16),
         ) else {
             return;
         };

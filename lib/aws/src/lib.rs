@@ -212,8 +212,7 @@ async fn run_routes(parts: Parts) -> Result<(), lambda_runtime::Error> {
 fn flushing(router: axum::Router) -> axum::Router {
     router.layer(axum::middleware::map_response(
         |response: axum::response::Response| async move {
-            metrics::flush();
-            knowledge_assembly::traces::flush().await;
+            flush().await;
             response
         },
     ))
@@ -222,9 +221,14 @@ fn flushing(router: axum::Router) -> axum::Router {
 /// What `handled` answers, once the metrics it recorded are written and its spans exported.
 async fn flushed<T>(handled: impl std::future::Future<Output = T>) -> T {
     let answer = handled.await;
+    flush().await;
+    answer
+}
+
+/// Writes the metrics and exports the spans an invocation recorded.
+async fn flush() {
     metrics::flush();
     knowledge_assembly::traces::flush().await;
-    answer
 }
 
 /// Serves SCIM behind API Gateway.

@@ -16,6 +16,24 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// HTTP edge's), which the exporter takes and the log output leaves out while traces are off.
 pub const TARGET: &str = "knowledge::trace";
 
+/// A span a trace is made of, at [`TARGET`], with the fields every such span has: `trace_id`
+/// and `span_id` (recorded by [`identified`], for the log lines within it), `otel.status_code`
+/// and `error.type` (recorded by [`failed`]); then the span's own name and fields.
+#[macro_export]
+macro_rules! trace_span {
+    ($name:literal, $($fields:tt)*) => {
+        ::tracing::info_span!(
+            target: $crate::trace::TARGET,
+            $name,
+            trace_id = ::tracing::field::Empty,
+            span_id = ::tracing::field::Empty,
+            otel.status_code = ::tracing::field::Empty,
+            error.type = ::tracing::field::Empty,
+            $($fields)*
+        )
+    };
+}
+
 /// A `traceparent` as W3C Trace Context level 1 writes it: `00-<trace id>-<parent id>-<flags>`,
 /// lowercase hexadecimal, neither id all zeros.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -43,13 +61,19 @@ impl TraceParent {
         .then(|| Self(text.to_owned()))
     }
 
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
     /// The trace's id, 32 hexadecimal digits.
     pub fn trace_id(&self) -> &str {
         &self.0[3..35]
+    }
+
+    /// The parent span's id, 16 hexadecimal digits.
+    pub fn parent_id(&self) -> &str {
+        &self.0[36..52]
+    }
+
+    /// The trace flags, 2 hexadecimal digits (`01`: sampled).
+    pub fn flags(&self) -> &str {
+        &self.0[53..55]
     }
 }
 
@@ -133,20 +157,15 @@ pub fn identified(span: tracing::Span) -> tracing::Span {
 /// The span of one call to the model `model` of `provider`: `chat <model>`, a client span.
 /// Its usage is recorded by [`chat_answered`], its failure by [`failed`].
 pub fn chat(provider: &str, model: &str) -> tracing::Span {
-    identified(tracing::info_span!(
-        target: TARGET,
+    identified(trace_span!(
         "chat",
-        trace_id = tracing::field::Empty,
-        span_id = tracing::field::Empty,
         otel.name = format!("chat {model}"),
         otel.kind = "client",
-        otel.status_code = tracing::field::Empty,
         gen_ai.operation.name = "chat",
         gen_ai.provider.name = provider,
         gen_ai.request.model = model,
         gen_ai.usage.input_tokens = tracing::field::Empty,
         gen_ai.usage.output_tokens = tracing::field::Empty,
-        error.type = tracing::field::Empty,
     ))
 }
 
@@ -161,22 +180,17 @@ pub fn chat_answered(span: &tracing::Span, input_tokens: u64, output_tokens: u64
 /// The span of one call of the tool `tool`: `execute_tool <tool>`, with the kind of
 /// integration it belongs to.
 pub fn tool(tool: &str, integration: &str) -> tracing::Span {
-    identified(tracing::info_span!(
-        target: TARGET,
+    identified(trace_span!(
         "execute_tool",
-        trace_id = tracing::field::Empty,
-        span_id = tracing::field::Empty,
         otel.name = format!("execute_tool {tool}"),
-        otel.status_code = tracing::field::Empty,
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = tool,
         gen_ai.tool.type = "function",
         knowledge.integration = integration,
-        error.type = tracing::field::Empty,
     ))
 }
 
-/// Marks a [`chat`] or [`tool`] span failed, with `kind`, a name of few values, as its
+/// Marks a span of [`trace_span!`] failed, with `kind`, a name of few values, as its
 /// `error.type`.
 pub fn failed(span: &tracing::Span, kind: &str) {
     span.record("error.type", kind);
@@ -192,6 +206,8 @@ mod tests {
         let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
         let parsed = TraceParent::parse(good).expect("the specification's example");
         assert_eq!(parsed.trace_id(), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(parsed.parent_id(), "00f067aa0ba902b7");
+        assert_eq!(parsed.flags(), "01");
         for bad in [
             "",
             "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",

@@ -182,14 +182,10 @@ fn request_span(
         Some(route) => format!("{method} {route}"),
         None => method.to_string(),
     };
-    let span = tracing::info_span!(
-        target: knowledge_core::trace::TARGET,
+    let span = knowledge_core::trace_span!(
         "request",
-        trace_id = tracing::field::Empty,
-        span_id = tracing::field::Empty,
         otel.name = name,
         otel.kind = "server",
-        otel.status_code = tracing::field::Empty,
         http.request.method = %method,
         http.route = route,
         http.response.status_code = tracing::field::Empty,
@@ -216,7 +212,8 @@ where
             let status = response.status();
             span.record("http.response.status_code", i64::from(status.as_u16()));
             if status.is_server_error() {
-                span.record("otel.status_code", "ERROR");
+                // As HTTP's conventions name a server's error: its status code.
+                knowledge_core::trace::failed(span, status.as_str());
             }
         }
         if let (Some((method, path, started)), Ok(response)) = (this.seen.take(), &out) {

@@ -317,7 +317,7 @@ impl LocalService {
         let workers = (self.workers.as_ref())
             .map(|w| documents::spawn(w, documents::WORKERS))
             .unwrap_or_default();
-        let exporter = knowledge_assembly::traces::enabled().then(|| tokio::spawn(export_every()));
+        let exporter = knowledge_core::trace::enabled().then(|| tokio::spawn(export_every()));
         server::serve(listener, self.router.clone(), limits, shutdown).await;
         sweeper.abort();
         workers.iter().for_each(|w| w.abort());

@@ -209,8 +209,7 @@ async fn traced<T>(request: impl Future<Output = T>, operation: &'static str) ->
     if !knowledge_core::trace::enabled() {
         return request.await;
     }
-    let span = tracing::info_span!(
-        target: knowledge_core::trace::TARGET,
+    let span = knowledge_core::trace_span!(
         "store",
         otel.name = format!("sqlite {operation}"),
         otel.kind = "client",

@@ -243,8 +243,7 @@ impl Steps {
             .instrument(span.clone())
             .await;
         if let Err(e) = &output {
-            span.record("error.type", e.name);
-            span.record("otel.status_code", "ERROR");
+            crate::trace::failed(&span, e.name);
         }
         Ok(serde_json::to_value(output?).expect("step outputs serialise"))
     }
@@ -271,14 +270,9 @@ impl Steps {
 /// The span of one step, a child of the run's trace: named after its Task state, with the
 /// session as the GenAI conventions name a conversation, and the error's name when it fails.
 fn step_span(handler: Handler, input: &StepInput) -> tracing::Span {
-    let span = tracing::info_span!(
-        target: crate::trace::TARGET,
+    let span = crate::trace_span!(
         "step",
-        trace_id = tracing::field::Empty,
-        span_id = tracing::field::Empty,
         otel.name = handler.name(),
-        otel.status_code = tracing::field::Empty,
-        error.type = tracing::field::Empty,
         gen_ai.conversation.id = %input.session.session,
         workflow.run = %input.run_id,
     );

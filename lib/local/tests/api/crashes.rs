@@ -14,13 +14,13 @@ use serde_json::{Value, json};
 use crate::binary::{Process, admin, call, listed, wait_answered};
 
 /// The sample guide, connected so that a turn searches it: every step of a turn runs.
-const DOCS: [&str; 2] = [
+pub(crate) const DOCS: [&str; 2] = [
     "--docs",
     concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/guide"),
 ];
 /// The builtin agent searches the guide for this, then answers.
 const QUESTION: &str = "How do I cancel a running answer?";
-const ANSWERED: [&str; 5] = [
+pub(crate) const ANSWERED: [&str; 5] = [
     "user_message",
     "tool_use",
     "tool_result",

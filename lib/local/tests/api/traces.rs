@@ -12,24 +12,12 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use crate::binary::{Process, call, wait_answered};
-use crate::crashes::{cookie, create, openai_at, provider};
+use crate::crashes::{ANSWERED, DOCS, cookie, create, openai_at, provider};
 use crate::support::WAIT;
 
-/// The sample guide, a collection the agent searches.
-const DOCS: [&str; 2] = [
-    "--docs",
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/guide"),
-];
 const QUESTION: &str = "Which plum-coloured umbrella did Ottoline forget?";
 const QUERY: &str = "how to cancel a running answer";
 const ANSWER: &str = "The one with the walnut handle, said the archivist.";
-const TURN: [&str; 5] = [
-    "user_message",
-    "tool_use",
-    "tool_result",
-    "agent_message",
-    "status_idle",
-];
 
 /// The receiver, running until dropped.
 struct Collector {
@@ -133,7 +121,7 @@ async fn a_turn_is_one_trace_through_its_steps_and_a_revival_with_no_content_in_
     // Started again, it revives the run, which answers.
     let p = Process::start_with(dir.path(), &DOCS, &[], &env).await;
     assert!(p.printed.contains("resumed 1 run"), "{}", p.printed);
-    assert_eq!(wait_answered(&p.base, &cookie, &session).await, TURN);
+    assert_eq!(wait_answered(&p.base, &cookie, &session).await, ANSWERED);
     let spans = collector.received(&["FinishTurn"]).await;
 
     let [request] = named(&spans, "POST /api/managed-agents/session")[..] else {
